@@ -1,0 +1,186 @@
+//! A Kineto-shaped (PyTorch profiler) Chrome JSON trace generator.
+//!
+//! Shape: `ProfilerStep#N` annotations on the main thread; nested `cpu_op`s
+//! (`aten::linear` → `aten::addmm` → `aten::mm`, …) with `External id`s;
+//! `cudaLaunchKernel` runtime calls with correlation ids; kernels on several
+//! GPU streams with realistic gaps; memcpy; `ac2g` flows; `[memory]`
+//! instants; process and thread names. Timestamps are fractional µs, as
+//! Kineto writes them.
+
+use std::io::{self, Write};
+
+use crate::rng::SeededRng;
+
+/// What to generate.
+#[derive(Debug, Clone)]
+pub struct KinetoSpec {
+    pub seed: u64,
+    /// Approximate number of trace events to write.
+    pub events: u64,
+    pub streams: u64,
+}
+
+const OPS: &[(&str, &[&str], &str)] = &[
+    (
+        "aten::linear",
+        &["aten::t", "aten::addmm"],
+        "sm80_xmma_gemm_f16f16_f16f32_f32_nn_n_tilesize96x128x32",
+    ),
+    (
+        "aten::conv2d",
+        &["aten::convolution", "aten::_convolution"],
+        "implicit_convolve_sgemm",
+    ),
+    (
+        "aten::relu",
+        &["aten::clamp_min"],
+        "vectorized_elementwise_kernel<4, at::native::relu>",
+    ),
+    (
+        "aten::layer_norm",
+        &["aten::native_layer_norm"],
+        "vectorized_layer_norm_kernel",
+    ),
+    ("aten::softmax", &["aten::_softmax"], "cunn_SoftMaxForward"),
+    (
+        "aten::add_",
+        &[],
+        "vectorized_elementwise_kernel<4, at::native::add>",
+    ),
+];
+
+struct Writer<W: Write> {
+    out: W,
+    first: bool,
+    written: u64,
+}
+
+impl<W: Write> Writer<W> {
+    fn event(&mut self, body: &str) -> io::Result<()> {
+        if !self.first {
+            self.out.write_all(b",\n")?;
+        }
+        self.first = false;
+        self.out.write_all(body.as_bytes())?;
+        self.written += 1;
+        Ok(())
+    }
+}
+
+/// `12.345` µs text for a ns value (Kineto's fractional microseconds).
+fn us(ns: u64) -> String {
+    format!("{}.{:03}", ns / 1000, ns % 1000)
+}
+
+/// Writes the trace; returns the number of events written.
+pub fn write_kineto<W: Write>(spec: &KinetoSpec, out: W) -> io::Result<u64> {
+    let mut rng = SeededRng::new(spec.seed);
+    let mut w = Writer {
+        out,
+        first: true,
+        written: 0,
+    };
+    w.out.write_all(b"{\"schemaVersion\": 1, \"deviceProperties\": [{\"id\": 0, \"name\": \"Generated GPU\"}],\n\"distributedInfo\": {\"rank\": 0, \"world_size\": 1},\n\"traceEvents\": [\n")?;
+    let pid = 4242u64;
+    let tid = 4242u64;
+    w.event(&format!("{{\"ph\": \"M\", \"name\": \"process_name\", \"pid\": {pid}, \"tid\": 0, \"args\": {{\"name\": \"python\"}}}}"))?;
+    w.event(&format!("{{\"ph\": \"M\", \"name\": \"thread_name\", \"pid\": {pid}, \"tid\": {tid}, \"args\": {{\"name\": \"thread {tid} (python)\"}}}}"))?;
+    let streams = spec.streams.max(1);
+    for s in 0..streams {
+        w.event(&format!("{{\"ph\": \"M\", \"name\": \"thread_name\", \"pid\": 0, \"tid\": {}, \"args\": {{\"name\": \"stream {}\"}}}}", 7 + s, 7 + s))?;
+    }
+    let mut t: u64 = 1_700_000_000_000_000; // ns
+    let mut stream_free = vec![t; streams as usize];
+    let mut correlation: u64 = 1;
+    let mut external: u64 = 1;
+    let mut step = 0u64;
+    let mut allocated: u64 = 1 << 30;
+    while w.written < spec.events {
+        let step_start = t;
+        let mut body = Vec::new();
+        let ops_in_step = rng.range(20, 60);
+        let mut cursor = t + 2_000;
+        for _ in 0..ops_in_step {
+            let (name, children, kernel) = OPS[rng.range(0, OPS.len() as u64) as usize];
+            let op_start = cursor;
+            let ext = external;
+            external += 1;
+            let mut inner = op_start + rng.range(1_000, 5_000);
+            for child in children.iter() {
+                let c_start = inner;
+                let c_dur = rng.range(3_000, 20_000);
+                body.push(format!("{{\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"{child}\", \"pid\": {pid}, \"tid\": {tid}, \"ts\": {}, \"dur\": {}, \"args\": {{\"External id\": {}, \"Input Dims\": [[64, 1024]]}}}}", us(c_start), us(c_dur), external));
+                external += 1;
+                inner = c_start + c_dur + rng.range(500, 2_000);
+            }
+            // The launch, the kernel it starts, and the flow between them.
+            let launch_start = inner;
+            let launch_dur = rng.range(4_000, 9_000);
+            let corr = correlation;
+            correlation += 1;
+            body.push(format!("{{\"ph\": \"X\", \"cat\": \"cuda_runtime\", \"name\": \"cudaLaunchKernel\", \"pid\": {pid}, \"tid\": {tid}, \"ts\": {}, \"dur\": {}, \"args\": {{\"External id\": {ext}, \"correlation\": {corr}, \"cbid\": 211}}}}", us(launch_start), us(launch_dur)));
+            let s = rng.range(0, streams) as usize;
+            let gap = if rng.chance(20) {
+                rng.range(20_000, 200_000)
+            } else {
+                rng.range(1_000, 5_000)
+            };
+            let k_start = stream_free[s].max(launch_start + 5_000) + gap;
+            let k_dur = rng.range(10_000, 400_000);
+            stream_free[s] = k_start + k_dur;
+            body.push(format!("{{\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"{kernel}\", \"pid\": 0, \"tid\": {}, \"ts\": {}, \"dur\": {}, \"args\": {{\"External id\": {ext}, \"correlation\": {corr}, \"device\": 0, \"stream\": {}, \"grid\": [128, 1, 1], \"block\": [256, 1, 1]}}}}", 7 + s, us(k_start), us(k_dur), 7 + s));
+            body.push(format!("{{\"ph\": \"s\", \"id\": {corr}, \"pid\": {pid}, \"tid\": {tid}, \"ts\": {}, \"cat\": \"ac2g\", \"name\": \"ac2g\"}}", us(launch_start)));
+            body.push(format!("{{\"ph\": \"f\", \"id\": {corr}, \"pid\": 0, \"tid\": {}, \"ts\": {}, \"cat\": \"ac2g\", \"name\": \"ac2g\", \"bp\": \"e\"}}", 7 + s, us(k_start)));
+            let op_end = launch_start + launch_dur + rng.range(500, 3_000);
+            body.push(format!("{{\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"{name}\", \"pid\": {pid}, \"tid\": {tid}, \"ts\": {}, \"dur\": {}, \"args\": {{\"External id\": {ext}, \"Input Dims\": [[64, 1024], [1024, 1024]]}}}}", us(op_start), us(op_end - op_start)));
+            if rng.chance(10) {
+                let bytes = rng.range(1 << 10, 1 << 24);
+                allocated += bytes;
+                body.push(format!("{{\"ph\": \"i\", \"cat\": \"cpu_instant_event\", \"s\": \"t\", \"name\": \"[memory]\", \"pid\": {pid}, \"tid\": {tid}, \"ts\": {}, \"args\": {{\"Device Type\": 1, \"Device Id\": 0, \"Addr\": {}, \"Bytes\": {bytes}, \"Total Allocated\": {allocated}, \"Total Reserved\": {}}}}}", us(op_end), rng.next_u64() >> 20, allocated + (1 << 28)));
+            }
+            if rng.chance(5) {
+                let m_start = stream_free[s] + rng.range(1_000, 10_000);
+                let m_dur = rng.range(5_000, 50_000);
+                stream_free[s] = m_start + m_dur;
+                body.push(format!("{{\"ph\": \"X\", \"cat\": \"gpu_memcpy\", \"name\": \"Memcpy DtoH (Device -> Pinned)\", \"pid\": 0, \"tid\": {}, \"ts\": {}, \"dur\": {}, \"args\": {{\"device\": 0, \"stream\": {}, \"bytes\": {}}}}}", 7 + s, us(m_start), us(m_dur), 7 + s, rng.range(1 << 10, 1 << 22)));
+            }
+            cursor = op_end + rng.range(1_000, 10_000);
+        }
+        let step_end = cursor + 1_000;
+        w.event(&format!("{{\"ph\": \"X\", \"cat\": \"user_annotation\", \"name\": \"ProfilerStep#{step}\", \"pid\": {pid}, \"tid\": {tid}, \"ts\": {}, \"dur\": {}, \"args\": {{}}}}", us(step_start), us(step_end - step_start)))?;
+        for e in body {
+            w.event(&e)?;
+        }
+        step += 1;
+        t = step_end + rng.range(10_000, 100_000);
+    }
+    w.out.write_all(b"\n],\n\"traceName\": \"generated\"}\n")?;
+    w.out.flush()?;
+    Ok(w.written)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn same_seed_same_bytes_and_valid_json() {
+        let spec = KinetoSpec {
+            seed: 3,
+            events: 2_000,
+            streams: 2,
+        };
+        let mut a = Vec::new();
+        let mut b = Vec::new();
+        let n = write_kineto(&spec, &mut a).unwrap();
+        write_kineto(&spec, &mut b).unwrap();
+        assert_eq!(a, b);
+        let doc: serde_json::Value = serde_json::from_slice(&a).unwrap();
+        assert_eq!(doc["traceEvents"].as_array().unwrap().len() as u64, n);
+        assert!(n >= 2_000);
+        let other = KinetoSpec { seed: 4, ..spec };
+        let mut c = Vec::new();
+        write_kineto(&other, &mut c).unwrap();
+        assert_ne!(a, c);
+    }
+}

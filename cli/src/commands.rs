@@ -1,0 +1,586 @@
+//! Dispatch: one function per command, each calling one engine service and
+//! rendering its result.
+
+use std::io::{IsTerminal, Write};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use flameox_engine::error::Result;
+use flameox_engine::recipes::drilldown::Direction;
+use flameox_engine::services::analyze::{self, FrameRequest, HotspotsRequest, WindowRequest};
+use flameox_engine::services::import::{ImportProgress, ImportRequest, import_artifact};
+use flameox_engine::services::{CallOptions, QueryContext, inventory};
+use flameox_engine::{FlameoxError, Workspace, WorkspaceLocator, validate};
+use serde::Serialize;
+
+use crate::render::{self, Table, cut, duration_ns, thousands};
+use crate::{
+    AnalyzeCommand, ArtifactsCommand, CatalogAction, Cli, Command, ConfigAction, GlobalOptions,
+    RunsCommand, StacksCommand, TraceCommand,
+};
+
+fn locator(g: &GlobalOptions) -> WorkspaceLocator {
+    WorkspaceLocator {
+        workspace: g.workspace.clone(),
+        project_root: g.project_root.clone(),
+    }
+}
+
+fn open(g: &GlobalOptions) -> Result<Workspace> {
+    Workspace::locate(&locator(g))
+}
+
+fn emit<T: Serialize>(g: &GlobalOptions, value: &T, text: impl FnOnce(&T) -> String) -> Result<()> {
+    let out = if g.json {
+        serde_json::to_string_pretty(value).map_err(|e| FlameoxError::internal(e.to_string()))?
+            + "\n"
+    } else if g.quiet {
+        String::new()
+    } else {
+        text(value)
+    };
+    let mut stdout = std::io::stdout().lock();
+    let _ = stdout.write_all(out.as_bytes());
+    Ok(())
+}
+
+fn block_on<F: std::future::Future>(fut: F) -> Result<F::Output> {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .map_err(|e| FlameoxError::internal(format!("starting the runtime: {e}")))?;
+    Ok(runtime.block_on(fut))
+}
+
+fn call_options(g: &GlobalOptions) -> Result<CallOptions> {
+    let timeout = match g.timeout {
+        Some(t) if t.is_finite() && t > 0.0 => Some(Duration::from_secs_f64(t)),
+        Some(_) => {
+            return Err(FlameoxError::invalid_argument(
+                "timeout",
+                "must be a positive number of seconds",
+            ));
+        }
+        None => None,
+    };
+    Ok(CallOptions { timeout })
+}
+
+pub fn run(cli: Cli) -> Result<()> {
+    let g = &cli.global;
+    match cli.command {
+        Command::Init => {
+            let root = locator(g).init_root()?;
+            let outcome = inventory::init(&root)?;
+            emit(g, &outcome, |o| {
+                if o.created {
+                    format!("initialized flameox workspace {}\n", o.workspace_id)
+                } else {
+                    format!("workspace {} already initialized\n", o.workspace_id)
+                }
+            })
+        }
+        Command::Status => {
+            let ws = open(g)?;
+            let status = inventory::status(&ws)?;
+            emit(g, &status, |s| {
+                let mut out = format!(
+                    "workspace {}\nhead        {}\nruns        {}\nartifacts   {}\ngenerations {}\nevidence    {}\n",
+                    s.workspace_id,
+                    s.head_commit.as_deref().unwrap_or("(nothing published)"),
+                    s.runs,
+                    s.artifacts,
+                    s.generations,
+                    render::bytes(s.evidence_bytes)
+                );
+                for (table, rows) in &s.evidence_rows {
+                    out += &format!("  {table:<14} {:>12} rows\n", thousands(*rows as i64));
+                }
+                out
+            })
+        }
+        Command::Config {
+            action: ConfigAction::Show,
+        } => {
+            let ws = open(g)?;
+            let config = inventory::config_show(&ws);
+            emit(g, &config, |c| format!("{c:#?}\n"))
+        }
+        Command::Validate { full }
+        | Command::Catalog {
+            action: CatalogAction::Validate { full },
+        } => {
+            let ws = open(g)?;
+            let report = validate::validate(&ws, full)?;
+            emit(g, &report, |r| {
+                let mut out = format!(
+                    "{}: {} commits, {} generations, {} files, {} artifacts checked{}\n",
+                    if r.ok { "valid" } else { "INVALID" },
+                    r.commits_checked,
+                    r.generations_checked,
+                    r.files_checked,
+                    r.artifacts_checked,
+                    if r.full { " (hashes verified)" } else { "" }
+                );
+                for e in &r.errors {
+                    out += &format!("  error {}: {}\n", e.code, e.message);
+                }
+                if !r.orphans.is_empty() {
+                    out += &format!(
+                        "  {} orphaned entries (run `flameox recover`)\n",
+                        r.orphans.len()
+                    );
+                }
+                out
+            })?;
+            if !report.ok {
+                return Err(FlameoxError::new(
+                    flameox_engine::ErrorCode::WorkspaceInvalid,
+                    "validation failed",
+                )
+                .detail("errors", report.errors.len()));
+            }
+            Ok(())
+        }
+        Command::Recover => {
+            let ws = open(g)?;
+            let report = validate::recover(&ws)?;
+            emit(g, &report, |r| {
+                format!(
+                    "removed {} staging entries, moved {} orphans to trash, marked {} runs interrupted\n",
+                    r.staging_removed,
+                    r.orphans_moved_to_trash.len(),
+                    r.interrupted_runs.len()
+                )
+            })
+        }
+        Command::Import {
+            path,
+            kind,
+            producer,
+        } => {
+            let ws = open(g)?;
+            let progress = CliProgress::new(!g.json && !g.quiet && std::io::stderr().is_terminal());
+            let request = ImportRequest {
+                path,
+                kind,
+                producer,
+            };
+            let result = import_artifact(&ws, &request, &progress);
+            progress.finish();
+            let result = result?;
+            emit(g, &result, |r| {
+                let mut out = format!(
+                    "imported {} ({}, {}) as run {}\n  artifact {}\n  {} events, {} tracks{}\n",
+                    r.kind,
+                    r.producer,
+                    render::bytes(r.bytes),
+                    r.run_id,
+                    r.artifact_id,
+                    thousands(*r.rows.get("trace_events").unwrap_or(&0) as i64),
+                    r.tracks,
+                    if r.reused_generation {
+                        " (evidence reused from an earlier import)"
+                    } else {
+                        ""
+                    }
+                );
+                for l in &r.limitations {
+                    out += &format!("  limitation {} ×{}: {}\n", l.code, l.count, l.message);
+                }
+                out += &format!("next: flameox analyze hotspots {}\n", r.run_id);
+                out
+            })
+        }
+        Command::Analyze { analysis } => analyze_command(g, analysis),
+        Command::Stacks { action } => stacks_command(g, action),
+        Command::Trace { action } => trace_command(g, action),
+        Command::Runs { action } => {
+            let ws = open(g)?;
+            match action {
+                RunsCommand::List { page } => {
+                    let listing = inventory::list_runs(&ws, page.limit, page.cursor.as_deref())?;
+                    emit(g, &listing, |l| {
+                        let mut t =
+                            Table::new(&["run", "created", "extraction", "events", "input"], &[3]);
+                        for r in &l.items {
+                            t.row(vec![
+                                r.run_id.clone(),
+                                r.created_at.clone(),
+                                r.extraction.clone(),
+                                thousands(r.trace_events as i64),
+                                cut(&r.original_names.join(","), 40),
+                            ]);
+                        }
+                        let next = l
+                            .next_cursor
+                            .as_ref()
+                            .map(|c| format!("flameox runs list --cursor {c}"));
+                        t.render() + &render::footer(l.returned, l.total, next) + "\n"
+                    })
+                }
+                RunsCommand::Show { run_id } => {
+                    let run = inventory::show_run(&ws, &run_id)?;
+                    emit(g, &run, |r| {
+                        serde_json::to_string_pretty(r).unwrap_or_default() + "\n"
+                    })
+                }
+            }
+        }
+        Command::Artifacts { action } => {
+            let ws = open(g)?;
+            match action {
+                ArtifactsCommand::List { page } => {
+                    let listing =
+                        inventory::list_artifacts(&ws, page.limit, page.cursor.as_deref())?;
+                    emit(g, &listing, |l| {
+                        let mut t = Table::new(&["artifact", "kind", "size", "name"], &[2]);
+                        for a in &l.items {
+                            t.row(vec![
+                                a.artifact_id.clone(),
+                                a.kind.clone(),
+                                render::bytes(a.bytes),
+                                cut(&a.original_name, 40),
+                            ]);
+                        }
+                        let next = l
+                            .next_cursor
+                            .as_ref()
+                            .map(|c| format!("flameox artifacts list --cursor {c}"));
+                        t.render() + &render::footer(l.returned, l.total, next) + "\n"
+                    })
+                }
+                ArtifactsCommand::Show { artifact_id } => {
+                    let detail = inventory::show_artifact(&ws, &artifact_id)?;
+                    emit(g, &detail, |d| {
+                        serde_json::to_string_pretty(d).unwrap_or_default() + "\n"
+                    })
+                }
+            }
+        }
+    }
+}
+
+fn parse_window(text: &str) -> Result<(i64, i64)> {
+    let bad =
+        || FlameoxError::invalid_argument("window", "expected START:END in integer nanoseconds");
+    let (a, b) = text.split_once(':').ok_or_else(bad)?;
+    Ok((
+        a.trim().parse().map_err(|_| bad())?,
+        b.trim().parse().map_err(|_| bad())?,
+    ))
+}
+
+fn analyze_command(g: &GlobalOptions, analysis: AnalyzeCommand) -> Result<()> {
+    let ws = open(g)?;
+    let qc = QueryContext {
+        ws: &ws,
+        cache: None,
+        options: call_options(g)?,
+    };
+    match analysis {
+        AnalyzeCommand::Hotspots {
+            target,
+            page,
+            metric,
+            thread,
+            process,
+            window,
+            folded,
+        } => {
+            let window = window.as_deref().map(parse_window).transpose()?;
+            let request = HotspotsRequest {
+                target: target.clone(),
+                metric,
+                thread,
+                process,
+                window,
+                limit: page.limit,
+                cursor: page.cursor,
+            };
+            let (result, lines) = block_on(async {
+                let result = analyze::analyze_hotspots(&qc, &request).await?;
+                let lines = match &folded {
+                    Some(_) => Some(analyze::folded_stacks(&qc, &target).await?),
+                    None => None,
+                };
+                Ok::<_, FlameoxError>((result, lines))
+            })??;
+            if let (Some(path), Some(lines)) = (&folded, lines) {
+                let text: String = lines
+                    .iter()
+                    .map(|(stack, w)| format!("{stack} {w}\n"))
+                    .collect();
+                std::fs::write(path, text)
+                    .map_err(|e| FlameoxError::internal(format!("writing the folded file: {e}")))?;
+            }
+            emit(g, &result, |r| {
+                let mut out = format!(
+                    "hotspots of {} by {} (commit {})\n",
+                    r.scope.requested,
+                    r.metric,
+                    &r.commit_id[..r.commit_id.len().min(12)]
+                );
+                let mut t = Table::new(
+                    &[
+                        "self", "self %", "incl", "incl %", "count", "function", "location",
+                    ],
+                    &[0, 1, 2, 3, 4],
+                );
+                for row in &r.rows {
+                    let location = match (&row.file, row.line) {
+                        (Some(f), Some(l)) => format!("{f}:{l}"),
+                        (Some(f), None) => f.clone(),
+                        _ => row.module.clone().unwrap_or_default(),
+                    };
+                    t.row(vec![
+                        render::value(row.self_value, &r.unit),
+                        format!("{:.2}", row.self_pct),
+                        render::value(row.inclusive_value, &r.unit),
+                        format!("{:.2}", row.inclusive_pct),
+                        thousands(row.count),
+                        cut(&row.function, 60),
+                        cut(&location, 40),
+                    ]);
+                }
+                out += &t.render();
+                let next = r.next_cursor.as_ref().map(|c| {
+                    format!(
+                        "flameox analyze hotspots {} --limit {} --cursor {c}",
+                        r.scope.requested, r.returned
+                    )
+                });
+                out += &render::footer(r.returned, r.total, next);
+                out += &format!(
+                    "\nevidence: {} ({})\n",
+                    r.evidence.status, r.evidence.reason
+                );
+                out
+            })
+        }
+    }
+}
+
+fn stacks_command(g: &GlobalOptions, action: StacksCommand) -> Result<()> {
+    let ws = open(g)?;
+    let qc = QueryContext {
+        ws: &ws,
+        cache: None,
+        options: call_options(g)?,
+    };
+    let (request, direction) = match action {
+        StacksCommand::Callers {
+            target,
+            frame,
+            page,
+            metric,
+        } => (
+            FrameRequest {
+                target,
+                frame,
+                metric,
+                limit: page.limit,
+                cursor: page.cursor,
+            },
+            Some(Direction::Callers),
+        ),
+        StacksCommand::Callees {
+            target,
+            frame,
+            page,
+            metric,
+        } => (
+            FrameRequest {
+                target,
+                frame,
+                metric,
+                limit: page.limit,
+                cursor: page.cursor,
+            },
+            Some(Direction::Callees),
+        ),
+        StacksCommand::Examples {
+            target,
+            frame,
+            limit,
+        } => (
+            FrameRequest {
+                target,
+                frame,
+                metric: None,
+                limit,
+                cursor: None,
+            },
+            None,
+        ),
+    };
+    match direction {
+        Some(direction) => {
+            let result = block_on(analyze::frame_neighbors(&qc, &request, direction))??;
+            emit(g, &result, |r| {
+                let word = if r.direction == Direction::Callers {
+                    "callers"
+                } else {
+                    "callees"
+                };
+                let mut out = format!("{word} of {} ({})\n", r.frame.function, r.metric);
+                let mut t = Table::new(&["weight", "count", "function", "frame"], &[0, 1]);
+                for row in &r.rows {
+                    t.row(vec![
+                        render::value(
+                            row.weight,
+                            if r.metric.ends_with("_ns") {
+                                "ns"
+                            } else {
+                                "count"
+                            },
+                        ),
+                        thousands(row.count),
+                        cut(&row.function, 60),
+                        row.frame.clone(),
+                    ]);
+                }
+                out += &t.render();
+                let next = r.next_cursor.as_ref().map(|c| {
+                    format!(
+                        "flameox stacks {word} {} '{}' --cursor {c}",
+                        r.scope.requested, r.frame.requested
+                    )
+                });
+                out + &render::footer(r.returned, r.total, next)
+                    + &format!(
+                        "\nevidence: {} ({})\n",
+                        r.evidence.status, r.evidence.reason
+                    )
+            })
+        }
+        None => {
+            let result = block_on(analyze::stack_examples(&qc, &request))??;
+            emit(g, &result, |r| {
+                let mut out = format!("stacks through {}\n", r.frame.function);
+                for (i, s) in r.stacks.iter().enumerate() {
+                    out += &format!(
+                        "#{} weight {} ({} occurrences)\n",
+                        i + 1,
+                        duration_ns(s.weight),
+                        thousands(s.count)
+                    );
+                    for (depth, f) in s.frames.iter().enumerate() {
+                        out += &format!("  {}{}\n", "  ".repeat(depth.min(30)), cut(f, 100));
+                    }
+                }
+                out + &render::footer(r.returned, r.total, None) + "\n"
+            })
+        }
+    }
+}
+
+fn trace_command(g: &GlobalOptions, action: TraceCommand) -> Result<()> {
+    let ws = open(g)?;
+    let qc = QueryContext {
+        ws: &ws,
+        cache: None,
+        options: call_options(g)?,
+    };
+    let TraceCommand::Window {
+        target,
+        start,
+        end,
+        page,
+        kind,
+        name,
+        track,
+    } = action;
+    let request = WindowRequest {
+        target,
+        start_ns: start,
+        end_ns: end,
+        kind,
+        name,
+        track_id: track,
+        limit: page.limit,
+        cursor: page.cursor,
+    };
+    let result = block_on(analyze::trace_window(&qc, &request))??;
+    emit(g, &result, |r| {
+        let mut t = Table::new(
+            &["ts_ns", "dur", "depth", "kind", "track", "name"],
+            &[0, 1, 2],
+        );
+        for e in &r.events {
+            t.row(vec![
+                e.ts_ns.to_string(),
+                if e.dur_ns < 0 {
+                    "open".into()
+                } else {
+                    duration_ns(e.dur_ns)
+                },
+                e.depth.to_string(),
+                e.kind.clone(),
+                e.track_id.to_string(),
+                cut(&e.name, 70),
+            ]);
+        }
+        let next = r.next_cursor.as_ref().map(|c| {
+            format!(
+                "flameox trace window {} --start {} --end {} --limit {} --cursor {c}",
+                r.artifact_id, r.start_ns, r.end_ns, r.returned
+            )
+        });
+        t.render()
+            + &render::footer(r.returned, r.total, next)
+            + &format!(
+                "\nevidence: {} ({})\n",
+                r.evidence.status, r.evidence.reason
+            )
+    })
+}
+
+/// Progress bar on a TTY, nothing on a pipe; Ctrl-C cancels.
+struct CliProgress {
+    bar: Option<indicatif::ProgressBar>,
+    cancelled: Arc<AtomicBool>,
+}
+
+impl CliProgress {
+    fn new(show: bool) -> CliProgress {
+        let cancelled = Arc::new(AtomicBool::new(false));
+        let flag = cancelled.clone();
+        let _ = ctrlc::set_handler(move || flag.store(true, Ordering::SeqCst));
+        let bar = show.then(|| {
+            let bar = indicatif::ProgressBar::new(0);
+            if let Ok(style) = indicatif::ProgressStyle::with_template(
+                "{msg:>20} [{bar:30}] {bytes}/{total_bytes} ({bytes_per_sec})",
+            ) {
+                bar.set_style(style);
+            }
+            bar
+        });
+        CliProgress { bar, cancelled }
+    }
+
+    fn finish(&self) {
+        if let Some(bar) = &self.bar {
+            bar.finish_and_clear();
+        }
+    }
+}
+
+impl ImportProgress for CliProgress {
+    fn phase(&self, phase: &str) {
+        if let Some(bar) = &self.bar {
+            bar.set_message(phase.to_owned());
+        }
+    }
+    fn bytes(&self, done: u64, total: u64) {
+        if let Some(bar) = &self.bar {
+            bar.set_length(total);
+            bar.set_position(done);
+        }
+    }
+    fn cancelled(&self) -> bool {
+        self.cancelled.load(Ordering::SeqCst)
+    }
+}

@@ -1,0 +1,263 @@
+//! `flameox`: the command-line transport. Parses arguments, calls the engine's
+//! services, renders tables or `--json`, and maps errors to exit codes. No
+//! domain logic lives here.
+
+mod commands;
+mod render;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Args, Parser, Subcommand};
+use flameox_engine::FlameoxError;
+
+/// A local evidence engine for performance investigations.
+#[derive(Parser, Debug)]
+#[command(name = "flameox", version, about, long_about = None)]
+pub struct Cli {
+    #[command(flatten)]
+    pub global: GlobalOptions,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// Options every command accepts.
+#[derive(Args, Debug, Clone)]
+pub struct GlobalOptions {
+    /// Use this `.flameox` workspace folder.
+    #[arg(long, global = true, value_name = "PATH")]
+    pub workspace: Option<PathBuf>,
+    /// Project root whose `.flameox` to use.
+    #[arg(long, global = true, value_name = "PATH")]
+    pub project_root: Option<PathBuf>,
+    /// Print the result model as one JSON document.
+    #[arg(long, global = true)]
+    pub json: bool,
+    /// Print nothing but errors.
+    #[arg(long, global = true)]
+    pub quiet: bool,
+    /// Diagnostics level on stderr (error, warn, info, debug).
+    #[arg(long, global = true, default_value = "warn")]
+    pub log_level: String,
+    /// Lower the query deadline for this call (seconds).
+    #[arg(long, global = true, value_name = "SECONDS")]
+    pub timeout: Option<f64>,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum Command {
+    /// Create `.flameox/` here (idempotent). Example: `flameox init`
+    Init,
+    /// Workspace identity, HEAD, evidence sizes. Example: `flameox status`
+    Status,
+    /// Show configuration. Example: `flameox config show`
+    Config {
+        #[command(subcommand)]
+        action: ConfigAction,
+    },
+    /// Check manifests, row counts, schemas (and hashes with --full). Example: `flameox validate --full`
+    Validate {
+        #[arg(long)]
+        full: bool,
+    },
+    /// Catalog maintenance. Example: `flameox catalog validate`
+    Catalog {
+        #[command(subcommand)]
+        action: CatalogAction,
+    },
+    /// Clean up after a crashed writer. Example: `flameox recover`
+    Recover,
+    /// Import a trace as a new run. Example: `flameox import trace.json.gz`
+    Import {
+        path: PathBuf,
+        /// Force the input kind (e.g. chrome_json).
+        #[arg(long)]
+        kind: Option<String>,
+        /// Force the producer (e.g. torch.profiler).
+        #[arg(long)]
+        producer: Option<String>,
+    },
+    /// Analyses. Example: `flameox analyze hotspots <run-id> --limit 20`
+    Analyze {
+        #[command(subcommand)]
+        analysis: AnalyzeCommand,
+    },
+    /// Callers, callees and example stacks of a frame. Example: `flameox stacks callers <run-id> aten::mm`
+    Stacks {
+        #[command(subcommand)]
+        action: StacksCommand,
+    },
+    /// Events in a time window. Example: `flameox trace window sha256:… --start 0 --end 1000000`
+    Trace {
+        #[command(subcommand)]
+        action: TraceCommand,
+    },
+    /// Import runs. Example: `flameox runs list`
+    Runs {
+        #[command(subcommand)]
+        action: RunsCommand,
+    },
+    /// Stored artifacts. Example: `flameox artifacts list`
+    Artifacts {
+        #[command(subcommand)]
+        action: ArtifactsCommand,
+    },
+}
+
+#[derive(Subcommand, Debug)]
+pub enum ConfigAction {
+    /// Print the effective configuration. Example: `flameox config show`
+    Show,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum CatalogAction {
+    /// Same as `flameox validate`. Example: `flameox catalog validate --full`
+    Validate {
+        #[arg(long)]
+        full: bool,
+    },
+}
+
+/// Paging options shared by drill-down commands.
+#[derive(Args, Debug, Clone)]
+pub struct PageOptions {
+    /// Rows per page (1..=1000).
+    #[arg(long)]
+    pub limit: Option<usize>,
+    /// Continue from a previous page's cursor.
+    #[arg(long)]
+    pub cursor: Option<String>,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum AnalyzeCommand {
+    /// Top frames by self time. Example: `flameox analyze hotspots <run-id> --window 0:5000000`
+    Hotspots {
+        target: String,
+        #[command(flatten)]
+        page: PageOptions,
+        #[arg(long)]
+        metric: Option<String>,
+        /// Thread name or tid.
+        #[arg(long)]
+        thread: Option<String>,
+        /// Process name or pid.
+        #[arg(long)]
+        process: Option<String>,
+        /// START:END in ns (slices starting inside).
+        #[arg(long)]
+        window: Option<String>,
+        /// Also write folded stacks (`a;b;c weight`) to FILE.
+        #[arg(long, value_name = "FILE")]
+        folded: Option<PathBuf>,
+    },
+}
+
+#[derive(Subcommand, Debug)]
+pub enum StacksCommand {
+    /// Frames that call FRAME. Example: `flameox stacks callers <run-id> aten::linear`
+    Callers {
+        target: String,
+        frame: String,
+        #[command(flatten)]
+        page: PageOptions,
+        #[arg(long)]
+        metric: Option<String>,
+    },
+    /// Frames FRAME calls. Example: `flameox stacks callees <run-id> aten::linear`
+    Callees {
+        target: String,
+        frame: String,
+        #[command(flatten)]
+        page: PageOptions,
+        #[arg(long)]
+        metric: Option<String>,
+    },
+    /// Full stacks through FRAME, heaviest first. Example: `flameox stacks examples <run-id> aten::linear`
+    Examples {
+        target: String,
+        frame: String,
+        #[arg(long)]
+        limit: Option<usize>,
+    },
+}
+
+#[derive(Subcommand, Debug)]
+pub enum TraceCommand {
+    /// Events overlapping [START, END) ns. Example: `flameox trace window sha256:… --start 0 --end 1000000 --limit 50`
+    Window {
+        target: String,
+        #[arg(long, allow_hyphen_values = true)]
+        start: i64,
+        #[arg(long, allow_hyphen_values = true)]
+        end: i64,
+        #[command(flatten)]
+        page: PageOptions,
+        #[arg(long)]
+        kind: Option<String>,
+        #[arg(long)]
+        name: Option<String>,
+        #[arg(long)]
+        track: Option<u64>,
+    },
+}
+
+#[derive(Subcommand, Debug)]
+pub enum RunsCommand {
+    /// Runs, newest first. Example: `flameox runs list --limit 10`
+    List {
+        #[command(flatten)]
+        page: PageOptions,
+    },
+    /// One run's manifest. Example: `flameox runs show <run-id>`
+    Show { run_id: String },
+}
+
+#[derive(Subcommand, Debug)]
+pub enum ArtifactsCommand {
+    /// Stored artifacts. Example: `flameox artifacts list`
+    List {
+        #[command(flatten)]
+        page: PageOptions,
+    },
+    /// One artifact and the runs that used it. Example: `flameox artifacts show sha256:…`
+    Show { artifact_id: String },
+}
+
+fn main() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(err) => {
+            let code = if err.use_stderr() { 2 } else { 0 };
+            let _ = err.print();
+            return ExitCode::from(code);
+        }
+    };
+    let json = cli.global.json;
+    match commands::run(cli) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(err) => report_error(&err, json),
+    }
+}
+
+fn report_error(err: &FlameoxError, json: bool) -> ExitCode {
+    if json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(err).unwrap_or_else(|_| err.message.clone())
+        );
+    } else {
+        eprintln!("error [{}]: {}", err.code.as_str(), err.message);
+        for (key, value) in &err.details {
+            eprintln!("  {key}: {value}");
+        }
+        for step in &err.remediation {
+            eprintln!("  hint: {step}");
+        }
+        if let Some(r) = &err.recovery {
+            eprintln!("  next: {}", r.next_command);
+        }
+    }
+    ExitCode::from(err.exit_code() as u8)
+}

@@ -1,0 +1,25 @@
+//! flameox's engine: the workspace, the artifact store, atomic publication of
+//! Parquet evidence, the query runtime, and the application services that the
+//! CLI and the MCP server both call. See `docs/storage.md`.
+
+pub mod catalog;
+pub mod config;
+pub mod cursor;
+pub mod error;
+pub mod fsutil;
+pub mod lock;
+pub mod publish;
+pub mod query;
+pub mod runs;
+pub mod services;
+pub mod staging;
+pub mod store;
+pub mod validate;
+pub mod workspace;
+
+pub use error::{ErrorCode, FlameoxError, Result};
+pub use workspace::{Workspace, WorkspaceLocator};
+
+/// Re-exported so transports can name typed results without another dependency.
+pub use flameox_extractors as extractors;
+pub use flameox_recipes as recipes;

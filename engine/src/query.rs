@@ -1,0 +1,202 @@
+//! The query runtime: a DataFusion session over exactly the files of one
+//! pinned commit, run under a memory pool and a deadline.
+//!
+//! Table schemas come from the code (checked against the commit's recorded
+//! schema versions), so opening a snapshot reads no Parquet footer just to
+//! learn a schema. Sessions are cached per commit id in long-lived processes.
+
+use std::collections::HashMap;
+use std::future::Future;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use datafusion::datasource::MemTable;
+use datafusion::datasource::file_format::parquet::ParquetFormat;
+use datafusion::datasource::listing::{
+    ListingOptions, ListingTable, ListingTableConfig, ListingTableUrl,
+};
+use datafusion::execution::runtime_env::RuntimeEnvBuilder;
+use datafusion::logical_expr::col;
+use datafusion::prelude::{SessionConfig, SessionContext};
+use flameox_extractors::{EvidenceTable, SCHEMA_VERSION};
+use flameox_recipes::RecipeError;
+
+use crate::catalog::Snapshot;
+use crate::error::{ErrorCode, FlameoxError, Result};
+use crate::workspace::Workspace;
+
+/// Budgets of one query (from config, lowerable per call).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct QueryBudget {
+    pub memory_bytes: u64,
+    pub deadline: Duration,
+}
+
+impl QueryBudget {
+    pub fn from_config(ws: &Workspace, timeout_override: Option<Duration>) -> QueryBudget {
+        let configured = Duration::from_millis(ws.config.query.timeout_ms);
+        QueryBudget {
+            memory_bytes: ws.config.query.memory_limit_mib * 1024 * 1024,
+            deadline: timeout_override
+                .map(|t| t.min(configured))
+                .unwrap_or(configured),
+        }
+    }
+}
+
+/// A session bound to one commit.
+#[derive(Clone)]
+pub struct PinnedSession {
+    pub ctx: SessionContext,
+    pub snapshot: Arc<Snapshot>,
+    pub budget: QueryBudget,
+}
+
+/// Builds the session for a snapshot: one listing table per evidence table
+/// over exactly the files the commit lists.
+pub fn open_session(
+    ws: &Workspace,
+    snapshot: Arc<Snapshot>,
+    budget: QueryBudget,
+) -> Result<PinnedSession> {
+    if let Some(commit) = &snapshot.commit {
+        for (table, version) in &commit.tables {
+            if *version != SCHEMA_VERSION {
+                return Err(FlameoxError::new(
+                    ErrorCode::EvidenceSchemaMismatch,
+                    format!("table {table} has schema version {version}; this build reads {SCHEMA_VERSION}"),
+                )
+                .remedy("re-import the artifacts with this version of flameox"));
+            }
+        }
+    }
+    let runtime = RuntimeEnvBuilder::new()
+        .with_memory_limit(budget.memory_bytes as usize, 1.0)
+        .build_arc()
+        .map_err(|e| FlameoxError::internal(format!("creating the query runtime: {e}")))?;
+    let mut config = SessionConfig::new()
+        .with_target_partitions(2)
+        .with_information_schema(false);
+    config.options_mut().execution.parquet.pushdown_filters = true;
+    config.options_mut().execution.parquet.reorder_filters = true;
+    let ctx = SessionContext::new_with_config_rt(config, runtime);
+    for table in EvidenceTable::ALL {
+        let urls: Vec<ListingTableUrl> = snapshot
+            .generations
+            .iter()
+            .flat_map(|g| g.files.iter())
+            .filter(|f| f.table == table.name())
+            .map(|f| {
+                let path = ws.dir().join(&f.path);
+                ListingTableUrl::parse(path.to_string_lossy())
+            })
+            .collect::<std::result::Result<_, _>>()
+            .map_err(|e| FlameoxError::internal(format!("registering evidence: {e}")))?;
+        let registered = if urls.is_empty() {
+            let empty = MemTable::try_new(table.schema(), vec![vec![]])
+                .map_err(|e| FlameoxError::internal(format!("registering evidence: {e}")))?;
+            ctx.register_table(table.name(), Arc::new(empty))
+        } else {
+            let sort: Vec<_> = table
+                .sort_columns()
+                .iter()
+                .map(|c| col(*c).sort(true, false))
+                .collect();
+            let mut options = ListingOptions::new(Arc::new(ParquetFormat::default()))
+                .with_file_extension(".parquet");
+            if !sort.is_empty() {
+                options = options.with_file_sort_order(vec![sort]);
+            }
+            let config = ListingTableConfig::new_with_multi_paths(urls)
+                .with_listing_options(options)
+                .with_schema(table.schema());
+            let listing = ListingTable::try_new(config)
+                .map_err(|e| FlameoxError::internal(format!("registering evidence: {e}")))?;
+            ctx.register_table(table.name(), Arc::new(listing))
+        };
+        registered.map_err(|e| FlameoxError::internal(format!("registering evidence: {e}")))?;
+    }
+    Ok(PinnedSession {
+        ctx,
+        snapshot,
+        budget,
+    })
+}
+
+/// Maps a recipe failure to the contract's error codes.
+pub fn recipe_error(err: RecipeError, budget: &QueryBudget) -> FlameoxError {
+    match err {
+        RecipeError::ResourcesExhausted(text) => FlameoxError::new(
+            ErrorCode::QueryBudgetExceeded,
+            "the query needed more memory than its budget",
+        )
+        .detail("memory_budget_bytes", budget.memory_bytes)
+        .detail("engine_message", text)
+        .remedy("narrow the call: a time window, one thread, or a smaller scope"),
+        RecipeError::NotFound {
+            what,
+            closest,
+            valid,
+        } => {
+            let mut near = closest;
+            if near.is_empty() {
+                near = crate::error::closest(&what, valid.iter().map(String::as_str), 3);
+            }
+            let shown: Vec<String> = valid.into_iter().take(50).collect();
+            FlameoxError::new(ErrorCode::InvalidArguments, format!("{what} in this scope"))
+                .detail("closest", near)
+                .detail("valid", shown)
+        }
+        RecipeError::DataFusion(e) => FlameoxError::internal(format!("query failed: {e}")),
+    }
+}
+
+/// Runs a recipe future under the session's deadline.
+pub async fn run_budgeted<T>(
+    session: &PinnedSession,
+    fut: impl Future<Output = std::result::Result<T, RecipeError>>,
+) -> Result<T> {
+    match tokio::time::timeout(session.budget.deadline, fut).await {
+        Ok(result) => result.map_err(|e| recipe_error(e, &session.budget)),
+        Err(_) => Err(FlameoxError::new(
+            ErrorCode::QueryBudgetExceeded,
+            format!(
+                "the query ran past its {} ms deadline",
+                session.budget.deadline.as_millis()
+            ),
+        )
+        .detail("deadline_ms", session.budget.deadline.as_millis() as u64)
+        .remedy("narrow the call: a time window, one thread, or a smaller scope")),
+    }
+}
+
+/// Sessions per commit id for long-lived processes (the MCP server).
+#[derive(Default, Clone)]
+pub struct SessionCache {
+    sessions: Arc<Mutex<HashMap<(String, QueryBudget), PinnedSession>>>,
+}
+
+impl SessionCache {
+    /// Returns the cached session for the snapshot's commit or builds one.
+    pub fn get_or_open(
+        &self,
+        ws: &Workspace,
+        snapshot: Arc<Snapshot>,
+        budget: QueryBudget,
+    ) -> Result<PinnedSession> {
+        let key = (snapshot.commit_id().to_owned(), budget);
+        if let Ok(map) = self.sessions.lock()
+            && let Some(found) = map.get(&key)
+        {
+            return Ok(found.clone());
+        }
+        let session = open_session(ws, snapshot, budget)?;
+        if let Ok(mut map) = self.sessions.lock() {
+            if map.len() >= 8 {
+                map.clear();
+            }
+            map.insert(key, session.clone());
+        }
+        Ok(session)
+    }
+}

@@ -1,0 +1,165 @@
+//! Run manifests: one folder per run, every change a new numbered revision,
+//! `manifest.json` always the latest.
+
+use std::collections::BTreeMap;
+use std::fs;
+
+use flameox_extractors::Limitation;
+use serde::{Deserialize, Serialize};
+
+use crate::error::{ErrorCode, FlameoxError, Result, closest};
+use crate::fsutil::{now_rfc3339, read_json, write_json_atomic};
+use crate::workspace::Workspace;
+
+/// Independent status fields of a run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunStatus {
+    /// `not_applicable` for imports.
+    pub execution: String,
+    pub capture: String,
+    /// `pending`, `completed`, `failed` or `interrupted`.
+    pub extraction: String,
+    /// `pending`, `passed` or `failed`.
+    pub validation: String,
+}
+
+/// An artifact as one run uses it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunArtifact {
+    pub artifact_id: String,
+    pub kind: String,
+    pub producer: Option<String>,
+    pub role: String,
+    pub original_name: String,
+    pub bytes: u64,
+}
+
+/// The extractor that made a run's evidence.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Collector {
+    pub name: String,
+    pub version: String,
+}
+
+/// `runs/<run_id>/manifest.json`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunManifest {
+    pub schema_version: u32,
+    pub run_id: String,
+    pub revision: u32,
+    pub run_type: String,
+    pub created_at: String,
+    pub updated_at: String,
+    pub status: RunStatus,
+    pub collector: Option<Collector>,
+    pub artifacts: Vec<RunArtifact>,
+    pub generation_ids: Vec<String>,
+    /// The commit that made this run's evidence visible.
+    pub commit_id: Option<String>,
+    /// True when the evidence was already published by an earlier run.
+    pub reused_generation: bool,
+    /// Rows per evidence table.
+    pub rows: BTreeMap<String, u64>,
+    pub time_span_ns: Option<(i64, i64)>,
+    pub limitations: Vec<String>,
+    pub limitation_details: Vec<Limitation>,
+    pub metadata: BTreeMap<String, serde_json::Value>,
+    pub parameters: BTreeMap<String, String>,
+    pub variant: Option<String>,
+    pub error: Option<FlameoxError>,
+}
+
+impl RunManifest {
+    /// A new import run (UUID v7), extraction pending.
+    pub fn new_import() -> RunManifest {
+        let now = now_rfc3339();
+        RunManifest {
+            schema_version: 1,
+            run_id: uuid::Uuid::now_v7().to_string(),
+            revision: 0,
+            run_type: "import".to_owned(),
+            created_at: now.clone(),
+            updated_at: now,
+            status: RunStatus {
+                execution: "not_applicable".to_owned(),
+                capture: "not_applicable".to_owned(),
+                extraction: "pending".to_owned(),
+                validation: "pending".to_owned(),
+            },
+            collector: None,
+            artifacts: Vec::new(),
+            generation_ids: Vec::new(),
+            commit_id: None,
+            reused_generation: false,
+            rows: BTreeMap::new(),
+            time_span_ns: None,
+            limitations: Vec::new(),
+            limitation_details: Vec::new(),
+            metadata: BTreeMap::new(),
+            parameters: BTreeMap::new(),
+            variant: None,
+            error: None,
+        }
+    }
+}
+
+/// Writes the next revision of a run and makes it the current manifest.
+pub fn save_run(ws: &Workspace, run: &mut RunManifest) -> Result<()> {
+    run.revision += 1;
+    run.updated_at = now_rfc3339();
+    let dir = ws.runs_dir().join(&run.run_id);
+    write_json_atomic(
+        &dir.join("revisions")
+            .join(format!("{:08}.json", run.revision)),
+        run,
+    )?;
+    write_json_atomic(&dir.join("manifest.json"), run)
+}
+
+fn valid_run_id(run_id: &str) -> bool {
+    uuid::Uuid::parse_str(run_id).is_ok() && run_id.len() == 36
+}
+
+/// Reads a run; an unknown id is `RUN_NOT_FOUND` with the closest ids.
+pub fn read_run(ws: &Workspace, run_id: &str) -> Result<RunManifest> {
+    let path = ws.runs_dir().join(run_id).join("manifest.json");
+    if !valid_run_id(run_id) || !path.is_file() {
+        let ids = list_run_ids(ws);
+        let near = closest(run_id, ids.iter().map(String::as_str), 3);
+        return Err(FlameoxError::new(
+            ErrorCode::RunNotFound,
+            format!("no run or artifact named {run_id}"),
+        )
+        .detail("closest", near)
+        .remedy("list runs with `flameox runs list`")
+        .recover_with("list_runs", serde_json::json!({}), "flameox runs list"));
+    }
+    read_json(&path, "a run manifest")
+}
+
+/// Every run id, oldest first (UUID v7 sorts by creation time).
+pub fn list_run_ids(ws: &Workspace) -> Vec<String> {
+    let mut ids: Vec<String> = fs::read_dir(ws.runs_dir())
+        .map(|entries| {
+            entries
+                .flatten()
+                .filter_map(|e| e.file_name().to_str().map(str::to_owned))
+                .filter(|id| valid_run_id(id))
+                .collect()
+        })
+        .unwrap_or_default();
+    ids.sort();
+    ids
+}
+
+/// Every run manifest, oldest first.
+pub fn list_runs(ws: &Workspace) -> Result<Vec<RunManifest>> {
+    let mut runs = Vec::new();
+    for id in list_run_ids(ws) {
+        let path = ws.runs_dir().join(&id).join("manifest.json");
+        if path.is_file() {
+            runs.push(read_json(&path, "a run manifest")?);
+        }
+    }
+    Ok(runs)
+}

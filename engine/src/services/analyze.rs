@@ -1,0 +1,449 @@
+//! Analysis and drill-down services: hotspots, callers/callees, example
+//! stacks, folded stacks and trace windows, each paged by a signed keyset
+//! cursor pinned to its commit.
+
+use datafusion::functions_aggregate::expr_fn::max;
+use datafusion::logical_expr::col;
+use flameox_recipes::drilldown::{
+    self, Direction, NeighborQuery, NeighborRow, ResolvedFrame, StackExample,
+};
+use flameox_recipes::hotspots::{self, HotspotQuery, HotspotRow};
+use flameox_recipes::window::{self, WindowEvent, WindowQuery};
+use flameox_recipes::{ArtifactScope, common};
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+
+use super::{EvidenceStatus, QueryContext, ResolvedScope, answer_status, check_id, resolve_scope};
+use crate::cursor::CursorCodec;
+use crate::error::{FlameoxError, Result};
+use crate::query::{PinnedSession, run_budgeted};
+
+/// What `analyze hotspots` asks.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct HotspotsRequest {
+    pub target: String,
+    pub metric: Option<String>,
+    pub thread: Option<String>,
+    pub process: Option<String>,
+    pub window: Option<(i64, i64)>,
+    pub limit: Option<usize>,
+    pub cursor: Option<String>,
+}
+
+/// A page of hotspots.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct HotspotsResult {
+    pub scope: ResolvedScope,
+    pub commit_id: String,
+    pub metric: String,
+    pub unit: String,
+    pub available_metrics: Vec<String>,
+    /// Sum of self values over every matching frame (the % denominator).
+    pub total_self: i64,
+    pub rows: Vec<HotspotRow>,
+    pub total: u64,
+    pub returned: usize,
+    pub truncated: bool,
+    pub next_cursor: Option<String>,
+    pub evidence: EvidenceStatus,
+}
+
+/// Pins the cursor's commit (or HEAD) and decodes the cursor's key.
+fn pin_for_cursor(
+    qc: &QueryContext<'_>,
+    family: &str,
+    params: &Value,
+    cursor: Option<&str>,
+) -> Result<(PinnedSession, CursorCodec, Option<Value>)> {
+    let codec = CursorCodec::new(qc.ws.cursor_key()?);
+    match cursor {
+        Some(text) => {
+            let payload = codec.decode(text, family, params)?;
+            let session = qc.session(Some(&payload.commit))?;
+            Ok((session, codec, Some(payload.key)))
+        }
+        None => Ok((qc.session(None)?, codec, None)),
+    }
+}
+
+fn stale_key() -> FlameoxError {
+    FlameoxError::new(
+        crate::error::ErrorCode::StaleCursor,
+        "the cursor's position is malformed",
+    )
+}
+
+/// Top frames by self value.
+pub async fn analyze_hotspots(
+    qc: &QueryContext<'_>,
+    req: &HotspotsRequest,
+) -> Result<HotspotsResult> {
+    let limit = qc.ws.config.row_limit(req.limit)?;
+    if let Some((a, b)) = req.window
+        && a >= b
+    {
+        return Err(FlameoxError::invalid_argument(
+            "window",
+            "start must be before end",
+        ));
+    }
+    let params = json!({
+        "target": req.target, "metric": req.metric, "thread": req.thread,
+        "process": req.process, "window": req.window,
+    });
+    let (session, codec, key) = pin_for_cursor(qc, "hotspots", &params, req.cursor.as_deref())?;
+    let scope = resolve_scope(qc.ws, &session.snapshot, &req.target)?;
+    let after = match key {
+        Some(k) => Some(serde_json::from_value::<(i64, String)>(k).map_err(|_| stale_key())?),
+        None => None,
+    };
+    let query = HotspotQuery {
+        scope: ArtifactScope {
+            artifact_ids: scope.artifact_ids.clone(),
+        },
+        metric: req.metric.clone(),
+        thread: req.thread.clone(),
+        process: req.process.clone(),
+        window: req.window,
+        limit,
+        after,
+    };
+    let answer = run_budgeted(&session, hotspots::hotspots(&session.ctx, &query)).await?;
+    let next_cursor = match (answer.has_more, answer.rows.last()) {
+        (true, Some(last)) => Some(codec.encode(
+            "hotspots",
+            session.snapshot.commit_id(),
+            &params,
+            json!([last.self_value, last.frame]),
+        )?),
+        _ => None,
+    };
+    let filtered = req.thread.is_some() || req.process.is_some() || req.window.is_some();
+    let evidence = answer_status(&session.snapshot, &scope, answer.total_frames > 0, filtered);
+    Ok(HotspotsResult {
+        commit_id: session.snapshot.commit_id().to_owned(),
+        scope,
+        metric: answer.metric,
+        unit: answer.unit,
+        available_metrics: answer.available_metrics,
+        total_self: answer.total_self,
+        returned: answer.rows.len(),
+        rows: answer.rows,
+        total: answer.total_frames,
+        truncated: answer.has_more,
+        next_cursor,
+        evidence,
+    })
+}
+
+/// What `stacks callers|callees|examples` asks.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct FrameRequest {
+    pub target: String,
+    /// A frame's logical key (from hotspots) or its exact function name.
+    pub frame: String,
+    pub metric: Option<String>,
+    pub limit: Option<usize>,
+    pub cursor: Option<String>,
+}
+
+/// Callers or callees of a frame.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct NeighborsResult {
+    pub scope: ResolvedScope,
+    pub commit_id: String,
+    pub direction: Direction,
+    pub frame: ResolvedFrame,
+    pub metric: String,
+    pub rows: Vec<NeighborRow>,
+    pub total: u64,
+    pub returned: usize,
+    pub truncated: bool,
+    pub next_cursor: Option<String>,
+    pub evidence: EvidenceStatus,
+}
+
+async fn default_metric(
+    session: &PinnedSession,
+    scope: &ArtifactScope,
+    requested: Option<&str>,
+) -> Result<String> {
+    let available = run_budgeted(session, hotspots::available_metrics(&session.ctx, scope)).await?;
+    if let Some(m) = requested {
+        if available.iter().any(|a| a == m) {
+            return Ok(m.to_owned());
+        }
+        return Err(
+            FlameoxError::invalid_argument("metric", format!("{m} is not in this scope"))
+                .detail(
+                    "closest",
+                    crate::error::closest(m, available.iter().map(String::as_str), 1),
+                )
+                .detail("valid", available),
+        );
+    }
+    Ok(["cpu.samples", "cpu.time_ns", "trace.wall_ns"]
+        .iter()
+        .find(|p| available.iter().any(|a| a == *p))
+        .map(|p| (*p).to_owned())
+        .or_else(|| available.first().cloned())
+        .unwrap_or_else(|| "trace.wall_ns".into()))
+}
+
+/// The callers or callees of a frame, heaviest first.
+pub async fn frame_neighbors(
+    qc: &QueryContext<'_>,
+    req: &FrameRequest,
+    direction: Direction,
+) -> Result<NeighborsResult> {
+    let limit = qc.ws.config.row_limit(req.limit)?;
+    check_id("frame", &req.frame)?;
+    let family = match direction {
+        Direction::Callers => "callers",
+        Direction::Callees => "callees",
+    };
+    let params = json!({ "target": req.target, "frame": req.frame, "metric": req.metric });
+    let (session, codec, key) = pin_for_cursor(qc, family, &params, req.cursor.as_deref())?;
+    let scope = resolve_scope(qc.ws, &session.snapshot, &req.target)?;
+    let artifact_scope = ArtifactScope {
+        artifact_ids: scope.artifact_ids.clone(),
+    };
+    let frame = run_budgeted(
+        &session,
+        drilldown::resolve_frame(&session.ctx, &artifact_scope, &req.frame),
+    )
+    .await?;
+    let metric = default_metric(&session, &artifact_scope, req.metric.as_deref()).await?;
+    let after = match key {
+        Some(k) => Some(serde_json::from_value::<(i64, String)>(k).map_err(|_| stale_key())?),
+        None => None,
+    };
+    let query = NeighborQuery {
+        scope: artifact_scope,
+        frame: frame.clone(),
+        direction,
+        metric: metric.clone(),
+        limit,
+        after,
+    };
+    let answer = run_budgeted(&session, drilldown::call_neighbors(&session.ctx, &query)).await?;
+    let next_cursor = match (answer.has_more, answer.rows.last()) {
+        (true, Some(last)) => Some(codec.encode(
+            family,
+            session.snapshot.commit_id(),
+            &params,
+            json!([last.weight, last.frame]),
+        )?),
+        _ => None,
+    };
+    let mut evidence = answer_status(
+        &session.snapshot,
+        &scope,
+        !answer.rows.is_empty() || answer.total > 0,
+        false,
+    );
+    if answer.total == 0 && evidence.status == "empty" {
+        evidence.reason = match direction {
+            Direction::Callers => "frame_is_a_root".into(),
+            Direction::Callees => "frame_is_a_leaf".into(),
+        };
+    }
+    Ok(NeighborsResult {
+        commit_id: session.snapshot.commit_id().to_owned(),
+        scope,
+        direction,
+        frame,
+        metric,
+        returned: answer.rows.len(),
+        rows: answer.rows,
+        total: answer.total,
+        truncated: answer.has_more,
+        next_cursor,
+        evidence,
+    })
+}
+
+/// Example stacks through a frame.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StackExamplesResult {
+    pub scope: ResolvedScope,
+    pub commit_id: String,
+    pub frame: ResolvedFrame,
+    pub stacks: Vec<StackExample>,
+    pub total: u64,
+    pub returned: usize,
+    pub truncated: bool,
+    pub next_cursor: Option<String>,
+    pub evidence: EvidenceStatus,
+}
+
+/// Representative full stacks containing a frame, heaviest first.
+pub async fn stack_examples(
+    qc: &QueryContext<'_>,
+    req: &FrameRequest,
+) -> Result<StackExamplesResult> {
+    let limit = qc.ws.config.row_limit(req.limit)?;
+    check_id("frame", &req.frame)?;
+    if req.cursor.is_some() {
+        return Err(FlameoxError::invalid_argument(
+            "cursor",
+            "stack examples are not paged; raise --limit",
+        ));
+    }
+    let session = qc.session(None)?;
+    let scope = resolve_scope(qc.ws, &session.snapshot, &req.target)?;
+    let artifact_scope = ArtifactScope {
+        artifact_ids: scope.artifact_ids.clone(),
+    };
+    let frame = run_budgeted(
+        &session,
+        drilldown::resolve_frame(&session.ctx, &artifact_scope, &req.frame),
+    )
+    .await?;
+    let answer = run_budgeted(
+        &session,
+        drilldown::stack_examples(&session.ctx, &artifact_scope, &frame, limit),
+    )
+    .await?;
+    let evidence = answer_status(&session.snapshot, &scope, !answer.stacks.is_empty(), false);
+    Ok(StackExamplesResult {
+        commit_id: session.snapshot.commit_id().to_owned(),
+        scope,
+        frame,
+        returned: answer.stacks.len(),
+        stacks: answer.stacks,
+        total: answer.total,
+        truncated: answer.has_more,
+        next_cursor: None,
+        evidence,
+    })
+}
+
+/// Folded stacks (`a;b;c weight` lines) of a run or artifact.
+pub async fn folded_stacks(qc: &QueryContext<'_>, target: &str) -> Result<Vec<(String, i64)>> {
+    let session = qc.session(None)?;
+    let scope = resolve_scope(qc.ws, &session.snapshot, target)?;
+    let artifact_scope = ArtifactScope {
+        artifact_ids: scope.artifact_ids,
+    };
+    run_budgeted(
+        &session,
+        drilldown::folded_stacks(&session.ctx, &artifact_scope),
+    )
+    .await
+}
+
+/// What `trace window` asks.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct WindowRequest {
+    /// An artifact id, or a run with exactly one artifact.
+    pub target: String,
+    pub start_ns: i64,
+    pub end_ns: i64,
+    pub kind: Option<String>,
+    pub name: Option<String>,
+    pub track_id: Option<u64>,
+    pub limit: Option<usize>,
+    pub cursor: Option<String>,
+}
+
+/// A page of a trace window.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct WindowResult {
+    pub artifact_id: String,
+    pub commit_id: String,
+    pub start_ns: i64,
+    pub end_ns: i64,
+    pub events: Vec<WindowEvent>,
+    pub total: u64,
+    pub returned: usize,
+    pub truncated: bool,
+    pub next_cursor: Option<String>,
+    pub evidence: EvidenceStatus,
+}
+
+/// Events overlapping `[start, end)`, keyset-paged.
+pub async fn trace_window(qc: &QueryContext<'_>, req: &WindowRequest) -> Result<WindowResult> {
+    let limit = qc.ws.config.row_limit(req.limit)?;
+    if req.start_ns >= req.end_ns {
+        return Err(FlameoxError::invalid_argument(
+            "end",
+            "must be greater than start",
+        ));
+    }
+    let params = json!({
+        "target": req.target, "start": req.start_ns, "end": req.end_ns,
+        "kind": req.kind, "name": req.name, "track_id": req.track_id,
+    });
+    let (session, codec, key) = pin_for_cursor(qc, "trace_window", &params, req.cursor.as_deref())?;
+    let scope = resolve_scope(qc.ws, &session.snapshot, &req.target)?;
+    let [artifact_id] = scope.artifact_ids.as_slice() else {
+        return Err(FlameoxError::invalid_argument(
+            "target",
+            "a trace window needs one artifact; pass its sha256 id",
+        )
+        .detail("artifacts", scope.artifact_ids.clone()));
+    };
+    let after = match key {
+        Some(k) => Some(serde_json::from_value::<(i64, u64)>(k).map_err(|_| stale_key())?),
+        None => None,
+    };
+    let max_dur_ns = run_budgeted(&session, max_duration(&session, artifact_id)).await?;
+    let query = WindowQuery {
+        artifact_id: artifact_id.clone(),
+        start_ns: req.start_ns,
+        end_ns: req.end_ns,
+        max_dur_ns,
+        kind: req.kind.clone(),
+        name: req.name.clone(),
+        track_id: req.track_id,
+        limit,
+        after,
+    };
+    let answer = run_budgeted(&session, window::trace_window(&session.ctx, &query)).await?;
+    let next_cursor = match (answer.has_more, answer.events.last()) {
+        (true, Some(last)) => Some(codec.encode(
+            "trace_window",
+            session.snapshot.commit_id(),
+            &params,
+            json!([last.ts_ns, last.event_id]),
+        )?),
+        _ => None,
+    };
+    let filtered = req.kind.is_some() || req.name.is_some() || req.track_id.is_some();
+    let mut evidence = answer_status(&session.snapshot, &scope, answer.total > 0, filtered);
+    if evidence.status == "empty" && !filtered {
+        evidence.reason = "window_outside_trace_span".into();
+    }
+    Ok(WindowResult {
+        artifact_id: artifact_id.clone(),
+        commit_id: session.snapshot.commit_id().to_owned(),
+        start_ns: req.start_ns,
+        end_ns: req.end_ns,
+        returned: answer.events.len(),
+        events: answer.events,
+        total: answer.total,
+        truncated: answer.has_more,
+        next_cursor,
+        evidence,
+    })
+}
+
+/// Longest slice of an artifact (widens the window's pruning bound).
+async fn max_duration(
+    session: &PinnedSession,
+    artifact_id: &str,
+) -> std::result::Result<i64, flameox_recipes::RecipeError> {
+    let df = common::table(&session.ctx, "trace_events")
+        .await?
+        .filter(ArtifactScope::one(artifact_id).filter())?
+        .aggregate(vec![], vec![max(col("dur_ns")).alias("m")])?;
+    let batches = common::collect(df).await?;
+    Ok(batches
+        .first()
+        .and_then(|b| {
+            b.column_by_name("m")
+                .and_then(|c| common::i64_at(c.as_ref(), 0))
+        })
+        .unwrap_or(0))
+}

@@ -1,0 +1,275 @@
+//! Import: store the original bytes, detect the format by content, extract
+//! into staging, publish atomically, and record a new import run.
+
+use std::path::{Path, PathBuf};
+
+use flameox_extractors::chrome::{
+    CHROME_EXTRACTOR_NAME, CHROME_EXTRACTOR_VERSION, extract_chrome_json,
+};
+use flameox_extractors::detect::{FormatKind, detect};
+use flameox_extractors::input::{InputLimits, open_input, read_head};
+use flameox_extractors::{
+    ExtractError, ExtractObserver, ExtractOptions, ExtractionSummary, Limitation,
+};
+use serde::{Deserialize, Serialize};
+use serde_json::json;
+
+use crate::catalog::OperationKey;
+use crate::error::{ErrorCode, FlameoxError, Result};
+use crate::publish::publish_extraction;
+use crate::runs::{Collector, RunArtifact, RunManifest, save_run};
+use crate::store::{self, check_regular_file};
+use crate::workspace::Workspace;
+
+/// What `flameox import` / `import_artifact` asks.
+#[derive(Debug, Clone, Default)]
+pub struct ImportRequest {
+    pub path: PathBuf,
+    /// Forced format kind (see [`FormatKind::from_name`]).
+    pub kind: Option<String>,
+    /// Forced producer (`torch.profiler`, …).
+    pub producer: Option<String>,
+}
+
+/// Progress and cancellation for long imports.
+pub trait ImportProgress: Sync {
+    /// Entering a named phase (`validating_artifact`, `extracting`, `publishing`, `completed`).
+    fn phase(&self, _phase: &str) {}
+    /// Input bytes processed of the total.
+    fn bytes(&self, _done: u64, _total: u64) {}
+    fn cancelled(&self) -> bool {
+        false
+    }
+}
+
+/// Reports nothing, never cancels.
+pub struct Quiet;
+impl ImportProgress for Quiet {}
+
+/// The result of an import.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ImportResult {
+    pub run_id: String,
+    pub artifact_id: String,
+    pub kind: String,
+    pub producer: String,
+    pub bytes: u64,
+    pub generation_id: String,
+    pub commit_id: String,
+    /// True when an earlier run already extracted the same bytes the same way.
+    pub reused_generation: bool,
+    pub rows: std::collections::BTreeMap<String, u64>,
+    pub time_span_ns: Option<(i64, i64)>,
+    pub tracks: u64,
+    pub coverage: std::collections::BTreeMap<String, bool>,
+    pub limitations: Vec<Limitation>,
+}
+
+struct ObserverAdapter<'a> {
+    progress: &'a dyn ImportProgress,
+    total: u64,
+}
+
+impl ExtractObserver for ObserverAdapter<'_> {
+    fn bytes_read(&self, bytes: u64) {
+        self.progress.bytes(bytes, self.total);
+    }
+    fn cancelled(&self) -> bool {
+        self.progress.cancelled()
+    }
+}
+
+/// Maps an extractor failure to the contract's codes.
+fn extract_error(err: ExtractError, kind: &str) -> FlameoxError {
+    match err {
+        ExtractError::Parse { message, offset } => FlameoxError::new(
+            ErrorCode::ArtifactParseFailed,
+            format!("the input could not be read as {kind}: {message}"),
+        )
+        .detail("kind", kind)
+        .detail("offset", offset)
+        .remedy("check that the file is complete, or force another kind with --kind"),
+        ExtractError::TooLarge { message } => {
+            FlameoxError::new(ErrorCode::ArtifactTooLarge, message).remedy(
+                "raise import.max_decompression_ratio in config.toml if the input is genuine",
+            )
+        }
+        ExtractError::Cancelled => {
+            FlameoxError::new(ErrorCode::OperationCancelled, "the import was cancelled")
+        }
+        ExtractError::Io(e) => FlameoxError::internal(format!("reading the input failed: {e}")),
+        ExtractError::Sink(e) => FlameoxError::internal(format!("writing evidence failed: {e}")),
+    }
+}
+
+fn input_limits(ws: &Workspace) -> InputLimits {
+    InputLimits {
+        max_ratio: ws.config.import.max_decompression_ratio,
+        min_decompressed_cap_bytes: ws.config.import.min_decompressed_cap_mib * 1024 * 1024,
+    }
+}
+
+/// Decides the format: forced by `kind`, else detected from content.
+fn decide_kind(ws: &Workspace, request: &ImportRequest) -> Result<(FormatKind, Option<String>)> {
+    let limits = input_limits(ws);
+    let head =
+        read_head(&request.path, &limits, 64 * 1024).map_err(|e| extract_error(e, "input"))?;
+    let name = request.path.file_name().and_then(|n| n.to_str());
+    let detection = detect(&head, name);
+    let kind = match &request.kind {
+        Some(forced) => FormatKind::from_name(forced).ok_or_else(|| {
+            let valid = ["chrome_json", "execution_trace"];
+            FlameoxError::invalid_argument("kind", format!("unknown kind {forced}"))
+                .detail("closest", crate::error::closest(forced, valid, 1))
+                .detail("valid", valid.to_vec())
+        })?,
+        None => detection.kind,
+    };
+    if kind == FormatKind::Unknown || head.is_empty() {
+        let shown: String = String::from_utf8_lossy(&head[..head.len().min(32)])
+            .escape_debug()
+            .to_string();
+        return Err(FlameoxError::new(
+            ErrorCode::ArtifactParseFailed,
+            "no extractor accepts this input",
+        )
+        .detail("kinds_tried", vec!["chrome_json"])
+        .detail("first_bytes", shown)
+        .remedy("pass --kind when the format is known"));
+    }
+    Ok((kind, detection.producer_hint))
+}
+
+/// Refuses formats this build recognizes but cannot extract yet.
+fn require_extractor(kind: FormatKind) -> Result<()> {
+    match kind {
+        FormatKind::ChromeJson => Ok(()),
+        FormatKind::NsightReport => Err(FlameoxError::new(
+            ErrorCode::CapabilityUnavailable,
+            "an .nsys-rep report is a proprietary container; export it to SQLite first",
+        )
+        .detail("kind", kind.name())
+        .remedy("nsys export --type sqlite --output report.sqlite report.nsys-rep")
+        .remedy("then: flameox import report.sqlite")),
+        other => Err(FlameoxError::new(
+            ErrorCode::CapabilityUnavailable,
+            format!(
+                "{} inputs are recognized but this build has no extractor for them yet",
+                other.name()
+            ),
+        )
+        .detail("kind", other.name())
+        .detail("supported_kinds", vec!["chrome_json"])),
+    }
+}
+
+/// Imports one file as a new import run.
+pub fn import_artifact(
+    ws: &Workspace,
+    request: &ImportRequest,
+    progress: &dyn ImportProgress,
+) -> Result<ImportResult> {
+    progress.phase("validating_artifact");
+    check_regular_file(&request.path)?;
+    let (kind, producer_hint) = decide_kind(ws, request)?;
+    require_extractor(kind)?;
+    let record = store::store_file(ws, &request.path, kind.name())?;
+    let payload = store::payload_path(ws, &record);
+    let producer = request.producer.clone().or(producer_hint);
+
+    let mut run = RunManifest::new_import();
+    run.collector = Some(Collector {
+        name: CHROME_EXTRACTOR_NAME.into(),
+        version: CHROME_EXTRACTOR_VERSION.into(),
+    });
+    run.artifacts.push(RunArtifact {
+        artifact_id: record.artifact_id.clone(),
+        kind: kind.name().into(),
+        producer: producer.clone(),
+        role: "input".into(),
+        original_name: record.original_name.clone(),
+        bytes: record.bytes,
+    });
+    save_run(ws, &mut run)?;
+
+    progress.phase("extracting");
+    let operation = OperationKey {
+        extractor: CHROME_EXTRACTOR_NAME.into(),
+        extractor_version: CHROME_EXTRACTOR_VERSION.into(),
+        artifact_id: record.artifact_id.clone(),
+        options: json!({ "producer": request.producer }),
+    };
+    let mut options = ExtractOptions::new(run.run_id.clone(), record.artifact_id.clone());
+    options.producer = producer.clone();
+    let limits = input_limits(ws);
+    let observer = ObserverAdapter {
+        progress,
+        total: record.bytes,
+    };
+    let outcome = publish_extraction(ws, operation, &run.run_id, |sink| {
+        let input = open_input(&payload, &limits).map_err(|e| extract_error(e, kind.name()))?;
+        let summary = extract_chrome_json(input, &options, sink, &observer)
+            .map_err(|e| extract_error(e, kind.name()))?;
+        progress.phase("publishing");
+        Ok(summary)
+    });
+    let outcome = match outcome {
+        Ok(outcome) => outcome,
+        Err(err) => {
+            let err = err.with_run(run.run_id.clone());
+            run.status.extraction = if err.code == ErrorCode::OperationCancelled {
+                "cancelled"
+            } else {
+                "failed"
+            }
+            .into();
+            run.status.validation = "failed".into();
+            run.error = Some(err.clone());
+            save_run(ws, &mut run)?;
+            return Err(err);
+        }
+    };
+    let summary: &ExtractionSummary = &outcome.generation.summary;
+    run.status.extraction = "completed".into();
+    run.status.validation = "passed".into();
+    run.generation_ids = vec![outcome.generation.generation_id.clone()];
+    run.commit_id = Some(outcome.commit_id.clone());
+    run.reused_generation = outcome.reused;
+    run.rows = summary.rows.clone();
+    run.time_span_ns = summary.time_span_ns;
+    run.limitations = summary
+        .limitations
+        .iter()
+        .map(|l| format!("{}: {}", l.code, l.message))
+        .collect();
+    run.limitation_details = summary.limitations.clone();
+    run.metadata = summary.metadata.clone();
+    if let Some(artifact) = run.artifacts.first_mut() {
+        artifact.producer = Some(summary.producer.clone());
+    }
+    save_run(ws, &mut run)?;
+    progress.phase("completed");
+    Ok(ImportResult {
+        run_id: run.run_id,
+        artifact_id: record.artifact_id,
+        kind: kind.name().into(),
+        producer: summary.producer.clone(),
+        bytes: record.bytes,
+        generation_id: outcome.generation.generation_id.clone(),
+        commit_id: outcome.commit_id,
+        reused_generation: outcome.reused,
+        rows: summary.rows.clone(),
+        time_span_ns: summary.time_span_ns,
+        tracks: summary.tracks,
+        coverage: summary.coverage.clone(),
+        limitations: summary.limitations.clone(),
+    })
+}
+
+/// True when `path` resolves (after symlinks) inside `root`.
+pub fn is_inside(path: &Path, root: &Path) -> bool {
+    match (path.canonicalize(), root.canonicalize()) {
+        (Ok(p), Ok(r)) => p.starts_with(r),
+        _ => false,
+    }
+}

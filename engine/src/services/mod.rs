@@ -1,0 +1,187 @@
+//! Application services: the one API both transports (CLI and MCP) call.
+//!
+//! A service takes typed requests, resolves scope against a pinned commit,
+//! runs recipes under budgets and returns typed, serializable results that
+//! carry `total`, `returned`, `truncated`, `next_cursor` and an `evidence`
+//! status. Transports only parse arguments and render.
+
+pub mod analyze;
+pub mod import;
+pub mod inventory;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::catalog::{self, Snapshot};
+use crate::error::{ErrorCode, FlameoxError, Result};
+use crate::query::{PinnedSession, QueryBudget, SessionCache, open_session};
+use crate::runs;
+use crate::store;
+use crate::workspace::Workspace;
+
+/// Whether an answer is complete, and what to do when it is not.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct EvidenceStatus {
+    /// `available`, `empty`, `unavailable`, `partial` or `unknown`.
+    pub status: String,
+    /// Stable reason code.
+    pub reason: String,
+    pub next_tool: Option<String>,
+    pub next_arguments: Option<Value>,
+}
+
+impl EvidenceStatus {
+    pub fn available() -> Self {
+        EvidenceStatus::new("available", "complete")
+    }
+    pub fn new(status: &str, reason: &str) -> Self {
+        EvidenceStatus {
+            status: status.into(),
+            reason: reason.into(),
+            next_tool: None,
+            next_arguments: None,
+        }
+    }
+    pub fn with_next(mut self, tool: &str, arguments: Value) -> Self {
+        self.next_tool = Some(tool.into());
+        self.next_arguments = Some(arguments);
+        self
+    }
+}
+
+/// What a run-or-artifact argument resolved to.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ResolvedScope {
+    pub requested: String,
+    pub run_id: Option<String>,
+    pub artifact_ids: Vec<String>,
+    /// Limitation codes recorded by the extractions in scope.
+    pub limitations: Vec<String>,
+}
+
+/// Per-call options every query service accepts.
+#[derive(Debug, Clone, Default)]
+pub struct CallOptions {
+    /// Lowers the configured deadline for this call.
+    pub timeout: Option<Duration>,
+}
+
+/// The context a query service runs in: a workspace and (optionally) a
+/// long-lived session cache.
+#[derive(Clone)]
+pub struct QueryContext<'a> {
+    pub ws: &'a Workspace,
+    pub cache: Option<&'a SessionCache>,
+    pub options: CallOptions,
+}
+
+impl<'a> QueryContext<'a> {
+    pub fn new(ws: &'a Workspace) -> Self {
+        QueryContext {
+            ws,
+            cache: None,
+            options: CallOptions::default(),
+        }
+    }
+
+    /// Pins a commit (HEAD unless a cursor named one) and opens its session.
+    pub fn session(&self, commit: Option<&str>) -> Result<PinnedSession> {
+        let snapshot = match commit {
+            Some(id) => catalog::load_snapshot(self.ws, Some(id)).map_err(|_| {
+                FlameoxError::new(
+                    ErrorCode::StaleCursor,
+                    "the cursor's commit is no longer retained",
+                )
+                .remedy("repeat the call without a cursor to start paging again")
+            })?,
+            None => catalog::pin_head(self.ws)?,
+        };
+        let snapshot = Arc::new(snapshot);
+        let budget = QueryBudget::from_config(self.ws, self.options.timeout);
+        match self.cache {
+            Some(cache) => cache.get_or_open(self.ws, snapshot, budget),
+            None => open_session(self.ws, snapshot, budget),
+        }
+    }
+}
+
+/// Resolves a run id or artifact id against a snapshot.
+pub fn resolve_scope(ws: &Workspace, snapshot: &Snapshot, target: &str) -> Result<ResolvedScope> {
+    check_id("target", target)?;
+    let (run_id, artifact_ids) = if target.starts_with("sha256:") {
+        store::read_artifact(ws, target)?;
+        (None, vec![target.to_owned()])
+    } else {
+        let run = runs::read_run(ws, target)?;
+        (
+            Some(run.run_id.clone()),
+            run.artifacts
+                .iter()
+                .map(|a| a.artifact_id.clone())
+                .collect(),
+        )
+    };
+    let mut limitations = Vec::new();
+    for id in &artifact_ids {
+        for generation in snapshot.generations_for(id) {
+            for l in &generation.summary.limitations {
+                if !limitations.contains(&l.code) {
+                    limitations.push(l.code.clone());
+                }
+            }
+        }
+    }
+    Ok(ResolvedScope {
+        requested: target.to_owned(),
+        run_id,
+        artifact_ids,
+        limitations,
+    })
+}
+
+/// Whether any artifact in scope has published evidence in the snapshot.
+pub fn has_evidence(snapshot: &Snapshot, scope: &ResolvedScope) -> bool {
+    scope
+        .artifact_ids
+        .iter()
+        .any(|id| snapshot.generations_for(id).next().is_some())
+}
+
+/// The status of an answer given whether it found rows.
+pub fn answer_status(
+    snapshot: &Snapshot,
+    scope: &ResolvedScope,
+    found_rows: bool,
+    filtered: bool,
+) -> EvidenceStatus {
+    if !has_evidence(snapshot, scope) {
+        return EvidenceStatus::new("unavailable", "evidence_not_extracted")
+            .with_next("get_run", serde_json::json!({ "run_id": scope.run_id }));
+    }
+    if !found_rows {
+        let reason = if filtered {
+            "filters_matched_nothing"
+        } else {
+            "no_matching_evidence"
+        };
+        return EvidenceStatus::new("empty", reason);
+    }
+    if scope.limitations.iter().any(|l| l == "truncated_input") {
+        return EvidenceStatus::new("partial", "input_truncated");
+    }
+    EvidenceStatus::available()
+}
+
+/// Ids and names are bounded (≤ 200 chars) and never empty.
+pub fn check_id(field: &str, value: &str) -> Result<()> {
+    if value.is_empty() || value.chars().count() > 200 {
+        return Err(FlameoxError::invalid_argument(
+            field,
+            "must be 1..=200 characters",
+        ));
+    }
+    Ok(())
+}

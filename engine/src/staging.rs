@@ -1,0 +1,229 @@
+//! Staging: where a publisher writes before anything becomes visible.
+//!
+//! Each writer owns one folder under `staging/` and holds a lock on it for its
+//! whole life. A folder whose lock is free belongs to a dead writer and is
+//! removed by [`clean_abandoned`] (run by the next writer and by `recover`).
+//! Evidence batches become Parquet files here through [`ParquetStagingSink`].
+
+use std::collections::BTreeMap;
+use std::fs::{self, File};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use datafusion::arrow::record_batch::RecordBatch;
+use datafusion::parquet::arrow::ArrowWriter;
+use datafusion::parquet::basic::{Compression, ZstdLevel};
+use datafusion::parquet::file::metadata::{KeyValue, SortingColumn};
+use datafusion::parquet::file::properties::{EnabledStatistics, WriterProperties};
+use flameox_extractors::{BatchSink, EvidenceTable, SCHEMA_VERSION, SinkError};
+
+use crate::error::{Result, io_error};
+use crate::lock::FileLock;
+use crate::workspace::Workspace;
+
+/// Rows per Parquet row group (the unit of pruning).
+pub const ROW_GROUP_ROWS: usize = 64 * 1024;
+/// Rows per file before a table rolls over to the next part.
+pub const FILE_ROWS: u64 = 8 * 1024 * 1024;
+
+/// A writer's private staging folder, removed on drop.
+#[derive(Debug)]
+pub struct StagingArea {
+    dir: PathBuf,
+    _lock: FileLock,
+}
+
+impl StagingArea {
+    pub fn create(ws: &Workspace, name: &str) -> Result<StagingArea> {
+        let dir = ws.staging_dir().join(name);
+        fs::create_dir_all(&dir).map_err(|e| io_error("creating a staging folder", e))?;
+        let lock = FileLock::acquire(&dir.join(".lock"), std::time::Duration::from_secs(5))?;
+        Ok(StagingArea { dir, _lock: lock })
+    }
+
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+}
+
+impl Drop for StagingArea {
+    fn drop(&mut self) {
+        let _ = fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// Removes staging folders whose writer is gone. Returns how many.
+pub fn clean_abandoned(ws: &Workspace) -> Result<usize> {
+    let mut removed = 0;
+    let Ok(entries) = fs::read_dir(ws.staging_dir()) else {
+        return Ok(0);
+    };
+    for entry in entries.flatten() {
+        let path = entry.path();
+        if !path.is_dir() {
+            let _ = fs::remove_file(&path);
+            removed += 1;
+            continue;
+        }
+        let lock_path = path.join(".lock");
+        let free = if lock_path.exists() {
+            FileLock::try_acquire(&lock_path)?
+        } else {
+            None
+        };
+        if free.is_some() || !lock_path.exists() {
+            drop(free);
+            if fs::remove_dir_all(&path).is_ok() {
+                removed += 1;
+            }
+        }
+    }
+    Ok(removed)
+}
+
+/// A file finished in staging: where it is and what it holds.
+#[derive(Debug, Clone)]
+pub struct StagedFile {
+    pub table: EvidenceTable,
+    pub part: u32,
+    pub path: PathBuf,
+    pub rows: u64,
+}
+
+struct OpenPart {
+    writer: ArrowWriter<File>,
+    path: PathBuf,
+    part: u32,
+    rows: u64,
+}
+
+/// A [`BatchSink`] that writes each table as zstd Parquet with statistics,
+/// the table name and schema version in the key-value metadata, and the
+/// declared sort order.
+pub struct ParquetStagingSink {
+    dir: PathBuf,
+    open: BTreeMap<EvidenceTable, OpenPart>,
+    next_part: BTreeMap<EvidenceTable, u32>,
+    finished: Vec<StagedFile>,
+}
+
+impl ParquetStagingSink {
+    pub fn new(dir: &Path) -> ParquetStagingSink {
+        ParquetStagingSink {
+            dir: dir.to_path_buf(),
+            open: BTreeMap::new(),
+            next_part: BTreeMap::new(),
+            finished: Vec::new(),
+        }
+    }
+
+    fn open_part(&mut self, table: EvidenceTable) -> std::result::Result<OpenPart, SinkError> {
+        let part = *self.next_part.get(&table).unwrap_or(&0);
+        self.next_part.insert(table, part + 1);
+        let table_dir = self.dir.join(table.name());
+        fs::create_dir_all(&table_dir)?;
+        let path = table_dir.join(format!("part-{part:05}.parquet"));
+        let file = File::create(&path)?;
+        let writer = ArrowWriter::try_new(file, table.schema(), Some(writer_properties(table)?))?;
+        Ok(OpenPart {
+            writer,
+            path,
+            part,
+            rows: 0,
+        })
+    }
+
+    fn close_part(
+        &mut self,
+        table: EvidenceTable,
+        open: OpenPart,
+    ) -> std::result::Result<(), SinkError> {
+        let file = open.writer.into_inner()?;
+        file.sync_all()?;
+        self.finished.push(StagedFile {
+            table,
+            part: open.part,
+            path: open.path,
+            rows: open.rows,
+        });
+        Ok(())
+    }
+
+    /// Closes every open file (fsynced) and returns all staged files.
+    pub fn finish(mut self) -> std::result::Result<Vec<StagedFile>, SinkError> {
+        let open = std::mem::take(&mut self.open);
+        for (table, part) in open {
+            self.close_part(table, part)?;
+        }
+        self.finished
+            .sort_by(|a, b| (a.table, a.part).cmp(&(b.table, b.part)));
+        Ok(self.finished)
+    }
+}
+
+impl BatchSink for ParquetStagingSink {
+    fn write_batch(
+        &mut self,
+        table: EvidenceTable,
+        batch: RecordBatch,
+    ) -> std::result::Result<(), SinkError> {
+        if batch.num_rows() == 0 {
+            return Ok(());
+        }
+        let mut open = match self.open.remove(&table) {
+            Some(open) => open,
+            None => self.open_part(table)?,
+        };
+        open.writer.write(&batch)?;
+        open.rows += batch.num_rows() as u64;
+        if open.rows >= FILE_ROWS {
+            self.close_part(table, open)?;
+        } else {
+            self.open.insert(table, open);
+        }
+        Ok(())
+    }
+}
+
+fn writer_properties(table: EvidenceTable) -> std::result::Result<WriterProperties, SinkError> {
+    let schema = table.schema();
+    let sorting: Vec<SortingColumn> = table
+        .sort_columns()
+        .iter()
+        .filter_map(|name| schema.index_of(name).ok())
+        .map(|column_idx| SortingColumn {
+            column_idx: column_idx as i32,
+            descending: false,
+            nulls_first: false,
+        })
+        .collect();
+    let metadata = vec![
+        KeyValue::new("flameox.table".to_owned(), table.name().to_owned()),
+        KeyValue::new(
+            "flameox.schema_version".to_owned(),
+            SCHEMA_VERSION.to_string(),
+        ),
+    ];
+    let mut builder = WriterProperties::builder()
+        .set_compression(Compression::ZSTD(ZstdLevel::try_new(1)?))
+        .set_statistics_enabled(EnabledStatistics::Page)
+        .set_max_row_group_row_count(Some(ROW_GROUP_ROWS))
+        .set_key_value_metadata(Some(metadata));
+    if !sorting.is_empty() {
+        builder = builder.set_sorting_columns(Some(sorting));
+    }
+    Ok(builder.build())
+}
+
+/// Shared so the validator can check a file's metadata the same way.
+pub fn expected_metadata(table: EvidenceTable) -> Vec<(String, String)> {
+    vec![
+        ("flameox.table".to_owned(), table.name().to_owned()),
+        (
+            "flameox.schema_version".to_owned(),
+            SCHEMA_VERSION.to_string(),
+        ),
+    ]
+}
+
+pub type SharedSchema = Arc<datafusion::arrow::datatypes::Schema>;

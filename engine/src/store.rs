@@ -1,0 +1,251 @@
+//! The content-addressed artifact store: original bytes, kept unchanged.
+//!
+//! An artifact's id is `sha256:<hex>` of its bytes. Storing the same bytes
+//! twice is a no-op. Only regular files are accepted: a symlink or a device is
+//! refused before any byte is read.
+
+use std::fs::{self, File};
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+use crate::error::{ErrorCode, FlameoxError, Result, io_error};
+use crate::fsutil::{now_rfc3339, read_json, sync_dir, write_json_atomic};
+use crate::workspace::Workspace;
+
+/// `artifact.json`: the identity and metadata of one stored artifact.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ArtifactRecord {
+    pub schema_version: u32,
+    pub artifact_id: String,
+    pub bytes: u64,
+    /// Detected (or forced) format kind, e.g. `chrome_json`.
+    pub kind: String,
+    /// The file name it was imported as (never a host path).
+    pub original_name: String,
+    pub stored_at: String,
+    /// File name of the payload inside the artifact folder.
+    pub payload_name: String,
+}
+
+/// Parses `sha256:<hex>` and returns the hex part.
+pub fn artifact_hex(artifact_id: &str) -> Option<&str> {
+    let hex = artifact_id.strip_prefix("sha256:")?;
+    (hex.len() == 64
+        && hex
+            .bytes()
+            .all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase()))
+    .then_some(hex)
+}
+
+fn artifact_dir(ws: &Workspace, hex: &str) -> PathBuf {
+    ws.artifacts_dir().join(&hex[..2]).join(hex)
+}
+
+/// Refuses anything but a regular file, before reading it.
+pub fn check_regular_file(path: &Path) -> Result<()> {
+    let meta = fs::symlink_metadata(path).map_err(|e| {
+        FlameoxError::invalid_argument("path", format!("cannot read the input file: {}", e.kind()))
+    })?;
+    if meta.file_type().is_symlink() {
+        return Err(
+            FlameoxError::invalid_argument("path", "is a symbolic link; pass its target")
+                .remedy("import the file the link points to"),
+        );
+    }
+    if !meta.is_file() {
+        return Err(FlameoxError::invalid_argument(
+            "path",
+            "is not a regular file",
+        ));
+    }
+    Ok(())
+}
+
+/// Copies a regular file into the store, hashing as it goes.
+pub fn store_file(ws: &Workspace, source: &Path, kind: &str) -> Result<ArtifactRecord> {
+    check_regular_file(source)?;
+    let mut input = File::open(source).map_err(|e| io_error("opening the input file", e))?;
+    let meta = input
+        .metadata()
+        .map_err(|e| io_error("reading the input file", e))?;
+    if !meta.is_file() {
+        return Err(FlameoxError::invalid_argument(
+            "path",
+            "is not a regular file",
+        ));
+    }
+    let original_name = source
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "artifact".to_owned());
+    let tmp = ws
+        .staging_dir()
+        .join(format!("artifact-{}.part", uuid::Uuid::now_v7().simple()));
+    let copied = copy_hashing(&mut input, &tmp);
+    let (hex, bytes) = match copied {
+        Ok(v) => v,
+        Err(e) => {
+            let _ = fs::remove_file(&tmp);
+            return Err(io_error("copying the input into the artifact store", e));
+        }
+    };
+    let dir = artifact_dir(ws, &hex);
+    let payload_name = format!("payload{}", payload_extension(&original_name));
+    let artifact_id = format!("sha256:{hex}");
+    if dir.join("artifact.json").is_file() {
+        let _ = fs::remove_file(&tmp);
+        return read_artifact(ws, &artifact_id);
+    }
+    fs::create_dir_all(&dir).map_err(|e| io_error("creating an artifact folder", e))?;
+    let payload = dir.join(&payload_name);
+    fs::rename(&tmp, &payload).map_err(|e| io_error("moving an artifact into the store", e))?;
+    let mut perms = fs::metadata(&payload)
+        .map_err(|e| io_error("reading an artifact", e))?
+        .permissions();
+    perms.set_readonly(true);
+    let _ = fs::set_permissions(&payload, perms);
+    let _ = sync_dir(&dir);
+    let record = ArtifactRecord {
+        schema_version: 1,
+        artifact_id,
+        bytes,
+        kind: kind.to_owned(),
+        original_name,
+        stored_at: now_rfc3339(),
+        payload_name,
+    };
+    write_json_atomic(&dir.join("artifact.json"), &record)?;
+    Ok(record)
+}
+
+fn copy_hashing(input: &mut File, tmp: &Path) -> std::io::Result<(String, u64)> {
+    let mut out = File::create(tmp)?;
+    let mut hasher = Sha256::new();
+    let mut buf = vec![0u8; 1 << 20];
+    let mut total = 0u64;
+    loop {
+        let n = input.read(&mut buf)?;
+        if n == 0 {
+            break;
+        }
+        hasher.update(&buf[..n]);
+        out.write_all(&buf[..n])?;
+        total += n as u64;
+    }
+    out.sync_all()?;
+    Ok((hex::encode(hasher.finalize()), total))
+}
+
+/// `.json`, `.json.gz`, `.pb` … from the original name (at most two parts).
+fn payload_extension(name: &str) -> String {
+    let parts: Vec<&str> = name.split('.').skip(1).collect();
+    let keep: Vec<&str> = parts
+        .iter()
+        .rev()
+        .take(2)
+        .rev()
+        .copied()
+        .filter(|p| {
+            !p.is_empty()
+                && p.len() <= 12
+                && p.bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+        })
+        .collect();
+    if keep.is_empty() {
+        String::new()
+    } else {
+        format!(".{}", keep.join("."))
+    }
+}
+
+/// Reads one artifact's record; unknown or malformed ids are typed errors.
+pub fn read_artifact(ws: &Workspace, artifact_id: &str) -> Result<ArtifactRecord> {
+    let hex = artifact_hex(artifact_id).ok_or_else(|| {
+        FlameoxError::invalid_argument("artifact_id", "must be sha256:<64 lowercase hex digits>")
+    })?;
+    let path = artifact_dir(ws, hex).join("artifact.json");
+    if !path.is_file() {
+        return Err(FlameoxError::new(
+            ErrorCode::RunNotFound,
+            format!("artifact {artifact_id} is not in this workspace"),
+        )
+        .remedy("list artifacts with `flameox artifacts list`"));
+    }
+    read_json(&path, "artifact.json")
+}
+
+/// Where an artifact's bytes are (never shown to MCP clients).
+pub fn payload_path(ws: &Workspace, record: &ArtifactRecord) -> PathBuf {
+    match artifact_hex(&record.artifact_id) {
+        Some(hex) => artifact_dir(ws, hex).join(&record.payload_name),
+        None => ws.artifacts_dir().join("invalid"),
+    }
+}
+
+/// Every stored artifact, sorted by id.
+pub fn list_artifacts(ws: &Workspace) -> Result<Vec<ArtifactRecord>> {
+    let mut out = Vec::new();
+    let Ok(prefixes) = fs::read_dir(ws.artifacts_dir()) else {
+        return Ok(out);
+    };
+    for prefix in prefixes.flatten() {
+        let Ok(entries) = fs::read_dir(prefix.path()) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            let path = entry.path().join("artifact.json");
+            if path.is_file() {
+                out.push(read_json::<ArtifactRecord>(&path, "artifact.json")?);
+            }
+        }
+    }
+    out.sort_by(|a, b| a.artifact_id.cmp(&b.artifact_id));
+    Ok(out)
+}
+
+/// Recomputes the sha256 of a stored payload.
+pub fn verify_payload(ws: &Workspace, record: &ArtifactRecord) -> Result<bool> {
+    let mut file =
+        File::open(payload_path(ws, record)).map_err(|e| io_error("opening an artifact", e))?;
+    let mut hasher = Sha256::new();
+    let mut buf = vec![0u8; 1 << 20];
+    loop {
+        let n = file
+            .read(&mut buf)
+            .map_err(|e| io_error("reading an artifact", e))?;
+        if n == 0 {
+            break;
+        }
+        hasher.update(&buf[..n]);
+    }
+    Ok(format!("sha256:{}", hex::encode(hasher.finalize())) == record.artifact_id)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn same_bytes_store_once_and_symlinks_are_refused() {
+        let project = tempfile::tempdir().unwrap();
+        let (ws, _) = Workspace::init(project.path()).unwrap();
+        let input = project.path().join("t.json.gz");
+        fs::write(&input, b"[]").unwrap();
+        let a = store_file(&ws, &input, "chrome_json").unwrap();
+        let b = store_file(&ws, &input, "chrome_json").unwrap();
+        assert_eq!(a, b);
+        assert_eq!(a.payload_name, "payload.json.gz");
+        assert!(verify_payload(&ws, &a).unwrap());
+        assert_eq!(list_artifacts(&ws).unwrap().len(), 1);
+        let link = project.path().join("link.json");
+        std::os::unix::fs::symlink(&input, &link).unwrap();
+        let err = store_file(&ws, &link, "chrome_json").unwrap_err();
+        assert_eq!(err.code, ErrorCode::InvalidArguments);
+        let err = store_file(&ws, project.path(), "chrome_json").unwrap_err();
+        assert_eq!(err.code, ErrorCode::InvalidArguments);
+    }
+}

@@ -1,0 +1,332 @@
+//! `flameox validate` / `catalog validate`: checks that what HEAD says exists
+//! does, and reports what nothing references. `recover` cleans up after a
+//! crashed writer.
+
+use std::collections::BTreeSet;
+use std::fs::{self, File};
+
+use datafusion::parquet::file::reader::{FileReader, SerializedFileReader};
+use flameox_extractors::EvidenceTable;
+use serde::{Deserialize, Serialize};
+
+use crate::catalog::{self, CommitManifest};
+use crate::error::Result;
+use crate::publish::hash_file;
+use crate::staging::{clean_abandoned, expected_metadata};
+use crate::store;
+use crate::workspace::Workspace;
+
+/// One problem found.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ValidationIssue {
+    pub code: String,
+    pub message: String,
+}
+
+/// The validation report.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ValidationReport {
+    pub ok: bool,
+    pub full: bool,
+    pub head_commit: Option<String>,
+    pub commits_checked: usize,
+    pub generations_checked: usize,
+    pub files_checked: usize,
+    pub artifacts_checked: usize,
+    pub errors: Vec<ValidationIssue>,
+    /// Files and folders no commit references (left by a crash; `recover` removes them).
+    pub orphans: Vec<String>,
+    pub staging_entries: usize,
+}
+
+fn issue(code: &str, message: String) -> ValidationIssue {
+    ValidationIssue {
+        code: code.into(),
+        message,
+    }
+}
+
+/// Validates manifests, row counts, schemas; with `full`, file and artifact hashes.
+pub fn validate(ws: &Workspace, full: bool) -> Result<ValidationReport> {
+    let mut errors = Vec::new();
+    let head = catalog::read_head(ws)?;
+    let mut report = ValidationReport {
+        ok: true,
+        full,
+        head_commit: head.clone(),
+        commits_checked: 0,
+        generations_checked: 0,
+        files_checked: 0,
+        artifacts_checked: 0,
+        errors: Vec::new(),
+        orphans: Vec::new(),
+        staging_entries: fs::read_dir(ws.staging_dir())
+            .map(|d| d.count())
+            .unwrap_or(0),
+    };
+    let mut referenced_generations = BTreeSet::new();
+    let mut referenced_files = BTreeSet::new();
+    // Walk the commit chain from HEAD.
+    let mut cursor = head.clone();
+    let mut seen = BTreeSet::new();
+    while let Some(id) = cursor {
+        if !seen.insert(id.clone()) {
+            errors.push(issue("commit_cycle", format!("commit chain loops at {id}")));
+            break;
+        }
+        let commit: CommitManifest = match catalog::read_commit(ws, &id) {
+            Ok(c) => c,
+            Err(e) => {
+                errors.push(issue("commit_unreadable", e.message));
+                break;
+            }
+        };
+        report.commits_checked += 1;
+        let recomputed =
+            CommitManifest::compute_id(&commit.parent, &commit.generations, &commit.tables);
+        if recomputed != commit.commit_id || commit.commit_id != id {
+            errors.push(issue(
+                "commit_digest_mismatch",
+                format!("commit {id} does not match its digest"),
+            ));
+        }
+        let is_head = Some(&id) == head.as_ref();
+        for (generation_id, manifest_sha) in &commit.generations {
+            if !referenced_generations.insert(generation_id.clone()) {
+                continue;
+            }
+            check_generation(
+                ws,
+                generation_id,
+                manifest_sha,
+                is_head,
+                full,
+                &mut report,
+                &mut errors,
+                &mut referenced_files,
+            );
+        }
+        cursor = commit.parent.clone();
+    }
+    // Orphans: generation folders and evidence files nothing references.
+    if let Ok(entries) = fs::read_dir(ws.generations_dir()) {
+        for e in entries.flatten() {
+            let name = e.file_name().to_string_lossy().into_owned();
+            if !referenced_generations.contains(&name) {
+                report.orphans.push(format!("generations/{name}"));
+            }
+        }
+    }
+    for table in EvidenceTable::ALL {
+        let Ok(gens) = fs::read_dir(ws.evidence_dir().join(table.name())) else {
+            continue;
+        };
+        for g in gens.flatten() {
+            let Ok(files) = fs::read_dir(g.path()) else {
+                continue;
+            };
+            for f in files.flatten() {
+                let rel = format!(
+                    "evidence/{}/{}/{}",
+                    table.name(),
+                    g.file_name().to_string_lossy(),
+                    f.file_name().to_string_lossy()
+                );
+                if !referenced_files.contains(&rel) {
+                    report.orphans.push(rel);
+                }
+            }
+        }
+    }
+    for artifact in store::list_artifacts(ws)? {
+        report.artifacts_checked += 1;
+        if full && !store::verify_payload(ws, &artifact)? {
+            errors.push(issue(
+                "artifact_hash_mismatch",
+                format!("artifact {} does not match its id", artifact.artifact_id),
+            ));
+        }
+    }
+    report.orphans.sort();
+    report.ok = errors.is_empty();
+    report.errors = errors;
+    Ok(report)
+}
+
+#[allow(clippy::too_many_arguments)]
+fn check_generation(
+    ws: &Workspace,
+    generation_id: &str,
+    manifest_sha: &str,
+    is_head: bool,
+    full: bool,
+    report: &mut ValidationReport,
+    errors: &mut Vec<ValidationIssue>,
+    referenced_files: &mut BTreeSet<String>,
+) {
+    let path = catalog::generation_manifest_path(ws, generation_id);
+    let bytes = match fs::read(&path) {
+        Ok(b) => b,
+        Err(_) => {
+            // Generations superseded long ago may have been collected.
+            if is_head {
+                errors.push(issue(
+                    "generation_missing",
+                    format!("generation {generation_id} is missing"),
+                ));
+            }
+            return;
+        }
+    };
+    report.generations_checked += 1;
+    if crate::fsutil::sha256_hex(&bytes) != manifest_sha {
+        errors.push(issue(
+            "generation_digest_mismatch",
+            format!("generation {generation_id} manifest changed"),
+        ));
+    }
+    let manifest = match catalog::read_generation(ws, generation_id) {
+        Ok(m) => m,
+        Err(e) => {
+            errors.push(issue("generation_unreadable", e.message));
+            return;
+        }
+    };
+    for file in &manifest.files {
+        referenced_files.insert(file.path.clone());
+        report.files_checked += 1;
+        let full_path = ws.dir().join(&file.path);
+        let Some(table) = EvidenceTable::from_name(&file.table) else {
+            errors.push(issue(
+                "unknown_table",
+                format!("{} names unknown table {}", file.path, file.table),
+            ));
+            continue;
+        };
+        match check_parquet(&full_path, table, file.rows) {
+            Ok(()) => {}
+            Err(message) => errors.push(issue(
+                "evidence_file_invalid",
+                format!("{}: {message}", file.path),
+            )),
+        }
+        if full {
+            match hash_file(&full_path) {
+                Ok((sha, bytes)) if sha == file.sha256 && bytes == file.bytes => {}
+                Ok(_) => errors.push(issue(
+                    "evidence_hash_mismatch",
+                    format!("{} does not match its hash", file.path),
+                )),
+                Err(e) => errors.push(issue(
+                    "evidence_file_unreadable",
+                    format!("{}: {}", file.path, e.message),
+                )),
+            }
+        }
+    }
+    let _ = manifest.summary;
+}
+
+/// Checks row count, schema and key-value metadata from the footer.
+fn check_parquet(
+    path: &std::path::Path,
+    table: EvidenceTable,
+    rows: u64,
+) -> std::result::Result<(), String> {
+    let file = File::open(path).map_err(|e| format!("cannot open: {e}"))?;
+    let reader = SerializedFileReader::new(file).map_err(|e| format!("not a Parquet file: {e}"))?;
+    let meta = reader.metadata().file_metadata();
+    if meta.num_rows() as u64 != rows {
+        return Err(format!(
+            "has {} rows, manifest says {rows}",
+            meta.num_rows()
+        ));
+    }
+    let kv: Vec<(String, String)> = meta
+        .key_value_metadata()
+        .map(|kvs| {
+            kvs.iter()
+                .map(|k| (k.key.clone(), k.value.clone().unwrap_or_default()))
+                .collect()
+        })
+        .unwrap_or_default();
+    for expected in expected_metadata(table) {
+        if !kv.contains(&expected) {
+            return Err(format!("missing metadata {}={}", expected.0, expected.1));
+        }
+    }
+    let columns: Vec<String> = meta
+        .schema_descr()
+        .columns()
+        .iter()
+        .map(|c| c.name().to_owned())
+        .collect();
+    let wanted: Vec<String> = table
+        .schema()
+        .fields()
+        .iter()
+        .map(|f| f.name().clone())
+        .collect();
+    if columns != wanted {
+        return Err("columns differ from the table schema".into());
+    }
+    Ok(())
+}
+
+/// What `recover` did.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RecoverReport {
+    pub staging_removed: usize,
+    pub orphans_moved_to_trash: Vec<String>,
+    pub interrupted_runs: Vec<String>,
+}
+
+/// Removes dead writers' staging, moves orphans to `trash/`, and marks runs
+/// whose import never finished as interrupted. Holds the write lock.
+pub fn recover(ws: &Workspace) -> Result<RecoverReport> {
+    let _lock = crate::lock::FileLock::acquire(
+        &ws.locks_dir().join("write.lock"),
+        std::time::Duration::from_millis(ws.config.locks.write_timeout_ms),
+    )?;
+    let staging_removed = clean_abandoned(ws)?;
+    let report = validate(ws, false)?;
+    let trash = ws
+        .trash_dir()
+        .join(format!("recover-{}", uuid::Uuid::now_v7()));
+    let mut moved = Vec::new();
+    for orphan in &report.orphans {
+        let target = trash.join(orphan);
+        if let Some(parent) = target.parent() {
+            let _ = fs::create_dir_all(parent);
+        }
+        if fs::rename(ws.dir().join(orphan), &target).is_ok() {
+            moved.push(orphan.clone());
+        }
+    }
+    let mut interrupted = Vec::new();
+    for mut run in crate::runs::list_runs(ws)? {
+        if run.status.extraction == "pending" && !run_is_active(ws, &run.run_id) {
+            run.status.extraction = "interrupted".into();
+            run.status.validation = "failed".into();
+            crate::runs::save_run(ws, &mut run)?;
+            interrupted.push(run.run_id);
+        }
+    }
+    Ok(RecoverReport {
+        staging_removed,
+        orphans_moved_to_trash: moved,
+        interrupted_runs: interrupted,
+    })
+}
+
+/// A pending run is active while some staging folder is locked by a live writer.
+fn run_is_active(ws: &Workspace, _run_id: &str) -> bool {
+    fs::read_dir(ws.staging_dir())
+        .map(|entries| {
+            entries.flatten().any(|e| {
+                let lock = e.path().join(".lock");
+                lock.exists() && matches!(crate::lock::FileLock::try_acquire(&lock), Ok(None))
+            })
+        })
+        .unwrap_or(false)
+}

@@ -1,0 +1,315 @@
+//! Record batches of `trace_events`, `tracks` and `counters`, and the feed
+//! of trace slices into the shared stack reductions.
+//!
+//! Rows leave in the order the table files must keep: `trace_events` by
+//! `(ts_ns, event_id)`, `counters` by `ts_ns`. Batches are at most
+//! `batch_rows` rows and are handed to the sink as soon as each is built.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+
+use arrow::array::{ArrayRef, Float64Array, Int32Array, Int64Array, StringArray, UInt64Array};
+use arrow::record_batch::RecordBatch;
+
+use super::nesting::{Derived, PHASE_CORRELATION, PHASE_PROFILER_STEP};
+use super::process::Processor;
+use super::store::{NO_ID, NONE, opt, opt_id};
+use super::tracks::{Ident, Track, TrackKind};
+use crate::api::{BatchSink, ExtractError};
+use crate::arrow_util::{DictColumn, const_dict};
+use crate::schema::EvidenceTable;
+use crate::stacks::{StackAggregator, ThreadInfo};
+
+/// Writes batches to the sink and counts rows per table.
+pub struct Emitter<'a> {
+    pub run_id: &'a str,
+    pub artifact_id: &'a str,
+    pub batch_rows: usize,
+    pub sink: &'a mut dyn BatchSink,
+    pub rows: BTreeMap<String, u64>,
+}
+
+/// Counts rows as batches pass through to the real sink.
+pub struct CountingSink<'s, 'a> {
+    pub inner: &'s mut dyn BatchSink,
+    pub rows: &'a mut BTreeMap<String, u64>,
+}
+
+impl BatchSink for CountingSink<'_, '_> {
+    fn write_batch(
+        &mut self,
+        table: EvidenceTable,
+        batch: RecordBatch,
+    ) -> Result<(), crate::api::SinkError> {
+        *self.rows.entry(table.name().to_string()).or_insert(0) += batch.num_rows() as u64;
+        self.inner.write_batch(table, batch)
+    }
+}
+
+impl Emitter<'_> {
+    fn write(
+        &mut self,
+        table: EvidenceTable,
+        mut columns: Vec<ArrayRef>,
+        len: usize,
+    ) -> Result<(), ExtractError> {
+        let mut all = vec![
+            const_dict(self.run_id, len),
+            const_dict(self.artifact_id, len),
+        ];
+        all.append(&mut columns);
+        let batch = RecordBatch::try_new(table.schema(), all)
+            .map_err(|e| ExtractError::Sink(Box::new(e)))?;
+        *self.rows.entry(table.name().to_string()).or_insert(0) += len as u64;
+        self.sink
+            .write_batch(table, batch)
+            .map_err(ExtractError::Sink)
+    }
+}
+
+fn opt_col(values: impl Iterator<Item = i64>) -> ArrayRef {
+    Arc::new(values.map(opt).collect::<Int64Array>())
+}
+
+/// Writes `trace_events`, globally ordered by `(ts_ns, event_id)`.
+pub fn emit_trace_events(em: &mut Emitter, p: &Processor, d: &Derived) -> Result<(), ExtractError> {
+    let s = &p.store;
+    let mut order: Vec<u32> = (0..s.len() as u32).collect();
+    order.sort_unstable_by_key(|&i| (s.ts[i as usize], s.event_id[i as usize]));
+    let track_of = |i: usize| -> &Track { &p.tracks.list[s.track[i] as usize] };
+    let on_gpu = |i: usize| track_of(i).kind == TrackKind::GpuStream;
+    for chunk in order.chunks(em.batch_rows.max(1)) {
+        let idx: Vec<usize> = chunk.iter().map(|&i| i as usize).collect();
+        let mut name = DictColumn::new();
+        let mut cat = DictColumn::new();
+        let mut kind = DictColumn::new();
+        let mut phase = DictColumn::new();
+        let mut phase_source = DictColumn::new();
+        for &i in &idx {
+            name.push(Some(p.strings.get(s.name[i])));
+            cat.push(opt_id(s.cat[i]).map(|c| p.strings.get(c)));
+            kind.push(Some(s.kind[i].name()));
+            phase.push(opt_id(d.phase[i]).map(|c| p.strings.get(c)));
+            phase_source.push(match d.phase_source[i] {
+                PHASE_PROFILER_STEP => Some("profiler_step"),
+                PHASE_CORRELATION => Some("correlation"),
+                _ => None,
+            });
+        }
+        let cols: Vec<ArrayRef> = vec![
+            Arc::new(UInt64Array::from_iter_values(
+                idx.iter().map(|&i| s.event_id[i]),
+            )),
+            Arc::new(
+                idx.iter()
+                    .map(|&i| opt_id(d.parent[i]).map(|p| s.event_id[p as usize]))
+                    .collect::<UInt64Array>(),
+            ),
+            Arc::new(Int32Array::from_iter_values(
+                idx.iter().map(|&i| d.depth[i]),
+            )),
+            Arc::new(Int64Array::from_iter_values(idx.iter().map(|&i| s.ts[i]))),
+            Arc::new(Int64Array::from_iter_values(idx.iter().map(|&i| s.dur[i]))),
+            Arc::new(Int64Array::from_iter_values(
+                idx.iter().map(|&i| d.self_ns[i]),
+            )),
+            name.finish(),
+            cat.finish(),
+            kind.finish(),
+            Arc::new(UInt64Array::from_iter_values(
+                idx.iter().map(|&i| u64::from(s.track[i])),
+            )),
+            Arc::new(
+                idx.iter()
+                    .map(|&i| track_of(i).pid.int())
+                    .collect::<Int64Array>(),
+            ),
+            Arc::new(
+                idx.iter()
+                    .map(|&i| track_of(i).tid.int())
+                    .collect::<Int64Array>(),
+            ),
+            opt_col(idx.iter().map(|&i| {
+                if s.device[i] == NONE && on_gpu(i) {
+                    track_of(i).device
+                } else {
+                    s.device[i]
+                }
+            })),
+            opt_col(idx.iter().map(|&i| s.context[i])),
+            opt_col(idx.iter().map(|&i| {
+                if s.stream[i] == NONE && on_gpu(i) {
+                    track_of(i).stream
+                } else {
+                    s.stream[i]
+                }
+            })),
+            opt_col(idx.iter().map(|&i| s.correlation[i])),
+            opt_col(idx.iter().map(|&i| s.external[i])),
+            opt_col(idx.iter().map(|&i| s.graph_id[i])),
+            opt_col(idx.iter().map(|&i| s.graph_node_id[i])),
+            opt_col(idx.iter().map(|&i| s.bytes[i])),
+            phase.finish(),
+            phase_source.finish(),
+            Arc::new(idx.iter().map(|&i| s.args(i)).collect::<StringArray>()),
+        ];
+        em.write(EvidenceTable::TraceEvents, cols, idx.len())?;
+    }
+    Ok(())
+}
+
+/// Writes `tracks` in id order.
+pub fn emit_tracks(em: &mut Emitter, p: &Processor) -> Result<(), ExtractError> {
+    let first = p.tracks.process_first_tracks();
+    let list = &p.tracks.list;
+    let ids: Vec<usize> = (0..list.len()).collect();
+    for chunk in ids.chunks(em.batch_rows.max(1)) {
+        let mut kind = DictColumn::new();
+        chunk
+            .iter()
+            .for_each(|&i| kind.push(Some(list[i].kind.name())));
+        let parent = |t: &Track| match t.kind {
+            TrackKind::Async | TrackKind::Counter if t.pid != Ident::None => {
+                first.get(&t.pid).map(|&f| u64::from(f))
+            }
+            _ => None,
+        };
+        let cols: Vec<ArrayRef> = vec![
+            Arc::new(UInt64Array::from_iter_values(
+                chunk.iter().map(|&i| i as u64),
+            )),
+            kind.finish(),
+            Arc::new(
+                chunk
+                    .iter()
+                    .map(|&i| p.tracks.display_name(&list[i], &p.strings))
+                    .collect::<StringArray>(),
+            ),
+            Arc::new(
+                chunk
+                    .iter()
+                    .map(|&i| list[i].pid.int())
+                    .collect::<Int64Array>(),
+            ),
+            Arc::new(
+                chunk
+                    .iter()
+                    .map(|&i| list[i].tid.int())
+                    .collect::<Int64Array>(),
+            ),
+            Arc::new(
+                chunk
+                    .iter()
+                    .map(|&i| p.tracks.process_name(list[i].pid, &p.strings))
+                    .collect::<StringArray>(),
+            ),
+            Arc::new(
+                chunk
+                    .iter()
+                    .map(|&i| p.tracks.thread_name(&list[i], &p.strings))
+                    .collect::<StringArray>(),
+            ),
+            opt_col(chunk.iter().map(|&i| list[i].device)),
+            opt_col(chunk.iter().map(|&i| list[i].stream)),
+            Arc::new(
+                chunk
+                    .iter()
+                    .map(|&i| parent(&list[i]))
+                    .collect::<UInt64Array>(),
+            ),
+        ];
+        em.write(EvidenceTable::Tracks, cols, chunk.len())?;
+    }
+    Ok(())
+}
+
+/// Writes `counters` ordered by `ts_ns` (input order within one timestamp).
+pub fn emit_counters(em: &mut Emitter, p: &Processor) -> Result<(), ExtractError> {
+    let mut order: Vec<usize> = (0..p.counters.len()).collect();
+    order.sort_by_key(|&i| p.counters[i].ts);
+    for chunk in order.chunks(em.batch_rows.max(1)) {
+        let mut name = DictColumn::new();
+        let mut unit = DictColumn::new();
+        for &i in chunk {
+            name.push(Some(p.strings.get(p.counters[i].name)));
+            unit.push(opt_id(p.counters[i].unit).map(|u| p.strings.get(u)));
+        }
+        let cols: Vec<ArrayRef> = vec![
+            Arc::new(UInt64Array::from_iter_values(
+                chunk.iter().map(|&i| u64::from(p.counters[i].track)),
+            )),
+            Arc::new(Int64Array::from_iter_values(
+                chunk.iter().map(|&i| p.counters[i].ts),
+            )),
+            Arc::new(Float64Array::from_iter_values(
+                chunk.iter().map(|&i| p.counters[i].value),
+            )),
+            name.finish(),
+            unit.finish(),
+        ];
+        em.write(EvidenceTable::Counters, cols, chunk.len())?;
+    }
+    Ok(())
+}
+
+/// Feeds every terminated slice into a [`StackAggregator`]: a slice is a
+/// frame `(function = name, module = category)` and its stack is the path
+/// of its ancestors on the track.
+pub fn aggregate_slices(p: &Processor, d: &Derived) -> StackAggregator {
+    let s = &p.store;
+    let mut agg = StackAggregator::new();
+    let mut frame_of: HashMap<(u32, u32), u32> = HashMap::new();
+    let mut stack_of = vec![NO_ID; s.len()];
+    for (t, track) in p.tracks.list.iter().enumerate() {
+        let events = d.track_events(t);
+        if events.is_empty() {
+            continue;
+        }
+        let info = ThreadInfo {
+            pid: track.pid.int(),
+            tid: track.tid.int(),
+            thread_name: p.tracks.thread_name(track, &p.strings).map(str::to_string),
+            process_name: p
+                .tracks
+                .process_name(track.pid, &p.strings)
+                .map(str::to_string),
+        };
+        let thread = agg.thread(info);
+        for &i in events {
+            let i = i as usize;
+            if s.instant[i] || s.dur[i] < 0 {
+                continue;
+            }
+            let key = (s.name[i], s.cat[i]);
+            let frame = match frame_of.get(&key) {
+                Some(&f) => f,
+                None => {
+                    let f = agg.frame(
+                        p.strings.get(s.name[i]),
+                        None,
+                        None,
+                        opt_id(s.cat[i]).map(|c| p.strings.get(c)),
+                        s.kind[i].language(),
+                        true,
+                    );
+                    frame_of.insert(key, f);
+                    f
+                }
+            };
+            // Nearest ancestor that has a stack (unterminated ones have none).
+            let mut parent_stack = None;
+            let mut a = d.parent[i];
+            while a != NO_ID {
+                if stack_of[a as usize] != NO_ID {
+                    parent_stack = Some(stack_of[a as usize]);
+                    break;
+                }
+                a = d.parent[a as usize];
+            }
+            let stack = agg.stack(parent_stack, frame);
+            stack_of[i] = stack;
+            agg.add_sample(stack, thread, None, d.self_ns[i], 1);
+        }
+    }
+    agg
+}

@@ -1,0 +1,283 @@
+//! The Chrome Trace Event Format (JSON) extractor: Kineto / torch.profiler,
+//! Chromium, Node, JAX, py-spy and anything else that writes `traceEvents`.
+//!
+//! Pipeline: [`scanner`] streams array elements → [`event`] parses each with
+//! borrowed serde types → [`process`] interprets phases into a compact
+//! [`store`] → at the end of input [`nesting`] computes parents, self time,
+//! flows and phases → [`emit`] writes sorted batches and feeds the shared
+//! [`crate::stacks`] reductions.
+
+pub mod emit;
+pub mod event;
+pub mod kinds;
+pub mod nesting;
+pub mod process;
+pub mod scanner;
+pub mod store;
+pub mod time;
+pub mod tracks;
+
+use std::collections::BTreeMap;
+use std::io::BufRead;
+
+use crate::api::{BatchSink, ExtractError, ExtractObserver, ExtractOptions, ExtractionSummary};
+use crate::stacks::ReductionSpec;
+use emit::{CountingSink, Emitter};
+use process::Processor;
+use scanner::{Scanner, Step};
+use tracks::TrackKind;
+
+/// Extractor name stamped on summaries and operation digests.
+pub const CHROME_EXTRACTOR_NAME: &str = "chrome_json";
+/// Bumped whenever the rows produced for the same input change.
+pub const CHROME_EXTRACTOR_VERSION: &str = "1";
+
+/// How often (in events) progress and cancellation are polled.
+const POLL_EVERY: u64 = 4096;
+
+/// Extracts a Chrome trace-event JSON document from `reader`.
+pub fn extract_chrome_json<R: BufRead>(
+    reader: R,
+    options: &ExtractOptions,
+    sink: &mut dyn BatchSink,
+    observer: &dyn ExtractObserver,
+) -> Result<ExtractionSummary, ExtractError> {
+    let mut scanner = Scanner::new(reader);
+    scanner.start()?;
+    let mut p = Processor::new(options.max_args_bytes);
+    let mut buf: Vec<u8> = Vec::with_capacity(64 * 1024);
+    let mut index: u64 = 0;
+    let mut complete_events: u64 = 0;
+    let truncated =
+        loop {
+            if index.is_multiple_of(POLL_EVERY) {
+                observer.bytes_read(scanner.offset());
+                if observer.cancelled() {
+                    return Err(ExtractError::Cancelled);
+                }
+            }
+            match scanner.next_element(&mut buf)? {
+                Step::End => break false,
+                Step::Truncated => break true,
+                Step::Element {
+                    is_object,
+                    control_chars,
+                    too_big,
+                } => {
+                    let this = index;
+                    index += 1;
+                    complete_events += 1;
+                    if too_big {
+                        p.log.note("malformed_event", || {
+                            format!(
+                                "event #{this} is larger than {} bytes; skipped",
+                                scanner::MAX_EVENT_BYTES
+                            )
+                        });
+                        continue;
+                    }
+                    if !is_object {
+                        p.log.note("malformed_event", || {
+                            format!("array element #{this} is not an object; skipped")
+                        });
+                        continue;
+                    }
+                    if control_chars > 0 {
+                        p.log.note_n("control_characters_escaped", control_chars.into(), || {
+                        format!("event #{this} has raw control characters inside strings; escaped")
+                    });
+                    }
+                    match std::str::from_utf8(&buf) {
+                        Ok(text) => p.handle(this, text),
+                        Err(_) => {
+                            p.log.note("invalid_utf8_replaced", || {
+                                format!("event #{this} has invalid UTF-8; replaced with U+FFFD")
+                            });
+                            let text = String::from_utf8_lossy(&buf).into_owned();
+                            p.handle(this, &text);
+                        }
+                    }
+                }
+            }
+        };
+    let closed = if truncated { false } else { scanner.finish()? };
+    if truncated && complete_events == 0 {
+        return Err(ExtractError::Parse {
+            message: format!(
+                "the trace ends after {} bytes before any complete event{}",
+                scanner.offset(),
+                scanner
+                    .corrupt
+                    .as_deref()
+                    .map(|c| format!(" ({c})"))
+                    .unwrap_or_default()
+            ),
+            offset: Some(scanner.offset()),
+        });
+    }
+    if truncated || !closed {
+        let offset = scanner.offset();
+        let why = scanner.corrupt.clone();
+        p.log.note("truncated_input", || match why {
+            Some(c) => {
+                format!("input stopped at byte {offset}: {c}; the complete events were kept")
+            }
+            None => format!(
+                "input ends at byte {offset} inside the trace; the complete events were kept"
+            ),
+        });
+    }
+    if scanner.trailing_data {
+        p.log.note("trailing_data_ignored", || {
+            "bytes after the trace document were ignored".to_string()
+        });
+    }
+    observer.bytes_read(scanner.offset());
+    p.close_open();
+
+    let mut derived = nesting::nest(&p.store, &mut p.tracks, &mut p.log);
+    let filled = nesting::fill_correlation_from_flows(&mut p.store, &derived, &p.tracks, &p.flows);
+    p.log.note_n("correlation_from_flow", filled, || {
+        "device activity without a correlation id was linked to its launch through a flow id"
+            .to_string()
+    });
+    let has_phases = nesting::assign_phases(&p.store, &p.strings, &mut derived);
+    if observer.cancelled() {
+        return Err(ExtractError::Cancelled);
+    }
+
+    let metadata = summarize_metadata(&scanner.metadata);
+    let kineto_meta = [
+        "schemaVersion",
+        "deviceProperties",
+        "distributedInfo",
+        "traceName",
+    ]
+    .iter()
+    .any(|k| metadata.contains_key(*k));
+    let mut em = Emitter {
+        run_id: &options.run_id,
+        artifact_id: &options.artifact_id,
+        batch_rows: options.batch_rows.max(1),
+        sink,
+        rows: BTreeMap::new(),
+    };
+    emit::emit_trace_events(&mut em, &p, &derived)?;
+    emit::emit_tracks(&mut em, &p)?;
+    emit::emit_counters(&mut em, &p)?;
+    let agg = emit::aggregate_slices(&p, &derived);
+    let spec = ReductionSpec {
+        metric: "trace.wall_ns".to_string(),
+        weight_unit: "ns".to_string(),
+        unit: "ns".to_string(),
+    };
+    {
+        let mut counting = CountingSink {
+            inner: &mut *em.sink,
+            rows: &mut em.rows,
+        };
+        agg.finish(
+            &options.run_id,
+            &options.artifact_id,
+            &spec,
+            em.batch_rows,
+            &mut counting,
+        )?;
+    }
+    let mut rows = em.rows;
+    for table in crate::schema::EvidenceTable::ALL {
+        rows.entry(table.name().to_string()).or_insert(0);
+    }
+
+    let s = &p.store;
+    let mut span: Option<(i64, i64)> = None;
+    for i in 0..s.len() {
+        let end = if s.dur[i] < 0 { s.ts[i] } else { s.end(i) };
+        span = Some(match span {
+            None => (s.ts[i], end),
+            Some((a, b)) => (a.min(s.ts[i]), b.max(end)),
+        });
+    }
+    let mut coverage = BTreeMap::new();
+    coverage.insert(
+        "correlation_ids".to_string(),
+        s.correlation.iter().any(|&c| c != store::NONE),
+    );
+    coverage.insert(
+        "external_ids".to_string(),
+        s.external.iter().any(|&c| c != store::NONE),
+    );
+    coverage.insert(
+        "stream_identity".to_string(),
+        p.tracks
+            .list
+            .iter()
+            .any(|t| t.kind == TrackKind::GpuStream && t.stream != store::NONE),
+    );
+    coverage.insert("phase_annotations".to_string(), has_phases);
+    coverage.insert("flows".to_string(), !p.flows.is_empty());
+    coverage.insert("counters".to_string(), !p.counters.is_empty());
+    coverage.insert("symbolized_frames".to_string(), true);
+    let producer = options.producer.clone().unwrap_or_else(|| {
+        if p.kineto_seen || kineto_meta {
+            "torch.profiler".to_string()
+        } else if p.pyspy_seen {
+            "py-spy".to_string()
+        } else {
+            "chrome".to_string()
+        }
+    });
+    let mut metadata = metadata;
+    if !p.flows.is_empty() {
+        metadata.insert(
+            "flow_endpoints".to_string(),
+            serde_json::json!(p.flows.len()),
+        );
+    }
+    Ok(ExtractionSummary {
+        extractor: CHROME_EXTRACTOR_NAME.to_string(),
+        extractor_version: CHROME_EXTRACTOR_VERSION.to_string(),
+        format: crate::detect::FormatKind::ChromeJson.name().to_string(),
+        producer,
+        rows,
+        time_span_ns: span,
+        tracks: p.tracks.list.len() as u64,
+        coverage,
+        limitations: p.log.into_limitations(),
+        metadata,
+        input_bytes: scanner.offset(),
+        input_events: index,
+    })
+}
+
+/// Keeps the small, useful top-level values (`distributedInfo`,
+/// `deviceProperties` count and names, `traceName`, …); large values are
+/// recorded by size only.
+fn summarize_metadata(
+    raw: &[(String, Option<Vec<u8>>, usize)],
+) -> BTreeMap<String, serde_json::Value> {
+    use serde_json::{Value, json};
+    let mut out = BTreeMap::new();
+    for (key, bytes, size) in raw {
+        let value = bytes
+            .as_ref()
+            .and_then(|b| serde_json::from_slice::<Value>(b).ok());
+        match (key.as_str(), value) {
+            ("deviceProperties", Some(Value::Array(devices))) => {
+                out.insert("deviceProperties_count".to_string(), json!(devices.len()));
+                let names: Vec<Value> = devices
+                    .iter()
+                    .map(|d| json!({"id": d.get("id"), "name": d.get("name")}))
+                    .collect();
+                out.insert("deviceProperties".to_string(), Value::Array(names));
+            }
+            (_, Some(v)) if *size <= 16 * 1024 => {
+                out.insert(key.clone(), v);
+            }
+            _ => {
+                out.insert(key.clone(), json!({"omitted_bytes": size}));
+            }
+        }
+    }
+    out
+}

@@ -1,0 +1,253 @@
+//! Per-track nesting, flow binding and phase labels, once all events are in.
+//!
+//! Parent, depth and self time depend on every slice of a track, and Chrome
+//! producers do not write events in time order (Kineto writes CPU ops,
+//! then runtime calls, then kernels). So each track's events are sorted by
+//! `(ts asc, dur desc, event_id asc)` and walked with a stack. Flows are
+//! bound to slices here (to fill missing correlation ids), and
+//! `ProfilerStep#N` phases are propagated by time and by correlation.
+
+use std::collections::HashMap;
+
+use super::store::{EventStore, FlowPoint, Interner, NO_ID, NONE};
+use super::tracks::Tracks;
+use crate::api::LimitationLog;
+
+/// How a row's phase was derived.
+pub const PHASE_NONE: u8 = 0;
+pub const PHASE_PROFILER_STEP: u8 = 1;
+pub const PHASE_CORRELATION: u8 = 2;
+
+/// Derived per-event columns.
+pub struct Derived {
+    /// Store index of the parent, or `NO_ID`.
+    pub parent: Vec<u32>,
+    pub depth: Vec<i32>,
+    pub self_ns: Vec<i64>,
+    pub phase: Vec<u32>,
+    pub phase_source: Vec<u8>,
+    /// Store indices grouped by track (`track_offsets`), each group in nesting order.
+    pub track_order: Vec<u32>,
+    pub track_offsets: Vec<usize>,
+}
+
+impl Derived {
+    pub fn track_events(&self, track: usize) -> &[u32] {
+        &self.track_order[self.track_offsets[track]..self.track_offsets[track + 1]]
+    }
+}
+
+/// Sort key of a slice within its track: unterminated slices sort as longest.
+fn eff_dur(store: &EventStore, i: usize) -> i64 {
+    if store.dur[i] < 0 {
+        i64::MAX
+    } else {
+        store.dur[i]
+    }
+}
+
+/// Computes parent, depth and self time for every stored event.
+pub fn nest(store: &EventStore, tracks: &mut Tracks, log: &mut LimitationLog) -> Derived {
+    let n = store.len();
+    let track_count = tracks.list.len();
+    let mut track_offsets = vec![0usize; track_count + 1];
+    for &t in &store.track {
+        track_offsets[t as usize + 1] += 1;
+    }
+    for t in 0..track_count {
+        track_offsets[t + 1] += track_offsets[t];
+    }
+    let mut fill = track_offsets.clone();
+    let mut track_order = vec![0u32; n];
+    for (i, &t) in store.track.iter().enumerate() {
+        track_order[fill[t as usize]] = i as u32;
+        fill[t as usize] += 1;
+    }
+    let mut parent = vec![NO_ID; n];
+    let mut depth = vec![0i32; n];
+    let mut child_sum = vec![0i64; n];
+    let mut stack: Vec<usize> = Vec::new();
+    for t in 0..track_count {
+        let group = &mut track_order[track_offsets[t]..track_offsets[t + 1]];
+        group.sort_unstable_by(|&a, &b| {
+            let (a, b) = (a as usize, b as usize);
+            store.ts[a]
+                .cmp(&store.ts[b])
+                .then(eff_dur(store, b).cmp(&eff_dur(store, a)))
+                .then(store.event_id[a].cmp(&store.event_id[b]))
+        });
+        stack.clear();
+        for &i in group.iter() {
+            let i = i as usize;
+            let ts = store.ts[i];
+            while let Some(&top) = stack.last() {
+                if store.end(top) <= ts {
+                    stack.pop();
+                } else {
+                    break;
+                }
+            }
+            if let Some(&top) = stack.last() {
+                parent[i] = top as u32;
+                depth[i] = stack.len() as i32;
+                if !store.instant[i] {
+                    let end = store.end(i);
+                    let top_end = store.end(top);
+                    if end > top_end {
+                        tracks.list[t].improper = true;
+                        log.note("improper_nesting", || {
+                            format!(
+                                "event #{} starts inside event #{} and ends after it",
+                                store.event_id[i], store.event_id[top]
+                            )
+                        });
+                    }
+                    let covered = end.min(top_end).saturating_sub(ts);
+                    child_sum[top] = child_sum[top].saturating_add(covered);
+                }
+            }
+            if !store.instant[i] {
+                stack.push(i);
+            }
+        }
+    }
+    let self_ns = (0..n)
+        .map(|i| {
+            let d = store.dur[i];
+            if d < 0 {
+                -1
+            } else if store.instant[i] {
+                0
+            } else {
+                (d - child_sum[i].min(d)).max(0)
+            }
+        })
+        .collect();
+    Derived {
+        parent,
+        depth,
+        self_ns,
+        phase: vec![NO_ID; n],
+        phase_source: vec![PHASE_NONE; n],
+        track_order,
+        track_offsets,
+    }
+}
+
+/// The slice a flow endpoint binds to: the deepest slice enclosing (or
+/// starting at) `ts`, or — for a non-enclosing end — the next slice starting
+/// at or after `ts`.
+fn bind(store: &EventStore, d: &Derived, track: usize, ts: i64, enclosing: bool) -> Option<usize> {
+    let group = d.track_events(track);
+    if enclosing {
+        let upto = group.partition_point(|&i| store.ts[i as usize] <= ts);
+        let mut candidate = group[..upto]
+            .iter()
+            .rev()
+            .map(|&i| i as usize)
+            .find(|&i| !store.instant[i])?;
+        loop {
+            if store.ts[candidate] == ts || store.end(candidate) > ts {
+                return Some(candidate);
+            }
+            let p = d.parent[candidate];
+            if p == NO_ID {
+                return None;
+            }
+            candidate = p as usize;
+        }
+    }
+    let from = group.partition_point(|&i| store.ts[i as usize] < ts);
+    group[from..]
+        .iter()
+        .map(|&i| i as usize)
+        .find(|&i| !store.instant[i])
+}
+
+/// Fills missing correlation ids from flows that link device activity to the
+/// call that launched it. Returns how many ids were filled.
+pub fn fill_correlation_from_flows(
+    store: &mut EventStore,
+    d: &Derived,
+    tracks: &Tracks,
+    flows: &[FlowPoint],
+) -> u64 {
+    let needed = (0..store.len()).any(|i| store.device_activity[i] && store.correlation[i] == NONE);
+    if !needed {
+        return 0;
+    }
+    let mut groups: HashMap<u32, Vec<usize>> = HashMap::new();
+    for f in flows {
+        if f.numeric_id == NONE {
+            continue;
+        }
+        let Some(track) = tracks.find_thread(f.pid, f.tid) else {
+            continue;
+        };
+        if let Some(slice) = bind(store, d, track as usize, f.ts, f.enclosing) {
+            groups.entry(f.key).or_default().push(slice);
+        }
+    }
+    let mut filled = 0;
+    let mut keys: Vec<u32> = groups.keys().copied().collect();
+    keys.sort_unstable();
+    let ids: HashMap<u32, i64> = flows.iter().map(|f| (f.key, f.numeric_id)).collect();
+    for key in keys {
+        let slices = &groups[&key];
+        if !slices.iter().any(|&i| store.device_activity[i]) {
+            continue;
+        }
+        let Some(&id) = ids.get(&key) else { continue };
+        for &i in slices {
+            if store.correlation[i] == NONE {
+                store.correlation[i] = id;
+                filled += 1;
+            }
+        }
+    }
+    filled
+}
+
+/// Labels events with the `ProfilerStep#N` slice containing them, and device
+/// activity with the phase of the call that launched it.
+pub fn assign_phases(store: &EventStore, strings: &Interner, d: &mut Derived) -> bool {
+    let is_step: Vec<bool> = (0..strings.len() as u32)
+        .map(|id| strings.get(id).starts_with("ProfilerStep#"))
+        .collect();
+    let mut steps: Vec<usize> = (0..store.len())
+        .filter(|&i| !store.instant[i] && is_step.get(store.name[i] as usize) == Some(&true))
+        .collect();
+    if steps.is_empty() {
+        return false;
+    }
+    steps.sort_unstable_by_key(|&i| (store.ts[i], store.event_id[i]));
+    for i in 0..store.len() {
+        let ts = store.ts[i];
+        let upto = steps.partition_point(|&s| store.ts[s] <= ts);
+        let hit = steps[..upto]
+            .iter()
+            .rev()
+            .take(8)
+            .find(|&&s| store.end(s) > ts || store.ts[s] == ts);
+        if let Some(&s) = hit {
+            d.phase[i] = store.name[s];
+            d.phase_source[i] = PHASE_PROFILER_STEP;
+        }
+    }
+    let mut launch_phase: HashMap<i64, u32> = HashMap::new();
+    for i in 0..store.len() {
+        if store.kind[i].is_launch() && store.correlation[i] != NONE && d.phase[i] != NO_ID {
+            launch_phase.insert(store.correlation[i], d.phase[i]);
+        }
+    }
+    for i in 0..store.len() {
+        if !store.device_activity[i] || store.correlation[i] == NONE {
+            continue;
+        }
+        if let Some(&p) = launch_phase.get(&store.correlation[i]) {
+            d.phase[i] = p;
+            d.phase_source[i] = PHASE_CORRELATION;
+        }
+    }
+    true
+}

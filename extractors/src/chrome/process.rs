@@ -1,0 +1,427 @@
+//! Turning one parsed event into store rows, track updates and counters.
+//!
+//! This is where the Chrome phases are interpreted: `X`, `B`/`E` matching
+//! per thread, instants, counters, metadata names, async `b`/`e`/`n`, flow
+//! endpoints and Kineto `[memory]` instants. Every input that is handled by
+//! a rule instead of read as written is counted in the limitation log.
+
+use std::collections::HashMap;
+
+use serde_json::value::RawValue;
+
+use super::event::{
+    RawEvent, args_pairs, args_view, raw_f64, raw_i64, raw_micros, raw_str, scalar_text,
+};
+use super::kinds::{Classified, classify};
+use super::store::{
+    CounterRow, EventStore, FlowPoint, Interner, NO_ID, NONE, NewEvent, bound_args,
+};
+use super::time::TimeError;
+use super::tracks::{Ident, Tracks};
+use crate::api::{ARGS_TRUNCATED_MARKER, LimitationLog};
+
+/// Categories only the PyTorch profiler writes.
+const KINETO_CATEGORIES: [&str; 8] = [
+    "cpu_op",
+    "cuda_runtime",
+    "python_function",
+    "gpu_memcpy",
+    "Operator",
+    "Runtime",
+    "ac2g",
+    "cuda_driver",
+];
+
+/// The state accumulated while events stream in.
+pub struct Processor {
+    max_args_bytes: usize,
+    pub strings: Interner,
+    pub store: EventStore,
+    pub tracks: Tracks,
+    pub counters: Vec<CounterRow>,
+    pub flows: Vec<FlowPoint>,
+    pub log: LimitationLog,
+    open_slices: HashMap<u32, Vec<usize>>,
+    open_async: HashMap<(u32, u32), Vec<usize>>,
+    pub kineto_seen: bool,
+    pub pyspy_seen: bool,
+    pub bytes_unit: u32,
+}
+
+fn ident(v: Option<&RawValue>, strings: &mut Interner) -> Ident {
+    let Some(v) = v else { return Ident::None };
+    if let Some(i) = raw_i64(v) {
+        return Ident::Int(i);
+    }
+    match scalar_text(v) {
+        Some(text) => Ident::Label(strings.intern(&text)),
+        None => Ident::None,
+    }
+}
+
+impl Processor {
+    pub fn new(max_args_bytes: usize) -> Self {
+        let mut strings = Interner::default();
+        let bytes_unit = strings.intern("bytes");
+        Processor {
+            max_args_bytes,
+            strings,
+            store: EventStore::default(),
+            tracks: Tracks::default(),
+            counters: Vec::new(),
+            flows: Vec::new(),
+            log: LimitationLog::default(),
+            open_slices: HashMap::new(),
+            open_async: HashMap::new(),
+            kineto_seen: false,
+            pyspy_seen: false,
+            bytes_unit,
+        }
+    }
+
+    fn malformed(&mut self, index: u64, why: &str) {
+        self.log.note("malformed_event", || {
+            format!("event #{index} was skipped: {why}")
+        });
+    }
+
+    /// Handles the event at array position `index` whose text is `text`.
+    pub fn handle(&mut self, index: u64, text: &str) {
+        let raw: RawEvent = match serde_json::from_str(text) {
+            Ok(raw) => raw,
+            Err(e) => return self.malformed(index, &e.to_string()),
+        };
+        if raw.duplicate_keys > 0 {
+            self.log
+                .note_n("duplicate_keys", raw.duplicate_keys.into(), || {
+                    format!("event #{index} repeats a key; the last value was used")
+                });
+        }
+        let Some(ph) = raw.ph.and_then(raw_str) else {
+            self.log.note("missing_phase", || {
+                format!("event #{index} has no `ph` and was skipped")
+            });
+            return;
+        };
+        let name = raw.name.map_or(std::borrow::Cow::Borrowed(""), |n| {
+            raw_str(n).unwrap_or(std::borrow::Cow::Borrowed(n.get()))
+        });
+        let cat = raw.cat.and_then(raw_str);
+        if let Some(c) = cat.as_deref() {
+            if !self.kineto_seen && KINETO_CATEGORIES.contains(&c) {
+                self.kineto_seen = true;
+            }
+            if c == "py-spy" {
+                self.pyspy_seen = true;
+            }
+        }
+        let pid = ident(raw.pid, &mut self.strings);
+        match ph.as_ref() {
+            "M" => self.metadata(&raw, &name, pid),
+            "X" | "B" | "E" | "i" | "I" | "R" | "n" | "b" | "e" | "S" | "T" | "F" | "p" | "C"
+            | "s" | "t" | "f" => {
+                let ts = match raw.ts.map(raw_micros) {
+                    Some(Ok(ts)) => ts,
+                    Some(Err(TimeError::Overflow)) => {
+                        self.log.note("timestamp_overflow", || {
+                            format!("event #{index} has a `ts` that does not fit in i64 ns")
+                        });
+                        return;
+                    }
+                    Some(Err(TimeError::Invalid)) => {
+                        return self.malformed(index, "`ts` is not a number");
+                    }
+                    None => return self.malformed(index, "no `ts`"),
+                };
+                let ph = ph.as_bytes()[0];
+                match ph {
+                    b'C' => self.counter(&raw, &name, pid, ts, index),
+                    b's' | b't' | b'f' => self.flow(&raw, cat.as_deref(), pid, ts, ph),
+                    _ => self.timed(&raw, ph, &name, cat.as_deref(), pid, ts, index),
+                }
+            }
+            "P" => self.log.note("profile_chunks_not_extracted", || {
+                "sampled CPU profile events (`P`) are counted but not extracted".to_string()
+            }),
+            other => {
+                let other = other.to_string();
+                self.log.note("unknown_phase", || {
+                    format!("event #{index} has phase `{other}`, which is not extracted")
+                });
+            }
+        }
+    }
+
+    fn metadata(&mut self, raw: &RawEvent, name: &str, pid: Ident) {
+        let args = args_view(raw.args);
+        let Some(value) = args
+            .name
+            .and_then(|v| scalar_text(v).map(|s| s.into_owned()))
+        else {
+            return;
+        };
+        let id = self.strings.intern(&value);
+        match name {
+            "process_name" => {
+                self.tracks.process_names.insert(pid, id);
+            }
+            "thread_name" => {
+                let tid = ident(raw.tid, &mut self.strings);
+                self.tracks.thread_names.insert((pid, tid), id);
+            }
+            _ => {}
+        }
+    }
+
+    fn counter(&mut self, raw: &RawEvent, name: &str, pid: Ident, ts: i64, index: u64) {
+        let Some(pairs) = raw.args.and_then(args_pairs) else {
+            return self.malformed(index, "counter without an `args` object");
+        };
+        let single = pairs.len() == 1;
+        for (key, value) in pairs {
+            let Some(v) = raw_f64(value) else {
+                self.log.note("non_numeric_counter", || {
+                    format!("counter `{name}` key `{key}` is not a number (event #{index})")
+                });
+                continue;
+            };
+            let series = if single {
+                self.strings.intern(name)
+            } else {
+                self.strings.intern(&format!("{name}.{key}"))
+            };
+            let track = self.tracks.counter_track(pid, series);
+            self.counters.push(CounterRow {
+                track,
+                ts,
+                value: v,
+                name: series,
+                unit: NO_ID,
+            });
+        }
+    }
+
+    fn flow(&mut self, raw: &RawEvent, cat: Option<&str>, pid: Ident, ts: i64, ph: u8) {
+        let Some(id) = raw.id.and_then(scalar_text) else {
+            return;
+        };
+        let key = self
+            .strings
+            .intern(&format!("{}\u{1}{}", cat.unwrap_or(""), id));
+        let enclosing = ph == b's' || raw.bp.and_then(raw_str).is_some_and(|b| b == "e");
+        let tid = ident(raw.tid, &mut self.strings);
+        self.flows.push(FlowPoint {
+            key,
+            numeric_id: raw.id.and_then(raw_i64).unwrap_or(NONE),
+            phase: ph,
+            pid,
+            tid,
+            ts,
+            enclosing,
+        });
+    }
+
+    fn async_key(&mut self, raw: &RawEvent) -> u32 {
+        if let Some(id) = raw.id.and_then(scalar_text) {
+            return self.strings.intern(&format!("id:{id}"));
+        }
+        let pairs = raw.id2.and_then(args_pairs).unwrap_or_default();
+        if let Some((scope, v)) = pairs.first() {
+            let text = scalar_text(v).map(|t| t.into_owned()).unwrap_or_default();
+            return self.strings.intern(&format!("{scope}:{text}"));
+        }
+        self.strings.intern("id:")
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn timed(
+        &mut self,
+        raw: &RawEvent,
+        ph: u8,
+        name: &str,
+        cat: Option<&str>,
+        pid: Ident,
+        ts: i64,
+        index: u64,
+    ) {
+        let name_id = self.strings.intern(name);
+        // Ends: close an open slice, no new row.
+        if matches!(ph, b'E' | b'e' | b'F') {
+            let open = if ph == b'E' {
+                let tid = ident(raw.tid, &mut self.strings);
+                let track = self.tracks.thread(pid, tid);
+                self.open_slices.get_mut(&track).and_then(Vec::pop)
+            } else {
+                let cat_id = self.strings.intern(cat.unwrap_or(""));
+                let key = self.async_key(raw);
+                let pid = if self.strings.get(key).starts_with("global:") {
+                    Ident::None
+                } else {
+                    pid
+                };
+                let track = self.tracks.async_track(pid, cat_id, key, name_id);
+                self.open_async
+                    .get_mut(&(track, name_id))
+                    .and_then(Vec::pop)
+            };
+            let Some(begin) = open else {
+                self.log.note("unmatched_end", || {
+                    format!("end event #{index} (`{name}`) has no open begin; dropped")
+                });
+                return;
+            };
+            let mut dur = ts.saturating_sub(self.store.ts[begin]);
+            if dur < 0 {
+                self.log.note("negative_duration", || {
+                    format!("event #{index} ends before it begins; duration clamped to 0")
+                });
+                dur = 0;
+            }
+            self.store.dur[begin] = dur;
+            return;
+        }
+        let instant = matches!(ph, b'i' | b'I' | b'R' | b'n' | b'T' | b'p');
+        let class: Classified = classify(cat, name, instant);
+        let args = args_view(raw.args);
+        if args.duplicate_keys > 0 {
+            self.log
+                .note_n("duplicate_keys", args.duplicate_keys.into(), || {
+                    format!("event #{index} args repeat a key; the last value was used")
+                });
+        }
+        let get = |v: Option<&RawValue>| v.and_then(raw_i64).unwrap_or(NONE);
+        let mut device = get(args.device);
+        let is_async = matches!(ph, b'b' | b'n' | b'S' | b'T' | b'p');
+        let track = if is_async {
+            let cat_id = self.strings.intern(cat.unwrap_or(""));
+            let key = self.async_key(raw);
+            let pid = if self.strings.get(key).starts_with("global:") {
+                Ident::None
+            } else {
+                pid
+            };
+            self.tracks.async_track(pid, cat_id, key, name_id)
+        } else {
+            let tid = ident(raw.tid, &mut self.strings);
+            self.tracks.thread(pid, tid)
+        };
+        let stream = get(args.stream);
+        if class.on_device && !is_async {
+            self.tracks.mark_gpu(track, device, stream);
+        }
+        let mut dur = 0;
+        if ph == b'X' {
+            dur = match raw.dur.map(raw_micros) {
+                Some(Ok(d)) => d,
+                Some(Err(TimeError::Overflow)) => {
+                    self.log.note("timestamp_overflow", || {
+                        format!("event #{index} has a `dur` that does not fit in i64 ns")
+                    });
+                    return;
+                }
+                Some(Err(TimeError::Invalid)) | None => {
+                    self.log.note("missing_duration", || {
+                        format!("complete event #{index} (`{name}`) has no usable `dur`; kept with duration 0")
+                    });
+                    0
+                }
+            };
+            if dur < 0 {
+                self.log.note("negative_duration", || {
+                    format!("event #{index} (`{name}`) has a negative `dur`; clamped to 0")
+                });
+                dur = 0;
+            }
+            if ts.checked_add(dur).is_none() {
+                self.log.note("timestamp_overflow", || {
+                    format!("event #{index} ends past the i64 ns range")
+                });
+                return;
+            }
+        } else if matches!(ph, b'B' | b'b' | b'S') {
+            dur = -1;
+        }
+        let bytes = get(args.bytes);
+        if instant && name == "[memory]" {
+            let dev = get(args.device_id);
+            if dev >= 0 {
+                device = dev;
+            }
+            self.memory(pid, device, ts, &args);
+        }
+        let args_text = raw
+            .args
+            .map(|a| a.get())
+            .filter(|t| *t != "{}")
+            .map(|t| bound_args(t, self.max_args_bytes, ARGS_TRUNCATED_MARKER));
+        let cat_id = cat.map_or(NO_ID, |c| self.strings.intern(c));
+        let row = self.store.push(
+            NewEvent {
+                event_id: index,
+                ts,
+                dur,
+                name: name_id,
+                cat: cat_id,
+                kind: class.kind,
+                track,
+                device_activity: class.device_activity,
+                device,
+                context: get(args.context),
+                stream,
+                correlation: get(args.correlation),
+                external: get(args.external_id),
+                graph_id: get(args.graph_id),
+                graph_node_id: get(args.graph_node_id),
+                bytes,
+            },
+            instant,
+            args_text.as_deref(),
+        );
+        if dur == -1 {
+            if ph == b'B' {
+                self.open_slices.entry(track).or_default().push(row);
+            } else {
+                self.open_async
+                    .entry((track, name_id))
+                    .or_default()
+                    .push(row);
+            }
+        }
+    }
+
+    fn memory(&mut self, pid: Ident, device: i64, ts: i64, args: &super::event::ArgsView) {
+        let series = [
+            ("Total Allocated", args.total_allocated),
+            ("Total Reserved", args.total_reserved),
+        ];
+        if series.iter().all(|(_, v)| v.is_none()) {
+            return;
+        }
+        let track = self.tracks.memory_track(pid, device, &mut self.strings);
+        for (label, value) in series {
+            if let Some(v) = value.and_then(raw_f64) {
+                let name = self.strings.intern(label);
+                self.counters.push(CounterRow {
+                    track,
+                    ts,
+                    value: v,
+                    name,
+                    unit: self.bytes_unit,
+                });
+            }
+        }
+    }
+
+    /// Counts begins that never ended (they keep `dur_ns = -1`).
+    pub fn close_open(&mut self) {
+        let open: u64 = self
+            .open_slices
+            .values()
+            .chain(self.open_async.values())
+            .map(|v| v.len() as u64)
+            .sum();
+        self.log.note_n("unterminated_slice", open, || {
+            "a begin event has no matching end; kept with dur_ns = -1".to_string()
+        });
+    }
+}

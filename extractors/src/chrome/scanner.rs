@@ -1,0 +1,433 @@
+//! The byte-level scanner that walks a Chrome trace document in a stream.
+//!
+//! Parsing the whole document with serde would hold every event in memory
+//! at once (and recurse on deep nesting). Instead this scanner walks the top
+//! level by hand: a bare array of events, or an object whose `traceEvents`
+//! array is streamed element by element while the other (small) top-level
+//! values are captured for the run's metadata. Each element's bytes are
+//! copied into a reused buffer by tracking only string/escape state and
+//! bracket depth — iteratively, so 100,000-deep nesting costs a counter, not
+//! a stack frame. Raw control characters inside strings are escaped while
+//! copying, which is what lets serde accept them afterwards.
+
+use std::io::{self, BufRead};
+
+use crate::api::ExtractError;
+use crate::detect::escape_head;
+use crate::input::CorruptCompressedStream;
+
+/// Largest single event copied; bigger elements are skipped as malformed.
+pub const MAX_EVENT_BYTES: usize = 64 << 20;
+/// Largest top-level metadata value kept.
+pub const MAX_METADATA_BYTES: usize = 1 << 20;
+
+/// Where the scanner is in the document.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Shape {
+    NotStarted,
+    BareArray,
+    ObjectEvents,
+    Finished,
+}
+
+/// The outcome of reading one array element.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Step {
+    /// One complete element is in the buffer.
+    Element {
+        is_object: bool,
+        /// Raw control characters escaped inside strings.
+        control_chars: u32,
+        /// The element was larger than [`MAX_EVENT_BYTES`] (buffer incomplete).
+        too_big: bool,
+    },
+    /// The events array closed normally.
+    End,
+    /// The input ended (or its compressed stream broke) inside the array.
+    Truncated,
+}
+
+/// A captured value: complete or cut off by the end of input.
+struct Capture {
+    complete: bool,
+    control_chars: u32,
+    overflowed: bool,
+}
+
+/// Streams the elements of a Chrome trace's events array.
+pub struct Scanner<R> {
+    reader: R,
+    offset: u64,
+    shape: Shape,
+    /// Set when the compressed stream broke: the message explains the stop.
+    pub corrupt: Option<String>,
+    /// Top-level values other than `traceEvents`: (key, raw bytes or None if too big, size).
+    pub metadata: Vec<(String, Option<Vec<u8>>, usize)>,
+    /// Something other than JSON followed the document.
+    pub trailing_data: bool,
+}
+
+fn fill<'r, R: BufRead>(
+    reader: &'r mut R,
+    corrupt: &mut Option<String>,
+) -> Result<&'r [u8], ExtractError> {
+    loop {
+        // Two calls so the borrow of the successful result is not tied to
+        // the retry path.
+        match reader.fill_buf() {
+            Ok(_) => break,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => {
+                let broken = e
+                    .get_ref()
+                    .and_then(|i| i.downcast_ref::<CorruptCompressedStream>())
+                    .map(|c| c.to_string());
+                match broken {
+                    Some(message) => {
+                        *corrupt = Some(message);
+                        return Ok(&[]);
+                    }
+                    None => return Err(e.into()),
+                }
+            }
+        }
+    }
+    Ok(reader.fill_buf()?)
+}
+
+impl<R: BufRead> Scanner<R> {
+    pub fn new(reader: R) -> Self {
+        Scanner {
+            reader,
+            offset: 0,
+            shape: Shape::NotStarted,
+            corrupt: None,
+            metadata: Vec::new(),
+            trailing_data: false,
+        }
+    }
+
+    /// Decompressed bytes consumed so far.
+    pub fn offset(&self) -> u64 {
+        self.offset
+    }
+
+    fn peek(&mut self) -> Result<Option<u8>, ExtractError> {
+        if self.corrupt.is_some() {
+            return Ok(None);
+        }
+        let chunk = fill(&mut self.reader, &mut self.corrupt)?;
+        Ok(chunk.first().copied())
+    }
+
+    fn bump(&mut self) {
+        self.reader.consume(1);
+        self.offset += 1;
+    }
+
+    fn skip_ws(&mut self) -> Result<Option<u8>, ExtractError> {
+        loop {
+            if self.corrupt.is_some() {
+                return Ok(None);
+            }
+            let chunk = fill(&mut self.reader, &mut self.corrupt)?;
+            if chunk.is_empty() {
+                return Ok(None);
+            }
+            let n = chunk.iter().position(|b| !b.is_ascii_whitespace());
+            let skip = n.unwrap_or(chunk.len());
+            let first = n.map(|i| chunk[i]);
+            self.reader.consume(skip);
+            self.offset += skip as u64;
+            if first.is_some() {
+                return Ok(first);
+            }
+        }
+    }
+
+    fn parse_error(&mut self, what: &str) -> ExtractError {
+        let shown = match fill(&mut self.reader, &mut self.corrupt) {
+            Ok(chunk) => escape_head(chunk, 32),
+            Err(_) => String::new(),
+        };
+        ExtractError::Parse {
+            message: format!(
+                "not a Chrome trace: {what} at byte {}, found `{shown}`",
+                self.offset
+            ),
+            offset: Some(self.offset),
+        }
+    }
+
+    /// Positions the scanner on the first element of the events array.
+    pub fn start(&mut self) -> Result<(), ExtractError> {
+        if self.peek()? == Some(0xEF) {
+            // A UTF-8 byte-order mark.
+            let chunk = fill(&mut self.reader, &mut self.corrupt)?;
+            if chunk.starts_with(b"\xEF\xBB\xBF") {
+                self.reader.consume(3);
+                self.offset += 3;
+            }
+        }
+        match self.skip_ws()? {
+            None => Err(ExtractError::Parse {
+                message: format!("empty input ({} bytes of whitespace)", self.offset),
+                offset: Some(self.offset),
+            }),
+            Some(b'[') => {
+                self.bump();
+                self.shape = Shape::BareArray;
+                Ok(())
+            }
+            Some(b'{') => {
+                self.bump();
+                if self.read_object_keys(true)? {
+                    self.shape = Shape::ObjectEvents;
+                    Ok(())
+                } else {
+                    Err(ExtractError::Parse {
+                        message: format!(
+                            "not a Chrome trace: a JSON object without a `traceEvents` array (read {} bytes; keys: {})",
+                            self.offset,
+                            self.metadata
+                                .iter()
+                                .map(|m| m.0.as_str())
+                                .take(12)
+                                .collect::<Vec<_>>()
+                                .join(", ")
+                        ),
+                        offset: Some(self.offset),
+                    })
+                }
+            }
+            Some(_) => Err(self.parse_error("expected `[` or `{`")),
+        }
+    }
+
+    /// Reads `"key": value` pairs of the top-level object, keeping values as
+    /// metadata. With `until_events`, returns `true` just after the `[` of
+    /// `traceEvents`; otherwise returns `true` when the closing `}` is read.
+    fn read_object_keys(&mut self, until_events: bool) -> Result<bool, ExtractError> {
+        let mut buf = Vec::new();
+        loop {
+            match self.skip_ws()? {
+                None => return Ok(false),
+                Some(b'}') => {
+                    self.bump();
+                    return Ok(!until_events);
+                }
+                Some(b',') => {
+                    self.bump();
+                    continue;
+                }
+                Some(b'"') => {}
+                Some(_) if until_events => return Err(self.parse_error("expected a key")),
+                Some(_) => {
+                    self.trailing_data = true;
+                    return Ok(false);
+                }
+            }
+            let key_capture = self.capture_value(&mut buf, 4096)?;
+            if !key_capture.complete {
+                return Ok(false);
+            }
+            let key = serde_json::from_slice::<String>(&buf)
+                .unwrap_or_else(|_| String::from_utf8_lossy(&buf).into_owned());
+            if self.skip_ws()? != Some(b':') {
+                if until_events {
+                    return Err(self.parse_error("expected `:` after a key"));
+                }
+                self.trailing_data = true;
+                return Ok(false);
+            }
+            self.bump();
+            let next = self.skip_ws()?;
+            if key == "traceEvents" && until_events {
+                return match next {
+                    Some(b'[') => {
+                        self.bump();
+                        Ok(true)
+                    }
+                    None => Ok(false),
+                    Some(_) => Err(self.parse_error("`traceEvents` is not an array")),
+                };
+            }
+            if next.is_none() {
+                return Ok(false);
+            }
+            let value = self.capture_value(&mut buf, MAX_METADATA_BYTES)?;
+            if !value.complete {
+                return Ok(false);
+            }
+            let size = buf.len();
+            let kept = (!value.overflowed).then(|| buf.clone());
+            self.metadata.push((key, kept, size));
+        }
+    }
+
+    /// Reads the next element of the events array into `buf`.
+    pub fn next_element(&mut self, buf: &mut Vec<u8>) -> Result<Step, ExtractError> {
+        loop {
+            match self.skip_ws()? {
+                None => return Ok(Step::Truncated),
+                Some(b']') => {
+                    self.bump();
+                    return Ok(Step::End);
+                }
+                Some(b',') => {
+                    self.bump();
+                    continue;
+                }
+                Some(first) => {
+                    let c = self.capture_value(buf, MAX_EVENT_BYTES)?;
+                    if !c.complete {
+                        return Ok(Step::Truncated);
+                    }
+                    return Ok(Step::Element {
+                        is_object: first == b'{',
+                        control_chars: c.control_chars,
+                        too_big: c.overflowed,
+                    });
+                }
+            }
+        }
+    }
+
+    /// After the events array: reads the rest of the top-level object.
+    /// Returns whether the document closed properly.
+    pub fn finish(&mut self) -> Result<bool, ExtractError> {
+        let complete = match self.shape {
+            Shape::ObjectEvents => self.read_object_keys(false)?,
+            _ => true,
+        };
+        if complete && self.skip_ws()?.is_some() {
+            self.trailing_data = true;
+        }
+        self.shape = Shape::Finished;
+        Ok(complete)
+    }
+
+    /// Copies the JSON value at the current position into `buf` (at most
+    /// `limit` bytes; the rest is scanned and dropped).
+    fn capture_value(&mut self, buf: &mut Vec<u8>, limit: usize) -> Result<Capture, ExtractError> {
+        #[derive(PartialEq)]
+        enum Mode {
+            Container,
+            Str,
+            Bare,
+        }
+        buf.clear();
+        let mode = match self.peek()? {
+            None => {
+                return Ok(Capture {
+                    complete: false,
+                    control_chars: 0,
+                    overflowed: false,
+                });
+            }
+            Some(b'{' | b'[') => Mode::Container,
+            Some(b'"') => Mode::Str,
+            Some(_) => Mode::Bare,
+        };
+        let mut depth: u64 = 0;
+        let mut in_string = false;
+        let mut escape = false;
+        let mut control_chars = 0u32;
+        let mut overflowed = false;
+        let push = |buf: &mut Vec<u8>, bytes: &[u8], overflowed: &mut bool| {
+            if buf.len() + bytes.len() <= limit {
+                buf.extend_from_slice(bytes);
+            } else {
+                *overflowed = true;
+            }
+        };
+        loop {
+            if self.corrupt.is_some() {
+                return Ok(Capture {
+                    complete: false,
+                    control_chars,
+                    overflowed,
+                });
+            }
+            let chunk = fill(&mut self.reader, &mut self.corrupt)?;
+            if chunk.is_empty() {
+                return Ok(Capture {
+                    complete: false,
+                    control_chars,
+                    overflowed,
+                });
+            }
+            let mut i = 0;
+            let mut seg = 0;
+            let mut done = None;
+            while i < chunk.len() {
+                if in_string {
+                    if escape {
+                        escape = false;
+                        i += 1;
+                        continue;
+                    }
+                    match chunk[i..]
+                        .iter()
+                        .position(|&b| b == b'"' || b == b'\\' || b < 0x20)
+                    {
+                        None => break,
+                        Some(p) => i += p,
+                    }
+                    match chunk[i] {
+                        b'\\' => escape = true,
+                        b'"' => {
+                            in_string = false;
+                            if mode == Mode::Str {
+                                done = Some(i + 1);
+                                break;
+                            }
+                        }
+                        control => {
+                            push(buf, &chunk[seg..i], &mut overflowed);
+                            let escaped = format!("\\u{control:04x}");
+                            push(buf, escaped.as_bytes(), &mut overflowed);
+                            seg = i + 1;
+                            control_chars += 1;
+                        }
+                    }
+                    i += 1;
+                    continue;
+                }
+                let b = chunk[i];
+                if mode == Mode::Bare {
+                    if matches!(b, b',' | b']' | b'}') || b.is_ascii_whitespace() {
+                        done = Some(i);
+                        break;
+                    }
+                    i += 1;
+                    continue;
+                }
+                match b {
+                    b'"' => in_string = true,
+                    b'{' | b'[' => depth += 1,
+                    b'}' | b']' => {
+                        depth = depth.saturating_sub(1);
+                        if depth == 0 {
+                            done = Some(i + 1);
+                            break;
+                        }
+                    }
+                    _ => {}
+                }
+                i += 1;
+            }
+            let end = done.unwrap_or(chunk.len());
+            push(buf, &chunk[seg..end], &mut overflowed);
+            self.reader.consume(end);
+            self.offset += end as u64;
+            if done.is_some() {
+                return Ok(Capture {
+                    complete: true,
+                    control_chars,
+                    overflowed,
+                });
+            }
+        }
+    }
+}

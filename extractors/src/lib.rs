@@ -1,0 +1,24 @@
+//! flameox's extractors: the evidence table schemas, format detection, and one
+//! streaming decoder per input format.
+//!
+//! An extractor reads a byte stream and hands Arrow record batches of the
+//! tables in [`schema`] to a [`BatchSink`] as they fill. It knows nothing about
+//! workspaces, commits or files on disk: the engine opens the input, owns the
+//! sink (staging Parquet) and publishes. See `docs/extractors.md`.
+
+pub mod api;
+mod arrow_util;
+pub mod chrome;
+pub mod detect;
+pub mod input;
+pub mod schema;
+pub mod stacks;
+
+pub use api::{
+    BatchSink, ExtractError, ExtractObserver, ExtractOptions, ExtractionSummary, Limitation,
+    LimitationLog, NoObserver, SinkError,
+};
+pub use chrome::{CHROME_EXTRACTOR_NAME, CHROME_EXTRACTOR_VERSION, extract_chrome_json};
+pub use detect::{Detection, FormatKind, detect};
+pub use input::{InputLimits, InputStream, open_input, read_head};
+pub use schema::{EvidenceTable, SCHEMA_VERSION};

@@ -1,0 +1,249 @@
+//! The evidence tables, declared in one place.
+//!
+//! Every extractor writes these tables and every recipe reads them, so the
+//! column names and Arrow types live here and nowhere else. A change to any
+//! schema bumps [`SCHEMA_VERSION`]; files written under another version are
+//! refused by readers with `EVIDENCE_SCHEMA_MISMATCH`.
+
+use std::sync::{Arc, LazyLock};
+
+use arrow::datatypes::{DataType, Field, Schema, SchemaRef};
+
+/// Version of every evidence table schema. Stored in each Parquet file's
+/// key-value metadata (`flameox.schema_version`) and in generation manifests.
+pub const SCHEMA_VERSION: u32 = 1;
+
+/// The evidence tables that extractors produce.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum EvidenceTable {
+    TraceEvents,
+    Tracks,
+    Counters,
+    Frames,
+    StackNodes,
+    Samples,
+    FrameTotals,
+    CallEdges,
+}
+
+impl EvidenceTable {
+    /// All tables, in a fixed order (the order manifests list them in).
+    pub const ALL: [EvidenceTable; 8] = [
+        EvidenceTable::TraceEvents,
+        EvidenceTable::Tracks,
+        EvidenceTable::Counters,
+        EvidenceTable::Frames,
+        EvidenceTable::StackNodes,
+        EvidenceTable::Samples,
+        EvidenceTable::FrameTotals,
+        EvidenceTable::CallEdges,
+    ];
+
+    /// The table's name on disk and in query sessions.
+    pub fn name(self) -> &'static str {
+        match self {
+            EvidenceTable::TraceEvents => "trace_events",
+            EvidenceTable::Tracks => "tracks",
+            EvidenceTable::Counters => "counters",
+            EvidenceTable::Frames => "frames",
+            EvidenceTable::StackNodes => "stack_nodes",
+            EvidenceTable::Samples => "samples",
+            EvidenceTable::FrameTotals => "frame_totals",
+            EvidenceTable::CallEdges => "call_edges",
+        }
+    }
+
+    /// Looks a table up by its name.
+    pub fn from_name(name: &str) -> Option<EvidenceTable> {
+        EvidenceTable::ALL.into_iter().find(|t| t.name() == name)
+    }
+
+    /// The Arrow schema of the table.
+    pub fn schema(self) -> SchemaRef {
+        match self {
+            EvidenceTable::TraceEvents => TRACE_EVENTS.clone(),
+            EvidenceTable::Tracks => TRACKS.clone(),
+            EvidenceTable::Counters => COUNTERS.clone(),
+            EvidenceTable::Frames => FRAMES.clone(),
+            EvidenceTable::StackNodes => STACK_NODES.clone(),
+            EvidenceTable::Samples => SAMPLES.clone(),
+            EvidenceTable::FrameTotals => FRAME_TOTALS.clone(),
+            EvidenceTable::CallEdges => CALL_EDGES.clone(),
+        }
+    }
+
+    /// Columns the table's files are sorted by (empty when unordered).
+    /// Event tables are sorted by `(artifact_id, ts_ns)` so time windows
+    /// prune row groups; within one artifact `event_id` breaks ties.
+    pub fn sort_columns(self) -> &'static [&'static str] {
+        match self {
+            EvidenceTable::TraceEvents => &["artifact_id", "ts_ns", "event_id"],
+            EvidenceTable::Counters => &["artifact_id", "ts_ns"],
+            _ => &[],
+        }
+    }
+}
+
+/// A dictionary-encoded string column (few distinct values).
+fn dict(name: &str, nullable: bool) -> Field {
+    Field::new(
+        name,
+        DataType::Dictionary(Box::new(DataType::Int32), Box::new(DataType::Utf8)),
+        nullable,
+    )
+}
+
+fn col(name: &str, data_type: DataType, nullable: bool) -> Field {
+    Field::new(name, data_type, nullable)
+}
+
+/// The two scope columns every table starts with.
+fn scoped(mut fields: Vec<Field>) -> SchemaRef {
+    let mut all = vec![dict("run_id", false), dict("artifact_id", false)];
+    all.append(&mut fields);
+    Arc::new(Schema::new(all))
+}
+
+static TRACE_EVENTS: LazyLock<SchemaRef> = LazyLock::new(|| {
+    use DataType::*;
+    scoped(vec![
+        col("event_id", UInt64, false),
+        col("parent_event_id", UInt64, true),
+        col("depth", Int32, false),
+        col("ts_ns", Int64, false),
+        col("dur_ns", Int64, false),
+        col("self_ns", Int64, false),
+        dict("name", false),
+        dict("category", true),
+        dict("kind", false),
+        col("track_id", UInt64, false),
+        col("pid", Int64, true),
+        col("tid", Int64, true),
+        col("device", Int64, true),
+        col("context", Int64, true),
+        col("stream", Int64, true),
+        col("correlation_id", Int64, true),
+        col("external_id", Int64, true),
+        col("graph_id", Int64, true),
+        col("graph_node_id", Int64, true),
+        col("bytes", Int64, true),
+        dict("phase", true),
+        dict("phase_source", true),
+        col("args_json", Utf8, true),
+    ])
+});
+
+static TRACKS: LazyLock<SchemaRef> = LazyLock::new(|| {
+    use DataType::*;
+    scoped(vec![
+        col("track_id", UInt64, false),
+        dict("kind", false),
+        col("name", Utf8, true),
+        col("pid", Int64, true),
+        col("tid", Int64, true),
+        col("process_name", Utf8, true),
+        col("thread_name", Utf8, true),
+        col("device", Int64, true),
+        col("stream", Int64, true),
+        col("parent_track_id", UInt64, true),
+    ])
+});
+
+static COUNTERS: LazyLock<SchemaRef> = LazyLock::new(|| {
+    use DataType::*;
+    scoped(vec![
+        col("track_id", UInt64, false),
+        col("ts_ns", Int64, false),
+        col("value", Float64, false),
+        dict("name", false),
+        dict("unit", true),
+    ])
+});
+
+static FRAMES: LazyLock<SchemaRef> = LazyLock::new(|| {
+    use DataType::*;
+    scoped(vec![
+        col("frame_id", UInt64, false),
+        col("logical_key", Utf8, false),
+        col("function", Utf8, false),
+        col("file", Utf8, true),
+        col("line", Int64, true),
+        col("module", Utf8, true),
+        dict("language", false),
+        col("symbolized", Boolean, false),
+    ])
+});
+
+static STACK_NODES: LazyLock<SchemaRef> = LazyLock::new(|| {
+    use DataType::*;
+    scoped(vec![
+        col("stack_id", UInt64, false),
+        col("parent_stack_id", UInt64, true),
+        col("frame_id", UInt64, false),
+        col("depth", Int32, false),
+    ])
+});
+
+static SAMPLES: LazyLock<SchemaRef> = LazyLock::new(|| {
+    use DataType::*;
+    scoped(vec![
+        col("ts_ns", Int64, true),
+        col("stack_id", UInt64, false),
+        col("pid", Int64, true),
+        col("tid", Int64, true),
+        col("weight", Int64, false),
+        dict("weight_unit", false),
+        col("count", Int64, false),
+    ])
+});
+
+static FRAME_TOTALS: LazyLock<SchemaRef> = LazyLock::new(|| {
+    use DataType::*;
+    scoped(vec![
+        col("logical_key", Utf8, false),
+        col("function", Utf8, false),
+        col("file", Utf8, true),
+        col("line", Int64, true),
+        col("module", Utf8, true),
+        dict("metric", false),
+        col("self_value", Int64, false),
+        col("inclusive_value", Int64, false),
+        col("sample_count", Int64, false),
+        dict("unit", false),
+        col("pid", Int64, true),
+        col("tid", Int64, true),
+        dict("thread_name", true),
+        dict("process_name", true),
+    ])
+});
+
+static CALL_EDGES: LazyLock<SchemaRef> = LazyLock::new(|| {
+    use DataType::*;
+    scoped(vec![
+        col("parent_key", Utf8, false),
+        col("child_key", Utf8, false),
+        dict("metric", false),
+        col("weight", Int64, false),
+        col("count", Int64, false),
+    ])
+});
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_table_has_scope_columns_first_and_a_unique_name() {
+        let mut names = std::collections::BTreeSet::new();
+        for table in EvidenceTable::ALL {
+            let schema = table.schema();
+            assert_eq!(schema.field(0).name(), "run_id");
+            assert_eq!(schema.field(1).name(), "artifact_id");
+            assert!(names.insert(table.name()));
+            assert_eq!(EvidenceTable::from_name(table.name()), Some(table));
+            for column in table.sort_columns() {
+                assert!(schema.field_with_name(column).is_ok(), "{column}");
+            }
+        }
+    }
+}

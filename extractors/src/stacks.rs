@@ -1,0 +1,426 @@
+//! Stacks and the reductions materialized at extraction.
+//!
+//! Hotspot, caller and callee queries must not scan events, so every
+//! extractor that has call stacks — sampled profiles, or trace slices whose
+//! nesting is a stack — feeds a [`StackAggregator`]: it interns frames by a
+//! logical key (stable across runs), builds the `stack_nodes` prefix tree,
+//! aggregates `samples`, and derives `frame_totals` (self / inclusive, with
+//! recursion counted once per stack) and `call_edges` when finished.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use arrow::array::{ArrayRef, BooleanArray, Int32Array, Int64Array, StringArray, UInt64Array};
+use arrow::record_batch::RecordBatch;
+use sha2::{Digest, Sha256};
+
+use crate::api::{BatchSink, ExtractError};
+use crate::arrow_util::{DictColumn, const_dict};
+use crate::schema::EvidenceTable;
+
+/// The digest that identifies a function across runs: the first 16 bytes
+/// (32 hex chars) of sha256 over `{"file":…,"function":…,"line":…,"module":…}`.
+pub fn logical_key(
+    function: &str,
+    file: Option<&str>,
+    line: Option<i64>,
+    module: Option<&str>,
+) -> String {
+    let canonical = serde_json::json!({
+        "file": file,
+        "function": function,
+        "line": line,
+        "module": module,
+    });
+    // serde_json's map is ordered by key (no preserve_order feature), so the
+    // text is canonical.
+    let text = canonical.to_string();
+    let digest = Sha256::digest(text.as_bytes());
+    hex::encode(&digest[..16])
+}
+
+const NO_PARENT: u32 = u32::MAX;
+
+struct Frame {
+    key: String,
+    function: String,
+    file: Option<String>,
+    line: Option<i64>,
+    module: Option<String>,
+    language: String,
+    symbolized: bool,
+}
+
+/// Identity of the thread a sample belongs to.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Default)]
+pub struct ThreadInfo {
+    pub pid: Option<i64>,
+    pub tid: Option<i64>,
+    pub thread_name: Option<String>,
+    pub process_name: Option<String>,
+}
+
+/// What the reductions are measuring.
+#[derive(Debug, Clone)]
+pub struct ReductionSpec {
+    /// `frame_totals.metric` / `call_edges.metric` (e.g. `trace.wall_ns`).
+    pub metric: String,
+    /// `samples.weight_unit` (samples, ns, bytes, count).
+    pub weight_unit: String,
+    /// `frame_totals.unit`.
+    pub unit: String,
+}
+
+/// Interns frames and stacks and aggregates weighted samples.
+#[derive(Default)]
+pub struct StackAggregator {
+    frames: Vec<Frame>,
+    frame_by_key: HashMap<String, u32>,
+    /// (parent stack, frame, depth) per stack id.
+    nodes: Vec<(u32, u32, i32)>,
+    node_by_edge: HashMap<(u32, u32), u32>,
+    threads: Vec<ThreadInfo>,
+    thread_by_info: HashMap<ThreadInfo, u32>,
+    aggregated: HashMap<(u32, u32), (i64, i64)>,
+    timed: Vec<(i64, u32, u32, i64, i64)>,
+}
+
+impl StackAggregator {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// The frame id of a function (interned by logical key).
+    pub fn frame(
+        &mut self,
+        function: &str,
+        file: Option<&str>,
+        line: Option<i64>,
+        module: Option<&str>,
+        language: &str,
+        symbolized: bool,
+    ) -> u32 {
+        let key = logical_key(function, file, line, module);
+        if let Some(&id) = self.frame_by_key.get(&key) {
+            return id;
+        }
+        let id = self.frames.len() as u32;
+        self.frame_by_key.insert(key.clone(), id);
+        self.frames.push(Frame {
+            key,
+            function: function.to_string(),
+            file: file.map(str::to_string),
+            line,
+            module: module.map(str::to_string),
+            language: language.to_string(),
+            symbolized,
+        });
+        id
+    }
+
+    /// The stack id of `frame` called from `parent` (`None` = a root frame).
+    pub fn stack(&mut self, parent: Option<u32>, frame: u32) -> u32 {
+        let p = parent.unwrap_or(NO_PARENT);
+        if let Some(&id) = self.node_by_edge.get(&(p, frame)) {
+            return id;
+        }
+        let depth = match parent {
+            Some(p) => self.nodes.get(p as usize).map_or(0, |n| n.2 + 1),
+            None => 0,
+        };
+        let id = self.nodes.len() as u32;
+        self.nodes.push((p, frame, depth));
+        self.node_by_edge.insert((p, frame), id);
+        id
+    }
+
+    /// The id of a thread (interned).
+    pub fn thread(&mut self, info: ThreadInfo) -> u32 {
+        if let Some(&id) = self.thread_by_info.get(&info) {
+            return id;
+        }
+        let id = self.threads.len() as u32;
+        self.threads.push(info.clone());
+        self.thread_by_info.insert(info, id);
+        id
+    }
+
+    /// Adds `weight` (and `count` events) to the leaf `stack` on `thread`.
+    /// Samples with a timestamp are kept as their own rows.
+    pub fn add_sample(
+        &mut self,
+        stack: u32,
+        thread: u32,
+        ts: Option<i64>,
+        weight: i64,
+        count: i64,
+    ) {
+        match ts {
+            Some(ts) => self.timed.push((ts, stack, thread, weight, count)),
+            None => {
+                let e = self.aggregated.entry((stack, thread)).or_insert((0, 0));
+                e.0 = e.0.saturating_add(weight);
+                e.1 = e.1.saturating_add(count);
+            }
+        }
+    }
+
+    /// Number of frames interned so far.
+    pub fn frame_count(&self) -> usize {
+        self.frames.len()
+    }
+
+    /// Writes `frames`, `stack_nodes`, `samples`, `frame_totals` and `call_edges`.
+    pub fn finish(
+        self,
+        run_id: &str,
+        artifact_id: &str,
+        spec: &ReductionSpec,
+        batch_rows: usize,
+        sink: &mut dyn BatchSink,
+    ) -> Result<(), ExtractError> {
+        let batch_rows = batch_rows.max(1);
+        let mut emit = |table: EvidenceTable, columns: Vec<ArrayRef>| -> Result<(), ExtractError> {
+            let batch = RecordBatch::try_new(table.schema(), columns)
+                .map_err(|e| ExtractError::Sink(Box::new(e)))?;
+            sink.write_batch(table, batch).map_err(ExtractError::Sink)
+        };
+        let scope = |len: usize| vec![const_dict(run_id, len), const_dict(artifact_id, len)];
+
+        for (c, chunk) in self.frames.chunks(batch_rows).enumerate() {
+            let start = c * batch_rows;
+            let mut cols = scope(chunk.len());
+            cols.push(Arc::new(UInt64Array::from_iter_values(
+                (0..chunk.len()).map(|i| (start + i) as u64),
+            )));
+            cols.push(Arc::new(StringArray::from_iter_values(
+                chunk.iter().map(|f| f.key.as_str()),
+            )));
+            cols.push(Arc::new(StringArray::from_iter_values(
+                chunk.iter().map(|f| f.function.as_str()),
+            )));
+            cols.push(Arc::new(
+                chunk
+                    .iter()
+                    .map(|f| f.file.as_deref())
+                    .collect::<StringArray>(),
+            ));
+            cols.push(Arc::new(
+                chunk.iter().map(|f| f.line).collect::<Int64Array>(),
+            ));
+            cols.push(Arc::new(
+                chunk
+                    .iter()
+                    .map(|f| f.module.as_deref())
+                    .collect::<StringArray>(),
+            ));
+            let mut lang = DictColumn::new();
+            chunk.iter().for_each(|f| lang.push(Some(&f.language)));
+            cols.push(lang.finish());
+            cols.push(Arc::new(
+                chunk
+                    .iter()
+                    .map(|f| Some(f.symbolized))
+                    .collect::<BooleanArray>(),
+            ));
+            emit(EvidenceTable::Frames, cols)?;
+        }
+
+        for (c, chunk) in self.nodes.chunks(batch_rows).enumerate() {
+            let start = c * batch_rows;
+            let mut cols = scope(chunk.len());
+            cols.push(Arc::new(UInt64Array::from_iter_values(
+                (0..chunk.len()).map(|i| (start + i) as u64),
+            )));
+            cols.push(Arc::new(
+                chunk
+                    .iter()
+                    .map(|n| (n.0 != NO_PARENT).then_some(u64::from(n.0)))
+                    .collect::<UInt64Array>(),
+            ));
+            cols.push(Arc::new(UInt64Array::from_iter_values(
+                chunk.iter().map(|n| u64::from(n.1)),
+            )));
+            cols.push(Arc::new(Int32Array::from_iter_values(
+                chunk.iter().map(|n| n.2),
+            )));
+            emit(EvidenceTable::StackNodes, cols)?;
+        }
+
+        let mut samples: Vec<(Option<i64>, u32, u32, i64, i64)> = self
+            .aggregated
+            .iter()
+            .map(|(&(s, t), &(w, c))| (None, s, t, w, c))
+            .collect();
+        samples.sort_unstable_by_key(|s| (s.1, s.2));
+        let mut timed: Vec<_> = self
+            .timed
+            .iter()
+            .map(|&(ts, s, t, w, c)| (Some(ts), s, t, w, c))
+            .collect();
+        timed.sort_by_key(|s| (s.0, s.1, s.2));
+        samples.extend(timed);
+        for chunk in samples.chunks(batch_rows) {
+            let mut cols = scope(chunk.len());
+            cols.push(Arc::new(chunk.iter().map(|s| s.0).collect::<Int64Array>()));
+            cols.push(Arc::new(UInt64Array::from_iter_values(
+                chunk.iter().map(|s| u64::from(s.1)),
+            )));
+            cols.push(Arc::new(
+                chunk
+                    .iter()
+                    .map(|s| self.threads[s.2 as usize].pid)
+                    .collect::<Int64Array>(),
+            ));
+            cols.push(Arc::new(
+                chunk
+                    .iter()
+                    .map(|s| self.threads[s.2 as usize].tid)
+                    .collect::<Int64Array>(),
+            ));
+            cols.push(Arc::new(Int64Array::from_iter_values(
+                chunk.iter().map(|s| s.3),
+            )));
+            cols.push(const_dict(&spec.weight_unit, chunk.len()));
+            cols.push(Arc::new(Int64Array::from_iter_values(
+                chunk.iter().map(|s| s.4),
+            )));
+            emit(EvidenceTable::Samples, cols)?;
+        }
+
+        // Reductions.
+        let mut totals: HashMap<(u32, u32), [i64; 3]> = HashMap::new();
+        let mut edges: HashMap<(u32, u32), [i64; 2]> = HashMap::new();
+        let mut seen = vec![u64::MAX; self.frames.len()];
+        let mut path: Vec<u32> = Vec::new();
+        for (n, &(_, stack, thread, weight, count)) in samples.iter().enumerate() {
+            path.clear();
+            let mut s = stack;
+            while s != NO_PARENT
+                && (s as usize) < self.nodes.len()
+                && path.len() <= self.nodes.len()
+            {
+                let node = self.nodes[s as usize];
+                path.push(node.1);
+                s = node.0;
+            }
+            let Some(&leaf) = path.first() else { continue };
+            let t = totals.entry((leaf, thread)).or_insert([0; 3]);
+            t[0] = t[0].saturating_add(weight);
+            t[2] = t[2].saturating_add(count);
+            for &f in &path {
+                if seen[f as usize] != n as u64 {
+                    seen[f as usize] = n as u64;
+                    let t = totals.entry((f, thread)).or_insert([0; 3]);
+                    t[1] = t[1].saturating_add(weight);
+                }
+            }
+            for (k, pair) in path.windows(2).enumerate() {
+                let e = edges.entry((pair[1], pair[0])).or_insert([0; 2]);
+                e[0] = e[0].saturating_add(weight);
+                if k == 0 {
+                    e[1] = e[1].saturating_add(count);
+                }
+            }
+        }
+        let mut totals: Vec<_> = totals.into_iter().collect();
+        totals.sort_unstable_by_key(|t| t.0);
+        for chunk in totals.chunks(batch_rows) {
+            let frame = |t: &((u32, u32), [i64; 3])| &self.frames[t.0.0 as usize];
+            let thread = |t: &((u32, u32), [i64; 3])| &self.threads[t.0.1 as usize];
+            let mut cols = scope(chunk.len());
+            cols.push(Arc::new(StringArray::from_iter_values(
+                chunk.iter().map(|t| frame(t).key.as_str()),
+            )));
+            cols.push(Arc::new(StringArray::from_iter_values(
+                chunk.iter().map(|t| frame(t).function.as_str()),
+            )));
+            cols.push(Arc::new(
+                chunk
+                    .iter()
+                    .map(|t| frame(t).file.as_deref())
+                    .collect::<StringArray>(),
+            ));
+            cols.push(Arc::new(
+                chunk.iter().map(|t| frame(t).line).collect::<Int64Array>(),
+            ));
+            cols.push(Arc::new(
+                chunk
+                    .iter()
+                    .map(|t| frame(t).module.as_deref())
+                    .collect::<StringArray>(),
+            ));
+            cols.push(const_dict(&spec.metric, chunk.len()));
+            cols.push(Arc::new(Int64Array::from_iter_values(
+                chunk.iter().map(|t| t.1[0]),
+            )));
+            cols.push(Arc::new(Int64Array::from_iter_values(
+                chunk.iter().map(|t| t.1[1]),
+            )));
+            cols.push(Arc::new(Int64Array::from_iter_values(
+                chunk.iter().map(|t| t.1[2]),
+            )));
+            cols.push(const_dict(&spec.unit, chunk.len()));
+            cols.push(Arc::new(
+                chunk.iter().map(|t| thread(t).pid).collect::<Int64Array>(),
+            ));
+            cols.push(Arc::new(
+                chunk.iter().map(|t| thread(t).tid).collect::<Int64Array>(),
+            ));
+            let mut tn = DictColumn::new();
+            let mut pn = DictColumn::new();
+            for t in chunk {
+                tn.push(thread(t).thread_name.as_deref());
+                pn.push(thread(t).process_name.as_deref());
+            }
+            cols.push(tn.finish());
+            cols.push(pn.finish());
+            emit(EvidenceTable::FrameTotals, cols)?;
+        }
+        let mut edges: Vec<_> = edges.into_iter().collect();
+        edges.sort_unstable_by_key(|e| e.0);
+        for chunk in edges.chunks(batch_rows) {
+            let mut cols = scope(chunk.len());
+            cols.push(Arc::new(StringArray::from_iter_values(
+                chunk
+                    .iter()
+                    .map(|e| self.frames[e.0.0 as usize].key.as_str()),
+            )));
+            cols.push(Arc::new(StringArray::from_iter_values(
+                chunk
+                    .iter()
+                    .map(|e| self.frames[e.0.1 as usize].key.as_str()),
+            )));
+            cols.push(const_dict(&spec.metric, chunk.len()));
+            cols.push(Arc::new(Int64Array::from_iter_values(
+                chunk.iter().map(|e| e.1[0]),
+            )));
+            cols.push(Arc::new(Int64Array::from_iter_values(
+                chunk.iter().map(|e| e.1[1]),
+            )));
+            emit(EvidenceTable::CallEdges, cols)?;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn logical_key_is_stable_and_distinguishes_fields() {
+        let a = logical_key("f", None, None, Some("cpu_op"));
+        assert_eq!(a.len(), 32);
+        assert_eq!(a, logical_key("f", None, None, Some("cpu_op")));
+        assert_ne!(a, logical_key("f", None, None, None));
+        assert_ne!(a, logical_key("f", Some("x.py"), Some(1), Some("cpu_op")));
+        // Canonical text: keys sorted, nulls written.
+        let text = serde_json::json!({"file": null, "function": "f", "line": null, "module": "m"})
+            .to_string();
+        assert_eq!(
+            text,
+            r#"{"file":null,"function":"f","line":null,"module":"m"}"#
+        );
+    }
+}

@@ -1,0 +1,135 @@
+//! Pieces every recipe shares: scope filters, collecting typed columns, errors.
+
+use datafusion::arrow::array::{Array, AsArray, RecordBatch};
+use datafusion::arrow::datatypes::{DataType, Int64Type, UInt64Type};
+use datafusion::error::DataFusionError;
+use datafusion::logical_expr::{Expr, col, lit};
+use datafusion::prelude::{DataFrame, SessionContext};
+
+/// The artifacts a question is about (a run resolves to its artifacts).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ArtifactScope {
+    pub artifact_ids: Vec<String>,
+}
+
+impl ArtifactScope {
+    pub fn one(artifact_id: impl Into<String>) -> Self {
+        ArtifactScope {
+            artifact_ids: vec![artifact_id.into()],
+        }
+    }
+
+    /// `artifact_id IN (...)` — prunes files and row groups by statistics.
+    pub fn filter(&self) -> Expr {
+        let values: Vec<Expr> = self
+            .artifact_ids
+            .iter()
+            .map(|id| lit(id.as_str()))
+            .collect();
+        col("artifact_id").in_list(values, false)
+    }
+}
+
+/// Why a recipe failed.
+#[derive(Debug, thiserror::Error)]
+pub enum RecipeError {
+    /// The query exceeded its memory pool.
+    #[error("query exceeded its memory budget: {0}")]
+    ResourcesExhausted(String),
+    /// A named thing (frame, metric) does not exist; `closest` are candidates.
+    #[error("{what} not found")]
+    NotFound {
+        what: String,
+        closest: Vec<String>,
+        valid: Vec<String>,
+    },
+    #[error("query failed: {0}")]
+    DataFusion(DataFusionError),
+}
+
+impl From<DataFusionError> for RecipeError {
+    fn from(err: DataFusionError) -> Self {
+        let text = err.to_string();
+        if text.contains("Resources exhausted")
+            || matches!(err, DataFusionError::ResourcesExhausted(_))
+        {
+            RecipeError::ResourcesExhausted(text)
+        } else {
+            RecipeError::DataFusion(err)
+        }
+    }
+}
+
+pub type RecipeResult<T> = Result<T, RecipeError>;
+
+/// A registered table as a DataFrame.
+pub async fn table(ctx: &SessionContext, name: &str) -> RecipeResult<DataFrame> {
+    Ok(ctx.table(name).await?)
+}
+
+/// Collects a DataFrame into batches.
+pub async fn collect(df: DataFrame) -> RecipeResult<Vec<RecordBatch>> {
+    Ok(df.collect().await?)
+}
+
+/// Reads a string cell of any string-like column (dictionary, Utf8, view).
+pub fn string_at(array: &dyn Array, row: usize) -> Option<String> {
+    if array.is_null(row) {
+        return None;
+    }
+    match array.data_type() {
+        DataType::Utf8 => Some(array.as_string::<i32>().value(row).to_owned()),
+        DataType::LargeUtf8 => Some(array.as_string::<i64>().value(row).to_owned()),
+        DataType::Utf8View => Some(array.as_string_view().value(row).to_owned()),
+        DataType::Dictionary(_, _) => {
+            let dict = array.as_any_dictionary();
+            let key = dict.normalized_keys()[row];
+            string_at(dict.values().as_ref(), key)
+        }
+        _ => None,
+    }
+}
+
+/// Reads an integer cell of an Int64 or UInt64 column as i64.
+pub fn i64_at(array: &dyn Array, row: usize) -> Option<i64> {
+    if array.is_null(row) {
+        return None;
+    }
+    match array.data_type() {
+        DataType::Int64 => Some(array.as_primitive::<Int64Type>().value(row)),
+        DataType::UInt64 => i64::try_from(array.as_primitive::<UInt64Type>().value(row)).ok(),
+        DataType::Int32 => Some(i64::from(
+            array
+                .as_primitive::<datafusion::arrow::datatypes::Int32Type>()
+                .value(row),
+        )),
+        _ => None,
+    }
+}
+
+/// Reads a UInt64 cell.
+pub fn u64_at(array: &dyn Array, row: usize) -> Option<u64> {
+    if array.is_null(row) {
+        return None;
+    }
+    match array.data_type() {
+        DataType::UInt64 => Some(array.as_primitive::<UInt64Type>().value(row)),
+        DataType::Int64 => u64::try_from(array.as_primitive::<Int64Type>().value(row)).ok(),
+        _ => None,
+    }
+}
+
+/// Column of a batch by name (recipes only ask for columns they selected).
+pub fn column<'a>(batch: &'a RecordBatch, name: &str) -> RecipeResult<&'a dyn Array> {
+    batch
+        .column_by_name(name)
+        .map(|c| c.as_ref())
+        .ok_or_else(|| {
+            RecipeError::DataFusion(DataFusionError::Plan(format!("missing column {name}")))
+        })
+}
+
+/// Counts the rows of a DataFrame.
+pub async fn count_rows(df: DataFrame) -> RecipeResult<u64> {
+    Ok(df.count().await? as u64)
+}

@@ -1,0 +1,383 @@
+//! Drill-down from a hotspot: who calls a frame, what it calls, and full
+//! example stacks through it. Also folded stacks (the flame-graph input).
+//!
+//! Callers and callees read the `call_edges` reduction. Stacks are rebuilt
+//! from the `stack_nodes` prefix tree and the `samples` weights, which are
+//! small (one row per distinct stack and thread, not per event).
+
+use std::collections::{BTreeMap, HashMap};
+
+use datafusion::functions_aggregate::expr_fn::{count, min, sum};
+use datafusion::logical_expr::{col, lit};
+use datafusion::prelude::{JoinType, SessionContext};
+use serde::{Deserialize, Serialize};
+
+use crate::common::{
+    ArtifactScope, RecipeError, RecipeResult, collect, column, i64_at, string_at, table, u64_at,
+};
+
+/// Which side of a frame to list.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Direction {
+    Callers,
+    Callees,
+}
+
+/// A frame reference resolved to its logical keys (one name can have
+/// several, e.g. the same slice name under two categories).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ResolvedFrame {
+    pub requested: String,
+    pub keys: Vec<String>,
+    pub function: String,
+}
+
+/// Resolves a logical key or an exact function name within the scope.
+pub async fn resolve_frame(
+    ctx: &SessionContext,
+    scope: &ArtifactScope,
+    frame: &str,
+) -> RecipeResult<ResolvedFrame> {
+    let by_key = col("logical_key").eq(lit(frame));
+    let by_name = col("function").eq(lit(frame));
+    let df = table(ctx, "frames")
+        .await?
+        .filter(scope.filter().and(by_key.or(by_name)))?
+        .aggregate(vec![col("logical_key"), col("function")], vec![])?
+        .sort(vec![col("logical_key").sort(true, false)])?;
+    let mut keys = Vec::new();
+    let mut function = String::new();
+    for batch in collect(df).await? {
+        for i in 0..batch.num_rows() {
+            if let Some(k) = string_at(column(&batch, "logical_key")?, i) {
+                keys.push(k);
+            }
+            if function.is_empty() {
+                function = string_at(column(&batch, "function")?, i).unwrap_or_default();
+            }
+        }
+    }
+    if keys.is_empty() {
+        let names = table(ctx, "frame_totals")
+            .await?
+            .filter(scope.filter())?
+            .aggregate(
+                vec![col("function")],
+                vec![sum(col("self_value")).alias("s")],
+            )?
+            .sort(vec![
+                col("s").sort(false, false),
+                col("function").sort(true, false),
+            ])?
+            .limit(0, Some(5000))?;
+        let mut valid = Vec::new();
+        for batch in collect(names).await? {
+            for i in 0..batch.num_rows() {
+                if let Some(name) = string_at(column(&batch, "function")?, i) {
+                    valid.push(name);
+                }
+            }
+        }
+        return Err(RecipeError::NotFound {
+            what: format!("frame {frame}"),
+            closest: Vec::new(),
+            valid,
+        });
+    }
+    Ok(ResolvedFrame {
+        requested: frame.to_owned(),
+        keys,
+        function,
+    })
+}
+
+/// What `stacks callers|callees` asks.
+#[derive(Debug, Clone)]
+pub struct NeighborQuery {
+    pub scope: ArtifactScope,
+    pub frame: ResolvedFrame,
+    pub direction: Direction,
+    pub metric: String,
+    pub limit: usize,
+    /// Keyset position: the last row's (weight, frame key).
+    pub after: Option<(i64, String)>,
+}
+
+/// One caller or callee.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct NeighborRow {
+    pub frame: String,
+    pub function: String,
+    pub module: Option<String>,
+    pub file: Option<String>,
+    pub line: Option<i64>,
+    pub weight: i64,
+    pub count: i64,
+}
+
+/// A page of callers or callees.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct NeighborAnswer {
+    pub rows: Vec<NeighborRow>,
+    pub total: u64,
+    pub has_more: bool,
+}
+
+/// Lists the callers or callees of a frame by edge weight.
+pub async fn call_neighbors(
+    ctx: &SessionContext,
+    q: &NeighborQuery,
+) -> RecipeResult<NeighborAnswer> {
+    let (this_side, other_side) = match q.direction {
+        Direction::Callers => ("child_key", "parent_key"),
+        Direction::Callees => ("parent_key", "child_key"),
+    };
+    let keys = q.frame.keys.iter().map(|k| lit(k.as_str())).collect();
+    let edges = table(ctx, "call_edges")
+        .await?
+        .filter(
+            q.scope
+                .filter()
+                .and(col("metric").eq(lit(q.metric.as_str())))
+                .and(col(this_side).in_list(keys, false)),
+        )?
+        .aggregate(
+            vec![col(other_side).alias("frame")],
+            vec![
+                sum(col("weight")).alias("weight"),
+                sum(col("count")).alias("count"),
+            ],
+        )?;
+    let total = edges
+        .clone()
+        .aggregate(vec![], vec![count(lit(1)).alias("n")])?;
+    let total = match collect(total).await?.first() {
+        Some(b) if b.num_rows() > 0 => i64_at(column(b, "n")?, 0).unwrap_or(0).max(0) as u64,
+        _ => 0,
+    };
+    let mut page = edges;
+    if let Some((w, key)) = &q.after {
+        page = page.filter(
+            col("weight").lt(lit(*w)).or(col("weight")
+                .eq(lit(*w))
+                .and(col("frame").gt(lit(key.as_str())))),
+        )?;
+    }
+    let names = table(ctx, "frames")
+        .await?
+        .filter(q.scope.filter())?
+        .aggregate(
+            vec![col("logical_key").alias("name_key")],
+            vec![
+                min(col("function")).alias("function"),
+                min(col("module")).alias("module"),
+                min(col("file")).alias("file"),
+                min(col("line")).alias("line"),
+            ],
+        )?;
+    let page = page
+        .sort(vec![
+            col("weight").sort(false, false),
+            col("frame").sort(true, false),
+        ])?
+        .limit(0, Some(q.limit + 1))?
+        .join(names, JoinType::Left, &["frame"], &["name_key"], None)?
+        .sort(vec![
+            col("weight").sort(false, false),
+            col("frame").sort(true, false),
+        ])?;
+    let mut rows = Vec::new();
+    for batch in collect(page).await? {
+        for i in 0..batch.num_rows() {
+            rows.push(NeighborRow {
+                frame: string_at(column(&batch, "frame")?, i).unwrap_or_default(),
+                function: string_at(column(&batch, "function")?, i).unwrap_or_default(),
+                module: string_at(column(&batch, "module")?, i),
+                file: string_at(column(&batch, "file")?, i),
+                line: i64_at(column(&batch, "line")?, i),
+                weight: i64_at(column(&batch, "weight")?, i).unwrap_or(0),
+                count: i64_at(column(&batch, "count")?, i).unwrap_or(0),
+            });
+        }
+    }
+    let has_more = rows.len() > q.limit;
+    rows.truncate(q.limit);
+    Ok(NeighborAnswer {
+        rows,
+        total,
+        has_more,
+    })
+}
+
+/// One distinct stack (root first) with its summed weight.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StackExample {
+    pub frames: Vec<String>,
+    pub weight: i64,
+    pub count: i64,
+}
+
+/// Example stacks through a frame, heaviest first.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StackExamplesAnswer {
+    pub stacks: Vec<StackExample>,
+    pub total: u64,
+    pub has_more: bool,
+}
+
+/// The call tree of a scope, loaded for path reconstruction.
+struct StackForest {
+    /// (artifact, frame_id) → (logical_key, function)
+    frames: HashMap<(String, u64), (String, String)>,
+    /// (artifact, stack_id) → (parent, frame_id)
+    nodes: HashMap<(String, u64), (Option<u64>, u64)>,
+    /// (artifact, stack_id) → (weight, count)
+    weights: BTreeMap<(String, u64), (i64, i64)>,
+}
+
+impl StackForest {
+    async fn load(ctx: &SessionContext, scope: &ArtifactScope) -> RecipeResult<StackForest> {
+        let mut frames = HashMap::new();
+        let df = table(ctx, "frames")
+            .await?
+            .filter(scope.filter())?
+            .select_columns(&["artifact_id", "frame_id", "logical_key", "function"])?;
+        for b in collect(df).await? {
+            for i in 0..b.num_rows() {
+                let artifact = string_at(column(&b, "artifact_id")?, i).unwrap_or_default();
+                let id = u64_at(column(&b, "frame_id")?, i).unwrap_or(0);
+                let key = string_at(column(&b, "logical_key")?, i).unwrap_or_default();
+                let function = string_at(column(&b, "function")?, i).unwrap_or_default();
+                frames.insert((artifact, id), (key, function));
+            }
+        }
+        let mut nodes = HashMap::new();
+        let df = table(ctx, "stack_nodes")
+            .await?
+            .filter(scope.filter())?
+            .select_columns(&["artifact_id", "stack_id", "parent_stack_id", "frame_id"])?;
+        for b in collect(df).await? {
+            for i in 0..b.num_rows() {
+                let artifact = string_at(column(&b, "artifact_id")?, i).unwrap_or_default();
+                let id = u64_at(column(&b, "stack_id")?, i).unwrap_or(0);
+                let parent = u64_at(column(&b, "parent_stack_id")?, i);
+                let frame = u64_at(column(&b, "frame_id")?, i).unwrap_or(0);
+                nodes.insert((artifact, id), (parent, frame));
+            }
+        }
+        let mut weights = BTreeMap::new();
+        let df = table(ctx, "samples")
+            .await?
+            .filter(scope.filter())?
+            .aggregate(
+                vec![col("artifact_id"), col("stack_id")],
+                vec![sum(col("weight")).alias("w"), sum(col("count")).alias("c")],
+            )?;
+        for b in collect(df).await? {
+            for i in 0..b.num_rows() {
+                let artifact = string_at(column(&b, "artifact_id")?, i).unwrap_or_default();
+                let id = u64_at(column(&b, "stack_id")?, i).unwrap_or(0);
+                let w = i64_at(column(&b, "w")?, i).unwrap_or(0);
+                let c = i64_at(column(&b, "c")?, i).unwrap_or(0);
+                weights.insert((artifact, id), (w, c));
+            }
+        }
+        Ok(StackForest {
+            frames,
+            nodes,
+            weights,
+        })
+    }
+
+    /// Root-first (logical_key, function) path of a stack; bounded against cycles.
+    fn path(&self, artifact: &str, stack_id: u64) -> Vec<(String, String)> {
+        let mut out = Vec::new();
+        let mut cursor = Some(stack_id);
+        while let Some(id) = cursor {
+            if out.len() > 100_000 {
+                break;
+            }
+            let Some((parent, frame)) = self.nodes.get(&(artifact.to_owned(), id)) else {
+                break;
+            };
+            let entry = self
+                .frames
+                .get(&(artifact.to_owned(), *frame))
+                .cloned()
+                .unwrap_or_else(|| (String::new(), format!("frame#{frame}")));
+            out.push(entry);
+            cursor = *parent;
+        }
+        out.reverse();
+        out
+    }
+
+    /// Distinct function paths with summed weights, optionally only those
+    /// containing one of `keys`.
+    fn paths(&self, keys: Option<&[String]>) -> BTreeMap<Vec<String>, (i64, i64)> {
+        let mut merged: BTreeMap<Vec<String>, (i64, i64)> = BTreeMap::new();
+        for ((artifact, stack_id), (w, c)) in &self.weights {
+            let path = self.path(artifact, *stack_id);
+            if let Some(keys) = keys
+                && !path.iter().any(|(k, _)| keys.contains(k))
+            {
+                continue;
+            }
+            let names: Vec<String> = path.into_iter().map(|(_, f)| f).collect();
+            let slot = merged.entry(names).or_default();
+            slot.0 += w;
+            slot.1 += c;
+        }
+        merged
+    }
+}
+
+/// Representative stacks through a frame, heaviest first (ties by path).
+pub async fn stack_examples(
+    ctx: &SessionContext,
+    scope: &ArtifactScope,
+    frame: &ResolvedFrame,
+    limit: usize,
+) -> RecipeResult<StackExamplesAnswer> {
+    let forest = StackForest::load(ctx, scope).await?;
+    let mut stacks: Vec<StackExample> = forest
+        .paths(Some(&frame.keys))
+        .into_iter()
+        .map(|(frames, (weight, count))| StackExample {
+            frames,
+            weight,
+            count,
+        })
+        .collect();
+    stacks.sort_by(|a, b| {
+        b.weight
+            .cmp(&a.weight)
+            .then_with(|| a.frames.cmp(&b.frames))
+    });
+    let total = stacks.len() as u64;
+    let has_more = stacks.len() > limit;
+    stacks.truncate(limit);
+    Ok(StackExamplesAnswer {
+        stacks,
+        total,
+        has_more,
+    })
+}
+
+/// Folded stacks (`a;b;c weight`) of the whole scope, sorted by path.
+pub async fn folded_stacks(
+    ctx: &SessionContext,
+    scope: &ArtifactScope,
+) -> RecipeResult<Vec<(String, i64)>> {
+    let forest = StackForest::load(ctx, scope).await?;
+    Ok(forest
+        .paths(None)
+        .into_iter()
+        .filter(|(_, (w, _))| *w > 0)
+        .map(|(names, (w, _))| {
+            let cleaned: Vec<String> = names.iter().map(|n| n.replace([';', '\n'], "_")).collect();
+            (cleaned.join(";"), w)
+        })
+        .collect())
+}

@@ -1,0 +1,16 @@
+//! flameox's recipes: reviewed query families.
+//!
+//! Each recipe is a function from a DataFusion [`SessionContext`] (with the
+//! pinned commit's evidence tables registered by name) and typed parameters to
+//! a typed result. Plans are built with the DataFrame API from those typed
+//! parameters; no SQL text is ever parsed. Recipes never touch the filesystem
+//! and never decide scope, budgets or cursors' signatures: the engine does.
+//!
+//! [`SessionContext`]: datafusion::prelude::SessionContext
+
+pub mod common;
+pub mod drilldown;
+pub mod hotspots;
+pub mod window;
+
+pub use common::{ArtifactScope, RecipeError};
