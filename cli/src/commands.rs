@@ -492,6 +492,7 @@ fn trace_command(g: &GlobalOptions, action: TraceCommand) -> Result<()> {
         kind,
         name,
         track,
+        relative,
     } = action;
     let request = WindowRequest {
         target,
@@ -500,6 +501,7 @@ fn trace_command(g: &GlobalOptions, action: TraceCommand) -> Result<()> {
         kind,
         name,
         track_id: track,
+        relative,
         limit: page.limit,
         cursor: page.cursor,
     };
@@ -525,8 +527,12 @@ fn trace_command(g: &GlobalOptions, action: TraceCommand) -> Result<()> {
         }
         let next = r.next_cursor.as_ref().map(|c| {
             format!(
-                "flameox trace window {} --start {} --end {} --limit {} --cursor {c}",
-                r.artifact_id, r.start_ns, r.end_ns, r.returned
+                "flameox trace window {} --start {} --end {}{} --limit {} --cursor {c}",
+                request.target,
+                request.start_ns,
+                request.end_ns,
+                if request.relative { " --relative" } else { "" },
+                r.returned
             )
         });
         t.render()

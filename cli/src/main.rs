@@ -200,6 +200,9 @@ pub enum TraceCommand {
         name: Option<String>,
         #[arg(long)]
         track: Option<u64>,
+        /// START and END are offsets from the trace's first event.
+        #[arg(long)]
+        relative: bool,
     },
 }
 

@@ -5,7 +5,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::{ErrorCode, FlameoxError, Result};
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct Config {
     pub limits: LimitsConfig,
@@ -43,17 +43,6 @@ pub struct QueryConfig {
 pub struct ImportConfig {
     pub max_decompression_ratio: u64,
     pub min_decompressed_cap_mib: u64,
-}
-
-impl Default for Config {
-    fn default() -> Self {
-        Config {
-            limits: LimitsConfig::default(),
-            locks: LocksConfig::default(),
-            query: QueryConfig::default(),
-            import: ImportConfig::default(),
-        }
-    }
 }
 
 impl Default for LimitsConfig {

@@ -77,10 +77,9 @@ pub struct Recovery {
     pub next_command: String,
 }
 
-/// A domain error, safe to show to a person or an agent.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, thiserror::Error)]
-#[error("{code:?}: {message}")]
-pub struct FlameoxError {
+/// The body of a domain error (boxed inside [`FlameoxError`] so results stay small).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ErrorBody {
     pub code: ErrorCode,
     pub message: String,
     pub retryable: bool,
@@ -90,11 +89,30 @@ pub struct FlameoxError {
     pub recovery: Option<Recovery>,
 }
 
+/// A domain error, safe to show to a person or an agent.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, thiserror::Error)]
+#[serde(transparent)]
+#[error("{:?}: {}", .0.code, .0.message)]
+pub struct FlameoxError(Box<ErrorBody>);
+
+impl std::ops::Deref for FlameoxError {
+    type Target = ErrorBody;
+    fn deref(&self) -> &ErrorBody {
+        &self.0
+    }
+}
+
+impl std::ops::DerefMut for FlameoxError {
+    fn deref_mut(&mut self) -> &mut ErrorBody {
+        &mut self.0
+    }
+}
+
 pub type Result<T, E = FlameoxError> = std::result::Result<T, E>;
 
 impl FlameoxError {
     pub fn new(code: ErrorCode, message: impl Into<String>) -> Self {
-        FlameoxError {
+        FlameoxError(Box::new(ErrorBody {
             code,
             message: message.into(),
             retryable: code.retryable(),
@@ -102,7 +120,7 @@ impl FlameoxError {
             remediation: Vec::new(),
             run_id: None,
             recovery: None,
-        }
+        }))
     }
 
     pub fn detail(mut self, key: &str, value: impl Into<Value>) -> Self {

@@ -142,7 +142,7 @@ pub fn recipe_error(err: RecipeError, budget: &QueryBudget) -> FlameoxError {
             if near.is_empty() {
                 near = crate::error::closest(&what, valid.iter().map(String::as_str), 3);
             }
-            let shown: Vec<String> = valid.into_iter().take(50).collect();
+            let shown: Vec<String> = valid.into_iter().take(20).collect();
             FlameoxError::new(ErrorCode::InvalidArguments, format!("{what} in this scope"))
                 .detail("closest", near)
                 .detail("valid", shown)

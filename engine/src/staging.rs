@@ -8,7 +8,6 @@
 use std::collections::BTreeMap;
 use std::fs::{self, File};
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 
 use datafusion::arrow::record_batch::RecordBatch;
 use datafusion::parquet::arrow::ArrowWriter;
@@ -155,8 +154,7 @@ impl ParquetStagingSink {
         for (table, part) in open {
             self.close_part(table, part)?;
         }
-        self.finished
-            .sort_by(|a, b| (a.table, a.part).cmp(&(b.table, b.part)));
+        self.finished.sort_by_key(|f| (f.table, f.part));
         Ok(self.finished)
     }
 }
@@ -225,5 +223,3 @@ pub fn expected_metadata(table: EvidenceTable) -> Vec<(String, String)> {
         ),
     ]
 }
-
-pub type SharedSchema = Arc<datafusion::arrow::datatypes::Schema>;

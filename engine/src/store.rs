@@ -13,6 +13,7 @@ use sha2::{Digest, Sha256};
 
 use crate::error::{ErrorCode, FlameoxError, Result, io_error};
 use crate::fsutil::{now_rfc3339, read_json, sync_dir, write_json_atomic};
+use crate::staging::StagingArea;
 use crate::workspace::Workspace;
 
 /// `artifact.json`: the identity and metadata of one stored artifact.
@@ -81,22 +82,14 @@ pub fn store_file(ws: &Workspace, source: &Path, kind: &str) -> Result<ArtifactR
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_else(|| "artifact".to_owned());
-    let tmp = ws
-        .staging_dir()
-        .join(format!("artifact-{}.part", uuid::Uuid::now_v7().simple()));
-    let copied = copy_hashing(&mut input, &tmp);
-    let (hex, bytes) = match copied {
-        Ok(v) => v,
-        Err(e) => {
-            let _ = fs::remove_file(&tmp);
-            return Err(io_error("copying the input into the artifact store", e));
-        }
-    };
+    let staging = StagingArea::create(ws, &format!("artifact-{}", uuid::Uuid::now_v7()))?;
+    let tmp = staging.dir().join("payload.part");
+    let (hex, bytes) = copy_hashing(&mut input, &tmp)
+        .map_err(|e| io_error("copying the input into the artifact store", e))?;
     let dir = artifact_dir(ws, &hex);
     let payload_name = format!("payload{}", payload_extension(&original_name));
     let artifact_id = format!("sha256:{hex}");
     if dir.join("artifact.json").is_file() {
-        let _ = fs::remove_file(&tmp);
         return read_artifact(ws, &artifact_id);
     }
     fs::create_dir_all(&dir).map_err(|e| io_error("creating an artifact folder", e))?;

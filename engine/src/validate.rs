@@ -77,7 +77,7 @@ pub fn validate(ws: &Workspace, full: bool) -> Result<ValidationReport> {
         let commit: CommitManifest = match catalog::read_commit(ws, &id) {
             Ok(c) => c,
             Err(e) => {
-                errors.push(issue("commit_unreadable", e.message));
+                errors.push(issue("commit_unreadable", e.message.clone()));
                 break;
             }
         };
@@ -188,7 +188,7 @@ fn check_generation(
     let manifest = match catalog::read_generation(ws, generation_id) {
         Ok(m) => m,
         Err(e) => {
-            errors.push(issue("generation_unreadable", e.message));
+            errors.push(issue("generation_unreadable", e.message.clone()));
             return;
         }
     };

@@ -272,6 +272,9 @@ mod tests {
         };
         let err = Workspace::locate(&locator).unwrap_err();
         assert_eq!(err.code, ErrorCode::WorkspaceNotFound);
-        assert_eq!(err.recovery.unwrap().next_tool, "initialize_workspace");
+        assert_eq!(
+            err.recovery.as_ref().unwrap().next_tool,
+            "initialize_workspace"
+        );
     }
 }

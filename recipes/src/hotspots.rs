@@ -250,10 +250,8 @@ async fn from_events(
         .and(col("ts_ns").lt(lit(end)))
         .and(col("dur_ns").gt(lit(0i64)))
         .and(col("kind").not_eq(lit("instant")));
-    if let Some(p) = &query.process {
-        if let Ok(pid) = p.parse::<i64>() {
-            filter = filter.and(col("pid").eq(lit(pid)));
-        }
+    if let Some(pid) = query.process.as_ref().and_then(|p| p.parse::<i64>().ok()) {
+        filter = filter.and(col("pid").eq(lit(pid)));
     }
     let mut events = table(ctx, "trace_events").await?.filter(filter)?;
     let thread_or_process_by_name = query.thread.is_some()

@@ -183,8 +183,10 @@ fn build_model(bytes: &[u8]) -> Model {
                 let track = format!("async:{pid}:{cat}:{id}");
                 if ph == "b" {
                     open.entry(track).or_default().push((name, cat, ts, order));
-                } else if let Some(stack) = open.get_mut(&track) {
-                    if let Some(pos) = stack.iter().rposition(|(n, ..)| *n == name) {
+                } else if let Some(stack) = open.get_mut(&track)
+                    && let Some(pos) = stack.iter().rposition(|(n, ..)| *n == name)
+                {
+                    {
                         let (n, c, start, o) = stack.remove(pos);
                         model.tracks.entry(track).or_default().push(Slice {
                             key: (n, c),

@@ -343,6 +343,8 @@ pub struct WindowRequest {
     pub kind: Option<String>,
     pub name: Option<String>,
     pub track_id: Option<u64>,
+    /// When true, `start_ns`/`end_ns` are offsets from the artifact's first event.
+    pub relative: bool,
     pub limit: Option<usize>,
     pub cursor: Option<String>,
 }
@@ -352,8 +354,11 @@ pub struct WindowRequest {
 pub struct WindowResult {
     pub artifact_id: String,
     pub commit_id: String,
+    /// The window actually read, in trace time (absolute ns).
     pub start_ns: i64,
     pub end_ns: i64,
+    /// First event start and last event end of the artifact.
+    pub trace_span_ns: Option<(i64, i64)>,
     pub events: Vec<WindowEvent>,
     pub total: u64,
     pub returned: usize,
@@ -373,7 +378,7 @@ pub async fn trace_window(qc: &QueryContext<'_>, req: &WindowRequest) -> Result<
     }
     let params = json!({
         "target": req.target, "start": req.start_ns, "end": req.end_ns,
-        "kind": req.kind, "name": req.name, "track_id": req.track_id,
+        "kind": req.kind, "name": req.name, "track_id": req.track_id, "relative": req.relative,
     });
     let (session, codec, key) = pin_for_cursor(qc, "trace_window", &params, req.cursor.as_deref())?;
     let scope = resolve_scope(qc.ws, &session.snapshot, &req.target)?;
@@ -388,11 +393,24 @@ pub async fn trace_window(qc: &QueryContext<'_>, req: &WindowRequest) -> Result<
         Some(k) => Some(serde_json::from_value::<(i64, u64)>(k).map_err(|_| stale_key())?),
         None => None,
     };
+    let trace_span_ns = session
+        .snapshot
+        .generations_for(artifact_id)
+        .filter_map(|g| g.summary.time_span_ns)
+        .next();
+    let offset = match (req.relative, trace_span_ns) {
+        (true, Some((first, _))) => first,
+        _ => 0,
+    };
+    let (start_ns, end_ns) = (
+        req.start_ns.saturating_add(offset),
+        req.end_ns.saturating_add(offset),
+    );
     let max_dur_ns = run_budgeted(&session, max_duration(&session, artifact_id)).await?;
     let query = WindowQuery {
         artifact_id: artifact_id.clone(),
-        start_ns: req.start_ns,
-        end_ns: req.end_ns,
+        start_ns,
+        end_ns,
         max_dur_ns,
         kind: req.kind.clone(),
         name: req.name.clone(),
@@ -414,12 +432,19 @@ pub async fn trace_window(qc: &QueryContext<'_>, req: &WindowRequest) -> Result<
     let mut evidence = answer_status(&session.snapshot, &scope, answer.total > 0, filtered);
     if evidence.status == "empty" && !filtered {
         evidence.reason = "window_outside_trace_span".into();
+        if let Some((first, last)) = trace_span_ns {
+            evidence.next_tool = Some("get_trace_window".into());
+            evidence.next_arguments = Some(json!({
+                "artifact_id": artifact_id, "start_ns": first, "end_ns": last.max(first + 1),
+            }));
+        }
     }
     Ok(WindowResult {
         artifact_id: artifact_id.clone(),
         commit_id: session.snapshot.commit_id().to_owned(),
-        start_ns: req.start_ns,
-        end_ns: req.end_ns,
+        start_ns,
+        end_ns,
+        trace_span_ns,
         returned: answer.events.len(),
         events: answer.events,
         total: answer.total,
