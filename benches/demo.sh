@@ -3,7 +3,8 @@
 # import it into a fresh workspace, and ask where the time went.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-cargo build -q -p flameox-cli -p flameox-benches --bins
+# Same unit graph as the test command, so CI builds the dependencies once.
+cargo build -q --workspace --all-targets
 TARGET="${CARGO_TARGET_DIR:-target}/debug"
 WORK="$(mktemp -d)"
 trap 'rm -rf "$WORK"' EXIT

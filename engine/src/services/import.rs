@@ -65,14 +65,20 @@ pub struct ImportResult {
     pub limitations: Vec<Limitation>,
 }
 
+/// Reports progress in stored (compressed) bytes, read from the input
+/// stream's own counter, so a gzipped artifact's bar ends at its size.
 struct ObserverAdapter<'a> {
     progress: &'a dyn ImportProgress,
     total: u64,
+    stored_bytes_read: std::sync::Arc<std::sync::atomic::AtomicU64>,
 }
 
 impl ExtractObserver for ObserverAdapter<'_> {
-    fn bytes_read(&self, bytes: u64) {
-        self.progress.bytes(bytes, self.total);
+    fn bytes_read(&self, _decompressed: u64) {
+        let done = self
+            .stored_bytes_read
+            .load(std::sync::atomic::Ordering::Relaxed);
+        self.progress.bytes(done.min(self.total), self.total);
     }
     fn cancelled(&self) -> bool {
         self.progress.cancelled()
@@ -202,12 +208,13 @@ pub fn import_artifact(
     let mut options = ExtractOptions::new(run.run_id.clone(), record.artifact_id.clone());
     options.producer = producer.clone();
     let limits = input_limits(ws);
-    let observer = ObserverAdapter {
-        progress,
-        total: record.bytes,
-    };
     let outcome = publish_extraction(ws, operation, &run.run_id, |sink| {
         let input = open_input(&payload, &limits).map_err(|e| extract_error(e, kind.name()))?;
+        let observer = ObserverAdapter {
+            progress,
+            total: record.bytes,
+            stored_bytes_read: input.progress_counter(),
+        };
         let summary = extract_chrome_json(input, &options, sink, &observer)
             .map_err(|e| extract_error(e, kind.name()))?;
         progress.phase("publishing");
