@@ -36,11 +36,12 @@ pub struct PublishOutcome {
 }
 
 /// Runs `extract` into staging and publishes its output as one generation.
+/// `extract` gets the sink and a private staging folder for spill files.
 pub fn publish_extraction(
     ws: &Workspace,
     operation: OperationKey,
     run_id: &str,
-    extract: impl FnOnce(&mut dyn BatchSink) -> Result<ExtractionSummary>,
+    extract: impl FnOnce(&mut dyn BatchSink, &Path) -> Result<ExtractionSummary>,
 ) -> Result<PublishOutcome> {
     let _ = clean_abandoned(ws);
     let digest = operation.digest();
@@ -51,7 +52,7 @@ pub fn publish_extraction(
     let generation_id = uuid::Uuid::now_v7().to_string();
     let staging = StagingArea::create(ws, &format!("generation-{generation_id}"))?;
     let mut sink = ParquetStagingSink::new(staging.dir());
-    let summary = extract(&mut sink)?;
+    let summary = extract(&mut sink, staging.dir())?;
     let staged = sink
         .finish()
         .map_err(|e| FlameoxError::internal(format!("finishing staged Parquet: {e}")))?;

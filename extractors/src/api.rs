@@ -43,6 +43,9 @@ pub struct ExtractOptions {
     /// Upper bound on `args_json` bytes per row; longer values are cut at a
     /// UTF-8 boundary and end with [`ARGS_TRUNCATED_MARKER`].
     pub max_args_bytes: usize,
+    /// A folder for spill files (removed as soon as they are opened); `None`
+    /// keeps everything in memory.
+    pub spill_dir: Option<std::path::PathBuf>,
 }
 
 /// Appended to an `args_json` value that was cut to the row bound.
@@ -56,6 +59,7 @@ impl ExtractOptions {
             producer: None,
             batch_rows: 64 * 1024,
             max_args_bytes: 4096,
+            spill_dir: None,
         }
     }
 }

@@ -208,7 +208,9 @@ pub fn import_artifact(
     let mut options = ExtractOptions::new(run.run_id.clone(), record.artifact_id.clone());
     options.producer = producer.clone();
     let limits = input_limits(ws);
-    let outcome = publish_extraction(ws, operation, &run.run_id, |sink| {
+    let outcome = publish_extraction(ws, operation, &run.run_id, |sink, spill_dir| {
+        let mut options = options.clone();
+        options.spill_dir = Some(spill_dir.to_path_buf());
         let input = open_input(&payload, &limits).map_err(|e| extract_error(e, kind.name()))?;
         let observer = ObserverAdapter {
             progress,

@@ -80,6 +80,7 @@ pub fn emit_trace_events(em: &mut Emitter, p: &Processor, d: &Derived) -> Result
     let on_gpu = |i: usize| track_of(i).kind == TrackKind::GpuStream;
     for chunk in order.chunks(em.batch_rows.max(1)) {
         let idx: Vec<usize> = chunk.iter().map(|&i| i as usize).collect();
+        let args = s.args_many(&idx)?;
         let mut name = DictColumn::new();
         let mut cat = DictColumn::new();
         let mut kind = DictColumn::new();
@@ -151,7 +152,7 @@ pub fn emit_trace_events(em: &mut Emitter, p: &Processor, d: &Derived) -> Result
             opt_col(idx.iter().map(|&i| s.bytes[i])),
             phase.finish(),
             phase_source.finish(),
-            Arc::new(idx.iter().map(|&i| s.args(i)).collect::<StringArray>()),
+            Arc::new(args.iter().map(Option::as_deref).collect::<StringArray>()),
         ];
         em.write(EvidenceTable::TraceEvents, cols, idx.len())?;
     }

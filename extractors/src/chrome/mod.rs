@@ -45,6 +45,7 @@ pub fn extract_chrome_json<R: BufRead>(
     let mut scanner = Scanner::new(reader);
     scanner.start()?;
     let mut p = Processor::new(options.max_args_bytes);
+    p.store.arena = store::ArgsArena::new(options.spill_dir.clone());
     let mut buf: Vec<u8> = Vec::with_capacity(64 * 1024);
     let mut index: u64 = 0;
     let mut complete_events: u64 = 0;
@@ -135,6 +136,7 @@ pub fn extract_chrome_json<R: BufRead>(
     observer.bytes_read(scanner.offset());
     p.close_open();
 
+    p.store.arena.finish_writes()?;
     let mut derived = nesting::nest(&p.store, &mut p.tracks, &mut p.log);
     let filled = nesting::fill_correlation_from_flows(&mut p.store, &derived, &p.tracks, &p.flows);
     p.log.note_n("correlation_from_flow", filled, || {

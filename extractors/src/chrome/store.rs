@@ -3,11 +3,16 @@
 //! `trace_events` must be globally sorted by `(ts_ns, event_id)` and every
 //! row needs its parent and self time, which are only known once a track is
 //! complete. So events are held until the end of the input — in a
-//! struct-of-arrays with interned strings and one byte arena for `args_json`,
-//! about 120 bytes per event. Inputs larger than memory are not spilled to
-//! disk yet (see `docs/extractors.md`).
+//! struct-of-arrays with interned strings, about 120 bytes per event. The
+//! `args_json` text (the bulk of a Kineto trace) goes to an [`ArgsArena`],
+//! which moves to an unlinked spill file once it passes
+//! [`ARGS_SPILL_AFTER_BYTES`], so it does not count against memory.
 
 use std::collections::HashMap;
+use std::fs::File;
+use std::io::{self, BufWriter, Write};
+use std::os::unix::fs::FileExt;
+use std::path::PathBuf;
 
 use super::kinds::EventKind;
 
@@ -80,6 +85,158 @@ pub struct NewEvent {
     pub bytes: i64,
 }
 
+/// Bytes of `args_json` text kept in memory before the arena spills to disk.
+pub const ARGS_SPILL_AFTER_BYTES: usize = 32 << 20;
+
+/// Append-only store of `args_json` text: memory first, then (when a spill
+/// folder was given) a file that is unlinked as soon as it is opened, so it
+/// vanishes with the process whatever happens.
+#[derive(Default)]
+pub struct ArgsArena {
+    memory: Vec<u8>,
+    spill: Option<BufWriter<File>>,
+    spill_dir: Option<PathBuf>,
+    len: u64,
+    error: Option<io::Error>,
+}
+
+/// Reads of spilled text closer than this are merged into one read.
+const READ_GAP_BYTES: u64 = 64 << 10;
+/// Upper bound on one merged read.
+const READ_SPAN_BYTES: u64 = 8 << 20;
+
+impl ArgsArena {
+    pub fn new(spill_dir: Option<PathBuf>) -> Self {
+        ArgsArena {
+            spill_dir,
+            ..ArgsArena::default()
+        }
+    }
+
+    /// Appends text; returns its start offset. An I/O failure is kept and
+    /// reported by [`ArgsArena::finish_writes`].
+    pub fn append(&mut self, bytes: &[u8]) -> u64 {
+        let start = self.len;
+        self.len += bytes.len() as u64;
+        if self.error.is_some() {
+            return start;
+        }
+        if self.spill.is_none()
+            && self.memory.len() + bytes.len() > ARGS_SPILL_AFTER_BYTES
+            && let Some(dir) = &self.spill_dir
+        {
+            match open_spill(dir, &self.memory) {
+                Ok(writer) => {
+                    self.spill = Some(writer);
+                    self.memory = Vec::new();
+                }
+                Err(e) => self.error = Some(e),
+            }
+        }
+        match &mut self.spill {
+            Some(writer) => {
+                if let Err(e) = writer.write_all(bytes) {
+                    self.error = Some(e);
+                }
+            }
+            None => self.memory.extend_from_slice(bytes),
+        }
+        start
+    }
+
+    /// Flushes the spill file; call once before reading.
+    pub fn finish_writes(&mut self) -> io::Result<()> {
+        if let Some(e) = self.error.take() {
+            return Err(e);
+        }
+        match &mut self.spill {
+            Some(writer) => writer.flush(),
+            None => Ok(()),
+        }
+    }
+
+    /// Reads `len` bytes at `start` as text.
+    pub fn read(&self, start: u64, len: u32) -> io::Result<String> {
+        let bytes = match &self.spill {
+            Some(writer) => {
+                let mut buf = vec![0u8; len as usize];
+                writer.get_ref().read_exact_at(&mut buf, start)?;
+                buf
+            }
+            None => {
+                let from = start as usize;
+                self.memory
+                    .get(from..from + len as usize)
+                    .unwrap_or_default()
+                    .to_vec()
+            }
+        };
+        String::from_utf8(bytes).map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))
+    }
+
+    /// Reads many `(start, len)` pieces, merging nearby pieces of a spill
+    /// file into few large reads. Results keep the request order.
+    pub fn read_many(&self, pieces: &[(u64, u32)]) -> io::Result<Vec<String>> {
+        let Some(writer) = &self.spill else {
+            return pieces
+                .iter()
+                .map(|&(start, len)| self.read(start, len))
+                .collect();
+        };
+        let mut order: Vec<usize> = (0..pieces.len()).collect();
+        order.sort_unstable_by_key(|&k| pieces[k].0);
+        let mut out = vec![String::new(); pieces.len()];
+        let mut buf = Vec::new();
+        let mut j = 0;
+        while j < order.len() {
+            let span_start = pieces[order[j]].0;
+            let mut span_end = span_start + u64::from(pieces[order[j]].1);
+            let mut k = j + 1;
+            while k < order.len() {
+                let (start, len) = pieces[order[k]];
+                let end = start + u64::from(len);
+                if start > span_end + READ_GAP_BYTES || end - span_start > READ_SPAN_BYTES {
+                    break;
+                }
+                span_end = span_end.max(end);
+                k += 1;
+            }
+            buf.resize((span_end - span_start) as usize, 0);
+            writer.get_ref().read_exact_at(&mut buf, span_start)?;
+            for &piece in &order[j..k] {
+                let (start, len) = pieces[piece];
+                let from = (start - span_start) as usize;
+                out[piece] = String::from_utf8(buf[from..from + len as usize].to_vec())
+                    .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))?;
+            }
+            j = k;
+        }
+        Ok(out)
+    }
+
+    /// Whether the text lives on disk.
+    pub fn spilled(&self) -> bool {
+        self.spill.is_some()
+    }
+}
+
+fn open_spill(dir: &std::path::Path, already: &[u8]) -> io::Result<BufWriter<File>> {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos())
+        .unwrap_or(0);
+    let path = dir.join(format!("args-{}-{nanos}.spill", std::process::id()));
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create_new(true)
+        .open(&path)?;
+    std::fs::remove_file(&path)?;
+    let mut writer = BufWriter::with_capacity(1 << 20, file);
+    writer.write_all(already)?;
+    Ok(writer)
+}
+
 /// The kept events, column by column.
 #[derive(Default)]
 pub struct EventStore {
@@ -103,7 +260,7 @@ pub struct EventStore {
     pub bytes: Vec<i64>,
     pub args_start: Vec<u64>,
     pub args_len: Vec<u32>,
-    pub arena: Vec<u8>,
+    pub arena: ArgsArena,
 }
 
 impl EventStore {
@@ -137,9 +294,8 @@ impl EventStore {
         self.bytes.push(e.bytes);
         match args {
             Some(text) => {
-                self.args_start.push(self.arena.len() as u64);
+                self.args_start.push(self.arena.append(text.as_bytes()));
                 self.args_len.push(text.len() as u32);
-                self.arena.extend_from_slice(text.as_bytes());
             }
             None => {
                 self.args_start.push(0);
@@ -149,13 +305,37 @@ impl EventStore {
         index
     }
 
-    pub fn args(&self, i: usize) -> Option<&str> {
+    /// The `args_json` text of event `i` (after [`ArgsArena::finish_writes`]).
+    pub fn args(&self, i: usize) -> io::Result<Option<String>> {
         let len = self.args_len[i];
         if len == NO_ID {
-            return None;
+            return Ok(None);
         }
-        let start = self.args_start[i] as usize;
-        std::str::from_utf8(&self.arena[start..start + len as usize]).ok()
+        self.arena.read(self.args_start[i], len).map(Some)
+    }
+
+    /// The `args_json` texts of many events at once (one batch).
+    pub fn args_many(&self, rows: &[usize]) -> io::Result<Vec<Option<String>>> {
+        let present: Vec<usize> = rows
+            .iter()
+            .copied()
+            .filter(|&i| self.args_len[i] != NO_ID)
+            .collect();
+        let pieces: Vec<(u64, u32)> = present
+            .iter()
+            .map(|&i| (self.args_start[i], self.args_len[i]))
+            .collect();
+        let mut texts = self.arena.read_many(&pieces)?.into_iter();
+        Ok(rows
+            .iter()
+            .map(|&i| {
+                if self.args_len[i] == NO_ID {
+                    None
+                } else {
+                    texts.next()
+                }
+            })
+            .collect())
     }
 
     /// The end of a slice (`i64::MAX` when unterminated).
@@ -205,4 +385,43 @@ pub fn bound_args<'a>(text: &'a str, max: usize, marker: &str) -> std::borrow::C
     out.push_str(&text[..cut]);
     out.push_str(marker);
     std::borrow::Cow::Owned(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn args_arena_spills_past_its_threshold_and_reads_back_exactly() {
+        let dir = std::env::temp_dir().join(format!("flameox-arena-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let mut arena = ArgsArena::new(Some(dir.clone()));
+        let chunk: Vec<u8> = (0..1 << 20).map(|i| b'a' + (i % 26) as u8).collect();
+        let mut starts = Vec::new();
+        for n in 0..40u8 {
+            let mut piece = chunk.clone();
+            piece[0] = b'0' + n % 10;
+            starts.push(arena.append(&piece));
+        }
+        arena.finish_writes().unwrap();
+        assert!(arena.spilled());
+        // The spill file is unlinked: nothing is left in the folder.
+        assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 0);
+        for (n, start) in starts.iter().enumerate() {
+            let text = arena.read(*start, 1 << 20).unwrap();
+            assert_eq!(text.as_bytes()[0], b'0' + (n % 10) as u8);
+            assert_eq!(&text.as_bytes()[1..], &chunk[1..]);
+        }
+        let reversed: Vec<(u64, u32)> = starts.iter().rev().map(|&s| (s, 1 << 20)).collect();
+        let many = arena.read_many(&reversed).unwrap();
+        for (k, text) in many.iter().enumerate() {
+            assert_eq!(text.as_bytes()[0], b'0' + ((39 - k) % 10) as u8);
+        }
+        let mut memory_only = ArgsArena::new(None);
+        let at = memory_only.append(b"{\"a\":1}");
+        memory_only.finish_writes().unwrap();
+        assert!(!memory_only.spilled());
+        assert_eq!(memory_only.read(at, 7).unwrap(), "{\"a\":1}");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
 }
