@@ -17,7 +17,7 @@ use serde::Serialize;
 use crate::render::{self, Table, cut, duration_ns, thousands};
 use crate::{
     AnalyzeCommand, ArtifactsCommand, CatalogAction, Cli, Command, ConfigAction, GlobalOptions,
-    RunsCommand, StacksCommand, TraceCommand,
+    McpCommand, RunsCommand, StacksCommand, TraceCommand,
 };
 
 fn locator(g: &GlobalOptions) -> WorkspaceLocator {
@@ -195,6 +195,7 @@ pub fn run(cli: Cli) -> Result<()> {
             })
         }
         Command::Analyze { analysis } => analyze_command(g, analysis),
+        Command::Mcp { action } => mcp_command(g, action),
         Command::Stacks { action } => stacks_command(g, action),
         Command::Trace { action } => trace_command(g, action),
         Command::Runs { action } => {
@@ -588,5 +589,42 @@ impl ImportProgress for CliProgress {
     }
     fn cancelled(&self) -> bool {
         self.cancelled.load(Ordering::SeqCst)
+    }
+}
+
+fn mcp_command(g: &GlobalOptions, action: McpCommand) -> Result<()> {
+    let project_root = g
+        .project_root
+        .clone()
+        .unwrap_or_else(|| std::path::PathBuf::from("."));
+    let options = flameox_mcp::ServerOptions {
+        project_root: project_root.clone(),
+        workspace: g.workspace.clone(),
+    };
+    match action {
+        McpCommand::Serve { init } => {
+            if init {
+                inventory::init(&project_root)?;
+            }
+            block_on(flameox_mcp::serve_stdio(options))?.map_err(FlameoxError::internal)
+        }
+        McpCommand::Inspect => {
+            let surface = flameox_mcp::inspect(options);
+            let text = if g.json {
+                serde_json::to_string_pretty(&surface).unwrap_or_default()
+            } else {
+                let mut out = format!("{}\n\n", surface["instructions"].as_str().unwrap_or(""));
+                for tool in surface["tools"].as_array().into_iter().flatten() {
+                    out += &format!(
+                        "{:<24} {}\n",
+                        tool["name"].as_str().unwrap_or(""),
+                        tool["description"].as_str().unwrap_or("")
+                    );
+                }
+                out
+            };
+            println!("{text}");
+            Ok(())
+        }
     }
 }

@@ -102,6 +102,23 @@ pub enum Command {
         #[command(subcommand)]
         action: ArtifactsCommand,
     },
+    /// The MCP server over stdio. Example: `flameox mcp serve --project-root .`
+    Mcp {
+        #[command(subcommand)]
+        action: McpCommand,
+    },
+}
+
+#[derive(Subcommand, Debug)]
+pub enum McpCommand {
+    /// Serve MCP on stdin/stdout (protocol only on stdout). Example: `flameox mcp serve --init`
+    Serve {
+        /// Initialize the workspace before serving.
+        #[arg(long)]
+        init: bool,
+    },
+    /// Print the tools, schemas, annotations and instructions a client sees. Example: `flameox mcp inspect --json`
+    Inspect,
 }
 
 #[derive(Subcommand, Debug)]

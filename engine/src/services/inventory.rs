@@ -213,3 +213,43 @@ pub fn show_artifact(ws: &Workspace, artifact_id: &str) -> Result<ArtifactDetail
         extracted,
     })
 }
+
+/// `get_evidence` / `evidence get`: one record by typed reference
+/// (`run:<uuid>`, `artifact:sha256:<hex>`, `generation:<uuid>`).
+pub fn evidence_get(ws: &Workspace, reference: &str) -> Result<serde_json::Value> {
+    use crate::error::{ErrorCode, FlameoxError};
+    let to_value = |v: serde_json::Result<serde_json::Value>| {
+        v.map_err(|e| FlameoxError::internal(format!("serializing a record: {e}")))
+    };
+    let (kind, id) = reference.split_once(':').ok_or_else(|| {
+        FlameoxError::invalid_argument("reference", "expected <kind>:<id>, e.g. run:<uuid>")
+            .detail("valid_kinds", vec!["run", "artifact", "generation"])
+    })?;
+    check_id("reference", id)?;
+    let value = match kind {
+        "run" => to_value(serde_json::to_value(show_run(ws, id)?))?,
+        "artifact" => to_value(serde_json::to_value(show_artifact(ws, id)?))?,
+        "generation" => {
+            let snapshot = catalog::pin_head(ws)?;
+            let generation = snapshot
+                .generations
+                .iter()
+                .find(|g| g.generation_id == id)
+                .cloned()
+                .ok_or_else(|| {
+                    FlameoxError::new(ErrorCode::RunNotFound, format!("no active generation {id}"))
+                })?;
+            to_value(serde_json::to_value(generation))?
+        }
+        other => {
+            let near = crate::error::closest(other, ["run", "artifact", "generation"], 1);
+            return Err(FlameoxError::invalid_argument(
+                "reference",
+                format!("unknown kind {other}"),
+            )
+            .detail("closest", near)
+            .detail("valid_kinds", vec!["run", "artifact", "generation"]));
+        }
+    };
+    Ok(serde_json::json!({ "reference": reference, "kind": kind, "record": value }))
+}

@@ -6,6 +6,7 @@
 //! status. Transports only parse arguments and render.
 
 pub mod analyze;
+pub mod capabilities;
 pub mod import;
 pub mod inventory;
 

@@ -1,0 +1,97 @@
+//! What this build can read and answer, reported passively (nothing is probed
+//! or installed), and how to view an artifact in its native viewer.
+
+use flameox_extractors::detect::FormatKind;
+use serde::{Deserialize, Serialize};
+
+use crate::error::Result;
+use crate::store;
+use crate::workspace::Workspace;
+
+/// One input format and whether this build extracts it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FormatCapability {
+    pub kind: String,
+    pub extract: bool,
+    pub note: String,
+}
+
+/// `list_capabilities` / `flameox capabilities`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Capabilities {
+    pub flameox_version: String,
+    pub formats: Vec<FormatCapability>,
+    pub analyses: Vec<String>,
+    pub drilldowns: Vec<String>,
+}
+
+/// The formats detection knows, and which have an extractor in this build.
+pub fn capabilities() -> Capabilities {
+    let formats = FormatKind::ALL
+        .iter()
+        .filter(|k| **k != FormatKind::Unknown)
+        .map(|k| {
+            let (extract, note) = match k {
+                FormatKind::ChromeJson => (true, "Chrome trace events: PyTorch profiler / Kineto, Chromium, viztracer, py-spy chrometrace"),
+                FormatKind::NsightReport => (false, "export first: nsys export --type sqlite"),
+                _ => (false, "detected; no extractor in this build yet"),
+            };
+            FormatCapability { kind: k.name().to_owned(), extract, note: note.to_owned() }
+        })
+        .collect();
+    Capabilities {
+        flameox_version: env!("CARGO_PKG_VERSION").to_owned(),
+        formats,
+        analyses: vec!["hotspots".into()],
+        drilldowns: vec![
+            "callers".into(),
+            "callees".into(),
+            "stack_examples".into(),
+            "trace_window".into(),
+        ],
+    }
+}
+
+/// How to open an artifact in the viewer made for its format.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ViewerPlan {
+    pub artifact_id: String,
+    pub kind: String,
+    pub viewer: String,
+    /// Steps for a person; no host path is included.
+    pub steps: Vec<String>,
+}
+
+pub fn viewer_plan(ws: &Workspace, artifact_id: &str) -> Result<ViewerPlan> {
+    let record = store::read_artifact(ws, artifact_id)?;
+    let (viewer, steps) = match record.kind.as_str() {
+        "chrome_json" | "perfetto_protobuf" => (
+            "Perfetto UI",
+            vec![
+                "open https://ui.perfetto.dev in a browser".to_owned(),
+                format!(
+                    "choose 'Open trace file' and pick {} (the original file)",
+                    record.original_name
+                ),
+                "or run: flameox open <artifact-id> --launch".to_owned(),
+            ],
+        ),
+        "speedscope_json" | "folded_stacks" | "pprof" => (
+            "speedscope",
+            vec![format!(
+                "open https://www.speedscope.app and drop {}",
+                record.original_name
+            )],
+        ),
+        _ => (
+            "none",
+            vec!["no native viewer is known for this kind".to_owned()],
+        ),
+    };
+    Ok(ViewerPlan {
+        artifact_id: record.artifact_id,
+        kind: record.kind,
+        viewer: viewer.to_owned(),
+        steps,
+    })
+}

@@ -1,0 +1,152 @@
+//! Strict argument checking against a tool's input schema, before any
+//! decoding, so malformed calls get `INVALID_ARGUMENTS` with `details.fields`
+//! (and the closest valid name for a misspelled one) instead of a serde text.
+
+use flameox_engine::error::{ErrorCode, FlameoxError, closest};
+use serde_json::{Map, Value, json};
+
+/// Checks `args` against `schema` (an object schema with `properties`,
+/// `required`, `additionalProperties: false`). Returns every problem at once.
+pub fn check(schema: &Value, args: &Map<String, Value>) -> Result<(), FlameoxError> {
+    let empty = Map::new();
+    let properties = schema
+        .get("properties")
+        .and_then(Value::as_object)
+        .unwrap_or(&empty);
+    let mut problems: Vec<Value> = Vec::new();
+    for (name, value) in args {
+        match properties.get(name) {
+            None => {
+                let near = closest(name, properties.keys().map(String::as_str), 1);
+                problems.push(json!({
+                    "field": name,
+                    "problem": "unknown field",
+                    "closest": near.first(),
+                    "valid": properties.keys().collect::<Vec<_>>(),
+                }));
+            }
+            Some(rule) => {
+                if let Some(problem) = check_value(rule, value) {
+                    problems.push(json!({ "field": name, "problem": problem }));
+                }
+            }
+        }
+    }
+    for required in schema
+        .get("required")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+    {
+        if let Some(name) = required.as_str()
+            && !args.contains_key(name)
+        {
+            problems.push(json!({ "field": name, "problem": "required" }));
+        }
+    }
+    if problems.is_empty() {
+        return Ok(());
+    }
+    let summary: Vec<String> = problems
+        .iter()
+        .map(|p| {
+            format!(
+                "{}: {}",
+                p["field"].as_str().unwrap_or("?"),
+                p["problem"].as_str().unwrap_or("?")
+            )
+        })
+        .collect();
+    Err(
+        FlameoxError::new(ErrorCode::InvalidArguments, summary.join("; "))
+            .detail("fields", problems),
+    )
+}
+
+fn check_value(rule: &Value, value: &Value) -> Option<String> {
+    let kind = rule.get("type").and_then(Value::as_str).unwrap_or("any");
+    let ok_type = match kind {
+        "string" => value.is_string(),
+        "integer" => value.is_i64() || value.is_u64(),
+        "boolean" => value.is_boolean(),
+        "array" => value.is_array(),
+        "object" => value.is_object(),
+        _ => true,
+    };
+    if !ok_type {
+        return Some(format!("must be a {kind}"));
+    }
+    if let Some(text) = value.as_str() {
+        let len = text.chars().count() as u64;
+        if let Some(max) = rule.get("maxLength").and_then(Value::as_u64)
+            && len > max
+        {
+            return Some(format!("longer than {max} characters"));
+        }
+        if let Some(min) = rule.get("minLength").and_then(Value::as_u64)
+            && len < min
+        {
+            return Some("must not be empty".into());
+        }
+        if let Some(allowed) = rule.get("enum").and_then(Value::as_array)
+            && !allowed.iter().any(|a| a == value)
+        {
+            return Some(format!("must be one of {}", Value::Array(allowed.clone())));
+        }
+    }
+    if let Some(n) = value.as_i64() {
+        if let Some(min) = rule.get("minimum").and_then(Value::as_i64)
+            && n < min
+        {
+            return Some(format!("must be ≥ {min}"));
+        }
+        if let Some(max) = rule.get("maximum").and_then(Value::as_i64)
+            && n > max
+        {
+            return Some(format!("must be ≤ {max}"));
+        }
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn misspelled_unknown_missing_and_out_of_range_fields_are_all_reported() {
+        let schema = json!({
+            "type": "object",
+            "properties": { "target": {"type": "string", "maxLength": 5}, "limit": {"type": "integer", "minimum": 1, "maximum": 1000} },
+            "required": ["target"],
+            "additionalProperties": false
+        });
+        let args = json!({ "limt": 5, "limit": 0 })
+            .as_object()
+            .cloned()
+            .unwrap();
+        let err = check(&schema, &args).unwrap_err();
+        assert_eq!(err.code, ErrorCode::InvalidArguments);
+        let fields = err.details["fields"].as_array().unwrap();
+        assert_eq!(fields.len(), 3);
+        assert!(
+            fields
+                .iter()
+                .any(|f| f["field"] == "limt" && f["closest"] == "limit")
+        );
+        assert!(
+            fields
+                .iter()
+                .any(|f| f["field"] == "limit" && f["problem"] == "must be ≥ 1")
+        );
+        assert!(
+            fields
+                .iter()
+                .any(|f| f["field"] == "target" && f["problem"] == "required")
+        );
+        let ok = json!({ "target": "abc" }).as_object().cloned().unwrap();
+        assert!(check(&schema, &ok).is_ok());
+        let long = json!({ "target": "abcdef" }).as_object().cloned().unwrap();
+        assert!(check(&schema, &long).is_err());
+    }
+}

@@ -1,0 +1,256 @@
+//! The tool surface: every tool's name, title, description, annotation group
+//! and strict input schema, declared in one table. Conformance tests pin it.
+
+use serde_json::{Value, json};
+
+/// Annotation groups of `interfaces.md`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ToolGroup {
+    /// read_only, idempotent, closed world.
+    ReadOnly,
+    /// Imports and records: not read-only, not destructive, not idempotent, closed world.
+    Additive,
+}
+
+impl ToolGroup {
+    /// `(read_only, destructive, idempotent, open_world)`.
+    pub fn hints(self) -> (bool, bool, bool, bool) {
+        match self {
+            ToolGroup::ReadOnly => (true, false, true, false),
+            ToolGroup::Additive => (false, false, false, false),
+        }
+    }
+}
+
+/// One tool as advertised.
+#[derive(Debug, Clone)]
+pub struct ToolSpec {
+    pub name: &'static str,
+    pub title: &'static str,
+    pub description: &'static str,
+    pub group: ToolGroup,
+    pub input_schema: Value,
+}
+
+const ID: u64 = 200;
+
+fn id_prop(description: &str) -> Value {
+    json!({ "type": "string", "minLength": 1, "maxLength": ID, "description": description })
+}
+
+fn limit_prop() -> Value {
+    json!({ "type": "integer", "minimum": 1, "maximum": 1000, "description": "Rows per page (default 100)." })
+}
+
+fn cursor_prop() -> Value {
+    json!({ "type": "string", "minLength": 1, "maxLength": 4096, "description": "next_cursor of the previous page." })
+}
+
+fn object(properties: Value, required: &[&str]) -> Value {
+    json!({ "type": "object", "properties": properties, "required": required, "additionalProperties": false })
+}
+
+/// The output schema shared by every tool: the envelope.
+pub fn output_schema() -> Value {
+    json!({
+        "type": "object",
+        "properties": {
+            "schema_version": { "type": "integer" },
+            "ok": { "type": "boolean" },
+            "result": { "type": ["object", "null"] },
+            "error": {
+                "type": ["object", "null"],
+                "properties": {
+                    "code": { "type": "string" },
+                    "message": { "type": "string" },
+                    "retryable": { "type": "boolean" },
+                    "details": { "type": "object" },
+                    "remediation": { "type": "array", "items": { "type": "string" } },
+                    "run_id": { "type": ["string", "null"] },
+                    "recovery": { "type": ["object", "null"] }
+                }
+            }
+        },
+        "required": ["schema_version", "ok", "result", "error"],
+        "additionalProperties": false
+    })
+}
+
+/// Every tool, in the order clients see them.
+pub fn tools() -> Vec<ToolSpec> {
+    use ToolGroup::*;
+    let target = || id_prop("Run id (UUID) or artifact id (sha256:…).");
+    let frame =
+        || id_prop("Frame key from analyze_hotspots (rows[].frame) or an exact function name.");
+    vec![
+        ToolSpec {
+            name: "initialize_workspace",
+            title: "Initialize workspace",
+            description: "Create the project's .flameox workspace (idempotent). Run once before any other tool.",
+            group: Additive,
+            input_schema: object(json!({}), &[]),
+        },
+        ToolSpec {
+            name: "workspace_status",
+            title: "Workspace status",
+            description: "Workspace id, HEAD commit, counts of runs, artifacts and evidence rows.",
+            group: ReadOnly,
+            input_schema: object(json!({}), &[]),
+        },
+        ToolSpec {
+            name: "validate_workspace",
+            title: "Validate workspace",
+            description: "Check manifests, row counts and schemas; full=true also verifies hashes. Never repairs.",
+            group: ReadOnly,
+            input_schema: object(json!({ "full": { "type": "boolean" } }), &[]),
+        },
+        ToolSpec {
+            name: "list_capabilities",
+            title: "List capabilities",
+            description: "Input formats this build detects and extracts, and the analyses it answers.",
+            group: ReadOnly,
+            input_schema: object(json!({}), &[]),
+        },
+        ToolSpec {
+            name: "import_artifact",
+            title: "Import artifact",
+            description: "Import a trace file as a new run and extract its evidence. path is inside the project (source_root='project') or the temp dir ('temp'). Use kind='execution_trace' for Chrome/Torch traces.",
+            group: Additive,
+            input_schema: object(
+                json!({
+                    "path": { "type": "string", "minLength": 1, "maxLength": 4096 },
+                    "source_root": { "type": "string", "enum": ["project", "temp"] },
+                    "kind": { "type": "string", "maxLength": 64 },
+                    "producer": { "type": "string", "maxLength": 64 }
+                }),
+                &["path"],
+            ),
+        },
+        ToolSpec {
+            name: "list_runs",
+            title: "List runs",
+            description: "Runs, newest first, paged.",
+            group: ReadOnly,
+            input_schema: object(
+                json!({ "limit": limit_prop(), "cursor": cursor_prop() }),
+                &[],
+            ),
+        },
+        ToolSpec {
+            name: "get_run",
+            title: "Get run",
+            description: "One run's manifest: status, artifacts, evidence rows, limitations.",
+            group: ReadOnly,
+            input_schema: object(json!({ "run_id": id_prop("Run id (UUID).") }), &["run_id"]),
+        },
+        ToolSpec {
+            name: "list_artifacts",
+            title: "List artifacts",
+            description: "Stored artifacts (id, kind, size, name), paged. No bytes.",
+            group: ReadOnly,
+            input_schema: object(
+                json!({ "limit": limit_prop(), "cursor": cursor_prop() }),
+                &[],
+            ),
+        },
+        ToolSpec {
+            name: "get_artifact",
+            title: "Get artifact",
+            description: "One artifact's metadata and the runs that used it. No bytes, no paths.",
+            group: ReadOnly,
+            input_schema: object(
+                json!({ "artifact_id": id_prop("sha256:… id.") }),
+                &["artifact_id"],
+            ),
+        },
+        ToolSpec {
+            name: "get_native_viewer_plan",
+            title: "Native viewer plan",
+            description: "How a person opens this artifact in its native viewer (Perfetto UI, speedscope).",
+            group: ReadOnly,
+            input_schema: object(
+                json!({ "artifact_id": id_prop("sha256:… id.") }),
+                &["artifact_id"],
+            ),
+        },
+        ToolSpec {
+            name: "analyze_hotspots",
+            title: "Analyze hotspots",
+            description: "Top frames by self time for a run or artifact, with inclusive time, %, counts and a frame key for drill-down. Optional thread, process, window_start_ns/window_end_ns.",
+            group: ReadOnly,
+            input_schema: object(
+                json!({
+                    "target": target(),
+                    "metric": { "type": "string", "maxLength": 64 },
+                    "thread": { "type": "string", "maxLength": ID },
+                    "process": { "type": "string", "maxLength": ID },
+                    "window_start_ns": { "type": "integer" },
+                    "window_end_ns": { "type": "integer" },
+                    "limit": limit_prop(),
+                    "cursor": cursor_prop()
+                }),
+                &["target"],
+            ),
+        },
+        ToolSpec {
+            name: "get_frame_callers",
+            title: "Frame callers",
+            description: "Frames that call a frame, heaviest edge first, paged.",
+            group: ReadOnly,
+            input_schema: object(
+                json!({ "target": target(), "frame": frame(), "metric": { "type": "string", "maxLength": 64 }, "limit": limit_prop(), "cursor": cursor_prop() }),
+                &["target", "frame"],
+            ),
+        },
+        ToolSpec {
+            name: "get_frame_callees",
+            title: "Frame callees",
+            description: "Frames a frame calls, heaviest edge first, paged.",
+            group: ReadOnly,
+            input_schema: object(
+                json!({ "target": target(), "frame": frame(), "metric": { "type": "string", "maxLength": 64 }, "limit": limit_prop(), "cursor": cursor_prop() }),
+                &["target", "frame"],
+            ),
+        },
+        ToolSpec {
+            name: "get_stack_examples",
+            title: "Stack examples",
+            description: "Full call stacks through a frame, heaviest first.",
+            group: ReadOnly,
+            input_schema: object(
+                json!({ "target": target(), "frame": frame(), "limit": limit_prop() }),
+                &["target", "frame"],
+            ),
+        },
+        ToolSpec {
+            name: "get_trace_window",
+            title: "Trace window",
+            description: "Events overlapping [start_ns, end_ns) of one artifact in time order, paged by cursor. relative=true: offsets from the first event.",
+            group: ReadOnly,
+            input_schema: object(
+                json!({
+                    "artifact_id": id_prop("sha256:… id (or a run with one artifact)."),
+                    "start_ns": { "type": "integer" },
+                    "end_ns": { "type": "integer" },
+                    "relative": { "type": "boolean" },
+                    "kind": { "type": "string", "maxLength": 64 },
+                    "name": { "type": "string", "maxLength": ID },
+                    "track_id": { "type": "integer", "minimum": 0 },
+                    "limit": limit_prop(),
+                    "cursor": cursor_prop()
+                }),
+                &["artifact_id", "start_ns", "end_ns"],
+            ),
+        },
+        ToolSpec {
+            name: "get_evidence",
+            title: "Get evidence",
+            description: "One record by typed reference: run:<uuid>, artifact:sha256:<hex> or generation:<uuid>.",
+            group: ReadOnly,
+            input_schema: object(
+                json!({ "reference": { "type": "string", "minLength": 1, "maxLength": 300 } }),
+                &["reference"],
+            ),
+        },
+    ]
+}

@@ -1,0 +1,594 @@
+//! The rmcp server handler: workspace binding, tool listing, dispatch of each
+//! tool to one engine service, and resources. Tool bodies only translate
+//! arguments and wrap results; every rule lives in the engine.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use flameox_engine::error::{ErrorCode, FlameoxError};
+use flameox_engine::query::SessionCache;
+use flameox_engine::recipes::drilldown::Direction;
+use flameox_engine::services::analyze::{self, FrameRequest, HotspotsRequest, WindowRequest};
+use flameox_engine::services::import::{ImportProgress, ImportRequest, import_artifact, is_inside};
+use flameox_engine::services::{QueryContext, capabilities, inventory};
+use flameox_engine::{Workspace, validate};
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, Implementation,
+    ListResourceTemplatesResult, ListToolsResult, PaginatedRequestParams,
+    ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult, ResourceContents,
+    ResourceTemplate, ServerCapabilities, ServerConfig, Tool, ToolAnnotations,
+};
+use rmcp::service::RequestContext;
+use rmcp::{ErrorData, RoleServer, ServerHandler};
+use serde::de::DeserializeOwned;
+use serde_json::{Map, Value, json};
+
+use crate::arguments;
+use crate::catalog::{self, ToolSpec};
+use crate::envelope::{self, Reply};
+use crate::instructions::instructions;
+
+/// Where the server is bound, fixed at start.
+#[derive(Debug, Clone)]
+pub struct ServerOptions {
+    pub project_root: PathBuf,
+    /// An explicit `.flameox` folder; default `<project_root>/.flameox`.
+    pub workspace: Option<PathBuf>,
+}
+
+/// The flameox MCP server.
+#[derive(Clone)]
+pub struct FlameoxServer {
+    project_root: PathBuf,
+    workspace_dir: PathBuf,
+    cache: SessionCache,
+    tools: Arc<Vec<ToolSpec>>,
+}
+
+type ToolResult = Result<Reply, FlameoxError>;
+
+impl FlameoxServer {
+    pub fn new(options: ServerOptions) -> FlameoxServer {
+        let project_root = options
+            .project_root
+            .canonicalize()
+            .unwrap_or(options.project_root);
+        let workspace_dir = options
+            .workspace
+            .unwrap_or_else(|| project_root.join(".flameox"));
+        FlameoxServer {
+            project_root,
+            workspace_dir,
+            cache: SessionCache::default(),
+            tools: Arc::new(catalog::tools()),
+        }
+    }
+
+    /// The tools as rmcp advertises them.
+    pub fn advertised_tools(&self) -> Vec<Tool> {
+        let output = Arc::new(as_object(catalog::output_schema()));
+        self.tools
+            .iter()
+            .map(|spec| {
+                let (ro, destructive, idempotent, open) = spec.group.hints();
+                Tool::new(
+                    spec.name,
+                    spec.description,
+                    as_object(spec.input_schema.clone()),
+                )
+                .with_title(spec.title)
+                .with_raw_output_schema(output.clone())
+                .with_annotations(
+                    ToolAnnotations::with_title(spec.title)
+                        .read_only(ro)
+                        .destructive(destructive)
+                        .idempotent(idempotent)
+                        .open_world(open),
+                )
+            })
+            .collect()
+    }
+
+    fn workspace(&self) -> Result<Workspace, FlameoxError> {
+        Workspace::open(&self.workspace_dir)
+    }
+
+    /// Runs one tool call to an envelope (public for in-process tests).
+    pub async fn call(
+        &self,
+        name: &str,
+        args: Map<String, Value>,
+        ctx: Option<&RequestContext<RoleServer>>,
+    ) -> Option<CallToolResult> {
+        let spec = self.tools.iter().find(|t| t.name == name)?;
+        let outcome = match arguments::check(&spec.input_schema, &args) {
+            Ok(()) => self.dispatch(name, Value::Object(args), ctx).await,
+            Err(e) => Err(e),
+        };
+        Some(match outcome {
+            Ok(reply) => envelope::success(name, reply),
+            Err(error) => envelope::failure(name, &error),
+        })
+    }
+
+    async fn dispatch(
+        &self,
+        name: &str,
+        args: Value,
+        ctx: Option<&RequestContext<RoleServer>>,
+    ) -> ToolResult {
+        if name == "initialize_workspace" {
+            let outcome = inventory::init(&self.project_root)?;
+            return Ok(Reply::new("workspace ready", to_value(&outcome)?));
+        }
+        if name == "list_capabilities" {
+            return Ok(Reply::new(
+                "capabilities",
+                to_value(&capabilities::capabilities())?,
+            ));
+        }
+        let ws = self.workspace()?;
+        let qc = QueryContext {
+            ws: &ws,
+            cache: Some(&self.cache),
+            options: Default::default(),
+        };
+        match name {
+            "workspace_status" => Ok(Reply::new("status", to_value(&inventory::status(&ws)?)?)),
+            "validate_workspace" => {
+                let a: ValidateArgs = decode(args)?;
+                let report = validate::validate(&ws, a.full.unwrap_or(false))?;
+                Ok(Reply::new(
+                    if report.ok { "valid" } else { "INVALID" },
+                    to_value(&report)?,
+                ))
+            }
+            "import_artifact" => self.import(&ws, decode(args)?, ctx).await,
+            "list_runs" => {
+                let a: PageArgs = decode(args)?;
+                let page = inventory::list_runs(&ws, a.limit, a.cursor.as_deref())?;
+                let mut reply = Reply::new("runs", to_value(&page)?).paged("runs");
+                for run in &page.items {
+                    reply = reply.link_run(&run.run_id);
+                }
+                Ok(reply)
+            }
+            "get_run" => {
+                let a: RunArgs = decode(args)?;
+                let run = inventory::show_run(&ws, &a.run_id)?;
+                let mut reply =
+                    Reply::new(format!("run {}", a.run_id), to_value(&run)?).link_run(&a.run_id);
+                for artifact in &run.artifacts {
+                    reply = reply.link_artifact(&artifact.artifact_id);
+                }
+                Ok(reply)
+            }
+            "list_artifacts" => {
+                let a: PageArgs = decode(args)?;
+                let page = inventory::list_artifacts(&ws, a.limit, a.cursor.as_deref())?;
+                Ok(Reply::new("artifacts", to_value(&page)?).paged("artifacts"))
+            }
+            "get_artifact" => {
+                let a: ArtifactArgs = decode(args)?;
+                let detail = inventory::show_artifact(&ws, &a.artifact_id)?;
+                Ok(Reply::new(
+                    format!("artifact {}", short(&a.artifact_id)),
+                    to_value(&detail)?,
+                )
+                .link_artifact(&a.artifact_id))
+            }
+            "get_native_viewer_plan" => {
+                let a: ArtifactArgs = decode(args)?;
+                Ok(Reply::new(
+                    "viewer plan",
+                    to_value(&capabilities::viewer_plan(&ws, &a.artifact_id)?)?,
+                ))
+            }
+            "get_evidence" => {
+                let a: EvidenceArgs = decode(args)?;
+                Ok(Reply::new(
+                    format!("evidence {}", short(&a.reference)),
+                    inventory::evidence_get(&ws, &a.reference)?,
+                ))
+            }
+            "analyze_hotspots" => {
+                let a: HotspotArgs = decode(args)?;
+                let window = match (a.window_start_ns, a.window_end_ns) {
+                    (Some(s), Some(e)) => Some((s, e)),
+                    (None, None) => None,
+                    _ => {
+                        return Err(FlameoxError::invalid_argument(
+                            "window_end_ns",
+                            "give both window_start_ns and window_end_ns",
+                        ));
+                    }
+                };
+                let request = HotspotsRequest {
+                    target: a.target.clone(),
+                    metric: a.metric,
+                    thread: a.thread,
+                    process: a.process,
+                    window,
+                    limit: a.limit,
+                    cursor: a.cursor,
+                };
+                let result = analyze::analyze_hotspots(&qc, &request).await?;
+                let reply = Reply::new(
+                    format!("{} by {}", short(&a.target), result.metric),
+                    to_value(&result)?,
+                )
+                .paged("frames");
+                Ok(scope_links(reply, &result.scope))
+            }
+            "get_frame_callers" | "get_frame_callees" => {
+                let a: FrameArgs = decode(args)?;
+                let direction = if name == "get_frame_callers" {
+                    Direction::Callers
+                } else {
+                    Direction::Callees
+                };
+                let request = FrameRequest {
+                    target: a.target.clone(),
+                    frame: a.frame,
+                    metric: a.metric,
+                    limit: a.limit,
+                    cursor: a.cursor,
+                };
+                let result = analyze::frame_neighbors(&qc, &request, direction).await?;
+                let reply = Reply::new(
+                    format!(
+                        "{} of {}",
+                        if direction == Direction::Callers {
+                            "callers"
+                        } else {
+                            "callees"
+                        },
+                        result.frame.function
+                    ),
+                    to_value(&result)?,
+                )
+                .paged("frames");
+                Ok(scope_links(reply, &result.scope))
+            }
+            "get_stack_examples" => {
+                let a: ExamplesArgs = decode(args)?;
+                let request = FrameRequest {
+                    target: a.target,
+                    frame: a.frame,
+                    metric: None,
+                    limit: a.limit,
+                    cursor: None,
+                };
+                let result = analyze::stack_examples(&qc, &request).await?;
+                let reply = Reply::new(
+                    format!("stacks through {}", result.frame.function),
+                    to_value(&result)?,
+                )
+                .paged("stacks");
+                Ok(scope_links(reply, &result.scope))
+            }
+            "get_trace_window" => {
+                let a: WindowArgs = decode(args)?;
+                let request = WindowRequest {
+                    target: a.artifact_id,
+                    start_ns: a.start_ns,
+                    end_ns: a.end_ns,
+                    kind: a.kind,
+                    name: a.name,
+                    track_id: a.track_id,
+                    relative: a.relative.unwrap_or(false),
+                    limit: a.limit,
+                    cursor: a.cursor,
+                };
+                let result = analyze::trace_window(&qc, &request).await?;
+                let artifact = result.artifact_id.clone();
+                Ok(Reply::new(
+                    format!("window of {}", short(&artifact)),
+                    to_value(&result)?,
+                )
+                .paged("events")
+                .link_artifact(&artifact))
+            }
+            other => Err(FlameoxError::internal(format!(
+                "tool {other} has no handler"
+            ))),
+        }
+    }
+
+    async fn import(
+        &self,
+        ws: &Workspace,
+        a: ImportArgs,
+        ctx: Option<&RequestContext<RoleServer>>,
+    ) -> ToolResult {
+        let path =
+            self.resolve_import_path(&a.path, a.source_root.as_deref().unwrap_or("project"))?;
+        let kind = match a.kind.as_deref() {
+            Some("execution_trace") | None => None,
+            Some(k) => Some(k.to_owned()),
+        };
+        let request = ImportRequest {
+            path,
+            kind,
+            producer: a.producer.filter(|p| p != "auto"),
+        };
+        let progress = McpProgress::new(ctx);
+        let ws = ws.clone();
+        let reporter = progress.clone();
+        let outcome =
+            tokio::task::spawn_blocking(move || import_artifact(&ws, &request, &reporter))
+                .await
+                .map_err(|e| FlameoxError::internal(format!("import task failed: {e}")))?;
+        progress.flush(ctx).await;
+        let result = outcome?;
+        Ok(
+            Reply::new(format!("imported {}", result.kind), to_value(&result)?)
+                .link_run(&result.run_id)
+                .link_artifact(&result.artifact_id),
+        )
+    }
+
+    /// Resolves an import path after following symlinks and refuses anything
+    /// outside the project root or the system temp folder.
+    fn resolve_import_path(&self, path: &str, source_root: &str) -> Result<PathBuf, FlameoxError> {
+        let root = match source_root {
+            "project" => self.project_root.clone(),
+            "temp" => std::env::temp_dir(),
+            other => {
+                return Err(FlameoxError::invalid_argument(
+                    "source_root",
+                    format!("{other} is not project or temp"),
+                ));
+            }
+        };
+        let candidate = Path::new(path);
+        let joined = if candidate.is_absolute() {
+            candidate.to_path_buf()
+        } else {
+            root.join(candidate)
+        };
+        let refused = || {
+            FlameoxError::new(ErrorCode::InvalidArguments, format!("path is not a readable file inside the {source_root} root"))
+                .detail("fields", json!([{ "field": "path", "problem": format!("must resolve inside the {source_root} root") }]))
+                .remedy("copy the file into the project, or use source_root='temp' for files under the temp folder")
+        };
+        let resolved = joined.canonicalize().map_err(|_| refused())?;
+        if !is_inside(&resolved, &root) {
+            return Err(refused());
+        }
+        Ok(resolved)
+    }
+}
+
+fn scope_links(mut reply: Reply, scope: &flameox_engine::services::ResolvedScope) -> Reply {
+    if let Some(run) = &scope.run_id {
+        reply = reply.link_run(run);
+    }
+    for artifact in &scope.artifact_ids {
+        reply = reply.link_artifact(artifact);
+    }
+    reply
+}
+
+fn short(id: &str) -> String {
+    if id.chars().count() > 20 {
+        format!("{}…", id.chars().take(19).collect::<String>())
+    } else {
+        id.to_owned()
+    }
+}
+
+fn to_value<T: serde::Serialize>(value: &T) -> Result<Value, FlameoxError> {
+    serde_json::to_value(value)
+        .map_err(|e| FlameoxError::internal(format!("serializing a result: {e}")))
+}
+
+fn decode<T: DeserializeOwned>(args: Value) -> Result<T, FlameoxError> {
+    serde_json::from_value(args)
+        .map_err(|e| FlameoxError::invalid_argument("arguments", e.to_string()))
+}
+
+fn as_object(value: Value) -> Map<String, Value> {
+    match value {
+        Value::Object(map) => map,
+        _ => Map::new(),
+    }
+}
+
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ValidateArgs {
+    full: Option<bool>,
+}
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PageArgs {
+    limit: Option<usize>,
+    cursor: Option<String>,
+}
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RunArgs {
+    run_id: String,
+}
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ArtifactArgs {
+    artifact_id: String,
+}
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct EvidenceArgs {
+    reference: String,
+}
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ImportArgs {
+    path: String,
+    source_root: Option<String>,
+    kind: Option<String>,
+    producer: Option<String>,
+}
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct HotspotArgs {
+    target: String,
+    metric: Option<String>,
+    thread: Option<String>,
+    process: Option<String>,
+    window_start_ns: Option<i64>,
+    window_end_ns: Option<i64>,
+    limit: Option<usize>,
+    cursor: Option<String>,
+}
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FrameArgs {
+    target: String,
+    frame: String,
+    metric: Option<String>,
+    limit: Option<usize>,
+    cursor: Option<String>,
+}
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ExamplesArgs {
+    target: String,
+    frame: String,
+    limit: Option<usize>,
+}
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct WindowArgs {
+    artifact_id: String,
+    start_ns: i64,
+    end_ns: i64,
+    relative: Option<bool>,
+    kind: Option<String>,
+    name: Option<String>,
+    track_id: Option<u64>,
+    limit: Option<usize>,
+    cursor: Option<String>,
+}
+
+/// Import phases for MCP progress: recorded from the blocking import and
+/// cancellation read from the request's token.
+#[derive(Clone)]
+struct McpProgress {
+    phases: Arc<std::sync::Mutex<Vec<String>>>,
+    cancel: Option<tokio_util::sync::CancellationToken>,
+}
+
+impl McpProgress {
+    fn new(ctx: Option<&RequestContext<RoleServer>>) -> McpProgress {
+        McpProgress {
+            phases: Arc::default(),
+            cancel: ctx.map(|c| c.ct.clone()),
+        }
+    }
+
+    /// Sends the recorded phases as one monotonic progress stream.
+    async fn flush(&self, ctx: Option<&RequestContext<RoleServer>>) {
+        let Some(ctx) = ctx else { return };
+        let Some(token) = ctx.meta.get_progress_token() else {
+            return;
+        };
+        let phases = self.phases.lock().map(|p| p.clone()).unwrap_or_default();
+        let total = phases.len() as f64;
+        for (i, phase) in phases.iter().enumerate() {
+            let param = rmcp::model::ProgressNotificationParam::new(token.clone(), (i + 1) as f64)
+                .with_total(total)
+                .with_message(phase.clone());
+            let _ = ctx.peer.notify_progress(param).await;
+        }
+    }
+}
+
+impl ImportProgress for McpProgress {
+    fn phase(&self, phase: &str) {
+        if let Ok(mut phases) = self.phases.lock() {
+            phases.push(phase.to_owned());
+        }
+    }
+    fn cancelled(&self) -> bool {
+        self.cancel.as_ref().is_some_and(|c| c.is_cancelled())
+    }
+}
+
+impl ServerHandler for FlameoxServer {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(
+            ServerCapabilities::builder()
+                .enable_tools()
+                .enable_resources()
+                .build(),
+        )
+        .with_server_info(Implementation::new("flameox", env!("CARGO_PKG_VERSION")))
+        .with_instructions(instructions())
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _ctx: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        Ok(ListToolsResult::with_all_items(self.advertised_tools()))
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let args = request.arguments.unwrap_or_default();
+        match self.call(&request.name, args, Some(&ctx)).await {
+            Some(result) => Ok(result.into()),
+            None => Err(ErrorData::invalid_params(
+                format!("tool not found: {}", request.name),
+                None,
+            )),
+        }
+    }
+
+    async fn list_resource_templates(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _ctx: RequestContext<RoleServer>,
+    ) -> Result<ListResourceTemplatesResult, ErrorData> {
+        Ok(ListResourceTemplatesResult::with_all_items(vec![
+            ResourceTemplate::new("flameox://runs/{run_id}", "run")
+                .with_mime_type("application/json"),
+            ResourceTemplate::new("flameox://artifacts/{artifact_id}", "artifact")
+                .with_mime_type("application/json"),
+        ]))
+    }
+
+    async fn read_resource(
+        &self,
+        request: ReadResourceRequestParams,
+        _ctx: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceResponse, ErrorData> {
+        let value = self
+            .resource(&request.uri)
+            .map_err(|e| ErrorData::resource_not_found(e.message.clone(), None))?;
+        let text = serde_json::to_string_pretty(&value).unwrap_or_default();
+        Ok(ReadResourceResult::new(vec![
+            ResourceContents::text(text, request.uri.clone()).with_mime_type("application/json"),
+        ])
+        .into())
+    }
+}
+
+impl FlameoxServer {
+    /// A resource's JSON summary (no host paths, no bytes).
+    pub fn resource(&self, uri: &str) -> Result<Value, FlameoxError> {
+        let ws = self.workspace()?;
+        if let Some(id) = uri.strip_prefix("flameox://runs/") {
+            return to_value(&inventory::show_run(&ws, id)?);
+        }
+        if let Some(id) = uri.strip_prefix("flameox://artifacts/") {
+            return to_value(&inventory::show_artifact(&ws, id)?);
+        }
+        Err(FlameoxError::invalid_argument("uri", "unknown resource"))
+    }
+}
