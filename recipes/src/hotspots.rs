@@ -90,7 +90,8 @@ pub async fn available_metrics(
     Ok(metrics)
 }
 
-fn choose_metric(requested: Option<&str>, available: &[String]) -> RecipeResult<String> {
+/// The requested metric if the scope has it, else the preferred default.
+pub fn choose_metric(requested: Option<&str>, available: &[String]) -> RecipeResult<String> {
     match requested {
         Some(m) if available.iter().any(|a| a == m) => Ok(m.to_owned()),
         Some(m) => Err(RecipeError::NotFound {

@@ -169,25 +169,8 @@ async fn default_metric(
     requested: Option<&str>,
 ) -> Result<String> {
     let available = run_budgeted(session, hotspots::available_metrics(&session.ctx, scope)).await?;
-    if let Some(m) = requested {
-        if available.iter().any(|a| a == m) {
-            return Ok(m.to_owned());
-        }
-        return Err(
-            FlameoxError::invalid_argument("metric", format!("{m} is not in this scope"))
-                .detail(
-                    "closest",
-                    crate::error::closest(m, available.iter().map(String::as_str), 1),
-                )
-                .detail("valid", available),
-        );
-    }
-    Ok(["cpu.samples", "cpu.time_ns", "trace.wall_ns"]
-        .iter()
-        .find(|p| available.iter().any(|a| a == *p))
-        .map(|p| (*p).to_owned())
-        .or_else(|| available.first().cloned())
-        .unwrap_or_else(|| "trace.wall_ns".into()))
+    hotspots::choose_metric(requested, &available)
+        .map_err(|e| crate::query::recipe_error(e, &session.budget))
 }
 
 /// The callers or callees of a frame, heaviest first.
