@@ -606,7 +606,8 @@ fn mcp_command(g: &GlobalOptions, action: McpCommand) -> Result<()> {
             if init {
                 inventory::init(&project_root)?;
             }
-            block_on(flameox_mcp::serve_stdio(options))?.map_err(FlameoxError::internal)
+            block_on(flameox_mcp::serve_stdio(options, &g.log_level))?
+                .map_err(FlameoxError::internal)
         }
         McpCommand::Inspect => {
             let surface = flameox_mcp::inspect(options);

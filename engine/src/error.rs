@@ -28,6 +28,9 @@ pub enum ErrorCode {
     StaleCursor,
     RunNotFound,
     OperationCancelled,
+    /// A policy refusal: the artifact lies outside what this caller may read
+    /// (outside the project or temp root, or a symlink leading out of it).
+    SensitiveArtifactRefused,
     InternalError,
 }
 
@@ -49,6 +52,7 @@ impl ErrorCode {
             ComparisonInvalid => 6,
             WriteLockTimeout | RevisionConflict | StaleCursor => 7,
             OperationCancelled => 8,
+            SensitiveArtifactRefused => 9,
         }
     }
 

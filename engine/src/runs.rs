@@ -116,14 +116,18 @@ pub fn save_run(ws: &Workspace, run: &mut RunManifest) -> Result<()> {
     write_json_atomic(&dir.join("manifest.json"), run)
 }
 
-fn valid_run_id(run_id: &str) -> bool {
+/// Whether `run_id` has the shape of a run id (a hyphenated UUID).
+pub fn valid_run_id(run_id: &str) -> bool {
     uuid::Uuid::parse_str(run_id).is_ok() && run_id.len() == 36
 }
 
 /// Reads a run; an unknown id is `RUN_NOT_FOUND` with the closest ids.
 pub fn read_run(ws: &Workspace, run_id: &str) -> Result<RunManifest> {
+    if !valid_run_id(run_id) {
+        return Err(malformed_target("run_id"));
+    }
     let path = ws.runs_dir().join(run_id).join("manifest.json");
-    if !valid_run_id(run_id) || !path.is_file() {
+    if !path.is_file() {
         let ids = list_run_ids(ws);
         let near = closest(run_id, ids.iter().map(String::as_str), 3);
         return Err(FlameoxError::new(
@@ -135,6 +139,16 @@ pub fn read_run(ws: &Workspace, run_id: &str) -> Result<RunManifest> {
         .recover_with("list_runs", serde_json::json!({}), "flameox runs list"));
     }
     read_json(&path, "a run manifest")
+}
+
+/// A value that is neither a run id nor an artifact id: refused before any
+/// lookup, so nothing shaped like SQL or a path reaches the file system.
+pub fn malformed_target(field: &str) -> FlameoxError {
+    FlameoxError::invalid_argument(
+        field,
+        "expected a run id (UUID, e.g. 0193…-…) or an artifact id (sha256:<64 hex digits>)",
+    )
+    .recover_with("list_runs", serde_json::json!({}), "flameox runs list")
 }
 
 /// Every run id, oldest first (UUID v7 sorts by creation time).

@@ -46,11 +46,16 @@ fn cursor_prop() -> Value {
     json!({ "type": "string", "minLength": 1, "maxLength": 4096, "description": "next_cursor of the previous page." })
 }
 
+fn metric_prop() -> Value {
+    json!({ "type": "string", "maxLength": 64, "description": "Metric; default the artifact's primary one (answers list the others)." })
+}
+
 fn object(properties: Value, required: &[&str]) -> Value {
     json!({ "type": "object", "properties": properties, "required": required, "additionalProperties": false })
 }
 
-/// The output schema shared by every tool: the envelope.
+/// The output schema shared by every tool: the envelope. Kept small because
+/// clients pay for it once per tool; `docs/mcp.md` documents the error object.
 pub fn output_schema() -> Value {
     json!({
         "type": "object",
@@ -60,15 +65,7 @@ pub fn output_schema() -> Value {
             "result": { "type": ["object", "null"] },
             "error": {
                 "type": ["object", "null"],
-                "properties": {
-                    "code": { "type": "string" },
-                    "message": { "type": "string" },
-                    "retryable": { "type": "boolean" },
-                    "details": { "type": "object" },
-                    "remediation": { "type": "array", "items": { "type": "string" } },
-                    "run_id": { "type": ["string", "null"] },
-                    "recovery": { "type": ["object", "null"] }
-                }
+                "required": ["code", "message", "retryable", "details", "remediation", "run_id", "recovery"]
             }
         },
         "required": ["schema_version", "ok", "result", "error"],
@@ -114,14 +111,14 @@ pub fn tools() -> Vec<ToolSpec> {
         ToolSpec {
             name: "import_artifact",
             title: "Import artifact",
-            description: "Import a trace file as a new run and extract its evidence. path is inside the project (source_root='project') or the temp dir ('temp'). Use kind='execution_trace' for Chrome/Torch traces.",
+            description: "Import a trace file as a new run and extract its evidence. Content decides the format unless kind is given.",
             group: Additive,
             input_schema: object(
                 json!({
-                    "path": { "type": "string", "minLength": 1, "maxLength": 4096 },
-                    "source_root": { "type": "string", "enum": ["project", "temp"] },
-                    "kind": { "type": "string", "maxLength": 64 },
-                    "producer": { "type": "string", "maxLength": 64 }
+                    "path": { "type": "string", "minLength": 1, "maxLength": 4096, "description": "File path, relative to source_root (or absolute inside it)." },
+                    "source_root": { "type": "string", "enum": ["project", "temp"], "description": "Root the path must resolve inside after symlinks (default project)." },
+                    "kind": { "type": "string", "maxLength": 64, "description": "Force a format, e.g. execution_trace (Chrome/Kineto JSON)." },
+                    "producer": { "type": "string", "maxLength": 64, "description": "Force the producer, e.g. kineto, chromium." }
                 }),
                 &["path"],
             ),
@@ -181,9 +178,9 @@ pub fn tools() -> Vec<ToolSpec> {
             input_schema: object(
                 json!({
                     "target": target(),
-                    "metric": { "type": "string", "maxLength": 64 },
-                    "thread": { "type": "string", "maxLength": ID },
-                    "process": { "type": "string", "maxLength": ID },
+                    "metric": metric_prop(),
+                    "thread": { "type": "string", "maxLength": ID, "description": "Thread name or tid." },
+                    "process": { "type": "string", "maxLength": ID, "description": "Process name or pid." },
                     "window_start_ns": { "type": "integer" },
                     "window_end_ns": { "type": "integer" },
                     "limit": limit_prop(),
@@ -198,7 +195,7 @@ pub fn tools() -> Vec<ToolSpec> {
             description: "Frames that call a frame, heaviest edge first, paged.",
             group: ReadOnly,
             input_schema: object(
-                json!({ "target": target(), "frame": frame(), "metric": { "type": "string", "maxLength": 64 }, "limit": limit_prop(), "cursor": cursor_prop() }),
+                json!({ "target": target(), "frame": frame(), "metric": metric_prop(), "limit": limit_prop(), "cursor": cursor_prop() }),
                 &["target", "frame"],
             ),
         },
@@ -208,7 +205,7 @@ pub fn tools() -> Vec<ToolSpec> {
             description: "Frames a frame calls, heaviest edge first, paged.",
             group: ReadOnly,
             input_schema: object(
-                json!({ "target": target(), "frame": frame(), "metric": { "type": "string", "maxLength": 64 }, "limit": limit_prop(), "cursor": cursor_prop() }),
+                json!({ "target": target(), "frame": frame(), "metric": metric_prop(), "limit": limit_prop(), "cursor": cursor_prop() }),
                 &["target", "frame"],
             ),
         },
@@ -233,9 +230,9 @@ pub fn tools() -> Vec<ToolSpec> {
                     "start_ns": { "type": "integer" },
                     "end_ns": { "type": "integer" },
                     "relative": { "type": "boolean" },
-                    "kind": { "type": "string", "maxLength": 64 },
-                    "name": { "type": "string", "maxLength": ID },
-                    "track_id": { "type": "integer", "minimum": 0 },
+                    "kind": { "type": "string", "maxLength": 64, "description": "Event kind, e.g. cpu_op, runtime_api, kernel, instant." },
+                    "name": { "type": "string", "maxLength": ID, "description": "Exact event name." },
+                    "track_id": { "type": "integer", "minimum": 0, "description": "Only this track (track_id of an event)." },
                     "limit": limit_prop(),
                     "cursor": cursor_prop()
                 }),
@@ -245,10 +242,10 @@ pub fn tools() -> Vec<ToolSpec> {
         ToolSpec {
             name: "get_evidence",
             title: "Get evidence",
-            description: "One record by typed reference: run:<uuid>, artifact:sha256:<hex> or generation:<uuid>.",
+            description: "One run, artifact or generation record by typed reference.",
             group: ReadOnly,
             input_schema: object(
-                json!({ "reference": { "type": "string", "minLength": 1, "maxLength": 300 } }),
+                json!({ "reference": { "type": "string", "minLength": 1, "maxLength": ID, "description": "run:<uuid>, artifact:sha256:<hex> or generation:<uuid>." } }),
                 &["reference"],
             ),
         },

@@ -6,6 +6,8 @@ pub mod arguments;
 pub mod catalog;
 pub mod envelope;
 pub mod instructions;
+pub mod progress;
+pub mod requests;
 pub mod server;
 
 pub use server::{FlameoxServer, ServerOptions};
@@ -16,7 +18,19 @@ use rmcp::ServiceExt;
 pub const SERVER_NAME: &str = "flameox";
 
 /// Serves MCP on stdin/stdout until the client closes the stream.
-pub async fn serve_stdio(options: ServerOptions) -> Result<(), String> {
+/// Diagnostics go to stderr at `log_level` (error, warn, info, debug, trace);
+/// stdout carries protocol messages only.
+pub async fn serve_stdio(options: ServerOptions, log_level: &str) -> Result<(), String> {
+    let level = log_level
+        .parse::<tracing::Level>()
+        .map_err(|_| format!("log level {log_level} is not error, warn, info, debug or trace"))?;
+    // Ignore a second install (in-process tests may serve twice).
+    let _ = tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_max_level(level)
+        .with_ansi(false)
+        .try_init();
+    tracing::info!(project_root = %options.project_root.display(), "flameox MCP server starting");
     let server = FlameoxServer::new(options);
     let running = server
         .serve(rmcp::transport::stdio())

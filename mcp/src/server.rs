@@ -9,7 +9,7 @@ use flameox_engine::error::{ErrorCode, FlameoxError};
 use flameox_engine::query::SessionCache;
 use flameox_engine::recipes::drilldown::Direction;
 use flameox_engine::services::analyze::{self, FrameRequest, HotspotsRequest, WindowRequest};
-use flameox_engine::services::import::{ImportProgress, ImportRequest, import_artifact, is_inside};
+use flameox_engine::services::import::{ImportRequest, import_artifact, is_inside};
 use flameox_engine::services::{QueryContext, capabilities, inventory};
 use flameox_engine::{Workspace, validate};
 use rmcp::model::{
@@ -27,6 +27,8 @@ use crate::arguments;
 use crate::catalog::{self, ToolSpec};
 use crate::envelope::{self, Reply};
 use crate::instructions::instructions;
+use crate::progress::McpProgress;
+use crate::requests::*;
 
 /// Where the server is bound, fixed at start.
 #[derive(Debug, Clone)]
@@ -79,7 +81,7 @@ impl FlameoxServer {
                 .with_title(spec.title)
                 .with_raw_output_schema(output.clone())
                 .with_annotations(
-                    ToolAnnotations::with_title(spec.title)
+                    ToolAnnotations::new()
                         .read_only(ro)
                         .destructive(destructive)
                         .idempotent(idempotent)
@@ -312,14 +314,13 @@ impl FlameoxServer {
             kind,
             producer: a.producer.filter(|p| p != "auto"),
         };
-        let progress = McpProgress::new(ctx);
+        let (reporter, forwarder) = McpProgress::start(ctx);
         let ws = ws.clone();
-        let reporter = progress.clone();
         let outcome =
             tokio::task::spawn_blocking(move || import_artifact(&ws, &request, &reporter))
                 .await
                 .map_err(|e| FlameoxError::internal(format!("import task failed: {e}")))?;
-        progress.flush(ctx).await;
+        forwarder.finish().await;
         let result = outcome?;
         Ok(
             Reply::new(format!("imported {}", result.kind), to_value(&result)?)
@@ -348,16 +349,50 @@ impl FlameoxServer {
             root.join(candidate)
         };
         let refused = || {
-            FlameoxError::new(ErrorCode::InvalidArguments, format!("path is not a readable file inside the {source_root} root"))
-                .detail("fields", json!([{ "field": "path", "problem": format!("must resolve inside the {source_root} root") }]))
-                .remedy("copy the file into the project, or use source_root='temp' for files under the temp folder")
+            FlameoxError::new(
+                ErrorCode::SensitiveArtifactRefused,
+                format!("the path does not resolve inside the {source_root} root, so this server will not read it"),
+            )
+            .detail("fields", json!([{ "field": "path", "problem": format!("outside the {source_root} root after following symlinks") }]))
+            .remedy("copy the file into the project and pass its project-relative path")
+            .remedy("or place it under the system temp folder and pass source_root='temp'")
         };
-        let resolved = joined.canonicalize().map_err(|_| refused())?;
+        let missing = || {
+            FlameoxError::invalid_argument(
+                "path",
+                format!("no readable file at this path inside the {source_root} root"),
+            )
+            .remedy("pass a path relative to the project root, e.g. traces/run.json")
+        };
+        // A lexical check first, so a path that climbs out of the root is
+        // refused even when it does not exist.
+        let canonical_root = root.canonicalize().unwrap_or_else(|_| root.clone());
+        if !normalize(&joined).starts_with(&canonical_root)
+            && !normalize(&joined).starts_with(&root)
+        {
+            return Err(refused());
+        }
+        let resolved = joined.canonicalize().map_err(|_| missing())?;
         if !is_inside(&resolved, &root) {
             return Err(refused());
         }
         Ok(resolved)
     }
+}
+
+/// Removes `.` and resolves `..` lexically (no file-system access).
+fn normalize(path: &Path) -> PathBuf {
+    let mut out = PathBuf::new();
+    for part in path.components() {
+        match part {
+            std::path::Component::ParentDir => {
+                out.pop();
+            }
+            std::path::Component::CurDir => {}
+            other => out.push(other),
+        }
+    }
+    out
 }
 
 fn scope_links(mut reply: Reply, scope: &flameox_engine::services::ResolvedScope) -> Reply {
@@ -392,126 +427,6 @@ fn as_object(value: Value) -> Map<String, Value> {
     match value {
         Value::Object(map) => map,
         _ => Map::new(),
-    }
-}
-
-#[derive(serde::Deserialize)]
-#[serde(deny_unknown_fields)]
-struct ValidateArgs {
-    full: Option<bool>,
-}
-#[derive(serde::Deserialize)]
-#[serde(deny_unknown_fields)]
-struct PageArgs {
-    limit: Option<usize>,
-    cursor: Option<String>,
-}
-#[derive(serde::Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RunArgs {
-    run_id: String,
-}
-#[derive(serde::Deserialize)]
-#[serde(deny_unknown_fields)]
-struct ArtifactArgs {
-    artifact_id: String,
-}
-#[derive(serde::Deserialize)]
-#[serde(deny_unknown_fields)]
-struct EvidenceArgs {
-    reference: String,
-}
-#[derive(serde::Deserialize)]
-#[serde(deny_unknown_fields)]
-struct ImportArgs {
-    path: String,
-    source_root: Option<String>,
-    kind: Option<String>,
-    producer: Option<String>,
-}
-#[derive(serde::Deserialize)]
-#[serde(deny_unknown_fields)]
-struct HotspotArgs {
-    target: String,
-    metric: Option<String>,
-    thread: Option<String>,
-    process: Option<String>,
-    window_start_ns: Option<i64>,
-    window_end_ns: Option<i64>,
-    limit: Option<usize>,
-    cursor: Option<String>,
-}
-#[derive(serde::Deserialize)]
-#[serde(deny_unknown_fields)]
-struct FrameArgs {
-    target: String,
-    frame: String,
-    metric: Option<String>,
-    limit: Option<usize>,
-    cursor: Option<String>,
-}
-#[derive(serde::Deserialize)]
-#[serde(deny_unknown_fields)]
-struct ExamplesArgs {
-    target: String,
-    frame: String,
-    limit: Option<usize>,
-}
-#[derive(serde::Deserialize)]
-#[serde(deny_unknown_fields)]
-struct WindowArgs {
-    artifact_id: String,
-    start_ns: i64,
-    end_ns: i64,
-    relative: Option<bool>,
-    kind: Option<String>,
-    name: Option<String>,
-    track_id: Option<u64>,
-    limit: Option<usize>,
-    cursor: Option<String>,
-}
-
-/// Import phases for MCP progress: recorded from the blocking import and
-/// cancellation read from the request's token.
-#[derive(Clone)]
-struct McpProgress {
-    phases: Arc<std::sync::Mutex<Vec<String>>>,
-    cancel: Option<tokio_util::sync::CancellationToken>,
-}
-
-impl McpProgress {
-    fn new(ctx: Option<&RequestContext<RoleServer>>) -> McpProgress {
-        McpProgress {
-            phases: Arc::default(),
-            cancel: ctx.map(|c| c.ct.clone()),
-        }
-    }
-
-    /// Sends the recorded phases as one monotonic progress stream.
-    async fn flush(&self, ctx: Option<&RequestContext<RoleServer>>) {
-        let Some(ctx) = ctx else { return };
-        let Some(token) = ctx.meta.get_progress_token() else {
-            return;
-        };
-        let phases = self.phases.lock().map(|p| p.clone()).unwrap_or_default();
-        let total = phases.len() as f64;
-        for (i, phase) in phases.iter().enumerate() {
-            let param = rmcp::model::ProgressNotificationParam::new(token.clone(), (i + 1) as f64)
-                .with_total(total)
-                .with_message(phase.clone());
-            let _ = ctx.peer.notify_progress(param).await;
-        }
-    }
-}
-
-impl ImportProgress for McpProgress {
-    fn phase(&self, phase: &str) {
-        if let Ok(mut phases) = self.phases.lock() {
-            phases.push(phase.to_owned());
-        }
-    }
-    fn cancelled(&self) -> bool {
-        self.cancel.as_ref().is_some_and(|c| c.is_cancelled())
     }
 }
 

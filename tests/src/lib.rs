@@ -32,7 +32,7 @@ pub fn flameox_bin() -> PathBuf {
         let bin = profile_dir.join("flameox");
         let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
         let mut cmd = Command::new(cargo);
-        cmd.args(["build", "-p", "flameox-cli", "--bin", "flameox"])
+        cmd.args(["build", "-p", "flameox", "--bin", "flameox"])
             .current_dir(repo_root());
         if profile_dir.file_name().is_some_and(|n| n == "release") {
             cmd.arg("--release");

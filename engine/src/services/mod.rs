@@ -112,6 +112,9 @@ impl<'a> QueryContext<'a> {
 /// Resolves a run id or artifact id against a snapshot.
 pub fn resolve_scope(ws: &Workspace, snapshot: &Snapshot, target: &str) -> Result<ResolvedScope> {
     check_id("target", target)?;
+    if !target.starts_with("sha256:") && !runs::valid_run_id(target) {
+        return Err(runs::malformed_target("target"));
+    }
     let (run_id, artifact_ids) = if target.starts_with("sha256:") {
         store::read_artifact(ws, target)?;
         (None, vec![target.to_owned()])

@@ -1,0 +1,126 @@
+//! MCP progress for long tools. The engine reports phases and bytes from a
+//! blocking thread; this module turns them into one strictly increasing
+//! progress stream (0..100) and forwards it to the client while the work
+//! runs, and exposes the request's cancellation token to the engine.
+
+use std::sync::Mutex;
+
+use flameox_engine::services::import::ImportProgress;
+use rmcp::RoleServer;
+use rmcp::model::ProgressNotificationParam;
+use rmcp::service::RequestContext;
+use tokio::sync::mpsc;
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+
+/// Where each import phase starts on the 0..100 scale; extraction fills the
+/// span up to `publishing` in proportion to the bytes read.
+const PHASES: [(&str, f64); 4] = [
+    ("validating_artifact", 1.0),
+    ("extracting", 5.0),
+    ("publishing", 92.0),
+    ("completed", 100.0),
+];
+
+/// The smallest step worth a notification while bytes stream in.
+const MIN_STEP: f64 = 1.0;
+
+/// Progress reporter handed to the engine (it runs on a blocking thread).
+pub struct McpProgress {
+    sender: Option<mpsc::UnboundedSender<(f64, String)>>,
+    cancel: Option<CancellationToken>,
+    state: Mutex<Stream>,
+}
+
+#[derive(Default)]
+struct Stream {
+    phase: String,
+    last_sent: f64,
+}
+
+/// The task that forwards notifications to the client; await it after the
+/// work so every notification precedes the result.
+pub struct Forwarder(Option<JoinHandle<()>>);
+
+impl Forwarder {
+    pub async fn finish(self) {
+        if let Some(handle) = self.0 {
+            let _ = handle.await;
+        }
+    }
+}
+
+impl McpProgress {
+    /// A reporter for one request. Without a progress token nothing is sent;
+    /// cancellation still works.
+    pub fn start(ctx: Option<&RequestContext<RoleServer>>) -> (McpProgress, Forwarder) {
+        let cancel = ctx.map(|c| c.ct.clone());
+        let token = ctx.and_then(|c| c.meta.get_progress_token());
+        let (Some(ctx), Some(token)) = (ctx, token) else {
+            let quiet = McpProgress {
+                sender: None,
+                cancel,
+                state: Mutex::default(),
+            };
+            return (quiet, Forwarder(None));
+        };
+        let (sender, mut receiver) = mpsc::unbounded_channel::<(f64, String)>();
+        let peer = ctx.peer.clone();
+        let handle = tokio::spawn(async move {
+            while let Some((value, message)) = receiver.recv().await {
+                let param = ProgressNotificationParam::new(token.clone(), value)
+                    .with_total(100.0)
+                    .with_message(message);
+                if peer.notify_progress(param).await.is_err() {
+                    break;
+                }
+            }
+        });
+        let reporter = McpProgress {
+            sender: Some(sender),
+            cancel,
+            state: Mutex::default(),
+        };
+        (reporter, Forwarder(Some(handle)))
+    }
+
+    /// Sends `value` with a message if it moves the stream forward enough.
+    fn advance(&self, value: f64, phase: Option<&str>) {
+        let Some(sender) = &self.sender else { return };
+        let Ok(mut stream) = self.state.lock() else {
+            return;
+        };
+        if let Some(phase) = phase {
+            stream.phase = phase.to_owned();
+        }
+        let required = if phase.is_some() { 0.0 } else { MIN_STEP };
+        if value <= stream.last_sent || value < stream.last_sent + required {
+            return;
+        }
+        stream.last_sent = value;
+        let _ = sender.send((value, stream.phase.clone()));
+    }
+}
+
+impl ImportProgress for McpProgress {
+    fn phase(&self, phase: &str) {
+        if let Some((_, start)) = PHASES.iter().find(|(name, _)| *name == phase) {
+            self.advance(*start, Some(phase));
+        }
+    }
+
+    fn bytes(&self, done: u64, total: u64) {
+        if total == 0 {
+            return;
+        }
+        let fraction = (done as f64 / total as f64).clamp(0.0, 1.0);
+        let (from, to) = (PHASES[1].1, PHASES[2].1);
+        // Stay strictly below the next phase so `publishing` still advances.
+        let value = (from + fraction * (to - from - MIN_STEP)).floor();
+        self.advance(value, None);
+    }
+
+    fn cancelled(&self) -> bool {
+        self.cancel.as_ref().is_some_and(|c| c.is_cancelled())
+    }
+}

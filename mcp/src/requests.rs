@@ -1,0 +1,78 @@
+//! The typed arguments of each tool, decoded after `arguments::check` has
+//! validated them against the tool's strict schema.
+
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ValidateArgs {
+    pub full: Option<bool>,
+}
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PageArgs {
+    pub limit: Option<usize>,
+    pub cursor: Option<String>,
+}
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RunArgs {
+    pub run_id: String,
+}
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ArtifactArgs {
+    pub artifact_id: String,
+}
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EvidenceArgs {
+    pub reference: String,
+}
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ImportArgs {
+    pub path: String,
+    pub source_root: Option<String>,
+    pub kind: Option<String>,
+    pub producer: Option<String>,
+}
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HotspotArgs {
+    pub target: String,
+    pub metric: Option<String>,
+    pub thread: Option<String>,
+    pub process: Option<String>,
+    pub window_start_ns: Option<i64>,
+    pub window_end_ns: Option<i64>,
+    pub limit: Option<usize>,
+    pub cursor: Option<String>,
+}
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FrameArgs {
+    pub target: String,
+    pub frame: String,
+    pub metric: Option<String>,
+    pub limit: Option<usize>,
+    pub cursor: Option<String>,
+}
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ExamplesArgs {
+    pub target: String,
+    pub frame: String,
+    pub limit: Option<usize>,
+}
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WindowArgs {
+    pub artifact_id: String,
+    pub start_ns: i64,
+    pub end_ns: i64,
+    pub relative: Option<bool>,
+    pub kind: Option<String>,
+    pub name: Option<String>,
+    pub track_id: Option<u64>,
+    pub limit: Option<usize>,
+    pub cursor: Option<String>,
+}
