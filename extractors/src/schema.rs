@@ -194,6 +194,7 @@ static SAMPLES: LazyLock<SchemaRef> = LazyLock::new(|| {
         col("weight", Int64, false),
         dict("weight_unit", false),
         col("count", Int64, false),
+        dict("metric", false),
     ])
 });
 

@@ -81,9 +81,16 @@ pub struct StackAggregator {
     node_by_edge: HashMap<(u32, u32), u32>,
     threads: Vec<ThreadInfo>,
     thread_by_info: HashMap<ThreadInfo, u32>,
-    aggregated: HashMap<(u32, u32), (i64, i64)>,
-    timed: Vec<(i64, u32, u32, i64, i64)>,
+    /// Declared metrics; a sample's metric is an index into this list.
+    metrics: Vec<ReductionSpec>,
+    /// (stack, thread, metric) → (weight, count).
+    aggregated: HashMap<(u32, u32, u16), (i64, i64)>,
+    /// (ts, stack, thread, weight, count, metric).
+    timed: Vec<(i64, u32, u32, i64, i64, u16)>,
 }
+
+/// A metric declared with [`StackAggregator::metric`].
+pub type MetricId = u16;
 
 impl StackAggregator {
     pub fn new() -> Self {
@@ -145,8 +152,20 @@ impl StackAggregator {
         id
     }
 
-    /// Adds `weight` (and `count` events) to the leaf `stack` on `thread`.
-    /// Samples with a timestamp are kept as their own rows.
+    /// Declares a metric (idempotent by metric name) for
+    /// [`StackAggregator::add_metric_sample`]. One artifact may carry several
+    /// (pprof sample types; a Perfetto trace's slices and CPU samples).
+    pub fn metric(&mut self, spec: ReductionSpec) -> MetricId {
+        if let Some(i) = self.metrics.iter().position(|m| m.metric == spec.metric) {
+            return i as MetricId;
+        }
+        self.metrics.push(spec);
+        (self.metrics.len() - 1) as MetricId
+    }
+
+    /// Adds `weight` (and `count` events) to the leaf `stack` on `thread`
+    /// for the first metric (the one given to [`StackAggregator::finish`]
+    /// when none was declared). Samples with a timestamp are kept as rows.
     pub fn add_sample(
         &mut self,
         stack: u32,
@@ -155,10 +174,26 @@ impl StackAggregator {
         weight: i64,
         count: i64,
     ) {
+        self.add_metric_sample(0, stack, thread, ts, weight, count);
+    }
+
+    /// Like [`StackAggregator::add_sample`] for a declared metric.
+    pub fn add_metric_sample(
+        &mut self,
+        metric: MetricId,
+        stack: u32,
+        thread: u32,
+        ts: Option<i64>,
+        weight: i64,
+        count: i64,
+    ) {
         match ts {
-            Some(ts) => self.timed.push((ts, stack, thread, weight, count)),
+            Some(ts) => self.timed.push((ts, stack, thread, weight, count, metric)),
             None => {
-                let e = self.aggregated.entry((stack, thread)).or_insert((0, 0));
+                let e = self
+                    .aggregated
+                    .entry((stack, thread, metric))
+                    .or_insert((0, 0));
                 e.0 = e.0.saturating_add(weight);
                 e.1 = e.1.saturating_add(count);
             }
@@ -170,15 +205,38 @@ impl StackAggregator {
         self.frames.len()
     }
 
-    /// Writes `frames`, `stack_nodes`, `samples`, `frame_totals` and `call_edges`.
+    /// Writes `frames`, `stack_nodes`, `samples`, `frame_totals` and
+    /// `call_edges` with `spec` as the only metric (single-metric extractors).
     pub fn finish(
-        self,
+        mut self,
         run_id: &str,
         artifact_id: &str,
         spec: &ReductionSpec,
         batch_rows: usize,
         sink: &mut dyn BatchSink,
     ) -> Result<(), ExtractError> {
+        if self.metrics.is_empty() {
+            self.metrics.push(spec.clone());
+        }
+        self.finish_all(run_id, artifact_id, batch_rows, sink)
+    }
+
+    /// Writes every table for every declared metric. Reductions are computed
+    /// per metric; frames and stack nodes are shared.
+    pub fn finish_all(
+        mut self,
+        run_id: &str,
+        artifact_id: &str,
+        batch_rows: usize,
+        sink: &mut dyn BatchSink,
+    ) -> Result<(), ExtractError> {
+        if self.metrics.is_empty() {
+            self.metrics.push(ReductionSpec {
+                metric: "cpu.samples".into(),
+                weight_unit: "samples".into(),
+                unit: "samples".into(),
+            });
+        }
         let batch_rows = batch_rows.max(1);
         let mut emit = |table: EvidenceTable, columns: Vec<ArrayRef>| -> Result<(), ExtractError> {
             let batch = RecordBatch::try_new(table.schema(), columns)
@@ -247,19 +305,20 @@ impl StackAggregator {
             emit(EvidenceTable::StackNodes, cols)?;
         }
 
-        let mut samples: Vec<(Option<i64>, u32, u32, i64, i64)> = self
+        let mut samples: Vec<(Option<i64>, u32, u32, i64, i64, u16)> = self
             .aggregated
             .iter()
-            .map(|(&(s, t), &(w, c))| (None, s, t, w, c))
+            .map(|(&(s, t, m), &(w, c))| (None, s, t, w, c, m))
             .collect();
-        samples.sort_unstable_by_key(|s| (s.1, s.2));
+        samples.sort_unstable_by_key(|s| (s.5, s.1, s.2));
         let mut timed: Vec<_> = self
             .timed
             .iter()
-            .map(|&(ts, s, t, w, c)| (Some(ts), s, t, w, c))
+            .map(|&(ts, s, t, w, c, m)| (Some(ts), s, t, w, c, m))
             .collect();
-        timed.sort_by_key(|s| (s.0, s.1, s.2));
+        timed.sort_by_key(|s| (s.0, s.1, s.2, s.5));
         samples.extend(timed);
+        let spec_of = |m: u16| &self.metrics[usize::from(m).min(self.metrics.len() - 1)];
         for chunk in samples.chunks(batch_rows) {
             let mut cols = scope(chunk.len());
             cols.push(Arc::new(chunk.iter().map(|s| s.0).collect::<Int64Array>()));
@@ -281,19 +340,41 @@ impl StackAggregator {
             cols.push(Arc::new(Int64Array::from_iter_values(
                 chunk.iter().map(|s| s.3),
             )));
-            cols.push(const_dict(&spec.weight_unit, chunk.len()));
+            let mut unit = DictColumn::new();
+            let mut metric = DictColumn::new();
+            for s in chunk {
+                unit.push(Some(&spec_of(s.5).weight_unit));
+                metric.push(Some(&spec_of(s.5).metric));
+            }
+            cols.push(unit.finish());
             cols.push(Arc::new(Int64Array::from_iter_values(
                 chunk.iter().map(|s| s.4),
             )));
+            cols.push(metric.finish());
             emit(EvidenceTable::Samples, cols)?;
         }
 
-        // Reductions.
+        // Reductions, one pass per metric.
+        for (m, spec) in self.metrics.iter().enumerate() {
+            let rows = samples.iter().filter(|s| usize::from(s.5) == m);
+            self.write_reductions(rows, spec, &mut emit, &scope, batch_rows)?;
+        }
+        Ok(())
+    }
+
+    fn write_reductions<'a>(
+        &self,
+        samples: impl Iterator<Item = &'a (Option<i64>, u32, u32, i64, i64, u16)>,
+        spec: &ReductionSpec,
+        emit: &mut impl FnMut(EvidenceTable, Vec<ArrayRef>) -> Result<(), ExtractError>,
+        scope: &impl Fn(usize) -> Vec<ArrayRef>,
+        batch_rows: usize,
+    ) -> Result<(), ExtractError> {
         let mut totals: HashMap<(u32, u32), [i64; 3]> = HashMap::new();
         let mut edges: HashMap<(u32, u32), [i64; 2]> = HashMap::new();
         let mut seen = vec![u64::MAX; self.frames.len()];
         let mut path: Vec<u32> = Vec::new();
-        for (n, &(_, stack, thread, weight, count)) in samples.iter().enumerate() {
+        for (n, &(_, stack, thread, weight, count, _)) in samples.enumerate() {
             path.clear();
             let mut s = stack;
             while s != NO_PARENT
@@ -421,6 +502,93 @@ mod tests {
         assert_eq!(
             text,
             r#"{"file":null,"function":"f","line":null,"module":"m"}"#
+        );
+    }
+
+    struct Collect(Vec<(EvidenceTable, RecordBatch)>);
+    impl BatchSink for Collect {
+        fn write_batch(
+            &mut self,
+            table: EvidenceTable,
+            batch: RecordBatch,
+        ) -> Result<(), crate::api::SinkError> {
+            self.0.push((table, batch));
+            Ok(())
+        }
+    }
+
+    fn spec(metric: &str, unit: &str) -> ReductionSpec {
+        ReductionSpec {
+            metric: metric.into(),
+            weight_unit: unit.into(),
+            unit: unit.into(),
+        }
+    }
+
+    #[test]
+    fn two_metrics_share_frames_and_reduce_separately() {
+        let mut agg = StackAggregator::new();
+        let cpu = agg.metric(spec("cpu.time_ns", "ns"));
+        let bytes = agg.metric(spec("memory.alloc_bytes", "bytes"));
+        assert_eq!(agg.metric(spec("cpu.time_ns", "ns")), cpu);
+        let main = agg.frame("main", None, None, None, "native", true);
+        let work = agg.frame("work", None, None, None, "native", true);
+        let root = agg.stack(None, main);
+        let leaf = agg.stack(Some(root), work);
+        let thread = agg.thread(ThreadInfo::default());
+        agg.add_metric_sample(cpu, leaf, thread, None, 30, 3);
+        agg.add_metric_sample(cpu, root, thread, None, 10, 1);
+        agg.add_metric_sample(bytes, leaf, thread, None, 4096, 2);
+        let mut sink = Collect(Vec::new());
+        agg.finish_all("r", "a", 1024, &mut sink).unwrap();
+
+        let rows = |t: EvidenceTable| -> usize {
+            sink.0
+                .iter()
+                .filter(|(x, _)| *x == t)
+                .map(|(_, b)| b.num_rows())
+                .sum()
+        };
+        assert_eq!(rows(EvidenceTable::Frames), 2);
+        assert_eq!(rows(EvidenceTable::StackNodes), 2);
+        assert_eq!(rows(EvidenceTable::Samples), 3);
+        // frame_totals: (main, work) per metric → 2 + 2 rows.
+        assert_eq!(rows(EvidenceTable::FrameTotals), 4);
+        let mut seen = Vec::new();
+        for (t, b) in &sink.0 {
+            if *t != EvidenceTable::FrameTotals {
+                continue;
+            }
+            let function = b.column_by_name("function").unwrap();
+            let function = function.as_any().downcast_ref::<StringArray>().unwrap();
+            let metric = arrow::compute::cast(
+                b.column_by_name("metric").unwrap(),
+                &arrow::datatypes::DataType::Utf8,
+            )
+            .unwrap();
+            let metric = metric.as_any().downcast_ref::<StringArray>().unwrap();
+            let self_v = b.column_by_name("self_value").unwrap();
+            let self_v = self_v.as_any().downcast_ref::<Int64Array>().unwrap();
+            let incl = b.column_by_name("inclusive_value").unwrap();
+            let incl = incl.as_any().downcast_ref::<Int64Array>().unwrap();
+            for i in 0..b.num_rows() {
+                seen.push((
+                    metric.value(i).to_owned(),
+                    function.value(i).to_owned(),
+                    self_v.value(i),
+                    incl.value(i),
+                ));
+            }
+        }
+        seen.sort();
+        assert_eq!(
+            seen,
+            vec![
+                ("cpu.time_ns".into(), "main".into(), 10, 40),
+                ("cpu.time_ns".into(), "work".into(), 30, 30),
+                ("memory.alloc_bytes".into(), "main".into(), 0, 4096),
+                ("memory.alloc_bytes".into(), "work".into(), 4096, 4096),
+            ]
         );
     }
 }
