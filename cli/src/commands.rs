@@ -304,7 +304,9 @@ fn analyze_command(g: &GlobalOptions, analysis: AnalyzeCommand) -> Result<()> {
             let (result, lines) = block_on(async {
                 let result = analyze::analyze_hotspots(&qc, &request).await?;
                 let lines = match &folded {
-                    Some(_) => Some(analyze::folded_stacks(&qc, &target).await?),
+                    Some(_) => Some(
+                        analyze::folded_stacks(&qc, &target, Some(result.metric.as_str())).await?,
+                    ),
                     None => None,
                 };
                 Ok::<_, FlameoxError>((result, lines))
@@ -405,12 +407,13 @@ fn stacks_command(g: &GlobalOptions, action: StacksCommand) -> Result<()> {
         StacksCommand::Examples {
             target,
             frame,
+            metric,
             limit,
         } => (
             FrameRequest {
                 target,
                 frame,
-                metric: None,
+                metric,
                 limit,
                 cursor: None,
             },

@@ -195,6 +195,9 @@ pub enum StacksCommand {
     Examples {
         target: String,
         frame: String,
+        /// Weigh stacks by this metric (default: the artifact's primary one).
+        #[arg(long)]
+        metric: Option<String>,
         #[arg(long)]
         limit: Option<usize>,
     },

@@ -215,7 +215,7 @@ pub fn tools() -> Vec<ToolSpec> {
             description: "Full call stacks through a frame, heaviest first.",
             group: ReadOnly,
             input_schema: object(
-                json!({ "target": target(), "frame": frame(), "limit": limit_prop() }),
+                json!({ "target": target(), "frame": frame(), "metric": metric_prop(), "limit": limit_prop() }),
                 &["target", "frame"],
             ),
         },

@@ -61,6 +61,7 @@ pub struct FrameArgs {
 pub struct ExamplesArgs {
     pub target: String,
     pub frame: String,
+    pub metric: Option<String>,
     pub limit: Option<usize>,
 }
 #[derive(serde::Deserialize)]

@@ -257,7 +257,7 @@ impl FlameoxServer {
                 let request = FrameRequest {
                     target: a.target,
                     frame: a.frame,
-                    metric: None,
+                    metric: a.metric,
                     limit: a.limit,
                     cursor: None,
                 };

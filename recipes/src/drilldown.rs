@@ -237,7 +237,12 @@ struct StackForest {
 }
 
 impl StackForest {
-    async fn load(ctx: &SessionContext, scope: &ArtifactScope) -> RecipeResult<StackForest> {
+    /// Loads frames, the prefix tree, and the sample weights of `metric`.
+    async fn load(
+        ctx: &SessionContext,
+        scope: &ArtifactScope,
+        metric: &str,
+    ) -> RecipeResult<StackForest> {
         let mut frames = HashMap::new();
         let df = table(ctx, "frames")
             .await?
@@ -270,6 +275,7 @@ impl StackForest {
         let df = table(ctx, "samples")
             .await?
             .filter(scope.filter())?
+            .filter(col("metric").eq(lit(metric)))?
             .aggregate(
                 vec![col("artifact_id"), col("stack_id")],
                 vec![sum(col("weight")).alias("w"), sum(col("count")).alias("c")],
@@ -338,9 +344,10 @@ pub async fn stack_examples(
     ctx: &SessionContext,
     scope: &ArtifactScope,
     frame: &ResolvedFrame,
+    metric: &str,
     limit: usize,
 ) -> RecipeResult<StackExamplesAnswer> {
-    let forest = StackForest::load(ctx, scope).await?;
+    let forest = StackForest::load(ctx, scope, metric).await?;
     let mut stacks: Vec<StackExample> = forest
         .paths(Some(&frame.keys))
         .into_iter()
@@ -369,8 +376,9 @@ pub async fn stack_examples(
 pub async fn folded_stacks(
     ctx: &SessionContext,
     scope: &ArtifactScope,
+    metric: &str,
 ) -> RecipeResult<Vec<(String, i64)>> {
-    let forest = StackForest::load(ctx, scope).await?;
+    let forest = StackForest::load(ctx, scope, metric).await?;
     Ok(forest
         .paths(None)
         .into_iter()

@@ -252,6 +252,8 @@ pub struct StackExamplesResult {
     pub scope: ResolvedScope,
     pub commit_id: String,
     pub frame: ResolvedFrame,
+    /// The metric the stack weights are in.
+    pub metric: String,
     pub stacks: Vec<StackExample>,
     pub total: u64,
     pub returned: usize,
@@ -283,9 +285,10 @@ pub async fn stack_examples(
         drilldown::resolve_frame(&session.ctx, &artifact_scope, &req.frame),
     )
     .await?;
+    let metric = default_metric(&session, &artifact_scope, req.metric.as_deref()).await?;
     let answer = run_budgeted(
         &session,
-        drilldown::stack_examples(&session.ctx, &artifact_scope, &frame, limit),
+        drilldown::stack_examples(&session.ctx, &artifact_scope, &frame, &metric, limit),
     )
     .await?;
     let evidence = answer_status(&session.snapshot, &scope, !answer.stacks.is_empty(), false);
@@ -293,6 +296,7 @@ pub async fn stack_examples(
         commit_id: session.snapshot.commit_id().to_owned(),
         scope,
         frame,
+        metric,
         returned: answer.stacks.len(),
         stacks: answer.stacks,
         total: answer.total,
@@ -302,16 +306,22 @@ pub async fn stack_examples(
     })
 }
 
-/// Folded stacks (`a;b;c weight` lines) of a run or artifact.
-pub async fn folded_stacks(qc: &QueryContext<'_>, target: &str) -> Result<Vec<(String, i64)>> {
+/// Folded stacks (`a;b;c weight` lines) of a run or artifact, weighted by
+/// `metric` (default: the artifact's primary metric, as hotspots choose).
+pub async fn folded_stacks(
+    qc: &QueryContext<'_>,
+    target: &str,
+    metric: Option<&str>,
+) -> Result<Vec<(String, i64)>> {
     let session = qc.session(None)?;
     let scope = resolve_scope(qc.ws, &session.snapshot, target)?;
     let artifact_scope = ArtifactScope {
         artifact_ids: scope.artifact_ids,
     };
+    let metric = default_metric(&session, &artifact_scope, metric).await?;
     run_budgeted(
         &session,
-        drilldown::folded_stacks(&session.ctx, &artifact_scope),
+        drilldown::folded_stacks(&session.ctx, &artifact_scope, &metric),
     )
     .await
 }
