@@ -311,11 +311,23 @@ fn drilldown_answers_agree_with_each_other() {
     // Stack weights are in the metric hotspots chose; an unknown one is refused.
     assert_eq!(examples["metric"], "trace.wall_ns");
     let err = project.json_err(
-        &["stacks", "examples", run, parent_key, "--metric", "cpu.sample"],
+        &[
+            "stacks",
+            "examples",
+            run,
+            parent_key,
+            "--metric",
+            "cpu.sample",
+        ],
         "INVALID_ARGUMENTS",
         2,
     );
-    assert!(err["details"]["valid"].as_array().is_some_and(|v| !v.is_empty()), "{err}");
+    assert!(
+        err["details"]["valid"]
+            .as_array()
+            .is_some_and(|v| !v.is_empty()),
+        "{err}"
+    );
 
     // Folded stacks add up to the hotspot total.
     let folded = project.path().join("out.folded");
