@@ -17,6 +17,20 @@ pub trait BatchSink {
     fn write_batch(&mut self, table: EvidenceTable, batch: RecordBatch) -> Result<(), SinkError>;
 }
 
+/// Counts rows per table as batches pass through to the real sink (the
+/// numbers an [`ExtractionSummary`] reports).
+pub struct CountingSink<'s, 'a> {
+    pub inner: &'s mut dyn BatchSink,
+    pub rows: &'a mut BTreeMap<String, u64>,
+}
+
+impl BatchSink for CountingSink<'_, '_> {
+    fn write_batch(&mut self, table: EvidenceTable, batch: RecordBatch) -> Result<(), SinkError> {
+        *self.rows.entry(table.name().to_string()).or_insert(0) += batch.num_rows() as u64;
+        self.inner.write_batch(table, batch)
+    }
+}
+
 /// Progress and cancellation, polled by extractors between batches of work.
 pub trait ExtractObserver {
     /// Input bytes consumed so far (compressed bytes for gzip input).

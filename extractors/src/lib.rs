@@ -10,15 +10,17 @@ pub mod api;
 mod arrow_util;
 pub mod chrome;
 pub mod detect;
+pub mod folded;
 pub mod input;
 pub mod schema;
 pub mod stacks;
 
 pub use api::{
-    BatchSink, ExtractError, ExtractObserver, ExtractOptions, ExtractionSummary, Limitation,
-    LimitationLog, NoObserver, SinkError,
+    BatchSink, CountingSink, ExtractError, ExtractObserver, ExtractOptions, ExtractionSummary,
+    Limitation, LimitationLog, NoObserver, SinkError,
 };
 pub use chrome::{CHROME_EXTRACTOR_NAME, CHROME_EXTRACTOR_VERSION, extract_chrome_json};
 pub use detect::{Detection, FormatKind, detect};
+pub use folded::{FOLDED_EXTRACTOR_NAME, FOLDED_EXTRACTOR_VERSION, extract_folded_stacks};
 pub use input::{InputLimits, InputStream, open_input, read_head};
 pub use schema::{EvidenceTable, SCHEMA_VERSION};

@@ -7,6 +7,9 @@ use flameox_extractors::chrome::{
     CHROME_EXTRACTOR_NAME, CHROME_EXTRACTOR_VERSION, extract_chrome_json,
 };
 use flameox_extractors::detect::{FormatKind, detect};
+use flameox_extractors::folded::{
+    FOLDED_EXTRACTOR_NAME, FOLDED_EXTRACTOR_VERSION, extract_folded_stacks,
+};
 use flameox_extractors::input::{InputLimits, open_input, read_head};
 use flameox_extractors::{
     ExtractError, ExtractObserver, ExtractOptions, ExtractionSummary, Limitation,
@@ -124,7 +127,7 @@ fn decide_kind(ws: &Workspace, request: &ImportRequest) -> Result<(FormatKind, O
     let detection = detect(&head, name);
     let kind = match &request.kind {
         Some(forced) => FormatKind::from_name(forced).ok_or_else(|| {
-            let valid = ["chrome_json", "execution_trace"];
+            let valid = ["chrome_json", "execution_trace", "folded_stacks", "folded"];
             FlameoxError::invalid_argument("kind", format!("unknown kind {forced}"))
                 .detail("closest", crate::error::closest(forced, valid, 1))
                 .detail("valid", valid.to_vec())
@@ -139,7 +142,7 @@ fn decide_kind(ws: &Workspace, request: &ImportRequest) -> Result<(FormatKind, O
             ErrorCode::ArtifactParseFailed,
             "no extractor accepts this input",
         )
-        .detail("kinds_tried", vec!["chrome_json"])
+        .detail("kinds_tried", SUPPORTED_KINDS.to_vec())
         .detail("first_bytes", shown)
         .remedy("pass --kind when the format is known"));
     }
@@ -147,9 +150,34 @@ fn decide_kind(ws: &Workspace, request: &ImportRequest) -> Result<(FormatKind, O
 }
 
 /// Refuses formats this build recognizes but cannot extract yet.
+/// `(name, version)` of the extractor that reads `kind`.
+fn extractor_of(kind: FormatKind) -> (&'static str, &'static str) {
+    match kind {
+        FormatKind::FoldedStacks => (FOLDED_EXTRACTOR_NAME, FOLDED_EXTRACTOR_VERSION),
+        _ => (CHROME_EXTRACTOR_NAME, CHROME_EXTRACTOR_VERSION),
+    }
+}
+
+/// Runs the extractor for `kind` (one that [`require_extractor`] accepted).
+fn run_extractor(
+    kind: FormatKind,
+    input: flameox_extractors::InputStream,
+    options: &ExtractOptions,
+    sink: &mut dyn flameox_extractors::BatchSink,
+    observer: &dyn flameox_extractors::ExtractObserver,
+) -> std::result::Result<ExtractionSummary, flameox_extractors::ExtractError> {
+    match kind {
+        FormatKind::FoldedStacks => extract_folded_stacks(input, options, sink, observer),
+        _ => extract_chrome_json(input, options, sink, observer),
+    }
+}
+
+/// Formats this build extracts.
+const SUPPORTED_KINDS: [&str; 2] = ["chrome_json", "folded_stacks"];
+
 fn require_extractor(kind: FormatKind) -> Result<()> {
     match kind {
-        FormatKind::ChromeJson => Ok(()),
+        FormatKind::ChromeJson | FormatKind::FoldedStacks => Ok(()),
         FormatKind::NsightReport => Err(FlameoxError::new(
             ErrorCode::CapabilityUnavailable,
             "an .nsys-rep report is a proprietary container; export it to SQLite first",
@@ -165,7 +193,7 @@ fn require_extractor(kind: FormatKind) -> Result<()> {
             ),
         )
         .detail("kind", other.name())
-        .detail("supported_kinds", vec!["chrome_json"])),
+        .detail("supported_kinds", SUPPORTED_KINDS.to_vec())),
     }
 }
 
@@ -185,8 +213,8 @@ pub fn import_artifact(
 
     let mut run = RunManifest::new_import();
     run.collector = Some(Collector {
-        name: CHROME_EXTRACTOR_NAME.into(),
-        version: CHROME_EXTRACTOR_VERSION.into(),
+        name: extractor_of(kind).0.into(),
+        version: extractor_of(kind).1.into(),
     });
     run.artifacts.push(RunArtifact {
         artifact_id: record.artifact_id.clone(),
@@ -200,8 +228,8 @@ pub fn import_artifact(
 
     progress.phase("extracting");
     let operation = OperationKey {
-        extractor: CHROME_EXTRACTOR_NAME.into(),
-        extractor_version: CHROME_EXTRACTOR_VERSION.into(),
+        extractor: extractor_of(kind).0.into(),
+        extractor_version: extractor_of(kind).1.into(),
         artifact_id: record.artifact_id.clone(),
         options: json!({ "producer": request.producer }),
     };
@@ -217,7 +245,7 @@ pub fn import_artifact(
             total: record.bytes,
             stored_bytes_read: input.progress_counter(),
         };
-        let summary = extract_chrome_json(input, &options, sink, &observer)
+        let summary = run_extractor(kind, input, &options, sink, &observer)
             .map_err(|e| extract_error(e, kind.name()))?;
         progress.phase("publishing");
         Ok(summary)

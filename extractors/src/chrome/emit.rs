@@ -29,22 +29,7 @@ pub struct Emitter<'a> {
     pub rows: BTreeMap<String, u64>,
 }
 
-/// Counts rows as batches pass through to the real sink.
-pub struct CountingSink<'s, 'a> {
-    pub inner: &'s mut dyn BatchSink,
-    pub rows: &'a mut BTreeMap<String, u64>,
-}
-
-impl BatchSink for CountingSink<'_, '_> {
-    fn write_batch(
-        &mut self,
-        table: EvidenceTable,
-        batch: RecordBatch,
-    ) -> Result<(), crate::api::SinkError> {
-        *self.rows.entry(table.name().to_string()).or_insert(0) += batch.num_rows() as u64;
-        self.inner.write_batch(table, batch)
-    }
-}
+pub use crate::api::CountingSink;
 
 impl Emitter<'_> {
     fn write(
