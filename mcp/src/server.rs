@@ -2,14 +2,15 @@
 //! tool to one engine service, and resources. Tool bodies only translate
 //! arguments and wrap results; every rule lives in the engine.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 
-use flameox_engine::error::{ErrorCode, FlameoxError};
+use flameox_engine::error::FlameoxError;
 use flameox_engine::query::SessionCache;
 use flameox_engine::recipes::drilldown::Direction;
 use flameox_engine::services::analyze::{self, FrameRequest, HotspotsRequest, WindowRequest};
-use flameox_engine::services::import::{ImportRequest, import_artifact, is_inside};
+use flameox_engine::services::confine::confine_import_path;
+use flameox_engine::services::import::{ImportRequest, import_artifact};
 use flameox_engine::services::{QueryContext, capabilities, inventory};
 use flameox_engine::{Workspace, validate};
 use rmcp::model::{
@@ -21,7 +22,7 @@ use rmcp::model::{
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, ServerHandler};
 use serde::de::DeserializeOwned;
-use serde_json::{Map, Value, json};
+use serde_json::{Map, Value};
 
 use crate::arguments;
 use crate::catalog::{self, ToolSpec};
@@ -303,16 +304,15 @@ impl FlameoxServer {
         a: ImportArgs,
         ctx: Option<&RequestContext<RoleServer>>,
     ) -> ToolResult {
-        let path =
-            self.resolve_import_path(&a.path, a.source_root.as_deref().unwrap_or("project"))?;
-        let kind = match a.kind.as_deref() {
-            Some("execution_trace") | None => None,
-            Some(k) => Some(k.to_owned()),
-        };
+        let path = confine_import_path(
+            &self.project_root,
+            &a.path,
+            a.source_root.as_deref().unwrap_or("project"),
+        )?;
         let request = ImportRequest {
             path,
-            kind,
-            producer: a.producer.filter(|p| p != "auto"),
+            kind: a.kind,
+            producer: a.producer,
         };
         let (reporter, forwarder) = McpProgress::start(ctx);
         let ws = ws.clone();
@@ -328,71 +328,6 @@ impl FlameoxServer {
                 .link_artifact(&result.artifact_id),
         )
     }
-
-    /// Resolves an import path after following symlinks and refuses anything
-    /// outside the project root or the system temp folder.
-    fn resolve_import_path(&self, path: &str, source_root: &str) -> Result<PathBuf, FlameoxError> {
-        let root = match source_root {
-            "project" => self.project_root.clone(),
-            "temp" => std::env::temp_dir(),
-            other => {
-                return Err(FlameoxError::invalid_argument(
-                    "source_root",
-                    format!("{other} is not project or temp"),
-                ));
-            }
-        };
-        let candidate = Path::new(path);
-        let joined = if candidate.is_absolute() {
-            candidate.to_path_buf()
-        } else {
-            root.join(candidate)
-        };
-        let refused = || {
-            FlameoxError::new(
-                ErrorCode::SensitiveArtifactRefused,
-                format!("the path does not resolve inside the {source_root} root, so this server will not read it"),
-            )
-            .detail("fields", json!([{ "field": "path", "problem": format!("outside the {source_root} root after following symlinks") }]))
-            .remedy("copy the file into the project and pass its project-relative path")
-            .remedy("or place it under the system temp folder and pass source_root='temp'")
-        };
-        let missing = || {
-            FlameoxError::invalid_argument(
-                "path",
-                format!("no readable file at this path inside the {source_root} root"),
-            )
-            .remedy("pass a path relative to the project root, e.g. traces/run.json")
-        };
-        // A lexical check first, so a path that climbs out of the root is
-        // refused even when it does not exist.
-        let canonical_root = root.canonicalize().unwrap_or_else(|_| root.clone());
-        if !normalize(&joined).starts_with(&canonical_root)
-            && !normalize(&joined).starts_with(&root)
-        {
-            return Err(refused());
-        }
-        let resolved = joined.canonicalize().map_err(|_| missing())?;
-        if !is_inside(&resolved, &root) {
-            return Err(refused());
-        }
-        Ok(resolved)
-    }
-}
-
-/// Removes `.` and resolves `..` lexically (no file-system access).
-fn normalize(path: &Path) -> PathBuf {
-    let mut out = PathBuf::new();
-    for part in path.components() {
-        match part {
-            std::path::Component::ParentDir => {
-                out.pop();
-            }
-            std::path::Component::CurDir => {}
-            other => out.push(other),
-        }
-    }
-    out
 }
 
 fn scope_links(mut reply: Reply, scope: &flameox_engine::services::ResolvedScope) -> Reply {

@@ -28,9 +28,9 @@ use crate::workspace::Workspace;
 #[derive(Debug, Clone, Default)]
 pub struct ImportRequest {
     pub path: PathBuf,
-    /// Forced format kind (see [`FormatKind::from_name`]).
+    /// Forced format kind (see [`FormatKind::from_name`]); `auto` = detect.
     pub kind: Option<String>,
-    /// Forced producer (`torch.profiler`, …).
+    /// Forced producer (`torch.profiler`, …); `auto` = detect.
     pub producer: Option<String>,
 }
 
@@ -125,12 +125,16 @@ fn decide_kind(ws: &Workspace, request: &ImportRequest) -> Result<(FormatKind, O
         read_head(&request.path, &limits, 64 * 1024).map_err(|e| extract_error(e, "input"))?;
     let name = request.path.file_name().and_then(|n| n.to_str());
     let detection = detect(&head, name);
-    let kind = match &request.kind {
+    let kind = match request.kind.as_deref().filter(|k| *k != AUTO) {
         Some(forced) => FormatKind::from_name(forced).ok_or_else(|| {
-            let valid = ["chrome_json", "execution_trace", "folded_stacks", "folded"];
+            let mut valid = vec![AUTO, "execution_trace", "folded"];
+            valid.extend(SUPPORTED_KINDS);
             FlameoxError::invalid_argument("kind", format!("unknown kind {forced}"))
-                .detail("closest", crate::error::closest(forced, valid, 1))
-                .detail("valid", valid.to_vec())
+                .detail(
+                    "closest",
+                    crate::error::closest(forced, valid.iter().copied(), 1),
+                )
+                .detail("valid", valid)
         })?,
         None => detection.kind,
     };
@@ -172,6 +176,9 @@ fn run_extractor(
     }
 }
 
+/// `kind` / `producer` value that means "detect it".
+const AUTO: &str = "auto";
+
 /// Formats this build extracts.
 const SUPPORTED_KINDS: [&str; 2] = ["chrome_json", "folded_stacks"];
 
@@ -209,12 +216,14 @@ pub fn import_artifact(
     require_extractor(kind)?;
     let record = store::store_file(ws, &request.path, kind.name())?;
     let payload = store::payload_path(ws, &record);
-    let producer = request.producer.clone().or(producer_hint);
+    let forced_producer = request.producer.clone().filter(|p| p != AUTO);
+    let producer = forced_producer.clone().or(producer_hint);
+    let (extractor, extractor_version) = extractor_of(kind);
 
     let mut run = RunManifest::new_import();
     run.collector = Some(Collector {
-        name: extractor_of(kind).0.into(),
-        version: extractor_of(kind).1.into(),
+        name: extractor.into(),
+        version: extractor_version.into(),
     });
     run.artifacts.push(RunArtifact {
         artifact_id: record.artifact_id.clone(),
@@ -228,10 +237,10 @@ pub fn import_artifact(
 
     progress.phase("extracting");
     let operation = OperationKey {
-        extractor: extractor_of(kind).0.into(),
-        extractor_version: extractor_of(kind).1.into(),
+        extractor: extractor.into(),
+        extractor_version: extractor_version.into(),
         artifact_id: record.artifact_id.clone(),
-        options: json!({ "producer": request.producer }),
+        options: json!({ "producer": forced_producer }),
     };
     let mut options = ExtractOptions::new(run.run_id.clone(), record.artifact_id.clone());
     options.producer = producer.clone();

@@ -7,6 +7,7 @@
 
 pub mod analyze;
 pub mod capabilities;
+pub mod confine;
 pub mod import;
 pub mod inventory;
 
