@@ -33,10 +33,16 @@ pub struct StagingArea {
 }
 
 impl StagingArea {
+    /// Creates `staging/<name>` already locked: the folder is built under a
+    /// `.new-` name the cleaner leaves alone, locked, then renamed into
+    /// place (the open lock survives the rename). A cleaner can therefore
+    /// never see a live writer's folder without its held lock.
     pub fn create(ws: &Workspace, name: &str) -> Result<StagingArea> {
+        let building = ws.staging_dir().join(format!("{NEW_PREFIX}{name}"));
         let dir = ws.staging_dir().join(name);
-        fs::create_dir_all(&dir).map_err(|e| io_error("creating a staging folder", e))?;
-        let lock = FileLock::acquire(&dir.join(".lock"), std::time::Duration::from_secs(5))?;
+        fs::create_dir_all(&building).map_err(|e| io_error("creating a staging folder", e))?;
+        let lock = FileLock::acquire(&building.join(".lock"), std::time::Duration::from_secs(5))?;
+        fs::rename(&building, &dir).map_err(|e| io_error("naming a staging folder", e))?;
         Ok(StagingArea { dir, _lock: lock })
     }
 
@@ -51,6 +57,11 @@ impl Drop for StagingArea {
     }
 }
 
+/// Prefix of a staging folder still being set up by [`StagingArea::create`].
+const NEW_PREFIX: &str = ".new-";
+/// A `.new-` folder older than this lost its writer before it was named.
+const NEW_FOLDER_GRACE: std::time::Duration = std::time::Duration::from_secs(600);
+
 /// Removes staging folders whose writer is gone. Returns how many.
 pub fn clean_abandoned(ws: &Workspace) -> Result<usize> {
     let mut removed = 0;
@@ -62,6 +73,18 @@ pub fn clean_abandoned(ws: &Workspace) -> Result<usize> {
         if !path.is_dir() {
             let _ = fs::remove_file(&path);
             removed += 1;
+            continue;
+        }
+        if entry.file_name().to_string_lossy().starts_with(NEW_PREFIX) {
+            let stale = entry
+                .metadata()
+                .and_then(|m| m.modified())
+                .ok()
+                .and_then(|t| t.elapsed().ok())
+                .is_some_and(|age| age > NEW_FOLDER_GRACE);
+            if stale && fs::remove_dir_all(&path).is_ok() {
+                removed += 1;
+            }
             continue;
         }
         let lock_path = path.join(".lock");
@@ -222,4 +245,39 @@ pub fn expected_metadata(table: EvidenceTable) -> Vec<(String, String)> {
             SCHEMA_VERSION.to_string(),
         ),
     ]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, Ordering};
+
+    /// A cleaner running flat out never removes a live writer's folder: every
+    /// freshly created staging area still exists with its lock file.
+    #[test]
+    fn a_concurrent_cleaner_never_takes_a_live_folder() {
+        let project = tempfile::tempdir().unwrap();
+        let (ws, _) = Workspace::init(project.path()).unwrap();
+        let stop = Arc::new(AtomicBool::new(false));
+        let cleaner = {
+            let (ws, stop) = (ws.clone(), stop.clone());
+            std::thread::spawn(move || {
+                let mut passes = 0u64;
+                while !stop.load(Ordering::Relaxed) {
+                    let _ = clean_abandoned(&ws);
+                    passes += 1;
+                }
+                passes
+            })
+        };
+        for i in 0..300 {
+            let area = StagingArea::create(&ws, &format!("t-{i}")).unwrap();
+            assert!(area.dir().join(".lock").is_file(), "folder {i} was removed");
+            fs::write(area.dir().join("part"), b"x").unwrap();
+            assert!(area.dir().join("part").is_file());
+        }
+        stop.store(true, Ordering::Relaxed);
+        assert!(cleaner.join().unwrap() > 0);
+    }
 }
