@@ -80,13 +80,14 @@ async fn first_run_session_pages_refuses_and_leaks_no_host_path() {
         .as_str()
         .expect("artifact")
         .to_owned();
-    let progress = s.recorder.progress.lock().expect("progress").clone();
-    let values: Vec<f64> = progress.iter().map(|p| p.progress).collect();
+    // Every notification precedes the result on the wire.
+    let progress = s.wire_progress();
+    let values: Vec<f64> = progress.iter().map(|p| p.0).collect();
     assert!(
         values.windows(2).all(|w| w[0] < w[1]),
         "progress must increase: {values:?}"
     );
-    let phases: Vec<String> = progress.iter().filter_map(|p| p.message.clone()).collect();
+    let phases: Vec<String> = progress.iter().filter_map(|p| p.1.clone()).collect();
     for phase in [
         "validating_artifact",
         "extracting",

@@ -119,6 +119,24 @@ impl Session {
         body["error"].clone()
     }
 
+    /// The progress notifications on the wire so far, in the order the
+    /// server wrote them: `(progress, message)`. Unlike the client handler
+    /// (which rmcp runs on its own task and may lag the response), a line
+    /// is recorded here before the client can read anything after it.
+    pub fn wire_progress(&self) -> Vec<(f64, Option<String>)> {
+        let stdout = self.stdout.lock().expect("stdout").clone();
+        String::from_utf8_lossy(&stdout)
+            .split('\n')
+            .filter_map(|line| serde_json::from_str::<Value>(line).ok())
+            .filter(|m| m["method"] == "notifications/progress")
+            .map(|m| {
+                let params = &m["params"];
+                let value = params["progress"].as_f64().unwrap_or(f64::NAN);
+                (value, params["message"].as_str().map(str::to_owned))
+            })
+            .collect()
+    }
+
     /// Closes the client and waits for the server to exit; returns stdout.
     pub async fn close(mut self) -> (Vec<u8>, String, Vec<String>) {
         let _ = self.client.cancel().await;
