@@ -200,6 +200,11 @@ impl StackAggregator {
         }
     }
 
+    /// Whether every interned frame is symbolized.
+    pub fn all_symbolized(&self) -> bool {
+        self.frames.iter().all(|f| f.symbolized)
+    }
+
     /// Number of frames interned so far.
     pub fn frame_count(&self) -> usize {
         self.frames.len()

@@ -34,6 +34,7 @@ pub fn capabilities() -> Capabilities {
             let (extract, note) = match k {
                 FormatKind::ChromeJson => (true, "Chrome trace events: PyTorch profiler / Kineto, Chromium, viztracer, py-spy chrometrace"),
                 FormatKind::FoldedStacks => (true, "folded / collapsed stacks (flamegraph.pl, inferno, py-spy raw, stackcollapse-*)"),
+                FormatKind::PerfettoProtobuf => (true, "Perfetto protobuf: track events, ftrace scheduling and atrace, callstack samples, process stats, counters"),
                 FormatKind::NsightReport => (false, "export first: nsys export --type sqlite"),
                 _ => (false, "detected; no extractor in this build yet"),
             };

@@ -11,6 +11,7 @@ use std::sync::Arc;
 use arrow::array::{ArrayRef, Float64Array, Int32Array, Int64Array, StringArray, UInt64Array};
 use arrow::record_batch::RecordBatch;
 
+use super::kinds::EventKind;
 use super::nesting::{Derived, PHASE_CORRELATION, PHASE_PROFILER_STEP};
 use super::process::Processor;
 use super::store::{NO_ID, NONE, opt, opt_id};
@@ -18,7 +19,7 @@ use super::tracks::{Ident, Track, TrackKind};
 use crate::api::{BatchSink, ExtractError};
 use crate::arrow_util::{DictColumn, const_dict};
 use crate::schema::EvidenceTable;
-use crate::stacks::{StackAggregator, ThreadInfo};
+use crate::stacks::{MetricId, StackAggregator, ThreadInfo};
 
 /// Writes batches to the sink and counts rows per table.
 pub struct Emitter<'a> {
@@ -107,12 +108,18 @@ pub fn emit_trace_events(em: &mut Emitter, p: &Processor, d: &Derived) -> Result
             )),
             Arc::new(
                 idx.iter()
-                    .map(|&i| track_of(i).pid.int())
+                    .map(|&i| match s.thread_override.get(&(i as u32)) {
+                        Some(&(pid, _)) => opt(pid),
+                        None => track_of(i).pid.int(),
+                    })
                     .collect::<Int64Array>(),
             ),
             Arc::new(
                 idx.iter()
-                    .map(|&i| track_of(i).tid.int())
+                    .map(|&i| match s.thread_override.get(&(i as u32)) {
+                        Some(&(_, tid)) => opt(tid),
+                        None => track_of(i).tid.int(),
+                    })
                     .collect::<Int64Array>(),
             ),
             opt_col(idx.iter().map(|&i| {
@@ -242,8 +249,22 @@ pub fn emit_counters(em: &mut Emitter, p: &Processor) -> Result<(), ExtractError
 /// frame `(function = name, module = category)` and its stack is the path
 /// of its ancestors on the track.
 pub fn aggregate_slices(p: &Processor, d: &Derived) -> StackAggregator {
-    let s = &p.store;
     let mut agg = StackAggregator::new();
+    aggregate_slices_into(&mut agg, 0, p, d, |_| true);
+    agg
+}
+
+/// Like [`aggregate_slices`], into `agg` under `metric`, for the slices
+/// whose kind `include` accepts (a Perfetto trace keeps scheduling slices
+/// out of the call-stack reductions).
+pub fn aggregate_slices_into(
+    agg: &mut StackAggregator,
+    metric: MetricId,
+    p: &Processor,
+    d: &Derived,
+    include: impl Fn(EventKind) -> bool,
+) {
+    let s = &p.store;
     let mut frame_of: HashMap<(u32, u32), u32> = HashMap::new();
     let mut stack_of = vec![NO_ID; s.len()];
     for (t, track) in p.tracks.list.iter().enumerate() {
@@ -263,7 +284,7 @@ pub fn aggregate_slices(p: &Processor, d: &Derived) -> StackAggregator {
         let thread = agg.thread(info);
         for &i in events {
             let i = i as usize;
-            if s.instant[i] || s.dur[i] < 0 {
+            if s.instant[i] || s.dur[i] < 0 || !include(s.kind[i]) {
                 continue;
             }
             let key = (s.name[i], s.cat[i]);
@@ -294,8 +315,7 @@ pub fn aggregate_slices(p: &Processor, d: &Derived) -> StackAggregator {
             }
             let stack = agg.stack(parent_stack, frame);
             stack_of[i] = stack;
-            agg.add_sample(stack, thread, None, d.self_ns[i], 1);
+            agg.add_metric_sample(metric, stack, thread, None, d.self_ns[i], 1);
         }
     }
-    agg
 }

@@ -23,6 +23,10 @@ pub enum EventKind {
     Instant,
     GpuUserAnnotation,
     Communication,
+    /// A task running on a CPU (Perfetto `sched_switch`).
+    SchedSlice,
+    /// A thread's scheduling state between switches (runnable, sleeping, …).
+    ThreadState,
 }
 
 impl EventKind {
@@ -43,6 +47,8 @@ impl EventKind {
             EventKind::Instant => "instant",
             EventKind::GpuUserAnnotation => "gpu_user_annotation",
             EventKind::Communication => "communication",
+            EventKind::SchedSlice => "sched_slice",
+            EventKind::ThreadState => "thread_state",
         }
     }
 

@@ -261,6 +261,9 @@ pub struct EventStore {
     pub args_start: Vec<u64>,
     pub args_len: Vec<u32>,
     pub arena: ArgsArena,
+    /// `(pid, tid)` of events whose thread is not their track's (a CPU
+    /// track's scheduling slices name the task that ran); sparse.
+    pub thread_override: std::collections::HashMap<u32, (i64, i64)>,
 }
 
 impl EventStore {

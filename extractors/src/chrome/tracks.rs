@@ -34,6 +34,10 @@ pub enum TrackKind {
     GpuStream,
     Async,
     Counter,
+    /// One CPU's scheduling timeline.
+    Cpu,
+    /// One thread's scheduling states.
+    ThreadState,
 }
 
 impl TrackKind {
@@ -43,6 +47,8 @@ impl TrackKind {
             TrackKind::GpuStream => "gpu_stream",
             TrackKind::Async => "async",
             TrackKind::Counter => "counter",
+            TrackKind::Cpu => "cpu",
+            TrackKind::ThreadState => "thread_state",
         }
     }
 }
@@ -123,6 +129,14 @@ impl Tracks {
         }
     }
 
+    /// A new track of `kind` with an explicit name (never merged with
+    /// another; the caller keeps the identity).
+    pub fn add_named(&mut self, kind: TrackKind, pid: Ident, tid: Ident, name: u32) -> u32 {
+        let mut track = Self::blank(kind, pid, tid);
+        track.name = name;
+        self.add(track)
+    }
+
     pub fn async_track(&mut self, pid: Ident, cat: u32, id: u32, first_name: u32) -> u32 {
         if let Some(&t) = self.asyncs.get(&(pid, cat, id)) {
             return t;
@@ -190,7 +204,10 @@ impl Tracks {
 
     /// Thread name from `M thread_name`, else the tid label.
     pub fn thread_name<'s>(&self, t: &Track, strings: &'s Interner) -> Option<&'s str> {
-        if !matches!(t.kind, TrackKind::Thread | TrackKind::GpuStream) {
+        if !matches!(
+            t.kind,
+            TrackKind::Thread | TrackKind::GpuStream | TrackKind::ThreadState
+        ) {
             return None;
         }
         match self.thread_names.get(&(t.pid, t.tid)) {

@@ -1,0 +1,475 @@
+//! The state of one Perfetto decode and the per-packet dispatch.
+//!
+//! Events go into the Chrome extractor's compact [`EventStore`] (so nesting,
+//! phases, emission and the slice reductions are shared), but with a
+//! *slot* in the track column: Perfetto names tracks by uuid and may
+//! describe a track after its first event, so slots are turned into real
+//! tracks only when the input has been read (see `finish`).
+
+use std::collections::{BTreeMap, HashMap};
+
+use super::clocks::{ClockError, Clocks};
+use super::ftrace::FtraceRecord;
+use super::proto::{self, TracePacket, TrackDescriptor};
+use super::sequence::{Admission, Sequence, lossy};
+use crate::chrome::kinds::EventKind;
+use crate::chrome::process::Processor;
+use crate::chrome::store::{NO_ID, NONE, NewEvent};
+use crate::stacks::StackAggregator;
+
+/// Where an event or counter sits until tracks are resolved.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum SlotKey {
+    /// A `TrackDescriptor` uuid (described or not).
+    Uuid(u64),
+    /// A thread known by `(pid, tid)`; pid 0 when unknown.
+    Thread(i32, i32),
+    /// One CPU's scheduling slices.
+    Cpu(u32),
+    /// One thread's scheduling states.
+    ThreadState(i32),
+    /// A named counter of a process (pid 0 = system-wide).
+    Counter(i32, u32),
+    /// An atrace async track of a process, by name.
+    Async(i32, u32),
+}
+
+/// A callstack sample waiting for thread names.
+pub struct PendingSample {
+    pub ts: i64,
+    pub stack: u32,
+    pub pid: i64,
+    pub tid: i64,
+}
+
+pub struct Decoder {
+    pub p: Processor,
+    pub sequences: HashMap<u32, Sequence>,
+    pub clocks: Clocks,
+    pub slots: Vec<SlotKey>,
+    slot_of: HashMap<SlotKey, u32>,
+    pub descriptors: HashMap<u64, TrackDescriptor>,
+    /// Counter tracks that saw counter values (uuid → slot).
+    pub counter_uuids: HashMap<u64, u32>,
+    /// Incremental counter tracks: last accumulated value.
+    pub counter_totals: HashMap<u64, f64>,
+    /// Open track-event slices per slot (store rows).
+    pub open: HashMap<u32, Vec<usize>>,
+    pub process_names: HashMap<i32, String>,
+    /// tid → (pid, name).
+    pub threads: HashMap<i32, (Option<i32>, Option<String>)>,
+    pub ftrace: Vec<FtraceRecord>,
+    pub agg: StackAggregator,
+    pub samples: Vec<PendingSample>,
+    /// Callstack samples were seen (set when tables are written).
+    pub sampled: bool,
+    pub gpu_counter_names: HashMap<u32, String>,
+    /// Packets per data field name (`unknown_<n>` for fields flameox skips).
+    pub packet_counts: BTreeMap<String, u64>,
+    pub packets: u64,
+    pub compressed_packets: u64,
+    pub max_args_bytes: usize,
+    next_event_id: u64,
+    pub producer_hint: Option<&'static str>,
+}
+
+impl Decoder {
+    pub fn new(max_args_bytes: usize, spill_dir: Option<std::path::PathBuf>) -> Self {
+        let mut p = Processor::new(max_args_bytes);
+        p.store.arena = crate::chrome::store::ArgsArena::new(spill_dir);
+        Decoder {
+            p,
+            sequences: HashMap::new(),
+            clocks: Clocks::default(),
+            slots: Vec::new(),
+            slot_of: HashMap::new(),
+            descriptors: HashMap::new(),
+            counter_uuids: HashMap::new(),
+            counter_totals: HashMap::new(),
+            open: HashMap::new(),
+            process_names: HashMap::new(),
+            threads: HashMap::new(),
+            ftrace: Vec::new(),
+            agg: StackAggregator::new(),
+            samples: Vec::new(),
+            sampled: false,
+            gpu_counter_names: HashMap::new(),
+            packet_counts: BTreeMap::new(),
+            packets: 0,
+            compressed_packets: 0,
+            max_args_bytes,
+            next_event_id: 0,
+            producer_hint: None,
+        }
+    }
+
+    pub fn slot(&mut self, key: SlotKey) -> u32 {
+        if let Some(&s) = self.slot_of.get(&key) {
+            return s;
+        }
+        let s = self.slots.len() as u32;
+        self.slots.push(key);
+        self.slot_of.insert(key, s);
+        s
+    }
+
+    /// Adds an event row on `slot`; returns its store index.
+    pub fn push_event(&mut self, event: EventRow<'_>) -> usize {
+        let name = self.p.strings.intern(event.name);
+        let cat = event.category.map_or(NO_ID, |c| self.p.strings.intern(c));
+        let event_id = self.next_event_id;
+        self.next_event_id += 1;
+        let args = event.args.map(|a| {
+            crate::chrome::store::bound_args(
+                a,
+                self.max_args_bytes,
+                crate::api::ARGS_TRUNCATED_MARKER,
+            )
+        });
+        self.p.store.push(
+            NewEvent {
+                event_id,
+                ts: event.ts,
+                dur: event.dur,
+                name,
+                cat,
+                kind: event.kind,
+                track: event.slot,
+                device_activity: false,
+                device: NONE,
+                context: NONE,
+                stream: NONE,
+                correlation: event.correlation,
+                external: NONE,
+                graph_id: NONE,
+                graph_node_id: NONE,
+                bytes: NONE,
+            },
+            event.instant,
+            args.as_deref(),
+        )
+    }
+
+    /// Notes a process name (descriptor, process tree).
+    pub fn name_process(&mut self, pid: i32, name: String) {
+        if !name.is_empty() {
+            self.process_names.insert(pid, name);
+        }
+    }
+
+    /// Notes a thread's process and name; later facts fill gaps only for
+    /// the pid and replace the name.
+    pub fn name_thread(&mut self, tid: i32, pid: Option<i32>, name: Option<String>) {
+        let entry = self.threads.entry(tid).or_insert((None, None));
+        if pid.is_some() {
+            entry.0 = pid;
+        }
+        if let Some(n) = name.filter(|n| !n.is_empty()) {
+            entry.1 = Some(n);
+        }
+    }
+
+    /// The packet's timestamp in the trace clock; `Ok(None)` when it has
+    /// none, `Err` when its clock cannot be converted (counted).
+    pub fn packet_time(
+        &mut self,
+        packet: &TracePacket,
+        sequence: u32,
+    ) -> Result<Option<i64>, ClockError> {
+        let Some(raw) = packet.timestamp else {
+            return Ok(None);
+        };
+        let default_clock = self
+            .sequences
+            .get(&sequence)
+            .and_then(|s| s.defaults.as_ref())
+            .and_then(|d| d.timestamp_clock_id);
+        let clock = packet
+            .timestamp_clock_id
+            .or(default_clock)
+            .unwrap_or_else(|| self.clocks.trace_clock());
+        let absolute = self.clocks.absolute(sequence, clock, raw);
+        match self.clocks.to_trace(sequence, clock, absolute) {
+            Ok(ts) => Ok(Some(ts)),
+            Err(ClockError::NoPath(id)) => {
+                self.p.log.note("clock_unconvertible", || {
+                    format!(
+                        "a packet stamped in clock {id} has no clock snapshot relating it to the \
+                         trace clock; skipped"
+                    )
+                });
+                Err(ClockError::NoPath(id))
+            }
+        }
+    }
+
+    /// Decodes and dispatches one packet's bytes (recursing into compressed
+    /// packets).
+    pub fn packet(&mut self, bytes: &[u8]) {
+        self.packets += 1;
+        let mut data_fields: Vec<u32> = Vec::new();
+        let well_formed = super::reader::for_each_field(bytes, |f| {
+            if !proto::is_packet_envelope_field(f) && !data_fields.contains(&f) {
+                data_fields.push(f);
+            }
+        });
+        let packet = match (well_formed, proto::decode_packet(bytes)) {
+            (true, Ok(p)) => p,
+            (_, Err(e)) => {
+                self.p.log.note("malformed_packet", || {
+                    format!("a packet could not be decoded ({e}); skipped")
+                });
+                return;
+            }
+            (false, Ok(_)) => {
+                self.p.log.note("malformed_packet", || {
+                    "a packet's fields are not well-formed protobuf; skipped".to_string()
+                });
+                return;
+            }
+        };
+        for f in &data_fields {
+            let name = match (proto::packet_field_name(*f), proto::unread_field_name(*f)) {
+                (Some(n), _) => n.to_string(),
+                (None, Some(n)) => format!("not_read.{n}"),
+                (None, None) => format!("unknown.{f}"),
+            };
+            *self.packet_counts.entry(name).or_insert(0) += 1;
+        }
+        if let Some(compressed) = &packet.compressed_packets {
+            self.compressed(compressed);
+            return;
+        }
+        let sequence_id = packet.trusted_packet_sequence_id.unwrap_or(0);
+        let admission = self
+            .sequences
+            .entry(sequence_id)
+            .or_default()
+            .admit(&packet);
+        if admission == Admission::SkipNeedsState {
+            self.p.log.note("incremental_state_missing", || {
+                "a packet needs interned state that its sequence never sent (or lost); skipped"
+                    .to_string()
+            });
+            return;
+        }
+        if let Some(snapshot) = &packet.clock_snapshot {
+            self.clocks.add_snapshot(sequence_id, snapshot);
+        }
+        if let Some(tree) = &packet.process_tree {
+            self.process_tree(tree);
+        }
+        if let Some(d) = &packet.process_descriptor
+            && let Some(pid) = d.pid
+        {
+            let name = d
+                .process_name
+                .as_deref()
+                .map(lossy)
+                .or_else(|| d.cmdline.first().map(|c| lossy(c)));
+            self.name_process(pid, name.unwrap_or_default());
+        }
+        if let Some(d) = &packet.thread_descriptor {
+            self.legacy_thread_descriptor(sequence_id, d);
+        }
+        if let Some(d) = &packet.track_descriptor {
+            self.track_descriptor(d);
+        }
+        let needs_time = packet.track_event.is_some()
+            || packet.ftrace_events.is_some()
+            || packet.process_stats.is_some()
+            || packet.perf_sample.is_some()
+            || packet.gpu_counter_event.is_some();
+        let ts = if needs_time {
+            match self.packet_time(&packet, sequence_id) {
+                Ok(ts) => ts,
+                Err(_) => return,
+            }
+        } else {
+            None
+        };
+        if let Some(event) = &packet.track_event {
+            self.track_event(sequence_id, ts, event);
+        }
+        if let Some(bundle) = &packet.ftrace_events {
+            self.ftrace_bundle(bundle);
+        }
+        if let (Some(stats), Some(ts)) = (&packet.process_stats, ts) {
+            self.process_stats(ts, stats);
+        }
+        if let Some(sample) = &packet.perf_sample {
+            self.perf_sample(sequence_id, ts, sample);
+        }
+        if let Some(profile) = &packet.streaming_profile_packet {
+            self.streaming_profile(sequence_id, profile);
+        }
+        if let (Some(gpu), Some(ts)) = (&packet.gpu_counter_event, ts) {
+            self.gpu_counters(ts, gpu);
+        }
+    }
+
+    fn compressed(&mut self, bytes: &[u8]) {
+        use std::io::Read;
+        self.compressed_packets += 1;
+        let mut inflated = Vec::new();
+        let limit = super::reader::MAX_PACKET_BYTES * 4;
+        let read = flate2::read::ZlibDecoder::new(bytes)
+            .take(limit)
+            .read_to_end(&mut inflated);
+        if let Err(e) = read {
+            self.p.log.note("malformed_packet", || {
+                format!("compressed packets could not be inflated ({e}); skipped")
+            });
+            return;
+        }
+        let mut reader = super::reader::PacketReader::new(inflated.as_slice());
+        loop {
+            match reader.next_packet() {
+                Ok(super::reader::Next::Packet) => {
+                    let inner = std::mem::take(&mut reader.packet);
+                    self.packet(&inner);
+                    reader.packet = inner;
+                }
+                Ok(super::reader::Next::End) => break,
+                Ok(_) | Err(_) => {
+                    self.p.log.note("malformed_packet", || {
+                        "compressed packets end inside a packet; the rest was skipped".to_string()
+                    });
+                    break;
+                }
+            }
+        }
+    }
+
+    fn process_tree(&mut self, tree: &proto::ProcessTree) {
+        for process in &tree.processes {
+            if let Some(pid) = process.pid {
+                let name = process
+                    .cmdline
+                    .first()
+                    .map(|c| lossy(c))
+                    .unwrap_or_default();
+                self.name_process(pid, name);
+            }
+        }
+        for thread in &tree.threads {
+            if let Some(tid) = thread.tid {
+                self.name_thread(tid, thread.tgid, thread.name.as_deref().map(lossy));
+            }
+        }
+    }
+
+    fn legacy_thread_descriptor(&mut self, sequence: u32, d: &proto::ThreadDescriptor) {
+        if let (Some(pid), Some(tid)) = (d.pid, d.tid) {
+            self.name_thread(tid, Some(pid), d.thread_name.as_deref().map(lossy));
+            let seq = self.sequences.entry(sequence).or_default();
+            seq.thread = Some((pid, tid));
+            if let Some(reference) = d.reference_timestamp_us {
+                seq.legacy_time_us = Some(reference);
+                seq.profile_time_us = Some(reference);
+            }
+        }
+    }
+
+    fn track_descriptor(&mut self, d: &TrackDescriptor) {
+        let Some(uuid) = d.uuid else {
+            self.p.log.note("track_without_uuid", || {
+                "a track descriptor has no uuid; ignored".to_string()
+            });
+            return;
+        };
+        if let Some(process) = &d.process
+            && let Some(pid) = process.pid
+        {
+            let name = process
+                .process_name
+                .as_deref()
+                .map(lossy)
+                .or_else(|| process.cmdline.first().map(|c| lossy(c)));
+            self.name_process(pid, name.unwrap_or_default());
+        }
+        if let Some(thread) = &d.thread
+            && let Some(tid) = thread.tid
+        {
+            self.name_thread(tid, thread.pid, thread.thread_name.as_deref().map(lossy));
+        }
+        self.descriptors.insert(uuid, d.clone());
+    }
+
+    fn process_stats(&mut self, ts: i64, stats: &proto::ProcessStats) {
+        for process in &stats.processes {
+            let Some(pid) = process.pid else { continue };
+            for (name, kb) in [
+                ("mem.rss", process.vm_rss_kb),
+                ("mem.rss.anon", process.rss_anon_kb),
+                ("mem.rss.file", process.rss_file_kb),
+                ("mem.rss.shmem", process.rss_shmem_kb),
+                ("mem.rss.watermark", process.vm_hwm_kb),
+                ("mem.swap", process.vm_swap_kb),
+                ("mem.virt", process.vm_size_kb),
+            ] {
+                let Some(kb) = kb else { continue };
+                self.named_counter(pid, name, ts, kb as f64 * 1024.0, Some("bytes"));
+            }
+        }
+    }
+
+    fn gpu_counters(&mut self, ts: i64, event: &proto::GpuCounterEvent) {
+        if let Some(d) = &event.counter_descriptor {
+            for spec in &d.specs {
+                if let (Some(id), Some(name)) = (spec.counter_id, &spec.name) {
+                    self.gpu_counter_names.insert(id, lossy(name));
+                }
+            }
+        }
+        for c in &event.counters {
+            let Some(id) = c.counter_id else { continue };
+            let value = match (c.int_value, c.double_value) {
+                (Some(i), _) => i as f64,
+                (None, Some(d)) => d,
+                _ => continue,
+            };
+            let name = self
+                .gpu_counter_names
+                .get(&id)
+                .cloned()
+                .unwrap_or_else(|| format!("gpu counter {id}"));
+            let gpu = event.gpu_id.unwrap_or(0);
+            let label = format!("gpu{gpu}.{name}");
+            self.named_counter(0, &label, ts, value, None);
+        }
+    }
+
+    /// Adds a value to the counter `name` of process `pid` (0 = system).
+    pub fn named_counter(&mut self, pid: i32, name: &str, ts: i64, value: f64, unit: Option<&str>) {
+        let name_id = self.p.strings.intern(name);
+        let slot = self.slot(SlotKey::Counter(pid, name_id));
+        self.counter_row(slot, name_id, ts, value, unit);
+    }
+
+    /// Adds a counter row on `slot`; `name` may be `NO_ID` (the track's
+    /// name is filled in when tracks are resolved).
+    pub fn counter_row(&mut self, slot: u32, name: u32, ts: i64, value: f64, unit: Option<&str>) {
+        let unit = unit.map_or(NO_ID, |u| self.p.strings.intern(u));
+        self.p.counters.push(crate::chrome::store::CounterRow {
+            track: slot,
+            ts,
+            value,
+            name,
+            unit,
+        });
+    }
+}
+
+/// One event row to add.
+pub struct EventRow<'a> {
+    pub slot: u32,
+    pub ts: i64,
+    pub dur: i64,
+    pub name: &'a str,
+    pub category: Option<&'a str>,
+    pub kind: EventKind,
+    pub instant: bool,
+    pub correlation: i64,
+    pub args: Option<&'a str>,
+}

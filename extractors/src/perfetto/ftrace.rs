@@ -1,0 +1,405 @@
+//! Kernel scheduling and atrace from `ftrace_events` bundles.
+//!
+//! `sched_switch` / `sched_waking` (plain or `compact_sched`) and atrace
+//! `print` markers are collected as small records while packets stream in,
+//! then sorted by time and replayed once the input is read: bundles are per
+//! CPU and interleave, and a thread's switch-out and its wake-up usually
+//! come from different CPUs' bundles, so a state machine fed in file order
+//! would see effects before causes.
+//!
+//! Output: one `sched_slice` row per task run on a CPU track (named by the
+//! task, with its pid/tid; the idle task is not a slice), and per-thread
+//! `thread_state` rows — Running, Runnable (woken or preempted, waiting for
+//! a CPU), Sleeping, Uninterruptible Sleep, … — on a thread-state track.
+
+use std::collections::HashMap;
+
+use serde_json::json;
+
+use super::decoder::{Decoder, EventRow, SlotKey};
+use super::proto::{CompactSched, FtraceEventBundle};
+use super::sequence::lossy;
+use crate::chrome::kinds::EventKind;
+use crate::chrome::store::NONE;
+
+/// One scheduling or atrace record, in the trace clock.
+#[derive(Debug, Clone)]
+pub struct FtraceRecord {
+    pub ts: i64,
+    pub cpu: u32,
+    pub what: Record,
+}
+
+#[derive(Debug, Clone)]
+pub enum Record {
+    Switch {
+        /// `None` in compact encoding: the task that was running.
+        prev_pid: Option<i32>,
+        prev_state: i64,
+        next_pid: i32,
+        next_prio: i32,
+        next_comm: u32,
+    },
+    Waking {
+        pid: i32,
+        target_cpu: i32,
+        comm: u32,
+        waker: Option<i32>,
+    },
+    /// An atrace marker written by thread `tid`.
+    Print { tid: i32, text: Box<str> },
+}
+
+impl Decoder {
+    pub fn ftrace_bundle(&mut self, bundle: &FtraceEventBundle) {
+        let cpu = bundle.cpu.unwrap_or(0);
+        if bundle.lost_events == Some(true) {
+            self.p.log.note("ftrace_events_lost", || {
+                format!("the kernel lost ftrace events before a bundle of cpu {cpu}")
+            });
+        }
+        for event in &bundle.event {
+            let Some(raw) = event.timestamp else { continue };
+            let ts = raw as i64;
+            if let Some(s) = &event.sched_switch {
+                let next_comm = s.next_comm.as_deref().map(lossy).unwrap_or_default();
+                if let (Some(pid), Some(comm)) = (s.prev_pid, s.prev_comm.as_deref()) {
+                    self.name_thread_weak(pid, lossy(comm));
+                }
+                let next_pid = s.next_pid.unwrap_or(0);
+                self.name_thread_weak(next_pid, next_comm.clone());
+                let next_comm = self.p.strings.intern(&next_comm);
+                self.ftrace.push(FtraceRecord {
+                    ts,
+                    cpu,
+                    what: Record::Switch {
+                        prev_pid: s.prev_pid,
+                        prev_state: s.prev_state.unwrap_or(0),
+                        next_pid,
+                        next_prio: s.next_prio.unwrap_or(0),
+                        next_comm,
+                    },
+                });
+            } else if let Some(w) = &event.sched_waking {
+                let comm = w.comm.as_deref().map(lossy).unwrap_or_default();
+                let comm = self.p.strings.intern(&comm);
+                self.ftrace.push(FtraceRecord {
+                    ts,
+                    cpu,
+                    what: Record::Waking {
+                        pid: w.pid.unwrap_or(0),
+                        target_cpu: w.target_cpu.unwrap_or(-1),
+                        comm,
+                        waker: event.pid.and_then(|p| i32::try_from(p).ok()),
+                    },
+                });
+            } else if let Some(print) = &event.print {
+                let text = print.buf.as_deref().map(lossy).unwrap_or_default();
+                let text: Box<str> = text.trim_end_matches('\n').into();
+                let tid = event.pid.and_then(|p| i32::try_from(p).ok()).unwrap_or(0);
+                self.ftrace.push(FtraceRecord {
+                    ts,
+                    cpu,
+                    what: Record::Print { tid, text },
+                });
+            } else if let Some(c) = event.cpu_frequency.as_ref().or(event.cpu_idle.as_ref()) {
+                let frequency = event.cpu_frequency.is_some();
+                let Some(state) = c.state else { continue };
+                let target = c.cpu_id.unwrap_or(cpu);
+                let (name, unit, value) = if frequency {
+                    (format!("cpu{target}.freq"), Some("kHz"), f64::from(state))
+                } else if state == u32::MAX {
+                    (format!("cpu{target}.idle_state"), None, -1.0)
+                } else {
+                    (format!("cpu{target}.idle_state"), None, f64::from(state))
+                };
+                self.named_counter(0, &name, ts, value, unit);
+            } else {
+                *self
+                    .packet_counts
+                    .entry("ftrace_other_events".into())
+                    .or_insert(0) += 1;
+            }
+        }
+        if let Some(compact) = &bundle.compact_sched {
+            self.compact_sched(cpu, compact);
+        }
+    }
+
+    /// A thread name from the kernel's `comm` when nothing better is known.
+    fn name_thread_weak(&mut self, tid: i32, comm: String) {
+        let entry = self.threads.entry(tid).or_insert((None, None));
+        if entry.1.is_none() && !comm.is_empty() {
+            entry.1 = Some(comm);
+        }
+    }
+
+    fn compact_sched(&mut self, cpu: u32, c: &CompactSched) {
+        let table: Vec<u32> = c
+            .intern_table
+            .iter()
+            .map(|s| self.p.strings.intern(&lossy(s)))
+            .collect();
+        let comm = |i: Option<&u32>| i.and_then(|&i| table.get(i as usize)).copied();
+        let mut ts: i64 = 0;
+        let n = c.switch_timestamp.len();
+        let consistent = c.switch_next_pid.len() == n && c.switch_prev_state.len() == n;
+        if !consistent {
+            self.p.log.note("malformed_compact_sched", || {
+                "compact sched switch arrays differ in length; the bundle's switches were skipped"
+                    .to_string()
+            });
+        }
+        for i in (0..n).filter(|_| consistent) {
+            ts = ts.wrapping_add(c.switch_timestamp[i] as i64);
+            let next_pid = c.switch_next_pid[i];
+            let next_comm = comm(c.switch_next_comm_index.get(i)).unwrap_or(0);
+            self.name_thread_weak(next_pid, self.p.strings.get(next_comm).to_string());
+            self.ftrace.push(FtraceRecord {
+                ts,
+                cpu,
+                what: Record::Switch {
+                    prev_pid: None,
+                    prev_state: c.switch_prev_state[i],
+                    next_pid,
+                    next_prio: c.switch_next_prio.get(i).copied().unwrap_or(0),
+                    next_comm,
+                },
+            });
+        }
+        let mut ts: i64 = 0;
+        let n = c.waking_timestamp.len();
+        if c.waking_pid.len() != n {
+            self.p.log.note("malformed_compact_sched", || {
+                "compact sched waking arrays differ in length; the bundle's wakings were skipped"
+                    .to_string()
+            });
+            return;
+        }
+        for i in 0..n {
+            ts = ts.wrapping_add(c.waking_timestamp[i] as i64);
+            self.ftrace.push(FtraceRecord {
+                ts,
+                cpu,
+                what: Record::Waking {
+                    pid: c.waking_pid[i],
+                    target_cpu: c.waking_target_cpu.get(i).copied().unwrap_or(-1),
+                    comm: comm(c.waking_comm_index.get(i)).unwrap_or(0),
+                    waker: None,
+                },
+            });
+        }
+    }
+
+    /// Replays the collected records in time order.
+    pub fn replay_ftrace(&mut self) {
+        let mut records = std::mem::take(&mut self.ftrace);
+        records.sort_by_key(|r| r.ts);
+        let mut sched = Sched::default();
+        let mut atrace = super::atrace::Atrace::default();
+        for r in &records {
+            match r.what {
+                Record::Switch {
+                    prev_pid,
+                    prev_state,
+                    next_pid,
+                    next_prio,
+                    next_comm,
+                } => {
+                    let prev = prev_pid.or_else(|| sched.running.get(&r.cpu).map(|o| o.tid));
+                    if let Some(open) = sched.running.remove(&r.cpu) {
+                        if prev_pid.is_some_and(|p| p != open.tid) {
+                            self.p.log.note("sched_switch_mismatch", || {
+                                "a switch's previous task is not the one that was running"
+                                    .to_string()
+                            });
+                        }
+                        self.sched_slice(r.cpu, &open, r.ts, prev_state);
+                    }
+                    if let Some(prev) = prev.filter(|&p| p != 0) {
+                        let state = state_name(prev_state);
+                        self.thread_state(&mut sched, prev, r.ts, state, None);
+                    }
+                    if next_pid != 0 {
+                        self.thread_state(&mut sched, next_pid, r.ts, "Running", Some(r.cpu));
+                        sched.running.insert(
+                            r.cpu,
+                            Running {
+                                tid: next_pid,
+                                start: r.ts,
+                                prio: next_prio,
+                                comm: next_comm,
+                            },
+                        );
+                    }
+                }
+                Record::Waking {
+                    pid,
+                    target_cpu,
+                    comm: _,
+                    waker,
+                } => {
+                    let asleep = sched
+                        .states
+                        .get(&pid)
+                        .is_none_or(|s| s.name != "Running" && !s.name.starts_with("Runnable"));
+                    if asleep && pid != 0 {
+                        let state = "Runnable";
+                        let args = json!({"target_cpu": target_cpu, "waker_tid": waker});
+                        sched.wake_args.insert(pid, args.to_string());
+                        self.thread_state(&mut sched, pid, r.ts, state, None);
+                    }
+                }
+                Record::Print { tid, ref text } => {
+                    atrace.handle(self, r.ts, tid, text);
+                }
+            }
+        }
+        let last = records.last().map_or(0, |r| r.ts);
+        for (cpu, open) in std::mem::take(&mut sched.running) {
+            self.sched_slice(cpu, &open, NONE, 0);
+        }
+        let open_states: Vec<i32> = sched.states.keys().copied().collect();
+        for tid in open_states {
+            self.close_state(&mut sched, tid, NONE);
+        }
+        atrace.finish(self, last);
+    }
+
+    /// Writes a finished (or, with `end == NONE`, unterminated) run.
+    fn sched_slice(&mut self, cpu: u32, open: &Running, end: i64, end_state: i64) {
+        let slot = self.slot(SlotKey::Cpu(cpu));
+        let comm = self.p.strings.get(open.comm).to_string();
+        let pid = self.threads.get(&open.tid).and_then(|t| t.0);
+        let args = if end == NONE {
+            json!({"cpu": cpu, "prio": open.prio})
+        } else {
+            json!({"cpu": cpu, "prio": open.prio, "end_state": state_name(end_state)})
+        };
+        let args = args.to_string();
+        let row = self.push_event(EventRow {
+            slot,
+            ts: open.start,
+            dur: if end == NONE {
+                -1
+            } else {
+                end.saturating_sub(open.start).max(0)
+            },
+            name: if comm.is_empty() {
+                "[unknown task]"
+            } else {
+                &comm
+            },
+            category: Some("sched"),
+            kind: EventKind::SchedSlice,
+            instant: false,
+            correlation: NONE,
+            args: Some(&args),
+        });
+        self.p.store.thread_override.insert(
+            row as u32,
+            (pid.map_or(NONE, i64::from), i64::from(open.tid)),
+        );
+    }
+
+    fn thread_state(
+        &mut self,
+        sched: &mut Sched,
+        tid: i32,
+        ts: i64,
+        name: &'static str,
+        cpu: Option<u32>,
+    ) {
+        self.close_state(sched, tid, ts);
+        sched.states.insert(
+            tid,
+            OpenState {
+                name,
+                start: ts,
+                cpu,
+            },
+        );
+    }
+
+    fn close_state(&mut self, sched: &mut Sched, tid: i32, end: i64) {
+        let Some(open) = sched.states.remove(&tid) else {
+            return;
+        };
+        let slot = self.slot(SlotKey::ThreadState(tid));
+        let mut args = open.cpu.map(|cpu| json!({"cpu": cpu}).to_string());
+        if open.name == "Runnable"
+            && let Some(w) = sched.wake_args.remove(&tid)
+        {
+            args = Some(w);
+        }
+        self.push_event(EventRow {
+            slot,
+            ts: open.start,
+            dur: if end == NONE {
+                -1
+            } else {
+                end.saturating_sub(open.start).max(0)
+            },
+            name: open.name,
+            category: Some("sched"),
+            kind: EventKind::ThreadState,
+            instant: false,
+            correlation: NONE,
+            args: args.as_deref(),
+        });
+    }
+}
+
+struct Running {
+    tid: i32,
+    start: i64,
+    prio: i32,
+    comm: u32,
+}
+
+struct OpenState {
+    name: &'static str,
+    start: i64,
+    cpu: Option<u32>,
+}
+
+#[derive(Default)]
+struct Sched {
+    running: HashMap<u32, Running>,
+    states: HashMap<i32, OpenState>,
+    wake_args: HashMap<i32, String>,
+}
+
+/// The name of a task state written by `sched_switch` (`prev_state`).
+///
+/// The low bits are the kernel's `TASK_REPORT` states; a value with none of
+/// them set (0, or only the preemption bit above them) is a task preempted
+/// while runnable.
+pub fn state_name(state: i64) -> &'static str {
+    match state & 0xff {
+        0 => "Runnable (Preempted)",
+        s if s & 0x01 != 0 => "Sleeping",
+        s if s & 0x02 != 0 => "Uninterruptible Sleep",
+        s if s & 0x04 != 0 => "Stopped",
+        s if s & 0x08 != 0 => "Traced",
+        s if s & 0x10 != 0 => "Exit (Dead)",
+        s if s & 0x20 != 0 => "Exit (Zombie)",
+        s if s & 0x40 != 0 => "Parked",
+        _ => "Idle",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn task_states_follow_the_report_bits() {
+        assert_eq!(state_name(0), "Runnable (Preempted)");
+        assert_eq!(state_name(1), "Sleeping");
+        assert_eq!(state_name(2), "Uninterruptible Sleep");
+        assert_eq!(state_name(0x100), "Runnable (Preempted)");
+        assert_eq!(state_name(0x400 | 0x02), "Uninterruptible Sleep");
+        assert_eq!(state_name(0x80), "Idle");
+    }
+}

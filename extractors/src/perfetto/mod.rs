@@ -1,0 +1,314 @@
+//! The Perfetto protobuf extractor: Android system traces, Chrome, the
+//! Perfetto SDK, `tracing-perfetto` in Rust, Perfetto's Python builder and
+//! anything else that writes a `Trace` of `TracePacket`s.
+//!
+//! Pipeline: [`reader`] frames packets one at a time from a buffered
+//! reader → [`decoder`] decodes each with prost ([`proto`]), applies the
+//! sequence's incremental state ([`sequence`]) and clocks ([`clocks`]) and
+//! dispatches track events ([`track_event`]), ftrace ([`ftrace`],
+//! [`atrace`]) and callstack samples ([`samples`]) → at the end, slots
+//! become tracks ([`finish`]) and the Chrome extractor's nesting, emission
+//! and slice reductions write the tables.
+
+pub mod atrace;
+pub mod clocks;
+pub mod decoder;
+pub mod finish;
+pub mod ftrace;
+pub mod proto;
+pub mod reader;
+pub mod samples;
+pub mod sequence;
+pub mod track_event;
+
+use std::collections::BTreeMap;
+use std::io::BufRead;
+
+use crate::api::{
+    BatchSink, CountingSink, ExtractError, ExtractObserver, ExtractOptions, ExtractionSummary,
+};
+use crate::chrome::emit::{self, Emitter};
+use crate::chrome::kinds::EventKind;
+use crate::chrome::nesting;
+use crate::detect::FormatKind;
+use crate::schema::EvidenceTable;
+use crate::stacks::{ReductionSpec, ThreadInfo};
+use decoder::Decoder;
+use reader::{Next, PacketReader};
+
+pub const PERFETTO_EXTRACTOR_NAME: &str = "perfetto_protobuf";
+/// Bumped whenever the rows produced for the same input change.
+pub const PERFETTO_EXTRACTOR_VERSION: &str = "1";
+
+const POLL_EVERY: u64 = 4096;
+
+/// Extracts a Perfetto protobuf trace from `reader`.
+pub fn extract_perfetto<R: BufRead>(
+    reader: R,
+    options: &ExtractOptions,
+    sink: &mut dyn BatchSink,
+    observer: &dyn ExtractObserver,
+) -> Result<ExtractionSummary, ExtractError> {
+    let mut packets = PacketReader::new(reader);
+    let mut d = Decoder::new(options.max_args_bytes, options.spill_dir.clone());
+    let mut framed: u64 = 0;
+    loop {
+        if framed.is_multiple_of(POLL_EVERY) {
+            observer.bytes_read(packets.offset());
+            if observer.cancelled() {
+                return Err(ExtractError::Cancelled);
+            }
+        }
+        match packets.next_packet()? {
+            Next::Packet => {
+                framed += 1;
+                let bytes = std::mem::take(&mut packets.packet);
+                d.packet(&bytes);
+                packets.packet = bytes;
+            }
+            Next::End => break,
+            Next::Truncated if framed > 0 => {
+                let at = packets.offset();
+                d.p.log.note("truncated_input", || {
+                    format!(
+                        "input ends at byte {at} inside a packet; the complete packets were kept"
+                    )
+                });
+                break;
+            }
+            Next::Truncated => {
+                return Err(ExtractError::Parse {
+                    message: format!(
+                        "the input ends after {} bytes before any complete trace packet",
+                        packets.offset()
+                    ),
+                    offset: Some(packets.offset()),
+                });
+            }
+            Next::Corrupt(why) if framed == 0 => {
+                return Err(ExtractError::Parse {
+                    message: format!("not a Perfetto trace: {why}"),
+                    offset: Some(packets.offset()),
+                });
+            }
+            Next::Corrupt(why) => {
+                d.p.log.note("truncated_input", || {
+                    format!("the trace is corrupt after {framed} packets ({why}); the packets before were kept")
+                });
+                break;
+            }
+        }
+    }
+    observer.bytes_read(packets.offset());
+    if framed == 0 {
+        return Err(ExtractError::Parse {
+            message: "the input holds no trace packet".to_string(),
+            offset: Some(0),
+        });
+    }
+    d.replay_ftrace();
+    let open: u64 = d.open.values().map(|v| v.len() as u64).sum();
+    d.p.log.note_n("unterminated_slice", open, || {
+        "a slice begin has no matching end; kept with dur_ns = -1".to_string()
+    });
+    d.resolve_tracks();
+    d.p.store.arena.finish_writes()?;
+    if observer.cancelled() {
+        return Err(ExtractError::Cancelled);
+    }
+    write_tables(d, options, sink, packets.offset(), packets.skipped_fields)
+}
+
+fn write_tables(
+    mut d: Decoder,
+    options: &ExtractOptions,
+    sink: &mut dyn BatchSink,
+    input_bytes: u64,
+    skipped_top_level: u64,
+) -> Result<ExtractionSummary, ExtractError> {
+    let mut derived = nesting::nest(&d.p.store, &mut d.p.tracks, &mut d.p.log);
+    let has_phases = nesting::assign_phases(&d.p.store, &d.p.strings, &mut derived);
+    let mut em = Emitter {
+        run_id: &options.run_id,
+        artifact_id: &options.artifact_id,
+        batch_rows: options.batch_rows.max(1),
+        sink,
+        rows: BTreeMap::new(),
+    };
+    emit::emit_trace_events(&mut em, &d.p, &derived)?;
+    emit::emit_tracks(&mut em, &d.p)?;
+    emit::emit_counters(&mut em, &d.p)?;
+
+    let mut agg = std::mem::take(&mut d.agg);
+    let wall = agg.metric(ReductionSpec {
+        metric: "trace.wall_ns".into(),
+        weight_unit: "ns".into(),
+        unit: "ns".into(),
+    });
+    emit::aggregate_slices_into(&mut agg, wall, &d.p, &derived, |k| {
+        !matches!(k, EventKind::SchedSlice | EventKind::ThreadState)
+    });
+    let mut sample_span: Option<(i64, i64)> = None;
+    d.sampled = !d.samples.is_empty();
+    if d.sampled {
+        let cpu = agg.metric(ReductionSpec {
+            metric: "cpu.samples".into(),
+            weight_unit: "samples".into(),
+            unit: "samples".into(),
+        });
+        for s in std::mem::take(&mut d.samples) {
+            let tid32 = i32::try_from(s.tid).ok();
+            let known = tid32.and_then(|t| d.threads.get(&t));
+            let pid = if s.pid != 0 {
+                Some(s.pid)
+            } else {
+                known.and_then(|k| k.0).map(i64::from)
+            };
+            let info = ThreadInfo {
+                pid,
+                tid: (s.tid != 0).then_some(s.tid),
+                thread_name: known.and_then(|k| k.1.clone()),
+                process_name: pid
+                    .and_then(|p| i32::try_from(p).ok())
+                    .and_then(|p| d.process_names.get(&p).cloned()),
+            };
+            let thread = agg.thread(info);
+            agg.add_metric_sample(cpu, s.stack, thread, Some(s.ts), 1, 1);
+            sample_span = Some(match sample_span {
+                None => (s.ts, s.ts),
+                Some((a, b)) => (a.min(s.ts), b.max(s.ts)),
+            });
+        }
+    }
+    let symbolized = d.agg_symbolized(&agg);
+    {
+        let mut counting = CountingSink {
+            inner: &mut *em.sink,
+            rows: &mut em.rows,
+        };
+        agg.finish_all(
+            &options.run_id,
+            &options.artifact_id,
+            em.batch_rows,
+            &mut counting,
+        )?;
+    }
+    let mut rows = em.rows;
+    for table in EvidenceTable::ALL {
+        rows.entry(table.name().to_string()).or_insert(0);
+    }
+    let span = time_span(&d, sample_span);
+    Ok(summarize(
+        d,
+        options,
+        rows,
+        span,
+        has_phases,
+        symbolized,
+        input_bytes,
+        skipped_top_level,
+    ))
+}
+
+/// Earliest start and latest end over events, counters and samples.
+fn time_span(d: &Decoder, samples: Option<(i64, i64)>) -> Option<(i64, i64)> {
+    let s = &d.p.store;
+    let events = (0..s.len()).map(|i| {
+        let end = if s.dur[i] < 0 { s.ts[i] } else { s.end(i) };
+        (s.ts[i], end)
+    });
+    let counters = d.p.counters.iter().map(|c| (c.ts, c.ts));
+    events
+        .chain(counters)
+        .chain(samples)
+        .reduce(|(a, b), (c, e)| (a.min(c), b.max(e)))
+}
+
+#[allow(clippy::too_many_arguments)]
+fn summarize(
+    d: Decoder,
+    options: &ExtractOptions,
+    rows: BTreeMap<String, u64>,
+    span: Option<(i64, i64)>,
+    has_phases: bool,
+    symbolized: bool,
+    input_bytes: u64,
+    skipped_top_level: u64,
+) -> ExtractionSummary {
+    let count = |name: &str| d.packet_counts.get(name).copied().unwrap_or(0);
+    let kinds = &d.p.store.kind;
+    let has_kind = |k: EventKind| kinds.contains(&k);
+    let mut coverage = BTreeMap::new();
+    coverage.insert("track_events".to_string(), count("track_event") > 0);
+    coverage.insert("scheduling".to_string(), has_kind(EventKind::SchedSlice));
+    coverage.insert(
+        "thread_states".to_string(),
+        has_kind(EventKind::ThreadState),
+    );
+    coverage.insert(
+        "callstack_samples".to_string(),
+        rows.get("samples").copied().unwrap_or(0) > 0,
+    );
+    coverage.insert("counters".to_string(), !d.p.counters.is_empty());
+    coverage.insert("process_names".to_string(), !d.process_names.is_empty());
+    coverage.insert("clock_snapshots".to_string(), d.clocks.snapshots > 0);
+    coverage.insert("compressed_packets".to_string(), d.compressed_packets > 0);
+    coverage.insert("phase_annotations".to_string(), has_phases);
+    coverage.insert("symbolized_frames".to_string(), symbolized);
+    let mut metadata = BTreeMap::new();
+    metadata.insert(
+        "packets_by_type".to_string(),
+        serde_json::json!(d.packet_counts),
+    );
+    metadata.insert(
+        "trace_clock".to_string(),
+        serde_json::json!(d.clocks.trace_clock()),
+    );
+    metadata.insert(
+        "sequences".to_string(),
+        serde_json::json!(d.sequences.len()),
+    );
+    if skipped_top_level > 0 {
+        metadata.insert(
+            "skipped_top_level_fields".to_string(),
+            serde_json::json!(skipped_top_level),
+        );
+    }
+    let unknown: u64 = d
+        .packet_counts
+        .iter()
+        .filter(|(k, _)| !proto::packet_field_name_known(k))
+        .map(|(_, v)| *v)
+        .sum();
+    metadata.insert("packets_not_read".to_string(), serde_json::json!(unknown));
+    let producer = options.producer.clone().unwrap_or_else(|| {
+        if count("ftrace_events") > 0 {
+            "perfetto.system".to_string()
+        } else if let Some(hint) = d.producer_hint {
+            hint.to_string()
+        } else {
+            "perfetto.track_event".to_string()
+        }
+    });
+    ExtractionSummary {
+        extractor: PERFETTO_EXTRACTOR_NAME.to_string(),
+        extractor_version: PERFETTO_EXTRACTOR_VERSION.to_string(),
+        format: FormatKind::PerfettoProtobuf.name().to_string(),
+        producer,
+        rows,
+        time_span_ns: span,
+        tracks: d.p.tracks.list.len() as u64,
+        coverage,
+        limitations: d.p.log.into_limitations(),
+        metadata,
+        input_bytes,
+        input_events: d.packets,
+    }
+}
+
+impl Decoder {
+    /// Whether every sampled frame has a function name.
+    fn agg_symbolized(&self, agg: &crate::stacks::StackAggregator) -> bool {
+        agg.all_symbolized()
+    }
+}
