@@ -221,6 +221,23 @@ impl Decoder {
                         self.thread_state(&mut sched, prev, r.ts, state, None);
                     }
                     if next_pid != 0 {
+                        // A task runs on one CPU at a time: a switch-out that
+                        // never arrived (lost events) ends where it runs next.
+                        let elsewhere = sched
+                            .running
+                            .iter()
+                            .find(|(c, o)| **c != r.cpu && o.tid == next_pid)
+                            .map(|(c, _)| *c);
+                        if let Some(other) = elsewhere
+                            && let Some(stale) = sched.running.remove(&other)
+                        {
+                            self.p.log.note("sched_switch_missing", || {
+                                "a task was switched in while still running on another CPU; \
+                                 its earlier run was ended there"
+                                    .to_string()
+                            });
+                            self.sched_slice(other, &stale, r.ts, 0);
+                        }
                         self.thread_state(&mut sched, next_pid, r.ts, "Running", Some(r.cpu));
                         sched.running.insert(
                             r.cpu,

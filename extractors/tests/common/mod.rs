@@ -1,6 +1,8 @@
 //! Test helpers: an in-memory sink and column accessors.
 #![allow(dead_code)]
 
+pub mod protobuf;
+
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
