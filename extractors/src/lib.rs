@@ -12,6 +12,7 @@ pub mod chrome;
 pub mod detect;
 pub mod folded;
 pub mod input;
+pub mod pprof;
 pub mod schema;
 pub mod stacks;
 
@@ -23,4 +24,5 @@ pub use chrome::{CHROME_EXTRACTOR_NAME, CHROME_EXTRACTOR_VERSION, extract_chrome
 pub use detect::{Detection, FormatKind, detect};
 pub use folded::{FOLDED_EXTRACTOR_NAME, FOLDED_EXTRACTOR_VERSION, extract_folded_stacks};
 pub use input::{InputLimits, InputStream, open_input, read_head};
+pub use pprof::{PPROF_EXTRACTOR_NAME, PPROF_EXTRACTOR_VERSION, extract_pprof};
 pub use schema::{EvidenceTable, SCHEMA_VERSION};
