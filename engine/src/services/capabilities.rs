@@ -34,6 +34,7 @@ pub fn capabilities() -> Capabilities {
             let (extract, note) = match k {
                 FormatKind::ChromeJson => (true, "Chrome trace events: PyTorch profiler / Kineto, Chromium, viztracer, py-spy chrometrace"),
                 FormatKind::FoldedStacks => (true, "folded / collapsed stacks (flamegraph.pl, inferno, py-spy raw, stackcollapse-*)"),
+                FormatKind::Pprof => (true, "pprof profile.proto, gzipped or plain (Go runtime/pprof, gperftools, async-profiler, …): one metric per sample type"),
                 FormatKind::NsightReport => (false, "export first: nsys export --type sqlite"),
                 _ => (false, "detected; no extractor in this build yet"),
             };

@@ -11,6 +11,7 @@ use flameox_extractors::folded::{
     FOLDED_EXTRACTOR_NAME, FOLDED_EXTRACTOR_VERSION, extract_folded_stacks,
 };
 use flameox_extractors::input::{InputLimits, open_input, read_head};
+use flameox_extractors::pprof::{PPROF_EXTRACTOR_NAME, PPROF_EXTRACTOR_VERSION, extract_pprof};
 use flameox_extractors::{
     ExtractError, ExtractObserver, ExtractOptions, ExtractionSummary, Limitation,
 };
@@ -158,6 +159,7 @@ fn decide_kind(ws: &Workspace, request: &ImportRequest) -> Result<(FormatKind, O
 fn extractor_of(kind: FormatKind) -> (&'static str, &'static str) {
     match kind {
         FormatKind::FoldedStacks => (FOLDED_EXTRACTOR_NAME, FOLDED_EXTRACTOR_VERSION),
+        FormatKind::Pprof => (PPROF_EXTRACTOR_NAME, PPROF_EXTRACTOR_VERSION),
         _ => (CHROME_EXTRACTOR_NAME, CHROME_EXTRACTOR_VERSION),
     }
 }
@@ -172,6 +174,7 @@ fn run_extractor(
 ) -> std::result::Result<ExtractionSummary, flameox_extractors::ExtractError> {
     match kind {
         FormatKind::FoldedStacks => extract_folded_stacks(input, options, sink, observer),
+        FormatKind::Pprof => extract_pprof(input, options, sink, observer),
         _ => extract_chrome_json(input, options, sink, observer),
     }
 }
@@ -180,11 +183,11 @@ fn run_extractor(
 const AUTO: &str = "auto";
 
 /// Formats this build extracts.
-const SUPPORTED_KINDS: [&str; 2] = ["chrome_json", "folded_stacks"];
+const SUPPORTED_KINDS: [&str; 3] = ["chrome_json", "folded_stacks", "pprof"];
 
 fn require_extractor(kind: FormatKind) -> Result<()> {
     match kind {
-        FormatKind::ChromeJson | FormatKind::FoldedStacks => Ok(()),
+        FormatKind::ChromeJson | FormatKind::FoldedStacks | FormatKind::Pprof => Ok(()),
         FormatKind::NsightReport => Err(FlameoxError::new(
             ErrorCode::CapabilityUnavailable,
             "an .nsys-rep report is a proprietary container; export it to SQLite first",
