@@ -482,9 +482,11 @@ fn detect_protobuf(head: &[u8], name: &str) -> Option<Detection> {
         ));
     }
     if pprof_ok && (fields >= 3 || pprof_name) {
+        // No producer hint: the engine would pass it on as a forced producer,
+        // and the extractor tells Go from other producers by the functions.
         return Some(found(
             FormatKind::Pprof,
-            Some("pprof"),
+            None,
             "protobuf with pprof Profile field tags",
         ));
     }

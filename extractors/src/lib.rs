@@ -13,6 +13,7 @@ pub mod detect;
 pub mod folded;
 pub mod input;
 pub mod perfetto;
+pub mod pprof;
 pub mod schema;
 pub mod stacks;
 
@@ -25,4 +26,5 @@ pub use detect::{Detection, FormatKind, detect};
 pub use folded::{FOLDED_EXTRACTOR_NAME, FOLDED_EXTRACTOR_VERSION, extract_folded_stacks};
 pub use input::{InputLimits, InputStream, open_input, read_head};
 pub use perfetto::{PERFETTO_EXTRACTOR_NAME, PERFETTO_EXTRACTOR_VERSION, extract_perfetto};
+pub use pprof::{PPROF_EXTRACTOR_NAME, PPROF_EXTRACTOR_VERSION, extract_pprof};
 pub use schema::{EvidenceTable, SCHEMA_VERSION};

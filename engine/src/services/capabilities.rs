@@ -35,6 +35,7 @@ pub fn capabilities() -> Capabilities {
                 FormatKind::ChromeJson => (true, "Chrome trace events: PyTorch profiler / Kineto, Chromium, viztracer, py-spy chrometrace"),
                 FormatKind::FoldedStacks => (true, "folded / collapsed stacks (flamegraph.pl, inferno, py-spy raw, stackcollapse-*)"),
                 FormatKind::PerfettoProtobuf => (true, "Perfetto protobuf: track events, ftrace scheduling and atrace, callstack samples, process stats, counters"),
+                FormatKind::Pprof => (true, "pprof profile.proto, gzipped or plain (Go runtime/pprof, gperftools, async-profiler, …): one metric per sample type"),
                 FormatKind::NsightReport => (false, "export first: nsys export --type sqlite"),
                 _ => (false, "detected; no extractor in this build yet"),
             };

@@ -14,6 +14,7 @@ use flameox_extractors::input::{InputLimits, open_input, read_head};
 use flameox_extractors::perfetto::{
     PERFETTO_EXTRACTOR_NAME, PERFETTO_EXTRACTOR_VERSION, extract_perfetto,
 };
+use flameox_extractors::pprof::{PPROF_EXTRACTOR_NAME, PPROF_EXTRACTOR_VERSION, extract_pprof};
 use flameox_extractors::{
     ExtractError, ExtractObserver, ExtractOptions, ExtractionSummary, Limitation,
 };
@@ -162,6 +163,7 @@ fn extractor_of(kind: FormatKind) -> (&'static str, &'static str) {
     match kind {
         FormatKind::FoldedStacks => (FOLDED_EXTRACTOR_NAME, FOLDED_EXTRACTOR_VERSION),
         FormatKind::PerfettoProtobuf => (PERFETTO_EXTRACTOR_NAME, PERFETTO_EXTRACTOR_VERSION),
+        FormatKind::Pprof => (PPROF_EXTRACTOR_NAME, PPROF_EXTRACTOR_VERSION),
         _ => (CHROME_EXTRACTOR_NAME, CHROME_EXTRACTOR_VERSION),
     }
 }
@@ -177,6 +179,7 @@ fn run_extractor(
     match kind {
         FormatKind::FoldedStacks => extract_folded_stacks(input, options, sink, observer),
         FormatKind::PerfettoProtobuf => extract_perfetto(input, options, sink, observer),
+        FormatKind::Pprof => extract_pprof(input, options, sink, observer),
         _ => extract_chrome_json(input, options, sink, observer),
     }
 }
@@ -185,11 +188,14 @@ fn run_extractor(
 const AUTO: &str = "auto";
 
 /// Formats this build extracts.
-const SUPPORTED_KINDS: [&str; 3] = ["chrome_json", "folded_stacks", "perfetto_protobuf"];
+const SUPPORTED_KINDS: [&str; 4] = ["chrome_json", "folded_stacks", "perfetto_protobuf", "pprof"];
 
 fn require_extractor(kind: FormatKind) -> Result<()> {
     match kind {
-        FormatKind::ChromeJson | FormatKind::FoldedStacks | FormatKind::PerfettoProtobuf => Ok(()),
+        FormatKind::ChromeJson
+        | FormatKind::FoldedStacks
+        | FormatKind::PerfettoProtobuf
+        | FormatKind::Pprof => Ok(()),
         FormatKind::NsightReport => Err(FlameoxError::new(
             ErrorCode::CapabilityUnavailable,
             "an .nsys-rep report is a proprietary container; export it to SQLite first",
