@@ -1,15 +1,30 @@
-//! The Perfetto extractor on traces written here field by field (not with
-//! the extractor's own prost types): interning and its resets, packet loss,
+//! The Perfetto extractor on traces written here with the `perfetto_protos`
+//! crate (the reference encoder, not the extractor's prost subset):
+//! interning and its resets, packet loss, out-of-order sequences,
 //! compressed packets, clock conversion, scheduling in both encodings,
 //! callstack samples, counters and broken inputs.
 
 mod common;
 
-use common::protobuf::{Msg, compressed, trace};
+use common::perfetto::*;
 use common::*;
 use flameox_extractors::{
     EvidenceTable as T, ExtractError, ExtractionSummary, NoObserver, extract_perfetto,
 };
+use perfetto_protos::clock_snapshot::{ClockSnapshot, clock_snapshot::Clock};
+use perfetto_protos::counter_descriptor::{CounterDescriptor, counter_descriptor::Unit};
+use perfetto_protos::debug_annotation::DebugAnnotation;
+use perfetto_protos::ftrace_event::FtraceEvent;
+use perfetto_protos::ftrace_event_bundle::{FtraceEventBundle, ftrace_event_bundle::CompactSched};
+use perfetto_protos::interned_data::InternedData;
+use perfetto_protos::process_stats::{ProcessStats, process_stats::Process};
+use perfetto_protos::profile_common::{Callstack, Frame, InternedString, Mapping};
+use perfetto_protos::profile_packet::{PerfSample, perf_sample::SampleSkipReason};
+use perfetto_protos::sched::{SchedSwitchFtraceEvent, SchedWakingFtraceEvent};
+use perfetto_protos::trace_packet::TracePacket;
+use perfetto_protos::track_descriptor::TrackDescriptor;
+use perfetto_protos::track_event::track_event::Type;
+use protobuf::{Enum, MessageField};
 
 fn run(bytes: &[u8]) -> Result<(ExtractionSummary, MemorySink), ExtractError> {
     let mut sink = MemorySink::default();
@@ -30,63 +45,58 @@ fn events(sink: &MemorySink) -> Vec<(String, i64, i64)> {
         .collect()
 }
 
-// ---- packet builders (Perfetto field numbers) ---------------------------
-
 const SEQ: u32 = 10;
-const CLEARED: u64 = 1;
-const NEEDS_STATE: u64 = 2;
 
-fn packet(ts: u64, seq: u32) -> Msg {
-    Msg::new().varint(8, ts).varint(10, u64::from(seq))
+fn flagged(ts: u64, seq: u32, flags: u32) -> TracePacket {
+    let mut p = packet(ts, seq);
+    p.set_sequence_flags(flags);
+    p
 }
 
-fn thread_track(uuid: u64, pid: u64, tid: u64, name: &str) -> Msg {
-    let thread = Msg::new().varint(1, pid).varint(2, tid).str(5, name);
-    packet(0, SEQ).msg(60, Msg::new().varint(1, uuid).msg(4, thread))
+fn with_names(mut p: TracePacket, names: &[(u64, &str)]) -> TracePacket {
+    p.interned_data = MessageField::some(interned_names(names));
+    p
 }
 
-fn interned_names(names: &[(u64, &str)]) -> Msg {
-    names.iter().fold(Msg::new(), |m, (iid, name)| {
-        m.msg(2, Msg::new().varint(1, *iid).str(2, name))
-    })
-}
-
-/// A track event of `kind` (1 begin, 2 end, 3 instant, 4 counter).
-fn event(kind: u64, track: u64) -> Msg {
-    Msg::new().varint(9, kind).varint(11, track)
+fn by_iid(kind: Type, track: u64, iid: u64) -> perfetto_protos::track_event::TrackEvent {
+    let mut e = event(kind, track);
+    e.set_name_iid(iid);
+    e
 }
 
 #[test]
 fn interned_names_follow_resets_and_lost_state_is_skipped() {
+    let mut lost = flagged(5_000, SEQ, NEEDS_STATE);
+    lost.set_previous_packet_dropped(true);
     let p = vec![
-        thread_track(7, 100, 101, "worker"),
-        packet(1_000, SEQ)
-            .varint(13, CLEARED)
-            .msg(12, interned_names(&[(1, "alpha")]))
-            .msg(11, event(1, 7).varint(10, 1)),
-        packet(2_000, SEQ)
-            .varint(13, NEEDS_STATE)
-            .msg(11, event(2, 7)),
+        thread_track(SEQ, 7, 100, 101, "worker"),
+        with_event(
+            with_names(flagged(1_000, SEQ, CLEARED), &[(1, "alpha")]),
+            by_iid(Type::TYPE_SLICE_BEGIN, 7, 1),
+        ),
+        with_event(
+            flagged(2_000, SEQ, NEEDS_STATE),
+            event(Type::TYPE_SLICE_END, 7),
+        ),
         // The state is cleared: iid 1 now means "beta".
-        packet(3_000, SEQ)
-            .varint(13, CLEARED)
-            .msg(12, interned_names(&[(1, "beta")]))
-            .msg(11, event(1, 7).varint(10, 1)),
-        packet(3_500, SEQ)
-            .varint(13, NEEDS_STATE)
-            .msg(11, event(2, 7)),
+        with_event(
+            with_names(flagged(3_000, SEQ, CLEARED), &[(1, "beta")]),
+            by_iid(Type::TYPE_SLICE_BEGIN, 7, 1),
+        ),
+        with_event(
+            flagged(3_500, SEQ, NEEDS_STATE),
+            event(Type::TYPE_SLICE_END, 7),
+        ),
         // Another sequence uses interning without ever clearing: skipped.
-        packet(4_000, 11)
-            .varint(13, NEEDS_STATE)
-            .msg(11, event(3, 7).varint(10, 1)),
+        with_event(
+            flagged(4_000, 11, NEEDS_STATE),
+            by_iid(Type::TYPE_INSTANT, 7, 1),
+        ),
         // Loss on the first sequence invalidates its state until a clear.
-        packet(5_000, SEQ)
-            .varint(42, 1)
-            .varint(13, NEEDS_STATE)
-            .msg(11, event(3, 7).varint(10, 1)),
-        packet(6_000, SEQ).msg(11, event(3, 7).str(23, "inline")),
+        with_event(lost, by_iid(Type::TYPE_INSTANT, 7, 1)),
+        with_event(packet(6_000, SEQ), named(Type::TYPE_INSTANT, 7, "inline")),
     ];
-    let (summary, sink) = run(&trace(&p)).expect("extract");
+    let (summary, sink) = run(&trace(p)).expect("extract");
     assert_eq!(
         events(&sink),
         vec![
@@ -103,93 +113,158 @@ fn interned_names_follow_resets_and_lost_state_is_skipped() {
 }
 
 #[test]
-fn compressed_packets_give_the_same_rows_as_plain_ones() {
-    let body = vec![
-        thread_track(7, 1, 2, "main"),
-        packet(100, SEQ).msg(11, event(1, 7).str(23, "outer")),
-        packet(150, SEQ).msg(11, event(1, 7).str(23, "inner")),
-        packet(180, SEQ).msg(11, event(2, 7)),
-        packet(400, SEQ).msg(11, event(2, 7)),
+fn sequences_keep_their_own_ids_when_packets_interleave_out_of_order() {
+    // Sequence 1 writes later timestamps first; both use iid 1.
+    let p = vec![
+        thread_track(1, 7, 1, 2, "a"),
+        thread_track(2, 8, 1, 3, "b"),
+        with_event(
+            with_names(flagged(900, 1, CLEARED), &[(1, "from-one")]),
+            by_iid(Type::TYPE_SLICE_BEGIN, 7, 1),
+        ),
+        with_event(
+            with_names(flagged(100, 2, CLEARED), &[(1, "from-two")]),
+            by_iid(Type::TYPE_SLICE_BEGIN, 8, 1),
+        ),
+        with_event(flagged(950, 1, NEEDS_STATE), event(Type::TYPE_SLICE_END, 7)),
+        with_event(
+            flagged(200, 2, NEEDS_STATE),
+            by_iid(Type::TYPE_INSTANT, 8, 1),
+        ),
+        with_event(flagged(300, 2, NEEDS_STATE), event(Type::TYPE_SLICE_END, 8)),
     ];
-    let (_, plain) = run(&trace(&body)).expect("plain");
-    let (summary, packed) =
-        run(&trace(&[compressed(&body[..3]), compressed(&body[3..])])).expect("compressed");
+    let (_, sink) = run(&trace(p)).expect("extract");
+    assert_eq!(
+        events(&sink),
+        vec![
+            ("from-two".to_string(), 100, 200),
+            ("from-two".to_string(), 200, 0),
+            ("from-one".to_string(), 900, 50),
+        ]
+    );
+    let depth = sink.i64s(T::TraceEvents, "depth");
+    assert_eq!(depth, vec![Some(0), Some(1), Some(0)]);
+}
+
+#[test]
+fn compressed_packets_give_the_same_rows_as_plain_ones() {
+    let body = || {
+        vec![
+            thread_track(SEQ, 7, 1, 2, "main"),
+            with_event(packet(100, SEQ), named(Type::TYPE_SLICE_BEGIN, 7, "outer")),
+            with_event(packet(150, SEQ), named(Type::TYPE_SLICE_BEGIN, 7, "inner")),
+            with_event(packet(180, SEQ), event(Type::TYPE_SLICE_END, 7)),
+            with_event(packet(400, SEQ), event(Type::TYPE_SLICE_END, 7)),
+        ]
+    };
+    let (_, plain) = run(&trace(body())).expect("plain");
+    let mut packets = body();
+    let tail = packets.split_off(3);
+    let (summary, packed) = run(&trace(vec![compressed(packets), compressed(tail)])).expect("zlib");
     assert_eq!(events(&plain), events(&packed));
-    assert_eq!(events(&plain).len(), 2);
+    assert_eq!(
+        events(&packed),
+        vec![
+            ("outer".to_string(), 100, 300),
+            ("inner".to_string(), 150, 30)
+        ]
+    );
     assert!(summary.coverage["compressed_packets"]);
     let depth = packed.i64s(T::TraceEvents, "depth");
     assert_eq!(depth, vec![Some(0), Some(1)]);
 }
 
+fn clock(id: u32, ts: u64) -> Clock {
+    Clock {
+        clock_id: Some(id),
+        timestamp: Some(ts),
+        ..Default::default()
+    }
+}
+
 #[test]
 fn clocks_convert_through_snapshots_or_are_reported() {
-    let snapshot = Msg::new()
-        .msg(1, Msg::new().varint(1, 6).varint(2, 1_000_000))
-        .msg(1, Msg::new().varint(1, 3).varint(2, 1_000))
-        .msg(
-            1,
-            // A sequence-scoped incremental clock in microseconds.
-            Msg::new()
-                .varint(1, 64)
-                .varint(2, 10)
-                .varint(3, 1)
-                .varint(4, 1000),
-        );
-    let p = vec![
-        Msg::new().varint(10, u64::from(SEQ)).msg(6, snapshot),
-        thread_track(7, 1, 2, "main"),
-        // Monotonic 1_500 → boottime 1_000_500.
-        packet(1_500, SEQ)
-            .varint(58, 3)
-            .msg(11, event(3, 7).str(23, "mono")),
-        // Realtime has no snapshot: skipped and reported.
-        packet(9, SEQ)
-            .varint(58, 1)
-            .msg(11, event(3, 7).str(23, "realtime")),
-        // Incremental: 10 µs + 5 µs, then + 2 µs.
-        packet(5, SEQ)
-            .varint(58, 64)
-            .msg(11, event(3, 7).str(23, "inc1")),
-        packet(2, SEQ)
-            .varint(58, 64)
-            .msg(11, event(3, 7).str(23, "inc2")),
+    let mut snapshot = ClockSnapshot::new();
+    snapshot.clocks = vec![
+        clock(6, 1_000_000),
+        clock(3, 1_000),
+        // A sequence-scoped incremental clock in microseconds.
+        Clock {
+            is_incremental: Some(true),
+            unit_multiplier_ns: Some(1000),
+            ..clock(64, 10)
+        },
     ];
-    let (summary, sink) = run(&trace(&p)).expect("extract");
-    let mut got = events(&sink);
-    got.sort_by_key(|e| e.1);
+    let mut snap = TracePacket::new();
+    snap.set_trusted_packet_sequence_id(SEQ);
+    snap.set_clock_snapshot(snapshot);
+    let in_clock = |ts: u64, id: u32, name: &str| {
+        let mut p = packet(ts, SEQ);
+        p.set_timestamp_clock_id(id);
+        with_event(p, named(Type::TYPE_INSTANT, 7, name))
+    };
+    let p = vec![
+        snap,
+        thread_track(SEQ, 7, 1, 2, "main"),
+        // Monotonic 1_500 → boottime 1_000_500.
+        in_clock(1_500, 3, "mono"),
+        // Realtime has no snapshot: skipped and reported.
+        in_clock(9, 1, "realtime"),
+        // Incremental: 10 µs + 5 µs, then + 2 µs.
+        in_clock(5, 64, "inc1"),
+        in_clock(2, 64, "inc2"),
+    ];
+    let (summary, sink) = run(&trace(p)).expect("extract");
     assert_eq!(
-        got,
+        events(&sink),
         vec![
             ("mono".to_string(), 1_000_500, 0),
-            ("inc1".to_string(), 1_000_000 + 5_000, 0),
-            ("inc2".to_string(), 1_000_000 + 7_000, 0),
+            ("inc1".to_string(), 1_005_000, 0),
+            ("inc2".to_string(), 1_007_000, 0),
         ]
     );
     assert_eq!(limitation(&summary, "clock_unconvertible"), 1);
 }
 
-/// A bundle of plain `sched_switch` / `sched_waking` events on `cpu`.
-fn bundle(cpu: u64, events: &[Msg]) -> Msg {
-    let b = events
-        .iter()
-        .fold(Msg::new().varint(1, cpu), |b, e| b.msg(2, e.clone()));
-    Msg::new().varint(10, 3).msg(1, b)
+fn bundle(cpu: u32, events: Vec<FtraceEvent>) -> TracePacket {
+    let mut b = FtraceEventBundle::new();
+    b.set_cpu(cpu);
+    b.event = events;
+    let mut p = TracePacket::new();
+    p.set_trusted_packet_sequence_id(3);
+    p.set_ftrace_events(b);
+    p
 }
 
-fn switch(ts: u64, prev: u64, state: u64, next: u64, next_comm: &str) -> Msg {
-    let s = Msg::new()
-        .str(1, "prev")
-        .varint(2, prev)
-        .varint(4, state)
-        .str(5, next_comm)
-        .varint(6, next)
-        .varint(7, 120);
-    Msg::new().varint(1, ts).varint(2, prev).msg(4, s)
+fn switch(ts: u64, prev: i32, state: i64, next: i32, next_comm: &str) -> FtraceEvent {
+    let s = SchedSwitchFtraceEvent {
+        prev_comm: Some("prev".into()),
+        prev_pid: Some(prev),
+        prev_state: Some(state),
+        next_comm: Some(next_comm.into()),
+        next_pid: Some(next),
+        next_prio: Some(120),
+        ..Default::default()
+    };
+    let mut e = FtraceEvent::new();
+    e.set_timestamp(ts);
+    e.set_pid(prev as u32);
+    e.set_sched_switch(s);
+    e
 }
 
-fn waking(ts: u64, waker: u64, pid: u64) -> Msg {
-    let w = Msg::new().str(1, "t").varint(2, pid).varint(5, 0);
-    Msg::new().varint(1, ts).varint(2, waker).msg(20, w)
+fn waking(ts: u64, waker: u32, pid: i32) -> FtraceEvent {
+    let w = SchedWakingFtraceEvent {
+        comm: Some("t".into()),
+        pid: Some(pid),
+        target_cpu: Some(0),
+        ..Default::default()
+    };
+    let mut e = FtraceEvent::new();
+    e.set_timestamp(ts);
+    e.set_pid(waker);
+    e.set_sched_waking(w);
+    e
 }
 
 #[test]
@@ -197,10 +272,10 @@ fn scheduling_becomes_cpu_slices_and_thread_states_in_either_encoding() {
     // CPU 0: idle → 10 (t=100) → sleeps, idle (t=300); 10 is woken from
     // CPU 1 at t=350 and runs on CPU 1 from t=400 to t=500 (preempted by 20).
     // CPU 1's bundle comes first in the file but its events are later.
-    let plain = trace(&[
+    let plain = trace(vec![
         bundle(
             1,
-            &[
+            vec![
                 waking(350, 20, 10),
                 switch(400, 0, 0, 10, "ten"),
                 switch(500, 10, 0, 20, "twenty"),
@@ -208,7 +283,7 @@ fn scheduling_becomes_cpu_slices_and_thread_states_in_either_encoding() {
         ),
         bundle(
             0,
-            &[
+            vec![
                 switch(100, 0, 0, 10, "ten"),
                 switch(300, 10, 1, 0, "swapper"),
             ],
@@ -246,20 +321,25 @@ fn scheduling_becomes_cpu_slices_and_thread_states_in_either_encoding() {
     assert!(summary.coverage["scheduling"]);
 
     // The same switches in compact encoding give the same CPU slices.
-    let compact = |cpu: u64, ts: &[u64], state: &[u64], next: &[u64], comm: &[u64]| {
-        let c = Msg::new()
-            .str(5, "swapper")
-            .str(5, "ten")
-            .str(5, "twenty")
-            .packed(1, ts)
-            .packed(2, state)
-            .packed(3, next)
-            .packed(6, comm);
-        Msg::new()
-            .varint(10, 3)
-            .msg(1, Msg::new().varint(1, cpu).msg(4, c))
+    let compact = |cpu: u32, ts: &[u64], state: &[i64], next: &[i32], comm: &[u32]| {
+        let c = CompactSched {
+            intern_table: vec!["swapper".into(), "ten".into(), "twenty".into()],
+            switch_timestamp: ts.to_vec(),
+            switch_prev_state: state.to_vec(),
+            switch_next_pid: next.to_vec(),
+            switch_next_prio: vec![120; next.len()],
+            switch_next_comm_index: comm.to_vec(),
+            ..Default::default()
+        };
+        let mut b = FtraceEventBundle::new();
+        b.set_cpu(cpu);
+        b.compact_sched = MessageField::some(c);
+        let mut p = TracePacket::new();
+        p.set_trusted_packet_sequence_id(3);
+        p.set_ftrace_events(b);
+        p
     };
-    let packed = trace(&[
+    let packed = trace(vec![
         compact(1, &[400, 100], &[0, 0], &[10, 20], &[1, 2]),
         compact(0, &[100, 200], &[0, 1], &[10, 0], &[1, 0]),
     ]);
@@ -281,40 +361,67 @@ fn scheduling_becomes_cpu_slices_and_thread_states_in_either_encoding() {
     );
 }
 
+fn interned_string(iid: u64, s: &str) -> InternedString {
+    InternedString {
+        iid: Some(iid),
+        str: Some(s.as_bytes().to_vec()),
+        ..Default::default()
+    }
+}
+
 #[test]
 fn perf_samples_resolve_interned_callstacks_root_first() {
-    let interned = Msg::new()
-        .msg(5, Msg::new().varint(1, 1).str(2, "main"))
-        .msg(5, Msg::new().varint(1, 2).str(2, "compute"))
-        .msg(17, Msg::new().varint(1, 1).str(2, "usr"))
-        .msg(17, Msg::new().varint(1, 2).str(2, "bin"))
-        .msg(17, Msg::new().varint(1, 3).str(2, "app"))
-        .msg(19, Msg::new().varint(1, 1).packed(7, &[1, 2, 3]))
-        .msg(6, Msg::new().varint(1, 1).varint(2, 1).varint(3, 1))
-        .msg(6, Msg::new().varint(1, 2).varint(2, 2).varint(3, 1))
-        .msg(6, Msg::new().varint(1, 3).varint(3, 1).varint(4, 0xbeef))
-        // Bottom (outermost) frame first.
-        .msg(7, Msg::new().varint(1, 1).packed(2, &[1, 2, 3]))
-        .msg(7, Msg::new().varint(1, 2).packed(2, &[1, 2]));
-    let sample = |ts: u64, callstack: u64| {
-        packet(ts, SEQ).varint(13, NEEDS_STATE).msg(
-            66,
-            Msg::new()
-                .varint(1, 0)
-                .varint(2, 40)
-                .varint(3, 41)
-                .varint(4, callstack),
-        )
-    };
-    let p = vec![
-        packet(0, SEQ).varint(13, CLEARED).msg(12, interned),
-        sample(10, 1),
-        sample(20, 1),
-        sample(30, 2),
-        // A sample the profiler skipped carries no stack.
-        packet(40, SEQ).msg(66, Msg::new().varint(2, 40).varint(18, 1)),
+    let mut interned = InternedData::new();
+    interned.function_names = vec![interned_string(1, "main"), interned_string(2, "compute")];
+    interned.mapping_paths = vec![
+        interned_string(1, "usr"),
+        interned_string(2, "bin"),
+        interned_string(3, "app"),
     ];
-    let (summary, sink) = run(&trace(&p)).expect("extract");
+    interned.mappings = vec![Mapping {
+        iid: Some(1),
+        path_string_ids: vec![1, 2, 3],
+        ..Default::default()
+    }];
+    let frame = |iid: u64, function: Option<u64>, pc: u64| Frame {
+        iid: Some(iid),
+        function_name_id: function,
+        mapping_id: Some(1),
+        rel_pc: Some(pc),
+        ..Default::default()
+    };
+    interned.frames = vec![
+        frame(1, Some(1), 0),
+        frame(2, Some(2), 0),
+        frame(3, None, 0xbeef),
+    ];
+    // Bottom (outermost) frame first.
+    let callstack = |iid: u64, frames: &[u64]| Callstack {
+        iid: Some(iid),
+        frame_ids: frames.to_vec(),
+        ..Default::default()
+    };
+    interned.callstacks = vec![callstack(1, &[1, 2, 3]), callstack(2, &[1, 2])];
+    let sample = |ts: u64, callstack: u64| {
+        let mut p = flagged(ts, SEQ, NEEDS_STATE);
+        p.set_perf_sample(PerfSample {
+            cpu: Some(0),
+            pid: Some(40),
+            tid: Some(41),
+            callstack_iid: Some(callstack),
+            ..Default::default()
+        });
+        p
+    };
+    let mut first = flagged(0, SEQ, CLEARED);
+    first.interned_data = MessageField::some(interned);
+    let mut skipped = packet(40, SEQ);
+    let mut s = PerfSample::new();
+    s.set_pid(40);
+    s.set_sample_skipped_reason(SampleSkipReason::PROFILER_SKIP_READ_STAGE);
+    skipped.set_perf_sample(s);
+    let p = vec![first, sample(10, 1), sample(20, 1), sample(30, 2), skipped];
+    let (summary, sink) = run(&trace(p)).expect("extract");
     let metric = sink.strs(T::FrameTotals, "metric");
     let function = sink.strs(T::FrameTotals, "function");
     let module = sink.strs(T::FrameTotals, "module");
@@ -348,24 +455,53 @@ fn perf_samples_resolve_interned_callstacks_root_first() {
 
 #[test]
 fn counters_annotations_and_process_stats_are_kept() {
-    let counter_track = Msg::new()
-        .varint(1, 9)
-        .str(2, "queue depth")
-        .msg(8, Msg::new().varint(3, 2).varint(5, 1));
-    let annotations = Msg::new()
-        .str(10, "request")
-        .msg(11, Msg::new().str(10, "id").varint(4, 42))
-        .msg(11, Msg::new().str(10, "path").str(6, "/a"));
-    let stats = Msg::new().msg(1, Msg::new().varint(1, 100).varint(3, 2048));
+    let mut counter = TrackDescriptor::new();
+    counter.set_uuid(9);
+    counter.set_name("queue depth".into());
+    counter.counter = MessageField::some(CounterDescriptor {
+        unit: Some(Unit::UNIT_COUNT.into()),
+        is_incremental: Some(true),
+        ..Default::default()
+    });
+    let mut descriptor = TracePacket::new();
+    descriptor.set_trusted_packet_sequence_id(SEQ);
+    descriptor.set_track_descriptor(counter);
+    let counter_at = |ts: u64, v: i64| {
+        let mut e = event(Type::TYPE_COUNTER, 9);
+        e.set_counter_value(v);
+        with_event(packet(ts, SEQ), e)
+    };
+    let entry = |name: &str, f: &dyn Fn(&mut DebugAnnotation)| {
+        let mut a = DebugAnnotation::new();
+        a.set_name(name.into());
+        f(&mut a);
+        a
+    };
+    let request = entry("request", &|a| {
+        a.dict_entries = vec![
+            entry("id", &|a| a.set_int_value(42)),
+            entry("path", &|a| a.set_string_value("/a".into())),
+        ];
+    });
+    let mut tagged = named(Type::TYPE_INSTANT, 7, "tagged");
+    tagged.debug_annotations = vec![request];
+    let mut stats = ProcessStats::new();
+    stats.processes = vec![Process {
+        pid: Some(100),
+        vm_rss_kb: Some(2048),
+        ..Default::default()
+    }];
+    let mut stats_packet = packet(40, SEQ);
+    stats_packet.set_process_stats(stats);
     let p = vec![
-        thread_track(7, 100, 101, "main"),
-        packet(0, SEQ).msg(60, counter_track),
-        packet(10, SEQ).msg(11, event(4, 9).varint(30, 5)),
-        packet(20, SEQ).msg(11, event(4, 9).varint(30, 3)),
-        packet(30, SEQ).msg(11, event(3, 7).str(23, "tagged").msg(4, annotations)),
-        packet(40, SEQ).msg(9, stats),
+        thread_track(SEQ, 7, 100, 101, "main"),
+        descriptor,
+        counter_at(10, 5),
+        counter_at(20, 3),
+        with_event(packet(30, SEQ), tagged),
+        stats_packet,
     ];
-    let (_, sink) = run(&trace(&p)).expect("extract");
+    let (_, sink) = run(&trace(p)).expect("extract");
     let names = sink.strs(T::Counters, "name");
     let values = sink.f64s(T::Counters, "value");
     let units = sink.strs(T::Counters, "unit");
@@ -395,29 +531,35 @@ fn counters_annotations_and_process_stats_are_kept() {
         args,
         serde_json::json!({"request": {"id": 42, "path": "/a"}})
     );
+    assert_eq!(Unit::UNIT_COUNT.value(), 2);
 }
 
 #[test]
 fn broken_inputs_are_typed_errors_or_limitations() {
+    // Empty, JSON, a varint that never ends, a length past the end.
     for garbage in [
         &b""[..],
         b"{\"traceEvents\": []}",
-        b"\x0a\xff\xff\xff\xff\x7f",
+        b"\x0a\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\x01",
+        b"\x0a\x7f\x40\x01",
     ] {
         match run(garbage) {
             Err(ExtractError::Parse { .. }) => {}
             other => panic!("{garbage:?}: {:?}", other.map(|s| s.0)),
         }
     }
-    let good = vec![
-        thread_track(7, 1, 2, "main"),
-        packet(100, SEQ).msg(11, event(3, 7).str(23, "kept")),
-        // A packet whose track event is not protobuf.
-        packet(150, SEQ).bytes(11, b"\x0b\x0b\x0b"),
-        packet(200, SEQ).msg(11, event(3, 7).str(23, "lost")),
-    ];
-    let bytes = trace(&good);
-    let (summary, sink) = run(&bytes[..bytes.len() - 3]).expect("truncated keeps the start");
+    let mut bytes = trace(vec![
+        thread_track(SEQ, 7, 1, 2, "main"),
+        with_event(packet(100, SEQ), named(Type::TYPE_INSTANT, 7, "kept")),
+    ]);
+    // A packet whose track event (field 11) is not protobuf.
+    bytes.extend_from_slice(&[0x0a, 0x05, 0x5a, 0x03, 0x0b, 0x0b, 0x0b]);
+    let tail = trace(vec![with_event(
+        packet(200, SEQ),
+        named(Type::TYPE_INSTANT, 7, "lost"),
+    )]);
+    bytes.extend_from_slice(&tail[..tail.len() - 3]);
+    let (summary, sink) = run(&bytes).expect("truncated keeps the start");
     assert_eq!(events(&sink), vec![("kept".to_string(), 100, 0)]);
     assert_eq!(limitation(&summary, "truncated_input"), 1);
     assert_eq!(limitation(&summary, "malformed_packet"), 1);

@@ -1,7 +1,7 @@
 //! Test helpers: an in-memory sink and column accessors.
 #![allow(dead_code)]
 
-pub mod protobuf;
+pub mod perfetto;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
