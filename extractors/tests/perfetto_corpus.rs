@@ -182,7 +182,10 @@ fn track_event_traces_match_the_raw_packets() {
         // One specific nested slice: its duration and its parent's name.
         // (tracing-perfetto gives every span its own track: no nesting there.)
         let Some(nested) = m.nested.as_ref() else {
-            assert!(!path.contains("pybuilder"), "the builder trace nests slices");
+            assert!(
+                !path.contains("pybuilder"),
+                "the builder trace nests slices"
+            );
             continue;
         };
         let names = sink.strs(T::TraceEvents, "name");
