@@ -6,11 +6,17 @@ use std::path::{Path, PathBuf};
 use flameox_extractors::chrome::{
     CHROME_EXTRACTOR_NAME, CHROME_EXTRACTOR_VERSION, extract_chrome_json,
 };
+use flameox_extractors::cpuprofile::{
+    CPUPROFILE_EXTRACTOR_NAME, CPUPROFILE_EXTRACTOR_VERSION, extract_cpuprofile,
+};
 use flameox_extractors::detect::{FormatKind, detect};
 use flameox_extractors::folded::{
     FOLDED_EXTRACTOR_NAME, FOLDED_EXTRACTOR_VERSION, extract_folded_stacks,
 };
 use flameox_extractors::input::{InputLimits, open_input, read_head};
+use flameox_extractors::speedscope::{
+    SPEEDSCOPE_EXTRACTOR_NAME, SPEEDSCOPE_EXTRACTOR_VERSION, extract_speedscope,
+};
 use flameox_extractors::{
     ExtractError, ExtractObserver, ExtractOptions, ExtractionSummary, Limitation,
 };
@@ -158,6 +164,8 @@ fn decide_kind(ws: &Workspace, request: &ImportRequest) -> Result<(FormatKind, O
 fn extractor_of(kind: FormatKind) -> (&'static str, &'static str) {
     match kind {
         FormatKind::FoldedStacks => (FOLDED_EXTRACTOR_NAME, FOLDED_EXTRACTOR_VERSION),
+        FormatKind::SpeedscopeJson => (SPEEDSCOPE_EXTRACTOR_NAME, SPEEDSCOPE_EXTRACTOR_VERSION),
+        FormatKind::ChromeCpuProfile => (CPUPROFILE_EXTRACTOR_NAME, CPUPROFILE_EXTRACTOR_VERSION),
         _ => (CHROME_EXTRACTOR_NAME, CHROME_EXTRACTOR_VERSION),
     }
 }
@@ -172,6 +180,8 @@ fn run_extractor(
 ) -> std::result::Result<ExtractionSummary, flameox_extractors::ExtractError> {
     match kind {
         FormatKind::FoldedStacks => extract_folded_stacks(input, options, sink, observer),
+        FormatKind::SpeedscopeJson => extract_speedscope(input, options, sink, observer),
+        FormatKind::ChromeCpuProfile => extract_cpuprofile(input, options, sink, observer),
         _ => extract_chrome_json(input, options, sink, observer),
     }
 }
@@ -180,11 +190,19 @@ fn run_extractor(
 const AUTO: &str = "auto";
 
 /// Formats this build extracts.
-const SUPPORTED_KINDS: [&str; 2] = ["chrome_json", "folded_stacks"];
+const SUPPORTED_KINDS: [&str; 4] = [
+    "chrome_json",
+    "folded_stacks",
+    "speedscope_json",
+    "chrome_cpuprofile",
+];
 
 fn require_extractor(kind: FormatKind) -> Result<()> {
     match kind {
-        FormatKind::ChromeJson | FormatKind::FoldedStacks => Ok(()),
+        FormatKind::ChromeJson
+        | FormatKind::FoldedStacks
+        | FormatKind::SpeedscopeJson
+        | FormatKind::ChromeCpuProfile => Ok(()),
         FormatKind::NsightReport => Err(FlameoxError::new(
             ErrorCode::CapabilityUnavailable,
             "an .nsys-rep report is a proprietary container; export it to SQLite first",
