@@ -123,7 +123,7 @@ impl Builder<'_> {
         if weights.len() != trie.leaves.len() {
             self.log.note("weights_length_mismatch", || {
                 format!(
-                    "sampled profile {n} has {} samples but {} weights; samples without a weight count once under cpu.samples",
+                    "sampled profile {n} has {} samples but {} weights; samples without a weight count once under cpu.samples (bytes profiles: dropped)",
                     trie.leaves.len(),
                     weights.len()
                 )
