@@ -230,14 +230,23 @@ fn detect_json(body: &[u8], start: usize) -> Option<Detection> {
             "JSON object with `traceEvents`",
         ));
     }
-    if (has("$schema") && contains(body, b"speedscope")) || (has("shared") && has("profiles")) {
+    // speedscope: py-spy writes `profiles` before `shared`, so a long file's
+    // head may show only `profiles` (with its `type`s) or only `shared`.
+    let speedscope_profiles =
+        has("profiles") && (contains(body, b"\"sampled\"") || contains(body, b"\"evented\""));
+    let speedscope_frames = has("shared") && !scan.complete && contains(body, b"\"frames\"");
+    if (has("$schema") && contains(body, b"speedscope"))
+        || (has("shared") && has("profiles"))
+        || speedscope_profiles
+        || speedscope_frames
+    {
         return Some(found(
             FormatKind::SpeedscopeJson,
             None,
             "speedscope file schema",
         ));
     }
-    if has("nodes") && (has("startTime") || !scan.complete) {
+    if has("nodes") && (has("startTime") || has("samples") || !scan.complete) {
         return Some(found(
             FormatKind::ChromeCpuProfile,
             Some("v8"),
@@ -543,6 +552,37 @@ mod tests {
                 .as_deref(),
             Some("torch.profiler")
         );
+    }
+
+    #[test]
+    fn stack_json_formats_by_their_keys() {
+        let k = |s: &str| detect(s.as_bytes(), None).kind;
+        let sampled = r#"{"profiles":[{"type":"sampled","unit":"none","samples":[[0]],"weights":[1]}],"shared":{"frames":[{"name":"a"}]}}"#;
+        assert_eq!(k(sampled), FormatKind::SpeedscopeJson);
+        // Heads cut inside `profiles` (py-spy's order) or inside `shared`.
+        assert_eq!(
+            k(r#"{"profiles":[{"type":"evented","events":[{"type":"O","#),
+            FormatKind::SpeedscopeJson
+        );
+        assert_eq!(
+            k(r#"{"shared":{"frames":[{"name":"a"},{"name":"b"#),
+            FormatKind::SpeedscopeJson
+        );
+        assert_eq!(
+            k(r#"{"$schema":"https://www.speedscope.app/file-format-schema.json","profiles":["#),
+            FormatKind::SpeedscopeJson
+        );
+        assert_eq!(k(r#"{"profiles":[]}"#), FormatKind::Unknown);
+        assert_eq!(k(r#"{"shared":{}}"#), FormatKind::Unknown);
+        assert_eq!(
+            k(r#"{"nodes":[{"id":1,"callFrame":{}}],"samples":[1],"timeDeltas":[0]}"#),
+            FormatKind::ChromeCpuProfile
+        );
+        assert_eq!(
+            k(r#"{"nodes":[{"id":1,"callFrame":{"#),
+            FormatKind::ChromeCpuProfile
+        );
+        assert_eq!(k(r#"{"nodes":[]}"#), FormatKind::Unknown);
     }
 
     #[test]

@@ -9,12 +9,15 @@
 pub mod api;
 mod arrow_util;
 pub mod chrome;
+pub mod cpuprofile;
 pub mod detect;
 pub mod folded;
 pub mod input;
+mod json_doc;
 pub mod perfetto;
 pub mod pprof;
 pub mod schema;
+pub mod speedscope;
 pub mod stacks;
 
 pub use api::{
@@ -22,9 +25,11 @@ pub use api::{
     Limitation, LimitationLog, NoObserver, SinkError,
 };
 pub use chrome::{CHROME_EXTRACTOR_NAME, CHROME_EXTRACTOR_VERSION, extract_chrome_json};
+pub use cpuprofile::{CPUPROFILE_EXTRACTOR_NAME, CPUPROFILE_EXTRACTOR_VERSION, extract_cpuprofile};
 pub use detect::{Detection, FormatKind, detect};
 pub use folded::{FOLDED_EXTRACTOR_NAME, FOLDED_EXTRACTOR_VERSION, extract_folded_stacks};
 pub use input::{InputLimits, InputStream, open_input, read_head};
 pub use perfetto::{PERFETTO_EXTRACTOR_NAME, PERFETTO_EXTRACTOR_VERSION, extract_perfetto};
 pub use pprof::{PPROF_EXTRACTOR_NAME, PPROF_EXTRACTOR_VERSION, extract_pprof};
 pub use schema::{EvidenceTable, SCHEMA_VERSION};
+pub use speedscope::{SPEEDSCOPE_EXTRACTOR_NAME, SPEEDSCOPE_EXTRACTOR_VERSION, extract_speedscope};

@@ -84,9 +84,13 @@ fn broken_inputs_get_typed_errors_and_leave_head_unchanged() {
         write("bad-utf8.json", b"\xff\xfe\xfd{\"traceEvents\": ["),
     ];
     // Recognized but not extractable in this build: a capability error, not a parse error.
-    let cpuprofile = write("object.json", b"{\"nodes\": [], \"startTime\": 0}");
-    project.json_err(&["import", &cpuprofile], "CAPABILITY_UNAVAILABLE", 3);
+    let mut sqlite = b"SQLite format 3\0".to_vec();
+    sqlite.resize(4096, 0);
+    let sqlite = write("plain.sqlite", &sqlite);
+    project.json_err(&["import", &sqlite], "CAPABILITY_UNAVAILABLE", 3);
     assert_eq!(project.head(), head);
+    // A cpuprofile without nodes is read by its extractor and refused.
+    refused.push(write("object.json", b"{\"nodes\": [], \"startTime\": 0}"));
     // Truncations before the first complete event cannot yield evidence.
     refused.push(write("cut-early.json", &original[..40]));
     for path in &refused {

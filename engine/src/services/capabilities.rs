@@ -36,6 +36,8 @@ pub fn capabilities() -> Capabilities {
                 FormatKind::FoldedStacks => (true, "folded / collapsed stacks (flamegraph.pl, inferno, py-spy raw, stackcollapse-*)"),
                 FormatKind::PerfettoProtobuf => (true, "Perfetto protobuf: track events, ftrace scheduling and atrace, callstack samples, process stats, counters"),
                 FormatKind::Pprof => (true, "pprof profile.proto, gzipped or plain (Go runtime/pprof, gperftools, async-profiler, …): one metric per sample type"),
+                FormatKind::SpeedscopeJson => (true, "speedscope JSON, sampled and evented profiles (py-spy, rbspy, Austin, speedscope exports)"),
+                FormatKind::ChromeCpuProfile => (true, "V8 .cpuprofile (node --cpu-prof, Chrome DevTools 'Save profile')"),
                 FormatKind::NsightReport => (false, "export first: nsys export --type sqlite"),
                 _ => (false, "detected; no extractor in this build yet"),
             };

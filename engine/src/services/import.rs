@@ -6,6 +6,9 @@ use std::path::{Path, PathBuf};
 use flameox_extractors::chrome::{
     CHROME_EXTRACTOR_NAME, CHROME_EXTRACTOR_VERSION, extract_chrome_json,
 };
+use flameox_extractors::cpuprofile::{
+    CPUPROFILE_EXTRACTOR_NAME, CPUPROFILE_EXTRACTOR_VERSION, extract_cpuprofile,
+};
 use flameox_extractors::detect::{FormatKind, detect};
 use flameox_extractors::folded::{
     FOLDED_EXTRACTOR_NAME, FOLDED_EXTRACTOR_VERSION, extract_folded_stacks,
@@ -15,6 +18,9 @@ use flameox_extractors::perfetto::{
     PERFETTO_EXTRACTOR_NAME, PERFETTO_EXTRACTOR_VERSION, extract_perfetto,
 };
 use flameox_extractors::pprof::{PPROF_EXTRACTOR_NAME, PPROF_EXTRACTOR_VERSION, extract_pprof};
+use flameox_extractors::speedscope::{
+    SPEEDSCOPE_EXTRACTOR_NAME, SPEEDSCOPE_EXTRACTOR_VERSION, extract_speedscope,
+};
 use flameox_extractors::{
     ExtractError, ExtractObserver, ExtractOptions, ExtractionSummary, Limitation,
 };
@@ -164,6 +170,8 @@ fn extractor_of(kind: FormatKind) -> (&'static str, &'static str) {
         FormatKind::FoldedStacks => (FOLDED_EXTRACTOR_NAME, FOLDED_EXTRACTOR_VERSION),
         FormatKind::PerfettoProtobuf => (PERFETTO_EXTRACTOR_NAME, PERFETTO_EXTRACTOR_VERSION),
         FormatKind::Pprof => (PPROF_EXTRACTOR_NAME, PPROF_EXTRACTOR_VERSION),
+        FormatKind::SpeedscopeJson => (SPEEDSCOPE_EXTRACTOR_NAME, SPEEDSCOPE_EXTRACTOR_VERSION),
+        FormatKind::ChromeCpuProfile => (CPUPROFILE_EXTRACTOR_NAME, CPUPROFILE_EXTRACTOR_VERSION),
         _ => (CHROME_EXTRACTOR_NAME, CHROME_EXTRACTOR_VERSION),
     }
 }
@@ -180,6 +188,8 @@ fn run_extractor(
         FormatKind::FoldedStacks => extract_folded_stacks(input, options, sink, observer),
         FormatKind::PerfettoProtobuf => extract_perfetto(input, options, sink, observer),
         FormatKind::Pprof => extract_pprof(input, options, sink, observer),
+        FormatKind::SpeedscopeJson => extract_speedscope(input, options, sink, observer),
+        FormatKind::ChromeCpuProfile => extract_cpuprofile(input, options, sink, observer),
         _ => extract_chrome_json(input, options, sink, observer),
     }
 }
@@ -188,14 +198,23 @@ fn run_extractor(
 const AUTO: &str = "auto";
 
 /// Formats this build extracts.
-const SUPPORTED_KINDS: [&str; 4] = ["chrome_json", "folded_stacks", "perfetto_protobuf", "pprof"];
+const SUPPORTED_KINDS: [&str; 6] = [
+    "chrome_json",
+    "folded_stacks",
+    "perfetto_protobuf",
+    "pprof",
+    "speedscope_json",
+    "chrome_cpuprofile",
+];
 
 fn require_extractor(kind: FormatKind) -> Result<()> {
     match kind {
         FormatKind::ChromeJson
         | FormatKind::FoldedStacks
         | FormatKind::PerfettoProtobuf
-        | FormatKind::Pprof => Ok(()),
+        | FormatKind::Pprof
+        | FormatKind::SpeedscopeJson
+        | FormatKind::ChromeCpuProfile => Ok(()),
         FormatKind::NsightReport => Err(FlameoxError::new(
             ErrorCode::CapabilityUnavailable,
             "an .nsys-rep report is a proprietary container; export it to SQLite first",
