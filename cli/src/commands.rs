@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use flameox_engine::error::Result;
 use flameox_engine::recipes::drilldown::Direction;
-use flameox_engine::services::analyze::{self, FrameRequest, HotspotsRequest, WindowRequest};
+use flameox_engine::services::analyze::{self, FrameRequest, WindowRequest};
 use flameox_engine::services::import::{ImportProgress, ImportRequest, import_artifact};
 use flameox_engine::services::{CallOptions, QueryContext, inventory};
 use flameox_engine::{FlameoxError, Workspace, WorkspaceLocator, validate};
@@ -16,8 +16,8 @@ use serde::Serialize;
 
 use crate::render::{self, Table, cut, duration_ns, thousands};
 use crate::{
-    AnalyzeCommand, ArtifactsCommand, CatalogAction, Cli, Command, ConfigAction, GlobalOptions,
-    McpCommand, RunsCommand, StacksCommand, TraceCommand,
+    ArtifactsCommand, CatalogAction, Cli, Command, ConfigAction, GlobalOptions, McpCommand,
+    RunsCommand, StacksCommand, TraceCommand,
 };
 
 fn locator(g: &GlobalOptions) -> WorkspaceLocator {
@@ -27,11 +27,15 @@ fn locator(g: &GlobalOptions) -> WorkspaceLocator {
     }
 }
 
-fn open(g: &GlobalOptions) -> Result<Workspace> {
+pub(crate) fn open(g: &GlobalOptions) -> Result<Workspace> {
     Workspace::locate(&locator(g))
 }
 
-fn emit<T: Serialize>(g: &GlobalOptions, value: &T, text: impl FnOnce(&T) -> String) -> Result<()> {
+pub(crate) fn emit<T: Serialize>(
+    g: &GlobalOptions,
+    value: &T,
+    text: impl FnOnce(&T) -> String,
+) -> Result<()> {
     let out = if g.json {
         serde_json::to_string_pretty(value).map_err(|e| FlameoxError::internal(e.to_string()))?
             + "\n"
@@ -45,7 +49,7 @@ fn emit<T: Serialize>(g: &GlobalOptions, value: &T, text: impl FnOnce(&T) -> Str
     Ok(())
 }
 
-fn block_on<F: std::future::Future>(fut: F) -> Result<F::Output> {
+pub(crate) fn block_on<F: std::future::Future>(fut: F) -> Result<F::Output> {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -54,7 +58,7 @@ fn block_on<F: std::future::Future>(fut: F) -> Result<F::Output> {
     Ok(runtime.block_on(fut))
 }
 
-fn call_options(g: &GlobalOptions) -> Result<CallOptions> {
+pub(crate) fn call_options(g: &GlobalOptions) -> Result<CallOptions> {
     let timeout = match g.timeout {
         Some(t) if t.is_finite() && t > 0.0 => Some(Duration::from_secs_f64(t)),
         Some(_) => {
@@ -194,7 +198,7 @@ pub fn run(cli: Cli) -> Result<()> {
                 out
             })
         }
-        Command::Analyze { analysis } => analyze_command(g, analysis),
+        Command::Analyze { analysis } => crate::analyze::analyze_command(g, analysis),
         Command::Mcp { action } => mcp_command(g, action),
         Command::Stacks { action } => stacks_command(g, action),
         Command::Trace { action } => trace_command(g, action),
@@ -260,108 +264,6 @@ pub fn run(cli: Cli) -> Result<()> {
                     })
                 }
             }
-        }
-    }
-}
-
-fn parse_window(text: &str) -> Result<(i64, i64)> {
-    let bad =
-        || FlameoxError::invalid_argument("window", "expected START:END in integer nanoseconds");
-    let (a, b) = text.split_once(':').ok_or_else(bad)?;
-    Ok((
-        a.trim().parse().map_err(|_| bad())?,
-        b.trim().parse().map_err(|_| bad())?,
-    ))
-}
-
-fn analyze_command(g: &GlobalOptions, analysis: AnalyzeCommand) -> Result<()> {
-    let ws = open(g)?;
-    let qc = QueryContext {
-        ws: &ws,
-        cache: None,
-        options: call_options(g)?,
-    };
-    match analysis {
-        AnalyzeCommand::Hotspots {
-            target,
-            page,
-            metric,
-            thread,
-            process,
-            window,
-            folded,
-        } => {
-            let window = window.as_deref().map(parse_window).transpose()?;
-            let request = HotspotsRequest {
-                target: target.clone(),
-                metric,
-                thread,
-                process,
-                window,
-                limit: page.limit,
-                cursor: page.cursor,
-            };
-            let (result, lines) = block_on(async {
-                let result = analyze::analyze_hotspots(&qc, &request).await?;
-                let lines = match &folded {
-                    Some(_) => Some(
-                        analyze::folded_stacks(&qc, &target, Some(result.metric.as_str())).await?,
-                    ),
-                    None => None,
-                };
-                Ok::<_, FlameoxError>((result, lines))
-            })??;
-            if let (Some(path), Some(lines)) = (&folded, lines) {
-                let text: String = lines
-                    .iter()
-                    .map(|(stack, w)| format!("{stack} {w}\n"))
-                    .collect();
-                std::fs::write(path, text)
-                    .map_err(|e| FlameoxError::internal(format!("writing the folded file: {e}")))?;
-            }
-            emit(g, &result, |r| {
-                let mut out = format!(
-                    "hotspots of {} by {} (commit {})\n",
-                    r.scope.requested,
-                    r.metric,
-                    &r.commit_id[..r.commit_id.len().min(12)]
-                );
-                let mut t = Table::new(
-                    &[
-                        "self", "self %", "incl", "incl %", "count", "function", "location",
-                    ],
-                    &[0, 1, 2, 3, 4],
-                );
-                for row in &r.rows {
-                    let location = match (&row.file, row.line) {
-                        (Some(f), Some(l)) => format!("{f}:{l}"),
-                        (Some(f), None) => f.clone(),
-                        _ => row.module.clone().unwrap_or_default(),
-                    };
-                    t.row(vec![
-                        render::value(row.self_value, &r.unit),
-                        format!("{:.2}", row.self_pct),
-                        render::value(row.inclusive_value, &r.unit),
-                        format!("{:.2}", row.inclusive_pct),
-                        thousands(row.count),
-                        cut(&row.function, 60),
-                        cut(&location, 40),
-                    ]);
-                }
-                out += &t.render();
-                let next = r.next_cursor.as_ref().map(|c| {
-                    format!(
-                        "flameox analyze hotspots {} --limit {} --cursor {c}",
-                        r.scope.requested, r.returned
-                    )
-                });
-                out += &render::footer(r.returned, r.total, next);
-                out += &format!(
-                    "\nevidence: {} ({})\n",
-                    r.evidence.status, r.evidence.reason
-                );
-                out
-            })
         }
     }
 }

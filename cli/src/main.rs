@@ -2,6 +2,7 @@
 //! services, renders tables or `--json`, and maps errors to exit codes. No
 //! domain logic lives here.
 
+mod analyze;
 mod commands;
 mod render;
 
@@ -168,6 +169,12 @@ pub enum AnalyzeCommand {
         /// Also write folded stacks (`a;b;c weight`) to FILE.
         #[arg(long, value_name = "FILE")]
         folded: Option<PathBuf>,
+        /// Also write an SVG flame graph to FILE (differential with --diff-against).
+        #[arg(long, value_name = "FILE")]
+        flamegraph: Option<PathBuf>,
+        /// Show per-frame deltas against this run or artifact (matched by logical key).
+        #[arg(long, value_name = "RUN_OR_ARTIFACT")]
+        diff_against: Option<String>,
     },
 }
 

@@ -219,6 +219,13 @@ async fn from_totals(
     if let Some(p) = &query.process {
         filter = filter.and(name_or_id("process_name", "pid", p));
     }
+    by_logical_key(ctx, filter).await
+}
+
+/// `frame_totals` rows matching `filter`, summed per logical key (across
+/// threads and artifacts): `frame`, names, `self_value`,
+/// `inclusive_value`, `count`.
+pub(crate) async fn by_logical_key(ctx: &SessionContext, filter: Expr) -> RecipeResult<DataFrame> {
     Ok(table(ctx, "frame_totals")
         .await?
         .filter(filter)?
@@ -250,7 +257,10 @@ async fn from_events(
         .and(col("ts_ns").gt_eq(lit(start)))
         .and(col("ts_ns").lt(lit(end)))
         .and(col("dur_ns").gt(lit(0i64)))
-        .and(col("kind").not_eq(lit("instant")));
+        .and(col("kind").not_eq(lit("instant")))
+        // Scheduling rows (Perfetto) are CPU occupancy, not call stacks.
+        .and(col("kind").not_eq(lit("sched_slice")))
+        .and(col("kind").not_eq(lit("thread_state")));
     if let Some(pid) = query.process.as_ref().and_then(|p| p.parse::<i64>().ok()) {
         filter = filter.and(col("pid").eq(lit(pid)));
     }

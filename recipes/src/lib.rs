@@ -10,6 +10,7 @@
 
 pub mod common;
 pub mod drilldown;
+pub mod frame_deltas;
 pub mod hotspots;
 pub mod window;
 

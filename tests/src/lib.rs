@@ -19,7 +19,7 @@ pub fn corpus() -> PathBuf {
 }
 
 /// The `flameox` binary of this build profile, built on first use when the
-/// test runner did not build it (it only builds this package's targets).
+/// test runner did not build it (a runner limited to this package).
 pub fn flameox_bin() -> PathBuf {
     static BIN: OnceLock<PathBuf> = OnceLock::new();
     BIN.get_or_init(|| {
@@ -32,7 +32,10 @@ pub fn flameox_bin() -> PathBuf {
         let bin = profile_dir.join("flameox");
         let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
         let mut cmd = Command::new(cargo);
-        cmd.args(["build", "-p", "flameox", "--bin", "flameox"])
+        // The same selection as the README test command, so the features
+        // (and the compiled dependencies) are the ones the runner built: a
+        // no-op after `cargo nextest run --workspace --all-targets`.
+        cmd.args(["build", "--workspace", "--all-targets"])
             .current_dir(repo_root());
         if profile_dir.file_name().is_some_and(|n| n == "release") {
             cmd.arg("--release");

@@ -1,0 +1,235 @@
+//! `flameox analyze …`: argument parsing and rendering only; the answers
+//! come from the engine's analyze and views services.
+
+use std::path::Path;
+
+use flameox_engine::FlameoxError;
+use flameox_engine::error::Result;
+use flameox_engine::services::QueryContext;
+use flameox_engine::services::analyze::{self, HotspotsRequest, HotspotsResult};
+use flameox_engine::services::views::{
+    self, FlameGraphRequest, FrameDeltaRequest, FrameDeltaResult,
+};
+
+use crate::commands::{block_on, call_options, emit, open};
+use crate::render::{self, Table, cut, thousands};
+use crate::{AnalyzeCommand, GlobalOptions};
+
+pub(crate) fn parse_window(text: &str) -> Result<(i64, i64)> {
+    let bad =
+        || FlameoxError::invalid_argument("window", "expected START:END in integer nanoseconds");
+    let (a, b) = text.split_once(':').ok_or_else(bad)?;
+    Ok((
+        a.trim().parse().map_err(|_| bad())?,
+        b.trim().parse().map_err(|_| bad())?,
+    ))
+}
+
+pub(crate) fn analyze_command(g: &GlobalOptions, analysis: AnalyzeCommand) -> Result<()> {
+    let ws = open(g)?;
+    let qc = QueryContext {
+        ws: &ws,
+        cache: None,
+        options: call_options(g)?,
+    };
+    match analysis {
+        AnalyzeCommand::Hotspots {
+            target,
+            page,
+            metric,
+            thread,
+            process,
+            window,
+            folded,
+            flamegraph,
+            diff_against,
+        } => {
+            let window = window.as_deref().map(parse_window).transpose()?;
+            if diff_against.is_some() && (thread.is_some() || process.is_some() || window.is_some())
+            {
+                return Err(FlameoxError::invalid_argument(
+                    "diff_against",
+                    "a comparison covers whole scopes; drop --thread, --process and --window",
+                ));
+            }
+            if let Some(base) = &diff_against {
+                let request = FrameDeltaRequest {
+                    target: target.clone(),
+                    base: base.clone(),
+                    metric: metric.clone(),
+                    limit: page.limit,
+                };
+                let result = block_on(views::frame_deltas(&qc, &request))??;
+                write_flamegraph(&qc, &target, Some(&result.metric), Some(base), &flamegraph)?;
+                return emit(g, &result, render_deltas);
+            }
+            let request = HotspotsRequest {
+                target: target.clone(),
+                metric,
+                thread,
+                process,
+                window,
+                limit: page.limit,
+                cursor: page.cursor,
+            };
+            let (result, lines) = block_on(async {
+                let result = analyze::analyze_hotspots(&qc, &request).await?;
+                let lines = match &folded {
+                    Some(_) => Some(
+                        analyze::folded_stacks(&qc, &target, Some(result.metric.as_str())).await?,
+                    ),
+                    None => None,
+                };
+                Ok::<_, FlameoxError>((result, lines))
+            })??;
+            if let (Some(path), Some(lines)) = (&folded, lines) {
+                let text: String = lines
+                    .iter()
+                    .map(|(stack, w)| format!("{stack} {w}\n"))
+                    .collect();
+                std::fs::write(path, text)
+                    .map_err(|e| FlameoxError::internal(format!("writing the folded file: {e}")))?;
+            }
+            write_flamegraph(&qc, &target, Some(&result.metric), None, &flamegraph)?;
+            emit(g, &result, render_hotspots)
+        }
+    }
+}
+
+/// Renders the flame graph (differential with `base`) into `path`.
+fn write_flamegraph(
+    qc: &QueryContext<'_>,
+    target: &str,
+    metric: Option<&str>,
+    base: Option<&String>,
+    path: &Option<std::path::PathBuf>,
+) -> Result<()> {
+    let Some(path) = path else { return Ok(()) };
+    let request = FlameGraphRequest {
+        target: target.to_owned(),
+        metric: metric.map(str::to_owned),
+        diff_against: base.cloned(),
+    };
+    let graph = block_on(views::flame_graph(qc, &request))??;
+    write_file(path, graph.svg.as_bytes())?;
+    eprintln!(
+        "flame graph{}: {} ({} stacks, {})",
+        if graph.differential {
+            " (differential)"
+        } else {
+            ""
+        },
+        path.display(),
+        graph.stacks,
+        graph.metric
+    );
+    Ok(())
+}
+
+fn write_file(path: &Path, bytes: &[u8]) -> Result<()> {
+    std::fs::write(path, bytes).map_err(|e| {
+        FlameoxError::invalid_argument(
+            "flamegraph",
+            format!("cannot write {}: {e}", path.display()),
+        )
+    })
+}
+
+fn render_hotspots(r: &HotspotsResult) -> String {
+    let mut out = format!(
+        "hotspots of {} by {} (commit {})\n",
+        r.scope.requested,
+        r.metric,
+        &r.commit_id[..r.commit_id.len().min(12)]
+    );
+    let mut t = Table::new(
+        &[
+            "self", "self %", "incl", "incl %", "count", "function", "location",
+        ],
+        &[0, 1, 2, 3, 4],
+    );
+    for row in &r.rows {
+        t.row(vec![
+            render::value(row.self_value, &r.unit),
+            format!("{:.2}", row.self_pct),
+            render::value(row.inclusive_value, &r.unit),
+            format!("{:.2}", row.inclusive_pct),
+            thousands(row.count),
+            cut(&row.function, 60),
+            cut(&location(&row.file, row.line, &row.module), 40),
+        ]);
+    }
+    out += &t.render();
+    let next = r.next_cursor.as_ref().map(|c| {
+        format!(
+            "flameox analyze hotspots {} --limit {} --cursor {c}",
+            r.scope.requested, r.returned
+        )
+    });
+    out += &render::footer(r.returned, r.total, next);
+    out += &format!(
+        "\nevidence: {} ({})\n",
+        r.evidence.status, r.evidence.reason
+    );
+    out
+}
+
+fn location(file: &Option<String>, line: Option<i64>, module: &Option<String>) -> String {
+    match (file, line) {
+        (Some(f), Some(l)) => format!("{f}:{l}"),
+        (Some(f), None) => f.clone(),
+        _ => module.clone().unwrap_or_default(),
+    }
+}
+
+fn render_deltas(r: &FrameDeltaResult) -> String {
+    let unit = if r.metric.ends_with("_ns") {
+        "ns"
+    } else if r.metric.contains("bytes") {
+        "bytes"
+    } else {
+        "count"
+    };
+    let mut out = format!(
+        "{} against {} by {} (total self {} → {})\n",
+        r.scope.requested,
+        r.base_scope.requested,
+        r.metric,
+        render::value(r.base_total_self, unit),
+        render::value(r.target_total_self, unit),
+    );
+    let mut t = Table::new(
+        &[
+            "base self",
+            "self",
+            "Δ self",
+            "Δ incl",
+            "function",
+            "location",
+        ],
+        &[0, 1, 2, 3],
+    );
+    for row in &r.rows {
+        let signed = |v: i64| {
+            let text = render::value(v.abs(), unit);
+            if v > 0 {
+                format!("+{text}")
+            } else if v < 0 {
+                format!("-{text}")
+            } else {
+                text
+            }
+        };
+        t.row(vec![
+            render::value(row.base_self, unit),
+            render::value(row.target_self, unit),
+            signed(row.delta_self),
+            signed(row.delta_inclusive),
+            cut(&row.function, 60),
+            cut(&location(&row.file, row.line, &row.module), 40),
+        ]);
+    }
+    out += &t.render();
+    out += &render::footer(r.returned, r.total, None);
+    out
+}
