@@ -2,4 +2,5 @@
 //! README demo. Same seed and size → same bytes. See `docs/performance.md`.
 
 pub mod kineto;
+pub mod perfetto;
 pub mod rng;

@@ -1,57 +1,82 @@
-//! `flameox-gen kineto --seed S --events N [--streams K] --out FILE`: writes a
-//! seeded Kineto-shaped trace (same seed → same bytes).
+//! `flameox-gen <format> [options] --out FILE`: writes a seeded trace (same
+//! seed and size → same bytes).
+//!
+//! - `kineto --seed S --events N --streams K`: Kineto-shaped Chrome JSON.
+//! - `perfetto --seed S --bytes N --threads K`: Perfetto SDK-shaped protobuf.
 
 use std::io::BufWriter;
 use std::process::ExitCode;
 
 use flameox_benches::kineto::{KinetoSpec, write_kineto};
+use flameox_benches::perfetto::{PerfettoSpec, write_perfetto};
+
+const USAGE: &str = "usage: flameox-gen kineto [--seed S] [--events N] [--streams K] --out FILE\n       \
+     flameox-gen perfetto [--seed S] [--bytes N] [--threads K] --out FILE";
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    let mut spec = KinetoSpec {
-        seed: 1,
-        events: 100_000,
-        streams: 4,
-    };
-    let mut out_path: Option<String> = None;
-    let Some(format) = args.first() else {
-        eprintln!("usage: flameox-gen kineto [--seed S] [--events N] [--streams K] --out FILE");
+    let Some(format) = args.first().cloned() else {
+        eprintln!("{USAGE}");
         return ExitCode::from(2);
     };
+    let (mut seed, mut events, mut streams, mut bytes, mut threads) = (1, 100_000, 4, 64 << 20, 4);
+    let mut out_path: Option<String> = None;
     let mut i = 1;
     while i < args.len() {
         let value = args.get(i + 1).cloned().unwrap_or_default();
         let parsed = value.parse::<u64>();
         match (args[i].as_str(), parsed) {
-            ("--seed", Ok(v)) => spec.seed = v,
-            ("--events", Ok(v)) => spec.events = v,
-            ("--streams", Ok(v)) => spec.streams = v,
+            ("--seed", Ok(v)) => seed = v,
+            ("--events", Ok(v)) => events = v,
+            ("--streams", Ok(v)) => streams = v,
+            ("--bytes", Ok(v)) => bytes = v,
+            ("--threads", Ok(v)) => threads = v,
             ("--out", _) => out_path = Some(value),
             (flag, _) => {
-                eprintln!("unknown or malformed option {flag}");
+                eprintln!("unknown or malformed option {flag}\n{USAGE}");
                 return ExitCode::from(2);
             }
         }
         i += 2;
     }
-    if format != "kineto" {
-        eprintln!("unknown format {format}; available: kineto");
-        return ExitCode::from(2);
-    }
     let Some(path) = out_path else {
-        eprintln!("--out FILE is required");
+        eprintln!("--out FILE is required\n{USAGE}");
         return ExitCode::from(2);
     };
     let file = match std::fs::File::create(&path) {
-        Ok(f) => f,
+        Ok(f) => BufWriter::with_capacity(1 << 20, f),
         Err(e) => {
             eprintln!("cannot create {path}: {e}");
             return ExitCode::from(1);
         }
     };
-    match write_kineto(&spec, BufWriter::with_capacity(1 << 20, file)) {
-        Ok(n) => {
-            eprintln!("wrote {n} events to {path}");
+    let written = match format.as_str() {
+        "kineto" => write_kineto(
+            &KinetoSpec {
+                seed,
+                events,
+                streams,
+            },
+            file,
+        )
+        .map(|n| format!("{n} events")),
+        "perfetto" => write_perfetto(
+            &PerfettoSpec {
+                seed,
+                bytes,
+                threads,
+            },
+            file,
+        )
+        .map(|(packets, bytes)| format!("{packets} packets, {bytes} bytes")),
+        other => {
+            eprintln!("unknown format {other}\n{USAGE}");
+            return ExitCode::from(2);
+        }
+    };
+    match written {
+        Ok(what) => {
+            eprintln!("wrote {what} to {path}");
             ExitCode::SUCCESS
         }
         Err(e) => {
