@@ -198,6 +198,11 @@ pub fn run(cli: Cli) -> Result<()> {
                 out
             })
         }
+        Command::Open {
+            artifact,
+            launch,
+            wait,
+        } => crate::open::open_command(g, &artifact, launch, wait),
         Command::Analyze { analysis } => crate::analyze::analyze_command(g, analysis),
         Command::Mcp { action } => mcp_command(g, action),
         Command::Stacks { action } => stacks_command(g, action),

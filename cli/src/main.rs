@@ -4,6 +4,7 @@
 
 mod analyze;
 mod commands;
+mod open;
 mod render;
 
 use std::path::PathBuf;
@@ -77,6 +78,16 @@ pub enum Command {
         /// Force the producer (e.g. torch.profiler).
         #[arg(long)]
         producer: Option<String>,
+    },
+    /// How to open an artifact in its native viewer (Perfetto UI, speedscope). Example: `flameox open sha256:… --launch`
+    Open {
+        artifact: String,
+        /// Serve the original bytes on 127.0.0.1 and open the viewer's deep link.
+        #[arg(long)]
+        launch: bool,
+        /// With --launch: seconds to wait for the viewer to fetch the trace.
+        #[arg(long, default_value_t = 300)]
+        wait: u64,
     },
     /// Analyses. Example: `flameox analyze hotspots <run-id> --limit 20`
     Analyze {

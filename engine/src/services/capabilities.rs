@@ -81,7 +81,7 @@ pub fn viewer_plan(ws: &Workspace, artifact_id: &str) -> Result<ViewerPlan> {
                 "or run: flameox open <artifact-id> --launch".to_owned(),
             ],
         ),
-        "speedscope_json" | "folded_stacks" | "pprof" => (
+        "speedscope_json" | "folded_stacks" | "pprof" | "chrome_cpuprofile" => (
             "speedscope",
             vec![format!(
                 "open https://www.speedscope.app and drop {}",

@@ -10,6 +10,7 @@ pub mod capabilities;
 pub mod confine;
 pub mod import;
 pub mod inventory;
+pub mod viewer;
 pub mod views;
 
 use std::sync::Arc;

@@ -1,0 +1,61 @@
+//! `flameox open <artifact> [--launch]`: the viewer plan, or a one-shot
+//! local server plus the viewer's deep link (engine: `services::viewer`).
+
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use flameox_engine::error::Result;
+use flameox_engine::services::{capabilities, viewer};
+
+use crate::GlobalOptions;
+use crate::commands::{emit, open};
+
+pub(crate) fn open_command(
+    g: &GlobalOptions,
+    artifact: &str,
+    launch: bool,
+    wait: u64,
+) -> Result<()> {
+    let ws = open(g)?;
+    let plan = capabilities::viewer_plan(&ws, artifact)?;
+    if !launch {
+        return emit(g, &plan, |p| {
+            let mut out = format!("{} ({}) opens in {}:\n", p.artifact_id, p.kind, p.viewer);
+            for step in &p.steps {
+                out += &format!("  - {step}\n");
+            }
+            out
+        });
+    }
+    let launch = viewer::prepare_launch(&ws, artifact)?;
+    let listener = launch.bind()?;
+    let port = listener.local_addr().map(|a| a.port()).unwrap_or(0);
+    let url = launch.url(port);
+    eprintln!(
+        "serving {} on 127.0.0.1:{port} for {wait} s; open:\n  {url}",
+        launch.path
+    );
+    let opener = if cfg!(target_os = "macos") {
+        "open"
+    } else {
+        "xdg-open"
+    };
+    let launched = Command::new(opener)
+        .arg(&url)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .is_ok();
+    if !launched {
+        eprintln!("({opener} is not available: open the link in a browser)");
+    }
+    let sent = viewer::serve(&listener, &launch, Duration::from_secs(wait))?;
+    let result = serde_json::json!({ "viewer": launch.viewer, "url": url, "bytes_served": sent });
+    emit(g, &result, |_| {
+        if sent > 0 {
+            format!("{} fetched {sent} bytes\n", launch.viewer)
+        } else {
+            format!("nobody fetched the trace within {wait} s\n")
+        }
+    })
+}
