@@ -220,6 +220,16 @@ pub fn tools() -> Vec<ToolSpec> {
             ),
         },
         ToolSpec {
+            name: "compare_hotspots",
+            title: "Compare hotspots",
+            description: "Per-frame self and inclusive deltas of target vs base (runs or artifacts) by logical key, largest first. One-to-one: no noise estimate.",
+            group: ReadOnly,
+            input_schema: object(
+                json!({ "target": target(), "base": id_prop("Run or artifact to compare against."), "metric": metric_prop(), "limit": limit_prop() }),
+                &["target", "base"],
+            ),
+        },
+        ToolSpec {
             name: "get_trace_window",
             title: "Trace window",
             description: "Events overlapping [start_ns, end_ns) of one artifact in time order, paged by cursor. relative=true: offsets from the first event.",

@@ -66,6 +66,14 @@ pub struct ExamplesArgs {
 }
 #[derive(serde::Deserialize)]
 #[serde(deny_unknown_fields)]
+pub struct CompareArgs {
+    pub target: String,
+    pub base: String,
+    pub metric: Option<String>,
+    pub limit: Option<usize>,
+}
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct WindowArgs {
     pub artifact_id: String,
     pub start_ns: i64,

@@ -11,6 +11,7 @@ use flameox_engine::recipes::drilldown::Direction;
 use flameox_engine::services::analyze::{self, FrameRequest, HotspotsRequest, WindowRequest};
 use flameox_engine::services::confine::confine_import_path;
 use flameox_engine::services::import::{ImportRequest, import_artifact};
+use flameox_engine::services::views::{self, FrameDeltaRequest};
 use flameox_engine::services::{QueryContext, capabilities, inventory};
 use flameox_engine::{Workspace, validate};
 use rmcp::model::{
@@ -268,6 +269,26 @@ impl FlameoxServer {
                     to_value(&result)?,
                 )
                 .paged("stacks");
+                Ok(scope_links(reply, &result.scope))
+            }
+            "compare_hotspots" => {
+                let a: CompareArgs = decode(args)?;
+                let request = FrameDeltaRequest {
+                    target: a.target,
+                    base: a.base,
+                    metric: a.metric,
+                    limit: a.limit,
+                };
+                let result = views::frame_deltas(&qc, &request).await?;
+                let reply = Reply::new(
+                    format!(
+                        "{} against {} by {}",
+                        result.scope.requested, result.base_scope.requested, result.metric
+                    ),
+                    to_value(&result)?,
+                )
+                .paged("frames");
+                let reply = scope_links(reply, &result.base_scope);
                 Ok(scope_links(reply, &result.scope))
             }
             "get_trace_window" => {

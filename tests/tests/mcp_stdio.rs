@@ -139,6 +139,23 @@ async fn first_run_session_pages_refuses_and_leaks_no_host_path() {
         .await;
     assert!(callers["total"].as_u64().is_some(), "{callers}");
 
+    // A run compared with itself changes nothing.
+    let same = s
+        .ok(
+            "compare_hotspots",
+            json!({ "target": run_id, "base": run_id, "limit": 5 }),
+        )
+        .await;
+    assert!(same["total"].as_u64() > Some(0), "{same}");
+    assert!(
+        same["rows"]
+            .as_array()
+            .expect("rows")
+            .iter()
+            .all(|r| r["delta_self"] == 0),
+        "{same}"
+    );
+
     // Trace window paged to the end: pages concatenate to the whole window.
     let span = imported["time_span_ns"].as_array().expect("span").clone();
     let (start, end) = (span[0].as_i64().unwrap_or(0), span[1].as_i64().unwrap_or(0));
