@@ -162,3 +162,45 @@ fn a_gzipped_trace_imports_like_the_plain_one() {
     assert_eq!(a["rows"], b["rows"]);
     assert_eq!(b["kind"], "perfetto_protobuf");
 }
+
+#[test]
+fn broken_perfetto_inputs_publish_nothing() {
+    let project = Project::new();
+    let good = std::fs::read(corpus().join("perfetto/tokio_tracing_perfetto_trackevent.pftrace"))
+        .expect("corpus");
+    let write = |name: &str, bytes: &[u8]| {
+        let path = project.path().join(name);
+        std::fs::write(&path, bytes).expect("write");
+        path.to_string_lossy().into_owned()
+    };
+    let head = project.head();
+    for (name, bytes) in [
+        (
+            "endless-varint.pftrace",
+            &b"\x0a\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\x01"[..],
+        ),
+        ("length-past-end.pftrace", b"\x0a\x7f\x40\x01"),
+        ("wrong-wire-type.pftrace", b"\x0b\x01\x02"),
+        ("cut-first-packet.pftrace", &good[..good.len().min(3)]),
+    ] {
+        let path = write(name, bytes);
+        project.json_err(
+            &["import", &path, "--kind", "perfetto_protobuf"],
+            "ARTIFACT_PARSE_FAILED",
+            5,
+        );
+        assert_eq!(project.head(), head, "HEAD moved after refusing {name}");
+    }
+    // Cut anywhere after the first packet: accepted, marked truncated.
+    for cut in [good.len() / 3, good.len() / 2, good.len() - 1] {
+        let path = write(&format!("cut-{cut}.pftrace"), &good[..cut]);
+        let imported = project.json(&["import", &path, "--kind", "perfetto_protobuf"]);
+        let codes: Vec<&str> = imported["limitations"]
+            .as_array()
+            .expect("limitations")
+            .iter()
+            .filter_map(|l| l["code"].as_str())
+            .collect();
+        assert!(codes.contains(&"truncated_input"), "cut {cut}: {codes:?}");
+    }
+}
