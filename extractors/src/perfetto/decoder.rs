@@ -64,8 +64,10 @@ pub struct Decoder {
     /// Callstack samples were seen (set when tables are written).
     pub sampled: bool,
     pub gpu_counter_names: HashMap<u32, String>,
-    /// Packets per data field name (`unknown_<n>` for fields flameox skips).
-    pub packet_counts: BTreeMap<String, u64>,
+    /// Packets per top-level data field number (named in the summary).
+    pub field_counts: HashMap<u32, u64>,
+    /// ftrace events of kinds flameox does not read.
+    pub ftrace_other_events: u64,
     pub packets: u64,
     pub compressed_packets: u64,
     pub max_args_bytes: usize,
@@ -94,13 +96,32 @@ impl Decoder {
             samples: Vec::new(),
             sampled: false,
             gpu_counter_names: HashMap::new(),
-            packet_counts: BTreeMap::new(),
+            field_counts: HashMap::new(),
+            ftrace_other_events: 0,
             packets: 0,
             compressed_packets: 0,
             max_args_bytes,
             next_event_id: 0,
             producer_hint: None,
         }
+    }
+
+    /// Packets per data field, named: read kinds by name, known unread kinds
+    /// as `not_read.<name>`, others as `unknown.<field>`.
+    pub fn packet_counts(&self) -> BTreeMap<String, u64> {
+        let mut out = BTreeMap::new();
+        for (&f, &n) in &self.field_counts {
+            let name = match (proto::packet_field_name(f), proto::unread_field_name(f)) {
+                (Some(name), _) => name.to_string(),
+                (None, Some(name)) => format!("not_read.{name}"),
+                (None, None) => format!("unknown.{f}"),
+            };
+            *out.entry(name).or_insert(0) += n;
+        }
+        if self.ftrace_other_events > 0 {
+            out.insert("ftrace_other_events".to_string(), self.ftrace_other_events);
+        }
+        out
     }
 
     pub fn slot(&mut self, key: SlotKey) -> u32 {
@@ -207,11 +228,19 @@ impl Decoder {
     /// packets).
     pub fn packet(&mut self, bytes: &[u8]) {
         self.packets += 1;
-        let mut data_fields: Vec<u32> = Vec::new();
+        // A packet has one data field (its oneof); count each once.
+        let mut seen = [0u32; 4];
+        let mut n_seen = 0;
+        let field_counts = &mut self.field_counts;
         let well_formed = super::reader::for_each_field(bytes, |f| {
-            if !proto::is_packet_envelope_field(f) && !data_fields.contains(&f) {
-                data_fields.push(f);
+            if proto::is_packet_envelope_field(f) || seen[..n_seen].contains(&f) {
+                return;
             }
+            if n_seen < seen.len() {
+                seen[n_seen] = f;
+                n_seen += 1;
+            }
+            *field_counts.entry(f).or_insert(0) += 1;
         });
         let packet = match (well_formed, proto::decode_packet(bytes)) {
             (true, Ok(p)) => p,
@@ -228,14 +257,6 @@ impl Decoder {
                 return;
             }
         };
-        for f in &data_fields {
-            let name = match (proto::packet_field_name(*f), proto::unread_field_name(*f)) {
-                (Some(n), _) => n.to_string(),
-                (None, Some(n)) => format!("not_read.{n}"),
-                (None, None) => format!("unknown.{f}"),
-            };
-            *self.packet_counts.entry(name).or_insert(0) += 1;
-        }
         if let Some(compressed) = &packet.compressed_packets {
             self.compressed(compressed);
             return;

@@ -115,10 +115,7 @@ impl Decoder {
                 };
                 self.named_counter(0, &name, ts, value, unit);
             } else {
-                *self
-                    .packet_counts
-                    .entry("ftrace_other_events".into())
-                    .or_insert(0) += 1;
+                self.ftrace_other_events += 1;
             }
         }
         if let Some(compact) = &bundle.compact_sched {

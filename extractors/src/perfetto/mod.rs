@@ -235,7 +235,8 @@ fn summarize(
     input_bytes: u64,
     skipped_top_level: u64,
 ) -> ExtractionSummary {
-    let count = |name: &str| d.packet_counts.get(name).copied().unwrap_or(0);
+    let packet_counts = d.packet_counts();
+    let count = |name: &str| packet_counts.get(name).copied().unwrap_or(0);
     let kinds = &d.p.store.kind;
     let has_kind = |k: EventKind| kinds.contains(&k);
     let mut coverage = BTreeMap::new();
@@ -258,7 +259,7 @@ fn summarize(
     let mut metadata = BTreeMap::new();
     metadata.insert(
         "packets_by_type".to_string(),
-        serde_json::json!(d.packet_counts),
+        serde_json::json!(packet_counts),
     );
     metadata.insert(
         "trace_clock".to_string(),
@@ -274,8 +275,7 @@ fn summarize(
             serde_json::json!(skipped_top_level),
         );
     }
-    let unknown: u64 = d
-        .packet_counts
+    let unknown: u64 = packet_counts
         .iter()
         .filter(|(k, _)| !proto::packet_field_name_known(k))
         .map(|(_, v)| *v)

@@ -33,13 +33,14 @@ impl Decoder {
         let defaults = seq
             .defaults
             .as_ref()
-            .and_then(|d| d.track_event_defaults.clone());
-        let uuid = e
-            .track_uuid
-            .or_else(|| defaults.as_ref().and_then(|d| d.track_uuid));
+            .and_then(|d| d.track_event_defaults.as_ref());
+        let uuid = e.track_uuid.or_else(|| defaults.and_then(|d| d.track_uuid));
         let legacy_thread = seq.thread;
         let kind = e.r#type.unwrap_or(0);
-        self.extra_counters(e, defaults.as_ref(), ts);
+        if !(e.extra_counter_values.is_empty() && e.extra_double_counter_values.is_empty()) {
+            let defaults = defaults.cloned();
+            self.extra_counters(e, defaults.as_ref(), ts);
+        }
         let slot = match (uuid, legacy_thread) {
             (Some(u), _) if u != 0 || legacy_thread.is_none() => self.slot(SlotKey::Uuid(u)),
             (_, Some((pid, tid))) => self.slot(SlotKey::Thread(pid, tid)),
