@@ -29,6 +29,8 @@ pub struct PerfettoSpec {
     /// Stop once at least this many bytes are written.
     pub bytes: u64,
     pub threads: u64,
+    /// `perf_sample` packets per round of `threads × CHUNK` thread packets.
+    pub samples_per_round: u64,
 }
 
 const FUNCTIONS: &[&str] = &[
@@ -208,13 +210,12 @@ pub fn write_perfetto<W: Write>(spec: &PerfettoSpec, out: W) -> io::Result<(u64,
     while out.bytes < spec.bytes {
         for t in threads.iter_mut() {
             for _ in 0..CHUNK {
-                packets += 1;
-                write_thread_packet(&mut out, &mut rng, t, pid)?;
+                packets += write_thread_packet(&mut out, &mut rng, t, pid)?;
             }
         }
         // The sampler: a few samples per round, on random threads.
-        for _ in 0..4 {
-            sample_ts += rng.range(900_000, 1_100_000);
+        for _ in 0..spec.samples_per_round {
+            sample_ts += rng.range(900_000, 1_100_000) / spec.samples_per_round.max(1);
             let t = &threads[rng.range(0, threads.len() as u64) as usize];
             packets += 1;
             out.packet(&TracePacket {
@@ -263,14 +264,18 @@ fn event_packet(t: &Thread, kind: i32, name: Option<u64>, cleared: bool) -> Trac
     }
 }
 
+/// Writes one thread packet (preceded by a reset packet every
+/// `RESET_EVERY`); returns how many packets were written.
 fn write_thread_packet<W: Write>(
     out: &mut Out<W>,
     rng: &mut SeededRng,
     t: &mut Thread,
     pid: i32,
-) -> io::Result<()> {
+) -> io::Result<u64> {
     t.ts += rng.range(200, 5_000);
+    let mut written = 1;
     if t.written.is_multiple_of(RESET_EVERY) {
+        written += 1;
         // (Re)start the sequence: descriptor, interning tables.
         out.packet(&TracePacket {
             trusted_packet_sequence_id: Some(t.sequence),
@@ -328,5 +333,49 @@ fn write_thread_packet<W: Write>(
         }
         p
     };
-    out.packet(&packet)
+    out.packet(&packet)?;
+    Ok(written)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use flameox_extractors::{
+        BatchSink, EvidenceTable, ExtractOptions, NoObserver, SinkError, extract_perfetto,
+    };
+
+    struct Rows(std::collections::BTreeMap<EvidenceTable, usize>);
+    impl BatchSink for Rows {
+        fn write_batch(
+            &mut self,
+            table: EvidenceTable,
+            batch: arrow::record_batch::RecordBatch,
+        ) -> Result<(), SinkError> {
+            *self.0.entry(table).or_insert(0) += batch.num_rows();
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn same_seed_same_bytes_and_the_extractor_reads_all_of_it() {
+        let spec = PerfettoSpec {
+            seed: 3,
+            bytes: 2 << 20,
+            threads: 3,
+            samples_per_round: 8,
+        };
+        let (mut a, mut b) = (Vec::new(), Vec::new());
+        let (packets, bytes) = write_perfetto(&spec, &mut a).expect("write");
+        write_perfetto(&spec, &mut b).expect("write");
+        assert_eq!(a, b);
+        assert_eq!(bytes, a.len() as u64);
+        let mut rows = Rows(Default::default());
+        let options = ExtractOptions::new("r", "a");
+        let summary =
+            extract_perfetto(a.as_slice(), &options, &mut rows, &NoObserver).expect("extract");
+        assert!(summary.limitations.is_empty(), "{:?}", summary.limitations);
+        assert_eq!(summary.input_events, packets);
+        assert!(rows.0[&EvidenceTable::TraceEvents] > 10_000);
+        assert!(summary.coverage["callstack_samples"]);
+    }
 }

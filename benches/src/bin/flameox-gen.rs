@@ -2,7 +2,8 @@
 //! seed and size → same bytes).
 //!
 //! - `kineto --seed S --events N --streams K`: Kineto-shaped Chrome JSON.
-//! - `perfetto --seed S --bytes N --threads K`: Perfetto SDK-shaped protobuf.
+//! - `perfetto --seed S --bytes N --threads K --samples M`: Perfetto
+//!   SDK-shaped protobuf; M `perf_sample`s per round of K × 64 thread packets.
 
 use std::io::BufWriter;
 use std::process::ExitCode;
@@ -11,7 +12,7 @@ use flameox_benches::kineto::{KinetoSpec, write_kineto};
 use flameox_benches::perfetto::{PerfettoSpec, write_perfetto};
 
 const USAGE: &str = "usage: flameox-gen kineto [--seed S] [--events N] [--streams K] --out FILE\n       \
-     flameox-gen perfetto [--seed S] [--bytes N] [--threads K] --out FILE";
+     flameox-gen perfetto [--seed S] [--bytes N] [--threads K] [--samples M] --out FILE";
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -19,7 +20,8 @@ fn main() -> ExitCode {
         eprintln!("{USAGE}");
         return ExitCode::from(2);
     };
-    let (mut seed, mut events, mut streams, mut bytes, mut threads) = (1, 100_000, 4, 64 << 20, 4);
+    let (mut seed, mut events, mut streams) = (1, 100_000, 4);
+    let (mut bytes, mut threads, mut samples) = (64 << 20, 4, 4);
     let mut out_path: Option<String> = None;
     let mut i = 1;
     while i < args.len() {
@@ -31,6 +33,7 @@ fn main() -> ExitCode {
             ("--streams", Ok(v)) => streams = v,
             ("--bytes", Ok(v)) => bytes = v,
             ("--threads", Ok(v)) => threads = v,
+            ("--samples", Ok(v)) => samples = v,
             ("--out", _) => out_path = Some(value),
             (flag, _) => {
                 eprintln!("unknown or malformed option {flag}\n{USAGE}");
@@ -65,6 +68,7 @@ fn main() -> ExitCode {
                 seed,
                 bytes,
                 threads,
+                samples_per_round: samples,
             },
             file,
         )
