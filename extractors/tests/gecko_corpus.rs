@@ -405,6 +405,28 @@ fn missing_times_and_out_of_order_samples_are_rules() {
     assert_eq!(sum_self(&totals(&sink), "cpu.time_ns"), 2_000_000);
 }
 
+/// Sub-processes nest as deep as JSON nesting allows; past that, `Parse`.
+#[test]
+fn nested_processes_are_walked_without_recursion() {
+    let leaf = profile(&["a"], json!([[null, 0]]), json!([[0, 0]]));
+    let nest = |depth: usize| {
+        let mut doc = leaf.clone();
+        for _ in 0..depth {
+            let mut parent = leaf.clone();
+            parent["processes"] = json!([doc]);
+            doc = parent;
+        }
+        doc.to_string()
+    };
+    let (summary, sink) = extract(nest(40).as_bytes()).unwrap();
+    assert_eq!(summary.metadata["processes"], 41);
+    assert_eq!(sum_self(&totals(&sink), "cpu.samples"), 41);
+    assert!(matches!(
+        extract(nest(200).as_bytes()),
+        Err(ExtractError::Parse { .. })
+    ));
+}
+
 #[test]
 fn inputs_that_are_not_gecko_profiles_are_parse_errors() {
     let parse_err = |bytes: &[u8]| match extract(bytes) {

@@ -55,9 +55,6 @@ pub const INVALID_FRAME: &str = "[invalid frame index]";
 /// The frame whose location is not an index into the `stringTable`.
 pub const INVALID_STRING: &str = "[invalid string index]";
 
-/// Sub-process nesting deeper than this is not read (`processes_too_deep`).
-const MAX_PROCESS_DEPTH: usize = 64;
-
 fn spec(metric: &str, unit: &str) -> ReductionSpec {
     ReductionSpec {
         metric: metric.into(),
@@ -116,9 +113,10 @@ pub fn extract_gecko_profile<R: BufRead>(
 
     // Depth-first over the process tree, without recursion.
     let root = process_of(meta, profile.libs.as_deref(), None, &mut b.log);
-    let mut pending: Vec<(&Profile, Process, usize)> = vec![(&profile, root, 0)];
+    // (serde_json's nesting limit already refuses absurd depths as `Parse`.)
+    let mut pending: Vec<(&Profile, Process)> = vec![(&profile, root)];
     let (mut threads, mut processes) = (0usize, 0usize);
-    while let Some((p, process, depth)) = pending.pop() {
+    while let Some((p, process)) = pending.pop() {
         processes += 1;
         for t in p.threads.as_deref().unwrap_or(&[]) {
             if observer.cancelled() {
@@ -127,24 +125,14 @@ pub fn extract_gecko_profile<R: BufRead>(
             b.thread(threads, t, &process, observer)?;
             threads += 1;
         }
-        let children = p.processes.as_deref().unwrap_or(&[]);
-        if depth >= MAX_PROCESS_DEPTH && !children.is_empty() {
-            b.log
-                .note_n("processes_too_deep", children.len() as u64, || {
-                    format!(
-                        "sub-processes nested deeper than {MAX_PROCESS_DEPTH} levels are not read"
-                    )
-                });
-            continue;
-        }
-        for child in children.iter().rev() {
+        for child in p.processes.as_deref().unwrap_or(&[]).iter().rev() {
             let sub = process_of(
                 child.meta.as_ref(),
                 child.libs.as_deref(),
                 Some(&process),
                 &mut b.log,
             );
-            pending.push((child, sub, depth + 1));
+            pending.push((child, sub));
         }
     }
     if b.samples == 0 {
