@@ -12,6 +12,7 @@ pub enum FormatKind {
     ChromeJson,
     SpeedscopeJson,
     ChromeCpuProfile,
+    GeckoProfile,
     FoldedStacks,
     PerfettoProtobuf,
     Pprof,
@@ -23,10 +24,11 @@ pub enum FormatKind {
 
 impl FormatKind {
     /// Every kind, in a fixed order.
-    pub const ALL: [FormatKind; 10] = [
+    pub const ALL: [FormatKind; 11] = [
         FormatKind::ChromeJson,
         FormatKind::SpeedscopeJson,
         FormatKind::ChromeCpuProfile,
+        FormatKind::GeckoProfile,
         FormatKind::FoldedStacks,
         FormatKind::PerfettoProtobuf,
         FormatKind::Pprof,
@@ -42,6 +44,7 @@ impl FormatKind {
             FormatKind::ChromeJson => "chrome_json",
             FormatKind::SpeedscopeJson => "speedscope_json",
             FormatKind::ChromeCpuProfile => "chrome_cpuprofile",
+            FormatKind::GeckoProfile => "gecko_profile",
             FormatKind::FoldedStacks => "folded_stacks",
             FormatKind::PerfettoProtobuf => "perfetto_protobuf",
             FormatKind::Pprof => "pprof",
@@ -61,6 +64,7 @@ impl FormatKind {
             }
             "speedscope" => Some(FormatKind::SpeedscopeJson),
             "cpuprofile" => Some(FormatKind::ChromeCpuProfile),
+            "gecko" | "firefox" => Some(FormatKind::GeckoProfile),
             "folded" | "collapsed" => Some(FormatKind::FoldedStacks),
             "perfetto" => Some(FormatKind::PerfettoProtobuf),
             "nsys_sqlite" | "nsight_sqlite" => Some(FormatKind::NsightSqlite),
@@ -253,6 +257,11 @@ fn detect_json(body: &[u8], start: usize) -> Option<Detection> {
             "V8 cpuprofile (`nodes`, `startTime`)",
         ));
     }
+    if let Some(reason) = gecko_evidence(&scan, body) {
+        // No producer hint: the engine would force it; the extractor names
+        // the producer from `meta.product`.
+        return Some(found(FormatKind::GeckoProfile, None, reason));
+    }
     if !scan.complete
         && !scan
             .keys
@@ -264,6 +273,41 @@ fn detect_json(body: &[u8], start: usize) -> Option<Detection> {
             Some(chrome_producer(body)),
             "JSON object whose head shows only trace metadata keys",
         ));
+    }
+    None
+}
+
+/// A Gecko profile: a Firefox DevTools recording (`profile` beside `label`,
+/// `duration`, …, or a head cut inside its leading `markers`/`ticks`), or a
+/// bare profile (`meta` + `threads`, or a head cut inside `meta`, `libs` or
+/// `threads` that shows Gecko's own keys).
+fn gecko_evidence(scan: &KeyScan, body: &[u8]) -> Option<&'static str> {
+    let has = |k: &str| scan.keys.iter().any(|x| x == k);
+    let wrapper_keys = ["label", "duration", "fileType", "ticks", "configuration"];
+    if has("profile") && wrapper_keys.iter().any(|k| has(k)) {
+        return Some("Firefox DevTools recording with a Gecko `profile`");
+    }
+    if !scan.complete
+        && has("label")
+        && has("duration")
+        && ["markers", "frames", "memory", "ticks"]
+            .iter()
+            .any(|k| has(k))
+    {
+        return Some("Firefox DevTools recording head (`label`, `duration`, `markers`…)");
+    }
+    if has("meta") && has("threads") {
+        return Some("Gecko profile (`meta` and `threads`)");
+    }
+    let gecko_keys = contains(body, b"\"stackTable\"") && contains(body, b"\"frameTable\"");
+    let gecko_meta = contains(body, b"\"interval\"")
+        && (contains(body, b"\"stackwalk\"") || contains(body, b"\"processType\""));
+    let gecko_libs = contains(body, b"\"breakpadId\"");
+    if !scan.complete
+        && (has("meta") || has("libs") || has("threads"))
+        && (gecko_keys || gecko_meta || (has("libs") && gecko_libs))
+    {
+        return Some("Gecko profile head (`meta`/`libs`/`threads` with Gecko keys)");
     }
     None
 }
@@ -583,6 +627,33 @@ mod tests {
             FormatKind::ChromeCpuProfile
         );
         assert_eq!(k(r#"{"nodes":[]}"#), FormatKind::Unknown);
+    }
+
+    #[test]
+    fn gecko_profiles_by_their_keys() {
+        let k = |s: &str| detect(s.as_bytes(), None).kind;
+        let g = FormatKind::GeckoProfile;
+        assert_eq!(k(r#"{"meta":{"interval":1},"threads":[]}"#), g);
+        assert_eq!(
+            k(r#"{"label":"a","duration":7,"markers":[],"profile":{"libs":[]},"fileType":"x"}"#),
+            g
+        );
+        // Heads cut inside the recording's markers, the profile's libs or meta.
+        assert_eq!(k(r#"{"label":"a","duration":7,"markers":[[1,"#), g);
+        assert_eq!(k(r#"{"libs":[{"start":1,"breakpadId":"AB","#), g);
+        assert_eq!(
+            k(r#"{"meta":{"version":9,"interval":1,"stackwalk":0,"categories":["#),
+            g
+        );
+        assert_eq!(k(r#"{"threads":[{"stackTable":{},"frameTable":{"#), g);
+        assert_eq!(
+            k(r#"{"meta":{"version":1},"files":{},"totals":{}}"#),
+            FormatKind::Unknown
+        );
+        assert_eq!(k(r#"{"profile":{}}"#), FormatKind::Unknown);
+        assert_eq!(FormatKind::from_name("firefox"), Some(g));
+        assert_eq!(FormatKind::from_name("gecko"), Some(g));
+        assert_eq!(g.name(), "gecko_profile");
     }
 
     #[test]

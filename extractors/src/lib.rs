@@ -12,6 +12,7 @@ pub mod chrome;
 pub mod cpuprofile;
 pub mod detect;
 pub mod folded;
+pub mod gecko;
 pub mod input;
 mod json_doc;
 pub mod perfetto;
@@ -28,6 +29,7 @@ pub use chrome::{CHROME_EXTRACTOR_NAME, CHROME_EXTRACTOR_VERSION, extract_chrome
 pub use cpuprofile::{CPUPROFILE_EXTRACTOR_NAME, CPUPROFILE_EXTRACTOR_VERSION, extract_cpuprofile};
 pub use detect::{Detection, FormatKind, detect};
 pub use folded::{FOLDED_EXTRACTOR_NAME, FOLDED_EXTRACTOR_VERSION, extract_folded_stacks};
+pub use gecko::{GECKO_EXTRACTOR_NAME, GECKO_EXTRACTOR_VERSION, extract_gecko_profile};
 pub use input::{InputLimits, InputStream, open_input, read_head};
 pub use perfetto::{PERFETTO_EXTRACTOR_NAME, PERFETTO_EXTRACTOR_VERSION, extract_perfetto};
 pub use pprof::{PPROF_EXTRACTOR_NAME, PPROF_EXTRACTOR_VERSION, extract_pprof};

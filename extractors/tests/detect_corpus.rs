@@ -68,7 +68,7 @@ fn every_corpus_file_is_detected_as_its_real_kind() {
         ),
         (
             "stacks/speedscope_firefox59_devtools_recording.json".to_string(),
-            K::Unknown,
+            K::GeckoProfile,
         ),
         ("misc/rocprofv3_908_results.json.gz".to_string(), K::Unknown),
         ("misc/pyperf_bench.json".to_string(), K::Unknown),

@@ -38,6 +38,7 @@ pub fn capabilities() -> Capabilities {
                 FormatKind::Pprof => (true, "pprof profile.proto, gzipped or plain (Go runtime/pprof, gperftools, async-profiler, …): one metric per sample type"),
                 FormatKind::SpeedscopeJson => (true, "speedscope JSON, sampled and evented profiles (py-spy, rbspy, Austin, speedscope exports)"),
                 FormatKind::ChromeCpuProfile => (true, "V8 .cpuprofile (node --cpu-prof, Chrome DevTools 'Save profile')"),
+                FormatKind::GeckoProfile => (true, "Gecko profile (Firefox profiler raw format, bare or inside a Firefox DevTools performance recording); not the processed format profiler.firefox.com saves"),
                 FormatKind::NsightReport => (false, "export first: nsys export --type sqlite"),
                 _ => (false, "detected; no extractor in this build yet"),
             };
@@ -79,6 +80,21 @@ pub fn viewer_plan(ws: &Workspace, artifact_id: &str) -> Result<ViewerPlan> {
                     record.original_name
                 ),
                 "or run: flameox open <artifact-id> --launch".to_owned(),
+            ],
+        ),
+        "gecko_profile" => (
+            "Firefox Profiler (profiler.firefox.com)",
+            vec![
+                "open https://profiler.firefox.com in a browser".to_owned(),
+                format!(
+                    "choose 'Load a profile from file' and pick {} (the original file)",
+                    record.original_name
+                ),
+                format!(
+                    "a Firefox DevTools recording also opens in speedscope: open https://www.speedscope.app and drop {}",
+                    record.original_name
+                ),
+                "or run: flameox open <artifact-id> --launch (speedscope)".to_owned(),
             ],
         ),
         "speedscope_json" | "folded_stacks" | "pprof" | "chrome_cpuprofile" => (

@@ -13,6 +13,9 @@ use flameox_extractors::detect::{FormatKind, detect};
 use flameox_extractors::folded::{
     FOLDED_EXTRACTOR_NAME, FOLDED_EXTRACTOR_VERSION, extract_folded_stacks,
 };
+use flameox_extractors::gecko::{
+    GECKO_EXTRACTOR_NAME, GECKO_EXTRACTOR_VERSION, extract_gecko_profile,
+};
 use flameox_extractors::input::{InputLimits, open_input, read_head};
 use flameox_extractors::perfetto::{
     PERFETTO_EXTRACTOR_NAME, PERFETTO_EXTRACTOR_VERSION, extract_perfetto,
@@ -172,6 +175,7 @@ fn extractor_of(kind: FormatKind) -> (&'static str, &'static str) {
         FormatKind::Pprof => (PPROF_EXTRACTOR_NAME, PPROF_EXTRACTOR_VERSION),
         FormatKind::SpeedscopeJson => (SPEEDSCOPE_EXTRACTOR_NAME, SPEEDSCOPE_EXTRACTOR_VERSION),
         FormatKind::ChromeCpuProfile => (CPUPROFILE_EXTRACTOR_NAME, CPUPROFILE_EXTRACTOR_VERSION),
+        FormatKind::GeckoProfile => (GECKO_EXTRACTOR_NAME, GECKO_EXTRACTOR_VERSION),
         _ => (CHROME_EXTRACTOR_NAME, CHROME_EXTRACTOR_VERSION),
     }
 }
@@ -190,6 +194,7 @@ fn run_extractor(
         FormatKind::Pprof => extract_pprof(input, options, sink, observer),
         FormatKind::SpeedscopeJson => extract_speedscope(input, options, sink, observer),
         FormatKind::ChromeCpuProfile => extract_cpuprofile(input, options, sink, observer),
+        FormatKind::GeckoProfile => extract_gecko_profile(input, options, sink, observer),
         _ => extract_chrome_json(input, options, sink, observer),
     }
 }
@@ -198,13 +203,14 @@ fn run_extractor(
 const AUTO: &str = "auto";
 
 /// Formats this build extracts.
-const SUPPORTED_KINDS: [&str; 6] = [
+const SUPPORTED_KINDS: [&str; 7] = [
     "chrome_json",
     "folded_stacks",
     "perfetto_protobuf",
     "pprof",
     "speedscope_json",
     "chrome_cpuprofile",
+    "gecko_profile",
 ];
 
 fn require_extractor(kind: FormatKind) -> Result<()> {
@@ -214,7 +220,8 @@ fn require_extractor(kind: FormatKind) -> Result<()> {
         | FormatKind::PerfettoProtobuf
         | FormatKind::Pprof
         | FormatKind::SpeedscopeJson
-        | FormatKind::ChromeCpuProfile => Ok(()),
+        | FormatKind::ChromeCpuProfile
+        | FormatKind::GeckoProfile => Ok(()),
         FormatKind::NsightReport => Err(FlameoxError::new(
             ErrorCode::CapabilityUnavailable,
             "an .nsys-rep report is a proprietary container; export it to SQLite first",

@@ -73,7 +73,7 @@ pub fn prepare_launch(ws: &Workspace, artifact_id: &str) -> Result<Launch> {
         "chrome_json" | "perfetto_protobuf" => {
             ("Perfetto UI", "https://ui.perfetto.dev", PERFETTO_UI_PORT)
         }
-        "speedscope_json" | "folded_stacks" | "chrome_cpuprofile" => {
+        "speedscope_json" | "folded_stacks" | "chrome_cpuprofile" | "gecko_profile" => {
             ("speedscope", "https://www.speedscope.app", 0)
         }
         other => {
