@@ -4,7 +4,8 @@
 //! track descriptor; track events with interned names and categories
 //! (`SEQ_INCREMENTAL_STATE_CLEARED` at the start and again every
 //! `RESET_EVERY` packets, as the SDK does when its interning tables fill),
-//! nested slices up to depth 6 with interned debug annotations, instants, a
+//! nested slices up to depth 6 (each function calls one of three others, so
+//! distinct stacks stay bounded) with interned debug annotations, instants, a
 //! per-process counter track, and a sampler sequence writing `perf_sample`s
 //! with interned frames and callstacks. Sequences write in chunks, so
 //! packets of different threads interleave as in a real trace buffer. Same
@@ -313,7 +314,13 @@ fn write_thread_packet<W: Write>(
         t.open.pop();
         event_packet(t, TYPE_SLICE_END, None, false)
     } else {
-        let name = rng.range(1, FUNCTIONS.len() as u64 + 1);
+        // Call trees are structured: a function calls one of three others
+        // (roots: any), so distinct stacks stay bounded as in real code.
+        let n = FUNCTIONS.len() as u64;
+        let name = match t.open.last() {
+            Some(&parent) => (parent * 3 + rng.range(0, 3)) % n + 1,
+            None => rng.range(1, n + 1),
+        };
         t.open.push(name);
         let mut p = event_packet(t, TYPE_SLICE_BEGIN, Some(name), false);
         if let Some(e) = p.track_event.as_mut() {
