@@ -324,7 +324,8 @@ fn write_thread_packet<W: Write>(
         t.open.push(name);
         let mut p = event_packet(t, TYPE_SLICE_BEGIN, Some(name), false);
         if let Some(e) = p.track_event.as_mut() {
-            e.category_iids = vec![rng.range(1, 6)];
+            // A function always logs under its subsystem's category.
+            e.category_iids = vec![name % CATEGORIES.len() as u64 + 1];
             e.debug_annotations = vec![
                 DebugAnnotation {
                     name_iid: Some(1),
