@@ -7,6 +7,7 @@ use flameox_engine::FlameoxError;
 use flameox_engine::error::Result;
 use flameox_engine::services::QueryContext;
 use flameox_engine::services::analyze::{self, HotspotsRequest, HotspotsResult};
+use flameox_engine::services::gpu::{self, GpuSummaryRequest, GpuSummaryResult};
 use flameox_engine::services::views::{
     self, FlameGraphRequest, FrameDeltaRequest, FrameDeltaResult,
 };
@@ -93,7 +94,56 @@ pub(crate) fn analyze_command(g: &GlobalOptions, analysis: AnalyzeCommand) -> Re
             write_flamegraph(&qc, &target, Some(&result.metric), None, &flamegraph)?;
             emit(g, &result, render_hotspots)
         }
+        AnalyzeCommand::GpuSummary {
+            target,
+            report,
+            limit,
+        } => {
+            let request = GpuSummaryRequest {
+                target,
+                report: Some(report),
+                limit,
+            };
+            let result = block_on(gpu::gpu_summary(&qc, &request))??;
+            emit(g, &result, render_gpu_summary)
+        }
     }
+}
+
+fn render_gpu_summary(r: &GpuSummaryResult) -> String {
+    let unit = r.unit.as_str();
+    let mut out = format!(
+        "{} of {} (total {})\n",
+        r.report.name(),
+        r.scope.requested,
+        render::value(r.grand_total, unit)
+    );
+    let mut t = Table::new(
+        &[
+            "total", "%", "count", "avg", "median", "min", "max", "stddev", "name",
+        ],
+        &[0, 1, 2, 3, 4, 5, 6, 7],
+    );
+    for row in &r.rows {
+        t.row(vec![
+            render::value(row.total, unit),
+            format!("{:.2}", row.percent),
+            thousands(row.count),
+            render::value(row.avg.round() as i64, unit),
+            render::value(row.median.round() as i64, unit),
+            render::value(row.min, unit),
+            render::value(row.max, unit),
+            render::value(row.stddev.round() as i64, unit),
+            cut(&row.name, 70),
+        ]);
+    }
+    out += &t.render();
+    out += &render::footer(r.returned, r.total, None);
+    out += &format!(
+        "\nevidence: {} ({})\n",
+        r.evidence.status, r.evidence.reason
+    );
+    out
 }
 
 /// Renders the flame graph (differential with `base`) into `path`.

@@ -187,6 +187,16 @@ pub enum AnalyzeCommand {
         #[arg(long, value_name = "RUN_OR_ARTIFACT")]
         diff_against: Option<String>,
     },
+    /// `nsys stats`-style summary per name: total, %, count, avg, median, min, max, stddev. Example: `flameox analyze gpu-summary <run> --report kernels`
+    GpuSummary {
+        target: String,
+        /// kernels, api, memcpy-time, memcpy-size or memset-time.
+        #[arg(long, default_value = "kernels")]
+        report: String,
+        /// Rows (1..1000).
+        #[arg(long)]
+        limit: Option<usize>,
+    },
 }
 
 #[derive(Subcommand, Debug)]

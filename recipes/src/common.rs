@@ -107,6 +107,21 @@ pub fn i64_at(array: &dyn Array, row: usize) -> Option<i64> {
     }
 }
 
+/// Reads a Float64 (or integer) cell as f64.
+pub fn f64_at(array: &dyn Array, row: usize) -> Option<f64> {
+    if array.is_null(row) {
+        return None;
+    }
+    match array.data_type() {
+        DataType::Float64 => Some(
+            array
+                .as_primitive::<datafusion::arrow::datatypes::Float64Type>()
+                .value(row),
+        ),
+        _ => i64_at(array, row).map(|v| v as f64),
+    }
+}
+
 /// Reads a UInt64 cell.
 pub fn u64_at(array: &dyn Array, row: usize) -> Option<u64> {
     if array.is_null(row) {

@@ -11,6 +11,7 @@
 pub mod common;
 pub mod drilldown;
 pub mod frame_deltas;
+pub mod gpu_summary;
 pub mod hotspots;
 pub mod window;
 

@@ -48,7 +48,12 @@ pub fn capabilities() -> Capabilities {
     Capabilities {
         flameox_version: env!("CARGO_PKG_VERSION").to_owned(),
         formats,
-        analyses: vec!["hotspots".into()],
+        analyses: vec![
+            "hotspots".into(),
+            "frame_deltas".into(),
+            "flame_graph".into(),
+            "gpu_summary".into(),
+        ],
         drilldowns: vec![
             "callers".into(),
             "callees".into(),

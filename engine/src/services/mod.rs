@@ -8,6 +8,7 @@
 pub mod analyze;
 pub mod capabilities;
 pub mod confine;
+pub mod gpu;
 pub mod import;
 pub mod inventory;
 pub mod viewer;

@@ -1,0 +1,199 @@
+//! `nsys stats`-style summaries of device and API activity: per name, the
+//! total, share of the total, count, average, median, min, max and sample
+//! standard deviation — over kernels (NCCL kernels included), runtime/driver
+//! API calls, and memcpy by time or by size. One aggregate plan over `trace_events` filtered by
+//! kind; unterminated rows (`dur_ns < 0`) are left out.
+
+use datafusion::arrow::datatypes::DataType;
+use datafusion::functions_aggregate::expr_fn::{count, max, median, min, stddev, sum};
+use datafusion::logical_expr::{Expr, col, lit};
+use datafusion::prelude::{SessionContext, cast};
+use serde::{Deserialize, Serialize};
+
+use crate::common::{
+    ArtifactScope, RecipeError, RecipeResult, collect, column, f64_at, i64_at, string_at, table,
+};
+
+/// Which summary (the names `nsys stats` users know).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum GpuReport {
+    Kernels,
+    Api,
+    MemcpyTime,
+    MemcpySize,
+    MemsetTime,
+}
+
+impl GpuReport {
+    pub const ALL: [GpuReport; 5] = [
+        GpuReport::Kernels,
+        GpuReport::Api,
+        GpuReport::MemcpyTime,
+        GpuReport::MemcpySize,
+        GpuReport::MemsetTime,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            GpuReport::Kernels => "kernels",
+            GpuReport::Api => "api",
+            GpuReport::MemcpyTime => "memcpy-time",
+            GpuReport::MemcpySize => "memcpy-size",
+            GpuReport::MemsetTime => "memset-time",
+        }
+    }
+
+    pub fn from_name(name: &str) -> Option<GpuReport> {
+        GpuReport::ALL.into_iter().find(|r| r.name() == name)
+    }
+
+    /// The rows the report covers: by kind; NCCL/RCCL kernels are kind
+    /// `communication` with category `kernel` (`nccl:` annotations are
+    /// `communication` too, on host threads or as GPU user annotations).
+    fn rows(self) -> Expr {
+        let kind = || cast(col("kind"), DataType::Utf8);
+        let any = |kinds: &[&str]| kind().in_list(kinds.iter().map(|k| lit(*k)).collect(), false);
+        match self {
+            GpuReport::Kernels => any(&["kernel"]).or(kind()
+                .eq(lit("communication"))
+                .and(col("stream").is_not_null())
+                .and(
+                    cast(col("category"), DataType::Utf8)
+                        .in_list(vec![lit("kernel"), lit("Kernel")], false),
+                )),
+            GpuReport::Api => any(&["runtime_api", "driver_api", "graph_launch"]),
+            GpuReport::MemcpyTime | GpuReport::MemcpySize => any(&["memcpy"]),
+            GpuReport::MemsetTime => any(&["memset"]),
+        }
+    }
+
+    /// `ns`, or `bytes` for the size report.
+    pub fn unit(self) -> &'static str {
+        match self {
+            GpuReport::MemcpySize => "bytes",
+            _ => "ns",
+        }
+    }
+
+    fn value(self) -> Expr {
+        match self {
+            GpuReport::MemcpySize => col("bytes"),
+            _ => col("dur_ns"),
+        }
+    }
+}
+
+/// One name's statistics.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SummaryRow {
+    pub name: String,
+    pub total: i64,
+    /// Share of the report's total, in percent (2 decimals).
+    pub percent: f64,
+    pub count: i64,
+    pub avg: f64,
+    pub median: f64,
+    pub min: i64,
+    pub max: i64,
+    /// Sample standard deviation (0 for a single instance).
+    pub stddev: f64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SummaryAnswer {
+    pub report: GpuReport,
+    pub unit: String,
+    /// Sum over every name (the % denominator).
+    pub grand_total: i64,
+    /// Distinct names.
+    pub names: u64,
+    pub rows: Vec<SummaryRow>,
+}
+
+/// The `limit` heaviest names of `report` in `scope`.
+pub async fn gpu_summary(
+    ctx: &SessionContext,
+    scope: &ArtifactScope,
+    report: GpuReport,
+    limit: usize,
+) -> RecipeResult<SummaryAnswer> {
+    let value = report.value();
+    let filtered = table(ctx, "trace_events")
+        .await?
+        .filter(
+            scope
+                .filter()
+                .and(report.rows())
+                .and(col("dur_ns").gt_eq(lit(0i64)))
+                .and(value.clone().is_not_null()),
+        )?
+        .select(vec![
+            cast(col("name"), DataType::Utf8).alias("name"),
+            value.alias("value"),
+        ])?;
+    let grouped = filtered.aggregate(
+        vec![col("name")],
+        vec![
+            sum(col("value")).alias("total"),
+            count(lit(1)).alias("count"),
+            cast(median(col("value")), DataType::Float64).alias("median"),
+            min(col("value")).alias("min"),
+            max(col("value")).alias("max"),
+            cast(
+                stddev(cast(col("value"), DataType::Float64)),
+                DataType::Float64,
+            )
+            .alias("stddev"),
+        ],
+    )?;
+    let mut rows = Vec::new();
+    for batch in collect(grouped).await? {
+        for i in 0..batch.num_rows() {
+            let total = i64_at(column(&batch, "total")?, i).unwrap_or(0);
+            let count = i64_at(column(&batch, "count")?, i).unwrap_or(0);
+            rows.push(SummaryRow {
+                name: string_at(column(&batch, "name")?, i).unwrap_or_default(),
+                total,
+                percent: 0.0,
+                count,
+                avg: if count > 0 {
+                    total as f64 / count as f64
+                } else {
+                    0.0
+                },
+                median: f64_at(column(&batch, "median")?, i).unwrap_or(0.0),
+                min: i64_at(column(&batch, "min")?, i).unwrap_or(0),
+                max: i64_at(column(&batch, "max")?, i).unwrap_or(0),
+                stddev: f64_at(column(&batch, "stddev")?, i).unwrap_or(0.0),
+            });
+        }
+    }
+    let grand_total: i64 = rows.iter().map(|r| r.total).sum();
+    for r in &mut rows {
+        r.percent = if grand_total > 0 {
+            (r.total as f64 * 10_000.0 / grand_total as f64).round() / 100.0
+        } else {
+            0.0
+        };
+    }
+    rows.sort_by(|a, b| b.total.cmp(&a.total).then_with(|| a.name.cmp(&b.name)));
+    let names = rows.len() as u64;
+    rows.truncate(limit);
+    Ok(SummaryAnswer {
+        report,
+        unit: report.unit().to_owned(),
+        grand_total,
+        names,
+        rows,
+    })
+}
+
+/// `report` by name, or the valid names.
+pub fn parse_report(name: &str) -> RecipeResult<GpuReport> {
+    GpuReport::from_name(name).ok_or_else(|| RecipeError::NotFound {
+        what: format!("report {name}"),
+        closest: Vec::new(),
+        valid: GpuReport::ALL.iter().map(|r| r.name().to_owned()).collect(),
+    })
+}
