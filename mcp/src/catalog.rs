@@ -230,6 +230,20 @@ pub fn tools() -> Vec<ToolSpec> {
             ),
         },
         ToolSpec {
+            name: "analyze_gpu_summary",
+            title: "GPU summary",
+            description: "nsys-stats-style table per name: total, %, count, avg, median, min, max, stddev of kernels, API calls, memcpy time/size or memset time.",
+            group: ReadOnly,
+            input_schema: object(
+                json!({
+                    "target": target(),
+                    "report": { "type": "string", "enum": ["kernels", "api", "memcpy-time", "memcpy-size", "memset-time"], "description": "Default kernels." },
+                    "limit": limit_prop()
+                }),
+                &["target"],
+            ),
+        },
+        ToolSpec {
             name: "get_trace_window",
             title: "Trace window",
             description: "Events overlapping [start_ns, end_ns) of one artifact in time order, paged by cursor. relative=true: offsets from the first event.",

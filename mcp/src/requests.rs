@@ -74,6 +74,13 @@ pub struct CompareArgs {
 }
 #[derive(serde::Deserialize)]
 #[serde(deny_unknown_fields)]
+pub struct GpuSummaryArgs {
+    pub target: String,
+    pub report: Option<String>,
+    pub limit: Option<usize>,
+}
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct WindowArgs {
     pub artifact_id: String,
     pub start_ns: i64,

@@ -10,6 +10,7 @@ use flameox_engine::query::SessionCache;
 use flameox_engine::recipes::drilldown::Direction;
 use flameox_engine::services::analyze::{self, FrameRequest, HotspotsRequest, WindowRequest};
 use flameox_engine::services::confine::confine_import_path;
+use flameox_engine::services::gpu::{self, GpuSummaryRequest};
 use flameox_engine::services::import::{ImportRequest, import_artifact};
 use flameox_engine::services::views::{self, FrameDeltaRequest};
 use flameox_engine::services::{QueryContext, capabilities, inventory};
@@ -289,6 +290,21 @@ impl FlameoxServer {
                 )
                 .paged("frames");
                 let reply = scope_links(reply, &result.base_scope);
+                Ok(scope_links(reply, &result.scope))
+            }
+            "analyze_gpu_summary" => {
+                let a: GpuSummaryArgs = decode(args)?;
+                let request = GpuSummaryRequest {
+                    target: a.target,
+                    report: a.report,
+                    limit: a.limit,
+                };
+                let result = gpu::gpu_summary(&qc, &request).await?;
+                let reply = Reply::new(
+                    format!("{} of {}", result.report.name(), result.scope.requested),
+                    to_value(&result)?,
+                )
+                .paged("names");
                 Ok(scope_links(reply, &result.scope))
             }
             "get_trace_window" => {
