@@ -139,6 +139,16 @@ async fn first_run_session_pages_refuses_and_leaks_no_host_path() {
         .await;
     assert!(callers["total"].as_u64().is_some(), "{callers}");
 
+    // The kernel summary of the Kineto trace.
+    let kernels = s
+        .ok(
+            "analyze_gpu_summary",
+            json!({ "target": run_id, "report": "kernels", "limit": 3 }),
+        )
+        .await;
+    assert_eq!(kernels["evidence"]["status"], "available", "{kernels}");
+    assert!(kernels["rows"][0]["count"].as_i64() > Some(0), "{kernels}");
+
     // A run compared with itself changes nothing.
     let same = s
         .ok(
