@@ -7,7 +7,9 @@ use flameox_engine::FlameoxError;
 use flameox_engine::error::Result;
 use flameox_engine::services::QueryContext;
 use flameox_engine::services::analyze::{self, HotspotsRequest, HotspotsResult};
-use flameox_engine::services::gpu::{self, GpuSummaryRequest, GpuSummaryResult};
+use flameox_engine::services::gpu::{
+    self, AcceleratorRequest, AcceleratorResult, GpuSummaryRequest, GpuSummaryResult,
+};
 use flameox_engine::services::views::{
     self, FlameGraphRequest, FrameDeltaRequest, FrameDeltaResult,
 };
@@ -93,6 +95,11 @@ pub(crate) fn analyze_command(g: &GlobalOptions, analysis: AnalyzeCommand) -> Re
             }
             write_flamegraph(&qc, &target, Some(&result.metric), None, &flamegraph)?;
             emit(g, &result, render_hotspots)
+        }
+        AnalyzeCommand::AcceleratorLaunches { target, phase } => {
+            let request = AcceleratorRequest { target, phase };
+            let result = block_on(gpu::accelerator_launches(&qc, &request))??;
+            emit(g, &result, render_accelerator)
         }
         AnalyzeCommand::GpuSummary {
             target,
@@ -281,5 +288,75 @@ fn render_deltas(r: &FrameDeltaResult) -> String {
     }
     out += &t.render();
     out += &render::footer(r.returned, r.total, None);
+    out
+}
+
+fn render_accelerator(r: &AcceleratorResult) -> String {
+    let a = &r.answer;
+    let mut out = format!("accelerator launches of {}\n", r.scope.requested);
+    let mut t = Table::new(
+        &[
+            "region",
+            "launches",
+            "graph",
+            "kernels",
+            "kernel time",
+            "coverage",
+            "p50",
+            "p90",
+            "p99",
+            "max",
+        ],
+        &[1, 2, 3, 4, 5, 6, 7, 8, 9],
+    );
+    for g in &a.regions {
+        let l = g.launch_latency.as_ref();
+        let ns = |v: Option<i64>| v.map_or("-".to_owned(), |v| render::value(v, "ns"));
+        t.row(vec![
+            cut(&g.region, 30),
+            thousands(g.direct_launches.count),
+            thousands(g.graph_launches.count),
+            thousands(g.kernels.count),
+            render::value(g.kernels.time_ns, "ns"),
+            format!("{:.1}%", g.correlation_coverage * 100.0),
+            ns(l.map(|l| l.p50_ns)),
+            ns(l.map(|l| l.p90_ns)),
+            ns(l.map(|l| l.p99_ns)),
+            ns(l.map(|l| l.max_ns)),
+        ]);
+    }
+    out += &t.render();
+    let mut s = Table::new(
+        &[
+            "device",
+            "stream",
+            "kernels",
+            "busy",
+            "util",
+            "gaps",
+            "gap total",
+            "gap max",
+        ],
+        &[0, 1, 2, 3, 4, 5, 6, 7],
+    );
+    for st in &a.streams {
+        let id = |v: Option<i64>| v.map_or("-".to_owned(), |v| v.to_string());
+        s.row(vec![
+            id(st.device),
+            id(st.stream),
+            thousands(st.kernels),
+            render::value(st.busy_ns, "ns"),
+            format!("{:.1}%", st.utilization * 100.0),
+            thousands(st.gaps),
+            render::value(st.gap_total_ns, "ns"),
+            render::value(st.gap_max_ns, "ns"),
+        ]);
+    }
+    out += "\nper stream\n";
+    out += &s.render();
+    out += &format!(
+        "\nevidence: {} ({})\n",
+        r.evidence.status, r.evidence.reason
+    );
     out
 }

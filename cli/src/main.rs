@@ -187,6 +187,13 @@ pub enum AnalyzeCommand {
         #[arg(long, value_name = "RUN_OR_ARTIFACT")]
         diff_against: Option<String>,
     },
+    /// Launches, kernels, launch latency and per-stream idle gaps. Example: `flameox analyze accelerator-launches <run>`
+    AcceleratorLaunches {
+        target: String,
+        /// Only this phase (e.g. ProfilerStep#3).
+        #[arg(long)]
+        phase: Option<String>,
+    },
     /// `nsys stats`-style summary per name: total, %, count, avg, median, min, max, stddev. Example: `flameox analyze gpu-summary <run> --report kernels`
     GpuSummary {
         target: String,

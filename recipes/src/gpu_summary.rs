@@ -55,13 +55,7 @@ impl GpuReport {
         let kind = || cast(col("kind"), DataType::Utf8);
         let any = |kinds: &[&str]| kind().in_list(kinds.iter().map(|k| lit(*k)).collect(), false);
         match self {
-            GpuReport::Kernels => any(&["kernel"]).or(kind()
-                .eq(lit("communication"))
-                .and(col("stream").is_not_null())
-                .and(
-                    cast(col("category"), DataType::Utf8)
-                        .in_list(vec![lit("kernel"), lit("Kernel")], false),
-                )),
+            GpuReport::Kernels => crate::accelerator::kernel_rows(),
             GpuReport::Api => any(&["runtime_api", "driver_api", "graph_launch"]),
             GpuReport::MemcpyTime | GpuReport::MemcpySize => any(&["memcpy"]),
             GpuReport::MemsetTime => any(&["memset"]),

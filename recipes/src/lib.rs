@@ -8,6 +8,7 @@
 //!
 //! [`SessionContext`]: datafusion::prelude::SessionContext
 
+pub mod accelerator;
 pub mod common;
 pub mod drilldown;
 pub mod frame_deltas;

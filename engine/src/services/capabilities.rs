@@ -53,6 +53,7 @@ pub fn capabilities() -> Capabilities {
             "frame_deltas".into(),
             "flame_graph".into(),
             "gpu_summary".into(),
+            "accelerator_launches".into(),
         ],
         drilldowns: vec![
             "callers".into(),

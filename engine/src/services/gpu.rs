@@ -4,6 +4,7 @@
 //! today, Nsight exports when their extractor lands).
 
 use flameox_recipes::ArtifactScope;
+use flameox_recipes::accelerator::{self, AcceleratorAnswer};
 use flameox_recipes::gpu_summary::{self, GpuReport, SummaryRow};
 use serde::{Deserialize, Serialize};
 use serde_json::json;
@@ -70,6 +71,64 @@ pub async fn gpu_summary(
         truncated: (answer.rows.len() as u64) < answer.names,
         total: answer.names,
         rows: answer.rows,
+        evidence,
+    })
+}
+
+/// What `analyze accelerator-launches` asks.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct AcceleratorRequest {
+    pub target: String,
+    /// Only this phase (e.g. `ProfilerStep#3`).
+    pub phase: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AcceleratorResult {
+    pub scope: ResolvedScope,
+    pub commit_id: String,
+    #[serde(flatten)]
+    pub answer: AcceleratorAnswer,
+    pub evidence: EvidenceStatus,
+}
+
+/// Launches, kernels, latency, coverage and per-stream gaps.
+pub async fn accelerator_launches(
+    qc: &QueryContext<'_>,
+    req: &AcceleratorRequest,
+) -> Result<AcceleratorResult> {
+    let session = qc.session(None)?;
+    if let Some(p) = &req.phase {
+        super::check_id("phase", p)?;
+    }
+    let scope = resolve_scope(qc.ws, &session.snapshot, &req.target)?;
+    let artifacts = ArtifactScope {
+        artifact_ids: scope.artifact_ids.clone(),
+    };
+    let answer = run_budgeted(
+        &session,
+        accelerator::accelerator_launches(&session.ctx, &artifacts, req.phase.as_deref()),
+    )
+    .await?;
+    let found = answer.has_kernels || answer.has_launches;
+    let mut evidence = answer_status(&session.snapshot, &scope, found, req.phase.is_some());
+    if evidence.status == "available" || evidence.status == "empty" {
+        let reason = match (answer.has_launches, answer.has_kernels) {
+            (true, true) => None,
+            (true, false) => Some("kernel_tracks_missing"),
+            (false, true) => Some("runtime_tracks_missing"),
+            (false, false) if req.phase.is_some() => None,
+            (false, false) => Some("accelerator_tracks_missing"),
+        };
+        if let Some(reason) = reason {
+            evidence = EvidenceStatus::new("partial", reason)
+                .with_next("get_run", json!({ "run_id": scope.run_id }));
+        }
+    }
+    Ok(AcceleratorResult {
+        commit_id: session.snapshot.commit_id().to_owned(),
+        scope,
+        answer,
         evidence,
     })
 }

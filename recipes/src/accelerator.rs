@@ -1,0 +1,364 @@
+//! Accelerator launches: per region (phase), direct and graph launches,
+//! kernels, launch latency through `correlation_id`, host→device
+//! correlation coverage; per stream, busy time, idle gaps and utilization.
+//!
+//! A gap is a strictly positive distance between an activity's start and
+//! the running maximum of end times before it on the same stream — computed
+//! with a window function (`max(end) OVER (PARTITION BY stream ORDER BY ts
+//! ROWS UNBOUNDED PRECEDING TO 1 PRECEDING)`), so overlapping kernels never
+//! make negative gaps and no row loop runs in Rust.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use datafusion::arrow::datatypes::DataType;
+use datafusion::common::ScalarValue;
+use datafusion::functions_aggregate::expr_fn::{count, max, min, sum};
+use datafusion::functions_aggregate::min_max::max_udaf;
+use datafusion::logical_expr::expr::WindowFunction;
+use datafusion::logical_expr::{
+    Expr, ExprFunctionExt, JoinType, WindowFrame, WindowFrameBound, WindowFrameUnits, col, lit,
+    when,
+};
+use datafusion::prelude::{DataFrame, SessionContext, cast, coalesce};
+use serde::{Deserialize, Serialize};
+
+use crate::common::{ArtifactScope, RecipeResult, collect, column, i64_at, string_at, table};
+
+/// Runtime/driver calls that launch one kernel directly.
+const DIRECT_LAUNCHES: &[&str] = &[
+    "cudaLaunchKernel",
+    "cudaLaunchKernelExC",
+    "cudaLaunchCooperativeKernel",
+    "cuLaunchKernel",
+    "cuLaunchKernelEx",
+    "cuLaunchCooperativeKernel",
+    "hipLaunchKernel",
+    "hipExtLaunchKernel",
+    "hipModuleLaunchKernel",
+];
+
+/// Upper bounds (ns, exclusive) of the gap histogram buckets; the last
+/// bucket has no upper bound.
+pub const GAP_BUCKETS_NS: [i64; 5] = [1_000, 10_000, 100_000, 1_000_000, 10_000_000];
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct CountTime {
+    pub count: i64,
+    pub time_ns: i64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Latency {
+    /// Kernels whose launch was found.
+    pub n: u64,
+    pub p50_ns: i64,
+    pub p90_ns: i64,
+    pub p99_ns: i64,
+    pub max_ns: i64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Region {
+    /// The phase (`ProfilerStep#N`, NVTX range…), or `(all)` when none.
+    pub region: String,
+    pub direct_launches: CountTime,
+    pub graph_launches: CountTime,
+    pub kernels: CountTime,
+    /// Kernels with a host launch of the same correlation id, 0..=1.
+    pub correlation_coverage: f64,
+    pub launch_latency: Option<Latency>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StreamUse {
+    pub device: Option<i64>,
+    pub stream: Option<i64>,
+    pub kernels: i64,
+    pub busy_ns: i64,
+    pub span_ns: i64,
+    pub utilization: f64,
+    pub gaps: i64,
+    pub gap_total_ns: i64,
+    pub gap_max_ns: i64,
+    /// Gap counts below each of [`GAP_BUCKETS_NS`], then the rest.
+    pub gap_histogram: Vec<i64>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AcceleratorAnswer {
+    pub regions: Vec<Region>,
+    pub streams: Vec<StreamUse>,
+    /// Whether host launches and device kernels were both present.
+    pub has_launches: bool,
+    pub has_kernels: bool,
+}
+
+/// Device kernels (NCCL/RCCL kernels included) as the summaries count them.
+pub fn kernel_rows() -> Expr {
+    let kind = || cast(col("kind"), DataType::Utf8);
+    kind().eq(lit("kernel")).or(kind()
+        .eq(lit("communication"))
+        .and(col("stream").is_not_null())
+        .and(
+            cast(col("category"), DataType::Utf8)
+                .in_list(vec![lit("kernel"), lit("Kernel")], false),
+        ))
+}
+
+fn region_expr() -> Expr {
+    coalesce(vec![cast(col("phase"), DataType::Utf8), lit("(all)")]).alias("region")
+}
+
+async fn events(
+    ctx: &SessionContext,
+    scope: &ArtifactScope,
+    filter: Expr,
+    phase: Option<&str>,
+) -> RecipeResult<DataFrame> {
+    let mut filter = scope
+        .filter()
+        .and(filter)
+        .and(col("dur_ns").gt_eq(lit(0i64)));
+    if let Some(p) = phase {
+        filter = filter.and(cast(col("phase"), DataType::Utf8).eq(lit(p)));
+    }
+    Ok(table(ctx, "trace_events").await?.filter(filter)?)
+}
+
+/// The analysis for `scope`, optionally one phase.
+pub async fn accelerator_launches(
+    ctx: &SessionContext,
+    scope: &ArtifactScope,
+    phase: Option<&str>,
+) -> RecipeResult<AcceleratorAnswer> {
+    let kind = || cast(col("kind"), DataType::Utf8);
+    let name = || cast(col("name"), DataType::Utf8);
+    let direct = kind()
+        .in_list(vec![lit("runtime_api"), lit("driver_api")], false)
+        .and(name().in_list(DIRECT_LAUNCHES.iter().map(|n| lit(*n)).collect(), false));
+    let graph = kind().eq(lit("graph_launch"));
+
+    let mut regions: BTreeMap<String, Region> = BTreeMap::new();
+    let blank = |r: &str| Region {
+        region: r.to_owned(),
+        direct_launches: CountTime::default(),
+        graph_launches: CountTime::default(),
+        kernels: CountTime::default(),
+        correlation_coverage: 0.0,
+        launch_latency: None,
+    };
+    for (which, filter) in [(0, direct.clone()), (1, graph.clone()), (2, kernel_rows())] {
+        let df = events(ctx, scope, filter, phase).await?.aggregate(
+            vec![region_expr()],
+            vec![count(lit(1)).alias("n"), sum(col("dur_ns")).alias("t")],
+        )?;
+        for batch in collect(df).await? {
+            for i in 0..batch.num_rows() {
+                let r = string_at(column(&batch, "region")?, i).unwrap_or_default();
+                let ct = CountTime {
+                    count: i64_at(column(&batch, "n")?, i).unwrap_or(0),
+                    time_ns: i64_at(column(&batch, "t")?, i).unwrap_or(0),
+                };
+                let entry = regions.entry(r.clone()).or_insert_with(|| blank(&r));
+                match which {
+                    0 => entry.direct_launches = ct,
+                    1 => entry.graph_launches = ct,
+                    _ => entry.kernels = ct,
+                }
+            }
+        }
+    }
+    let has_launches = regions
+        .values()
+        .any(|r| r.direct_launches.count + r.graph_launches.count > 0);
+    let has_kernels = regions.values().any(|r| r.kernels.count > 0);
+
+    // Latency: kernel start − launch start, joined on (artifact, correlation).
+    let launches = events(ctx, scope, direct.or(graph), None)
+        .await?
+        .filter(col("correlation_id").is_not_null())?
+        .select(vec![
+            col("artifact_id").alias("l_artifact"),
+            col("correlation_id").alias("l_corr"),
+            col("ts_ns").alias("l_ts"),
+        ])?
+        .aggregate(
+            vec![col("l_artifact"), col("l_corr")],
+            vec![min(col("l_ts")).alias("l_ts")],
+        )?;
+    let kernels = events(ctx, scope, kernel_rows(), phase)
+        .await?
+        .select(vec![
+            cast(col("artifact_id"), DataType::Utf8).alias("k_artifact"),
+            col("correlation_id").alias("k_corr"),
+            col("ts_ns").alias("k_ts"),
+            region_expr(),
+        ])?;
+    let launches = launches.select(vec![
+        cast(col("l_artifact"), DataType::Utf8).alias("l_artifact"),
+        col("l_corr"),
+        col("l_ts"),
+    ])?;
+    let joined = kernels
+        .join(
+            launches,
+            JoinType::Left,
+            &["k_artifact", "k_corr"],
+            &["l_artifact", "l_corr"],
+            None,
+        )?
+        .select(vec![
+            col("region"),
+            (col("k_ts") - col("l_ts")).alias("latency"),
+        ])?;
+    let mut latencies: BTreeMap<String, (u64, Vec<i64>)> = BTreeMap::new();
+    for batch in collect(joined).await? {
+        for i in 0..batch.num_rows() {
+            let r = string_at(column(&batch, "region")?, i).unwrap_or_default();
+            let e = latencies.entry(r).or_default();
+            e.0 += 1;
+            if let Some(l) = i64_at(column(&batch, "latency")?, i) {
+                e.1.push(l);
+            }
+        }
+    }
+    for (r, (total, mut values)) in latencies {
+        let entry = regions.entry(r.clone()).or_insert_with(|| blank(&r));
+        entry.correlation_coverage = if total > 0 {
+            values.len() as f64 / total as f64
+        } else {
+            0.0
+        };
+        values.sort_unstable();
+        entry.launch_latency = percentiles(&values);
+    }
+
+    let streams = stream_use(ctx, scope, phase).await?;
+    Ok(AcceleratorAnswer {
+        regions: regions.into_values().collect(),
+        streams,
+        has_launches,
+        has_kernels,
+    })
+}
+
+fn percentiles(sorted: &[i64]) -> Option<Latency> {
+    let last = sorted.len().checked_sub(1)?;
+    // Nearest rank.
+    let at =
+        |q: f64| sorted[((q * sorted.len() as f64).ceil() as usize).clamp(1, sorted.len()) - 1];
+    Some(Latency {
+        n: sorted.len() as u64,
+        p50_ns: at(0.50),
+        p90_ns: at(0.90),
+        p99_ns: at(0.99),
+        max_ns: sorted[last],
+    })
+}
+
+/// Busy time, gaps and utilization per (artifact, device, stream).
+async fn stream_use(
+    ctx: &SessionContext,
+    scope: &ArtifactScope,
+    phase: Option<&str>,
+) -> RecipeResult<Vec<StreamUse>> {
+    let keys = || vec![col("artifact_id"), col("device"), col("stream")];
+    let previous_end = Expr::from(WindowFunction::new(
+        Arc::clone(&max_udaf()),
+        vec![col("end_ns")],
+    ))
+    .partition_by(keys())
+    .order_by(vec![
+        col("ts_ns").sort(true, false),
+        col("event_id").sort(true, false),
+    ])
+    .window_frame(WindowFrame::new_bounds(
+        WindowFrameUnits::Rows,
+        WindowFrameBound::Preceding(ScalarValue::UInt64(None)),
+        WindowFrameBound::Preceding(ScalarValue::UInt64(Some(1))),
+    ))
+    .build()?
+    .alias("previous_end");
+    let rows = events(ctx, scope, kernel_rows(), phase)
+        .await?
+        .select(vec![
+            col("artifact_id"),
+            col("device"),
+            col("stream"),
+            col("event_id"),
+            col("ts_ns"),
+            (col("ts_ns") + col("dur_ns")).alias("end_ns"),
+        ])?
+        .window(vec![previous_end])?
+        .select(vec![
+            col("artifact_id"),
+            col("device"),
+            col("stream"),
+            col("ts_ns"),
+            col("end_ns"),
+            when(
+                col("ts_ns").gt(col("previous_end")),
+                col("ts_ns") - col("previous_end"),
+            )
+            .otherwise(lit(0i64))?
+            .alias("gap"),
+        ])?;
+    let bucket = |i: usize| -> Expr {
+        let lower = if i == 0 { 0 } else { GAP_BUCKETS_NS[i - 1] };
+        // [lower, upper) with the first bucket open at 0 (gaps are > 0).
+        let from = col("gap").gt(lit(0i64)).and(col("gap").gt_eq(lit(lower)));
+        let cond = match GAP_BUCKETS_NS.get(i) {
+            Some(&upper) => from.and(col("gap").lt(lit(upper))),
+            None => from,
+        };
+        sum(cast(cond, DataType::Int64)).alias(format!("b{i}"))
+    };
+    let mut aggregates = vec![
+        count(lit(1)).alias("kernels"),
+        min(col("ts_ns")).alias("first"),
+        max(col("end_ns")).alias("last"),
+        sum(cast(col("gap").gt(lit(0i64)), DataType::Int64)).alias("gaps"),
+        sum(col("gap")).alias("gap_total"),
+        max(col("gap")).alias("gap_max"),
+    ];
+    for i in 0..=GAP_BUCKETS_NS.len() {
+        aggregates.push(bucket(i));
+    }
+    let per_stream = rows.aggregate(keys(), aggregates)?.sort(vec![
+        col("device").sort(true, true),
+        col("stream").sort(true, true),
+        col("artifact_id").sort(true, true),
+    ])?;
+    let mut out = Vec::new();
+    for batch in collect(per_stream).await? {
+        for i in 0..batch.num_rows() {
+            let get =
+                |c: &str| -> RecipeResult<i64> { Ok(i64_at(column(&batch, c)?, i).unwrap_or(0)) };
+            let span = get("last")? - get("first")?;
+            let gap_total = get("gap_total")?;
+            let busy = span - gap_total;
+            let mut histogram = Vec::new();
+            for b in 0..=GAP_BUCKETS_NS.len() {
+                histogram.push(get(&format!("b{b}"))?);
+            }
+            out.push(StreamUse {
+                device: i64_at(column(&batch, "device")?, i),
+                stream: i64_at(column(&batch, "stream")?, i),
+                kernels: get("kernels")?,
+                busy_ns: busy,
+                span_ns: span,
+                utilization: if span > 0 {
+                    busy as f64 / span as f64
+                } else {
+                    0.0
+                },
+                gaps: get("gaps")?,
+                gap_total_ns: gap_total,
+                gap_max_ns: get("gap_max")?,
+                gap_histogram: histogram,
+            });
+        }
+    }
+    Ok(out)
+}

@@ -1,0 +1,162 @@
+//! `analyze accelerator-launches` through the real binary against a model
+//! computed here from the Kineto JSON: per stream kernel count, gaps (start
+//! minus the running maximum of earlier ends, when positive), busy time;
+//! launch counts, correlation coverage and the median launch latency.
+
+use std::collections::{BTreeMap, HashMap};
+use std::io::Read;
+
+use flameox_tests::{Project, corpus};
+use serde_json::Value;
+
+struct Model {
+    /// stream → (kernels, gaps, gap total, gap max, busy)
+    streams: BTreeMap<i64, (i64, i64, i64, i64, i64)>,
+    launches: i64,
+    kernels: i64,
+    correlated: i64,
+    latency_p50: i64,
+}
+
+/// µs → ns; integers exactly (epoch-scale µs exceed f64's exact range in ns).
+fn ns(v: &Value) -> i64 {
+    match v.as_i64() {
+        Some(us) => us * 1000,
+        None => (v.as_f64().expect("number") * 1000.0).round() as i64,
+    }
+}
+
+fn model(path: &str) -> Model {
+    let mut text = String::new();
+    flate2::read::GzDecoder::new(std::fs::File::open(corpus().join(path)).expect("corpus"))
+        .read_to_string(&mut text)
+        .expect("gunzip");
+    let doc: Value = serde_json::from_str(&text).expect("json");
+    let events = doc["traceEvents"].as_array().expect("events");
+    let complete = |cat: &'static str| {
+        events.iter().filter(move |e| {
+            e["ph"] == "X" && e["cat"].as_str().map(str::to_lowercase).as_deref() == Some(cat)
+        })
+    };
+    let mut launch_ts: HashMap<i64, i64> = HashMap::new();
+    let mut launches = 0;
+    for e in complete("cuda_runtime") {
+        if e["name"] == "cudaLaunchKernel" {
+            launches += 1;
+            if let Some(c) = e["args"]["correlation"].as_i64() {
+                let ts = ns(&e["ts"]);
+                launch_ts
+                    .entry(c)
+                    .and_modify(|t| *t = (*t).min(ts))
+                    .or_insert(ts);
+            }
+        }
+    }
+    let mut per_stream: BTreeMap<i64, Vec<(i64, i64)>> = BTreeMap::new();
+    let mut latencies = Vec::new();
+    let mut kernels = 0;
+    for e in complete("kernel") {
+        kernels += 1;
+        let (ts, dur) = (ns(&e["ts"]), ns(&e["dur"]));
+        per_stream
+            .entry(e["args"]["stream"].as_i64().expect("stream"))
+            .or_default()
+            .push((ts, ts + dur));
+        if let Some(l) = e["args"]["correlation"]
+            .as_i64()
+            .and_then(|c| launch_ts.get(&c))
+        {
+            latencies.push(ts - l);
+        }
+    }
+    let mut streams = BTreeMap::new();
+    for (stream, mut spans) in per_stream {
+        spans.sort();
+        let (mut gaps, mut total, mut max_gap) = (0, 0, 0);
+        let mut running_end = i64::MIN;
+        for &(start, end) in &spans {
+            if running_end != i64::MIN && start > running_end {
+                gaps += 1;
+                total += start - running_end;
+                max_gap = max_gap.max(start - running_end);
+            }
+            running_end = running_end.max(end);
+        }
+        let span = running_end - spans[0].0;
+        streams.insert(
+            stream,
+            (spans.len() as i64, gaps, total, max_gap, span - total),
+        );
+    }
+    latencies.sort_unstable();
+    let p50 = latencies[(latencies.len() as f64 * 0.5).ceil() as usize - 1];
+    Model {
+        streams,
+        launches,
+        kernels,
+        correlated: latencies.len() as i64,
+        latency_p50: p50,
+    }
+}
+
+#[test]
+fn launches_latency_and_stream_gaps_match_the_trace() {
+    let project = Project::new();
+    let path = "kineto/hta_alexnet_a100.pt.trace.json.gz";
+    let m = model(path);
+    let imported = project.json(&["import", corpus().join(path).to_str().expect("utf-8")]);
+    let run = imported["run_id"].as_str().expect("run").to_owned();
+    let a = project.json(&["analyze", "accelerator-launches", &run]);
+    assert_eq!(a["evidence"]["status"], "available", "{a}");
+    let regions = a["regions"].as_array().expect("regions");
+    let sum = |f: &str| -> i64 { regions.iter().filter_map(|r| r[f]["count"].as_i64()).sum() };
+    assert_eq!(sum("direct_launches"), m.launches);
+    assert_eq!(sum("kernels"), m.kernels);
+    let all = &regions[0];
+    let coverage = all["correlation_coverage"].as_f64().expect("coverage");
+    assert!((coverage - m.correlated as f64 / m.kernels as f64).abs() < 1e-9);
+    // Exact-decimal µs vs f64 rounding: within a nanosecond or two.
+    let p50 = all["launch_latency"]["p50_ns"].as_i64().expect("p50");
+    assert!(
+        (p50 - m.latency_p50).abs() <= 2,
+        "{p50} vs {}",
+        m.latency_p50
+    );
+    let streams = a["streams"].as_array().expect("streams");
+    assert_eq!(streams.len(), m.streams.len());
+    for s in streams {
+        let id = s["stream"].as_i64().expect("stream");
+        let (kernels, gaps, total, max_gap, busy) = m.streams[&id];
+        assert_eq!(s["kernels"].as_i64(), Some(kernels), "stream {id}");
+        assert_eq!(s["gaps"].as_i64(), Some(gaps), "stream {id}");
+        let near = |field: &str, want: i64| {
+            let got = s[field].as_i64().expect(field);
+            assert!(
+                (got - want).abs() <= 2 * kernels,
+                "stream {id} {field}: {got} vs {want}"
+            );
+        };
+        near("gap_total_ns", total);
+        near("gap_max_ns", max_gap);
+        near("busy_ns", busy);
+        let histogram: i64 = s["gap_histogram"]
+            .as_array()
+            .expect("histogram")
+            .iter()
+            .filter_map(Value::as_i64)
+            .sum();
+        assert_eq!(histogram, gaps, "every gap is in one bucket");
+    }
+
+    // No device activity: partial with the next call, not an empty success.
+    let folded = corpus().join("stacks/pyspy_workload.folded.txt");
+    let other = project.json(&["import", folded.to_str().expect("utf-8")]);
+    let none = project.json(&[
+        "analyze",
+        "accelerator-launches",
+        other["run_id"].as_str().expect("run"),
+    ]);
+    assert_eq!(none["evidence"]["status"], "partial");
+    assert_eq!(none["evidence"]["reason"], "accelerator_tracks_missing");
+    assert_eq!(none["evidence"]["next_tool"], "get_run");
+}
