@@ -672,7 +672,7 @@ impl<'a> Reader<'a> {
                 });
                 self.p.strings.intern("<unknown call>")
             });
-            let kind = classify(Some(category), self.p.strings.get(name), false).kind;
+            let kind = classify(Some(category), api_base(self.p.strings.get(name)), false).kind;
             let track = self.thread_track(int(row, 2));
             let mut args = Map::new();
             if let Some(r) = int(row, 6).filter(|&r| r != 0) {
@@ -1135,6 +1135,17 @@ impl TableSel {
     }
 }
 
+/// An API name without the `_v<digits>` version suffix nsys appends
+/// (`cudaGraphLaunch_v10000` → `cudaGraphLaunch`), for classification.
+pub fn api_base(name: &str) -> &str {
+    match name.rfind("_v") {
+        Some(at) if name.len() > at + 2 && name[at + 2..].bytes().all(|b| b.is_ascii_digit()) => {
+            &name[..at]
+        }
+        _ => name,
+    }
+}
+
 fn show(v: i64) -> String {
     if v == NONE {
         "?".to_string()
@@ -1428,4 +1439,21 @@ pub fn extract_nsight_sqlite(
         input_bytes: file_len,
         input_events,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn version_suffixes_and_global_ids() {
+        assert_eq!(api_base("cudaGraphLaunch_v10000"), "cudaGraphLaunch");
+        assert_eq!(api_base("cudaLaunchKernel"), "cudaLaunchKernel");
+        assert_eq!(api_base("cuda_vx"), "cuda_vx");
+        assert_eq!(api_base("x_v"), "x_v");
+        assert_eq!(pid_of(302119224788637), 1230493);
+        assert_eq!(tid_of(302119224788637), 1230493);
+        assert_eq!(pid_of(310028053512192), 1701896);
+        assert!(immutable_uri(Path::new("/a b/c%.sqlite")).starts_with("file:/a%20b/c%25.sqlite?"));
+    }
 }
