@@ -39,6 +39,7 @@ pub fn capabilities() -> Capabilities {
                 FormatKind::SpeedscopeJson => (true, "speedscope JSON, sampled and evented profiles (py-spy, rbspy, Austin, speedscope exports)"),
                 FormatKind::ChromeCpuProfile => (true, "V8 .cpuprofile (node --cpu-prof, Chrome DevTools 'Save profile')"),
                 FormatKind::GeckoProfile => (true, "Gecko profile (Firefox profiler raw format, bare or inside a Firefox DevTools performance recording); not the processed format profiler.firefox.com saves"),
+                FormatKind::NsightSqlite => (true, "Nsight Systems SQLite export (nsys export --type sqlite): CUDA kernels, runtime/driver API, memcpy/memset, synchronization, graph trace, NVTX ranges"),
                 FormatKind::NsightReport => (false, "export first: nsys export --type sqlite"),
                 _ => (false, "detected; no extractor in this build yet"),
             };
@@ -101,6 +102,13 @@ pub fn viewer_plan(ws: &Workspace, artifact_id: &str) -> Result<ViewerPlan> {
                     record.original_name
                 ),
                 "or run: flameox open <artifact-id> --launch (speedscope)".to_owned(),
+            ],
+        ),
+        "nsight_systems_sqlite" => (
+            "NVIDIA Nsight Systems",
+            vec![
+                "open the original .nsys-rep report in the Nsight Systems GUI (nsys-ui); the SQLite export itself has no viewer".to_owned(),
+                format!("or query {} with sqlite3 (tables CUPTI_ACTIVITY_KIND_*, NVTX_EVENTS, StringIds)", record.original_name),
             ],
         ),
         "speedscope_json" | "folded_stacks" | "pprof" | "chrome_cpuprofile" => (

@@ -17,6 +17,9 @@ use flameox_extractors::gecko::{
     GECKO_EXTRACTOR_NAME, GECKO_EXTRACTOR_VERSION, extract_gecko_profile,
 };
 use flameox_extractors::input::{InputLimits, open_input, read_head};
+use flameox_extractors::nsight::{
+    NSIGHT_EXTRACTOR_NAME, NSIGHT_EXTRACTOR_VERSION, extract_nsight_sqlite,
+};
 use flameox_extractors::perfetto::{
     PERFETTO_EXTRACTOR_NAME, PERFETTO_EXTRACTOR_VERSION, extract_perfetto,
 };
@@ -86,14 +89,16 @@ pub struct ImportResult {
 struct ObserverAdapter<'a> {
     progress: &'a dyn ImportProgress,
     total: u64,
-    stored_bytes_read: std::sync::Arc<std::sync::atomic::AtomicU64>,
+    /// `None` for path-based extractors (SQLite), which report file bytes.
+    stored_bytes_read: Option<std::sync::Arc<std::sync::atomic::AtomicU64>>,
 }
 
 impl ExtractObserver for ObserverAdapter<'_> {
-    fn bytes_read(&self, _decompressed: u64) {
-        let done = self
-            .stored_bytes_read
-            .load(std::sync::atomic::Ordering::Relaxed);
+    fn bytes_read(&self, read: u64) {
+        let done = match &self.stored_bytes_read {
+            Some(counter) => counter.load(std::sync::atomic::Ordering::Relaxed),
+            None => read,
+        };
         self.progress.bytes(done.min(self.total), self.total);
     }
     fn cancelled(&self) -> bool {
@@ -176,6 +181,7 @@ fn extractor_of(kind: FormatKind) -> (&'static str, &'static str) {
         FormatKind::SpeedscopeJson => (SPEEDSCOPE_EXTRACTOR_NAME, SPEEDSCOPE_EXTRACTOR_VERSION),
         FormatKind::ChromeCpuProfile => (CPUPROFILE_EXTRACTOR_NAME, CPUPROFILE_EXTRACTOR_VERSION),
         FormatKind::GeckoProfile => (GECKO_EXTRACTOR_NAME, GECKO_EXTRACTOR_VERSION),
+        FormatKind::NsightSqlite => (NSIGHT_EXTRACTOR_NAME, NSIGHT_EXTRACTOR_VERSION),
         _ => (CHROME_EXTRACTOR_NAME, CHROME_EXTRACTOR_VERSION),
     }
 }
@@ -203,7 +209,7 @@ fn run_extractor(
 const AUTO: &str = "auto";
 
 /// Formats this build extracts.
-const SUPPORTED_KINDS: [&str; 7] = [
+const SUPPORTED_KINDS: [&str; 8] = [
     "chrome_json",
     "folded_stacks",
     "perfetto_protobuf",
@@ -211,6 +217,7 @@ const SUPPORTED_KINDS: [&str; 7] = [
     "speedscope_json",
     "chrome_cpuprofile",
     "gecko_profile",
+    "nsight_systems_sqlite",
 ];
 
 fn require_extractor(kind: FormatKind) -> Result<()> {
@@ -221,7 +228,8 @@ fn require_extractor(kind: FormatKind) -> Result<()> {
         | FormatKind::Pprof
         | FormatKind::SpeedscopeJson
         | FormatKind::ChromeCpuProfile
-        | FormatKind::GeckoProfile => Ok(()),
+        | FormatKind::GeckoProfile
+        | FormatKind::NsightSqlite => Ok(()),
         FormatKind::NsightReport => Err(FlameoxError::new(
             ErrorCode::CapabilityUnavailable,
             "an .nsys-rep report is a proprietary container; export it to SQLite first",
@@ -285,14 +293,24 @@ pub fn import_artifact(
     let outcome = publish_extraction(ws, operation, &run.run_id, |sink, spill_dir| {
         let mut options = options.clone();
         options.spill_dir = Some(spill_dir.to_path_buf());
-        let input = open_input(&payload, &limits).map_err(|e| extract_error(e, kind.name()))?;
-        let observer = ObserverAdapter {
-            progress,
-            total: record.bytes,
-            stored_bytes_read: input.progress_counter(),
-        };
-        let summary = run_extractor(kind, input, &options, sink, &observer)
-            .map_err(|e| extract_error(e, kind.name()))?;
+        let summary = if kind == FormatKind::NsightSqlite {
+            // SQLite reads the stored payload by path (read-only, immutable).
+            let observer = ObserverAdapter {
+                progress,
+                total: record.bytes,
+                stored_bytes_read: None,
+            };
+            extract_nsight_sqlite(&payload, &options, sink, &observer)
+        } else {
+            let input = open_input(&payload, &limits).map_err(|e| extract_error(e, kind.name()))?;
+            let observer = ObserverAdapter {
+                progress,
+                total: record.bytes,
+                stored_bytes_read: Some(input.progress_counter()),
+            };
+            run_extractor(kind, input, &options, sink, &observer)
+        }
+        .map_err(|e| extract_error(e, kind.name()))?;
         progress.phase("publishing");
         Ok(summary)
     });

@@ -1,0 +1,1459 @@
+//! The NVIDIA Nsight Systems SQLite extractor (`nsys export --type sqlite`).
+//!
+//! SQLite needs a file, not a byte stream, so this extractor takes a path
+//! and opens it read-only (`immutable=1`, no writes, no journal). Each CUPTI
+//! and NVTX table is streamed row by row through a prepared statement into
+//! the Chrome extractor's shared store, tracks and limitation log; at the
+//! end the shared nesting, emission and slice reductions write the tables
+//! (as the Perfetto extractor does).
+//!
+//! What goes where:
+//! - `CUPTI_ACTIVITY_KIND_KERNEL` → `kernel` rows on a GPU stream track per
+//!   `(process, device, context, stream)`; name = demangled name (short name,
+//!   grid/block, registers and shared memory in `args_json`).
+//! - `_RUNTIME` / `_DRIVER` → `runtime_api` / `driver_api` (`graph_launch`
+//!   for `*GraphLaunch`) on the calling thread's track.
+//! - `_MEMCPY` / `_MEMSET` → `memcpy` / `memset` on the stream track, with
+//!   `bytes`.
+//! - `_SYNCHRONIZATION` → `sync` on a separate per-stream synchronization
+//!   track (a host wait overlaps the kernels it waits for, so it must not
+//!   become their parent on the stream track).
+//! - `_GRAPH_TRACE` (whole-graph tracing) → `graph_launch` device activity
+//!   on the stream track, named `CUDA graph <graphId>`.
+//! - `NVTX_EVENTS` → push/pop ranges as `user_annotation` slices on the
+//!   thread's track, start/end ranges on a per-thread NVTX async track,
+//!   marks as instants.
+//!
+//! pid = `(globalTid >> 24) & 0xFFFFFF`, tid = `globalTid & 0xFFFFFF`.
+
+pub mod schema;
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::path::Path;
+
+use rusqlite::types::ValueRef;
+use rusqlite::{Connection, OpenFlags, Row};
+use serde_json::{Map, Value, json};
+
+use crate::api::{
+    ARGS_TRUNCATED_MARKER, BatchSink, CountingSink, ExtractError, ExtractObserver, ExtractOptions,
+    ExtractionSummary,
+};
+use crate::chrome::emit::{self, Emitter};
+use crate::chrome::kinds::{EventKind, classify};
+use crate::chrome::nesting;
+use crate::chrome::process::Processor;
+use crate::chrome::store::{NO_ID, NONE, NewEvent, bound_args};
+use crate::chrome::tracks::{Ident, TrackKind};
+use crate::detect::FormatKind;
+use crate::schema::EvidenceTable;
+use crate::stacks::{ReductionSpec, StackAggregator};
+use schema::{Schema, Table};
+
+pub const NSIGHT_EXTRACTOR_NAME: &str = "nsight_systems_sqlite";
+/// Bumped whenever the rows produced for the same input change.
+pub const NSIGHT_EXTRACTOR_VERSION: &str = "1";
+
+/// Rows between cancellation polls.
+const POLL_EVERY: u64 = 4096;
+
+pub const KERNEL_TABLE: &str = "CUPTI_ACTIVITY_KIND_KERNEL";
+pub const RUNTIME_TABLE: &str = "CUPTI_ACTIVITY_KIND_RUNTIME";
+pub const DRIVER_TABLE: &str = "CUPTI_ACTIVITY_KIND_DRIVER";
+pub const MEMCPY_TABLE: &str = "CUPTI_ACTIVITY_KIND_MEMCPY";
+pub const MEMSET_TABLE: &str = "CUPTI_ACTIVITY_KIND_MEMSET";
+pub const SYNC_TABLE: &str = "CUPTI_ACTIVITY_KIND_SYNCHRONIZATION";
+pub const GRAPH_TRACE_TABLE: &str = "CUPTI_ACTIVITY_KIND_GRAPH_TRACE";
+pub const NVTX_TABLE: &str = "NVTX_EVENTS";
+
+/// Tables read (besides the CUPTI/NVTX ones above) or deliberately skipped
+/// as descriptive (enums, target info, export metadata).
+const READ_TABLES: [&str; 14] = [
+    KERNEL_TABLE,
+    RUNTIME_TABLE,
+    DRIVER_TABLE,
+    MEMCPY_TABLE,
+    MEMSET_TABLE,
+    SYNC_TABLE,
+    GRAPH_TRACE_TABLE,
+    NVTX_TABLE,
+    "StringIds",
+    "ThreadNames",
+    "PROCESSES",
+    "TARGET_INFO_GPU",
+    "TARGET_INFO_CUDA_DEVICE",
+    "META_DATA_EXPORT",
+];
+const DESCRIPTIVE_PREFIXES: [&str; 10] = [
+    "ENUM_",
+    "TARGET_INFO_",
+    "META_DATA_",
+    "EXPORT_META_DATA",
+    "ANALYSIS_",
+    "PROFILER_OVERHEAD",
+    "DIAGNOSTIC_EVENT",
+    "PROCESSSTREAMS",
+    "UNWINDMETHODTYPE",
+    "SQLITE_",
+];
+
+/// NVTX `eventType` codes (`ENUM_NSYS_EVENT_TYPE`).
+const NVTX_MARK: i64 = 34;
+const NVTX_THREAD: i64 = 39;
+const NVTX_PUSH_POP: i64 = 59;
+const NVTX_START_END: i64 = 60;
+const NVTXT_PUSH_POP: i64 = 70;
+const NVTXT_START_END: i64 = 71;
+const NVTX_DOMAIN_CREATE: i64 = 75;
+
+impl From<rusqlite::Error> for ExtractError {
+    fn from(e: rusqlite::Error) -> Self {
+        ExtractError::Parse {
+            message: format!("reading the Nsight Systems SQLite export failed: {e}"),
+            offset: None,
+        }
+    }
+}
+
+/// `pid` of a `globalTid` / `globalPid`.
+pub fn pid_of(global: i64) -> i64 {
+    (global >> 24) & 0xFF_FFFF
+}
+
+/// `tid` of a `globalTid`.
+pub fn tid_of(global: i64) -> i64 {
+    global & 0xFF_FFFF
+}
+
+fn int(row: &Row, i: usize) -> Option<i64> {
+    match row.get_ref(i).ok()? {
+        ValueRef::Integer(v) => Some(v),
+        ValueRef::Real(f) if f.is_finite() => Some(f as i64),
+        ValueRef::Text(t) => std::str::from_utf8(t).ok()?.trim().parse().ok(),
+        _ => None,
+    }
+}
+
+fn text(row: &Row, i: usize) -> Option<String> {
+    match row.get_ref(i).ok()? {
+        ValueRef::Text(t) => Some(String::from_utf8_lossy(t).into_owned()),
+        ValueRef::Integer(v) => Some(v.to_string()),
+        ValueRef::Real(f) => Some(f.to_string()),
+        _ => None,
+    }
+}
+
+/// `file:` URI of a path, percent-encoded, opened immutable.
+fn immutable_uri(path: &Path) -> String {
+    let mut out = String::from("file:");
+    for &b in path.as_os_str().as_encoded_bytes() {
+        if b.is_ascii_alphanumeric() || b"/-_.~".contains(&b) {
+            out.push(b as char);
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out.push_str("?mode=ro&immutable=1");
+    out
+}
+
+/// Opens an export read-only, never writing or creating anything.
+pub fn open_readonly(path: &Path) -> Result<Connection, ExtractError> {
+    let flags = OpenFlags::SQLITE_OPEN_READ_ONLY
+        | OpenFlags::SQLITE_OPEN_NO_MUTEX
+        | OpenFlags::SQLITE_OPEN_URI;
+    let conn = Connection::open_with_flags(immutable_uri(path), flags).map_err(|e| {
+        ExtractError::Parse {
+            message: format!("not a readable SQLite database: {e}"),
+            offset: Some(0),
+        }
+    })?;
+    // The header alone does not prove the file is a database.
+    conn.query_row("SELECT count(*) FROM sqlite_master", [], |r| {
+        r.get::<_, i64>(0)
+    })
+    .map_err(|e| ExtractError::Parse {
+        message: format!("not a readable SQLite database: {e}"),
+        offset: Some(0),
+    })?;
+    Ok(conn)
+}
+
+/// One row about to enter the store.
+struct Ev {
+    ts: Option<i64>,
+    end: Option<i64>,
+    instant: bool,
+    name: u32,
+    cat: u32,
+    kind: EventKind,
+    track: u32,
+    device_activity: bool,
+    device: Option<i64>,
+    context: Option<i64>,
+    stream: Option<i64>,
+    correlation: Option<i64>,
+    graph_id: Option<i64>,
+    graph_node_id: Option<i64>,
+    bytes: Option<i64>,
+    args: Map<String, Value>,
+}
+
+struct Reader<'a> {
+    conn: &'a Connection,
+    schema: Schema,
+    observer: &'a dyn ExtractObserver,
+    max_args: usize,
+    p: Processor,
+    /// `StringIds.id` → interned string.
+    ids: HashMap<i64, u32>,
+    gpu_tracks: HashMap<(i64, i64, i64, i64), u32>,
+    sync_tracks: HashMap<(i64, i64, i64, i64), u32>,
+    range_tracks: HashMap<(i64, i64), u32>,
+    /// CUDA device id → device name.
+    device_names: HashMap<i64, String>,
+    next_event: u64,
+    /// Rows read per table.
+    read: BTreeMap<String, u64>,
+    cats: HashMap<&'static str, u32>,
+}
+
+impl<'a> Reader<'a> {
+    fn poll(&self) -> Result<(), ExtractError> {
+        if self.next_event.is_multiple_of(POLL_EVERY) && self.observer.cancelled() {
+            return Err(ExtractError::Cancelled);
+        }
+        Ok(())
+    }
+
+    fn cat(&mut self, name: &'static str) -> u32 {
+        if let Some(&c) = self.cats.get(name) {
+            return c;
+        }
+        let c = self.p.strings.intern(name);
+        self.cats.insert(name, c);
+        c
+    }
+
+    /// A name column: a `StringIds` id or inline text.
+    fn name_at(&mut self, row: &Row, i: usize) -> Option<u32> {
+        match row.get_ref(i).ok()? {
+            ValueRef::Integer(id) => self.ids.get(&id).copied(),
+            ValueRef::Text(t) if !t.is_empty() => {
+                Some(self.p.strings.intern(&String::from_utf8_lossy(t)))
+            }
+            _ => None,
+        }
+    }
+
+    fn thread_track(&mut self, global_tid: Option<i64>) -> u32 {
+        match global_tid {
+            Some(g) => self
+                .p
+                .tracks
+                .thread(Ident::Int(pid_of(g)), Ident::Int(tid_of(g))),
+            None => self.p.tracks.thread(Ident::None, Ident::None),
+        }
+    }
+
+    fn device_label(&self, device: i64) -> String {
+        match self.device_names.get(&device) {
+            Some(name) => format!("GPU {device} ({name})"),
+            None => format!("GPU {device}"),
+        }
+    }
+
+    fn gpu_track(
+        &mut self,
+        global_pid: Option<i64>,
+        device: i64,
+        context: i64,
+        stream: i64,
+    ) -> u32 {
+        let pid = global_pid.map_or(NONE, pid_of);
+        let key = (pid, device, context, stream);
+        if let Some(&t) = self.gpu_tracks.get(&key) {
+            return t;
+        }
+        let label = format!(
+            "{} context {} stream {}",
+            self.device_label(device),
+            show(context),
+            show(stream)
+        );
+        let name = self.p.strings.intern(&label);
+        let pid_ident = if pid == NONE {
+            Ident::None
+        } else {
+            Ident::Int(pid)
+        };
+        let t = self
+            .p
+            .tracks
+            .add_named(TrackKind::GpuStream, pid_ident, Ident::None, name);
+        let track = &mut self.p.tracks.list[t as usize];
+        track.device = device;
+        track.stream = stream;
+        self.gpu_tracks.insert(key, t);
+        t
+    }
+
+    fn sync_track(
+        &mut self,
+        global_pid: Option<i64>,
+        device: i64,
+        context: i64,
+        stream: i64,
+    ) -> u32 {
+        let pid = global_pid.map_or(NONE, pid_of);
+        let key = (pid, device, context, stream);
+        if let Some(&t) = self.sync_tracks.get(&key) {
+            return t;
+        }
+        let label = format!(
+            "CUDA synchronization: {} context {} stream {}",
+            self.device_label(device),
+            show(context),
+            show(stream)
+        );
+        let name = self.p.strings.intern(&label);
+        let pid_ident = if pid == NONE {
+            Ident::None
+        } else {
+            Ident::Int(pid)
+        };
+        let t = self
+            .p
+            .tracks
+            .add_named(TrackKind::Async, pid_ident, Ident::None, name);
+        let track = &mut self.p.tracks.list[t as usize];
+        track.device = device;
+        track.stream = stream;
+        self.sync_tracks.insert(key, t);
+        t
+    }
+
+    fn range_track(&mut self, global_tid: Option<i64>) -> u32 {
+        let key = global_tid.map_or((NONE, NONE), |g| (pid_of(g), tid_of(g)));
+        if let Some(&t) = self.range_tracks.get(&key) {
+            return t;
+        }
+        let label = match global_tid {
+            Some(g) => format!("NVTX start/end ranges (thread {})", tid_of(g)),
+            None => "NVTX start/end ranges".to_string(),
+        };
+        let name = self.p.strings.intern(&label);
+        let pid_ident = if key.0 == NONE {
+            Ident::None
+        } else {
+            Ident::Int(key.0)
+        };
+        let t = self
+            .p
+            .tracks
+            .add_named(TrackKind::Async, pid_ident, Ident::None, name);
+        self.range_tracks.insert(key, t);
+        t
+    }
+
+    fn push(&mut self, e: Ev) {
+        let Some(ts) = e.ts else {
+            self.p.log.note("missing_timestamp", || {
+                "a row has no start time and was skipped".to_string()
+            });
+            return;
+        };
+        let dur = if e.instant {
+            0
+        } else {
+            match e.end {
+                None => {
+                    self.p.log.note("unterminated_slice", || {
+                        "a row has no end time; kept with dur_ns = -1".to_string()
+                    });
+                    -1
+                }
+                Some(end) if end < ts => {
+                    self.p.log.note("negative_duration", || {
+                        "a row ends before it starts; duration clamped to 0".to_string()
+                    });
+                    0
+                }
+                Some(end) => end - ts,
+            }
+        };
+        let args = (!e.args.is_empty()).then(|| Value::Object(e.args).to_string());
+        let args = args
+            .as_deref()
+            .map(|t| bound_args(t, self.max_args, ARGS_TRUNCATED_MARKER));
+        let o = |v: Option<i64>| v.unwrap_or(NONE);
+        let event_id = self.next_event;
+        self.next_event += 1;
+        self.p.store.push(
+            NewEvent {
+                event_id,
+                ts,
+                dur,
+                name: e.name,
+                cat: e.cat,
+                kind: e.kind,
+                track: e.track,
+                device_activity: e.device_activity,
+                device: o(e.device),
+                context: o(e.context),
+                stream: o(e.stream),
+                correlation: o(e.correlation),
+                external: NONE,
+                graph_id: o(e.graph_id),
+                graph_node_id: o(e.graph_node_id),
+                bytes: o(e.bytes),
+            },
+            e.instant,
+            args.as_deref(),
+        );
+    }
+
+    fn count(&mut self, table: &str, n: u64) {
+        *self.read.entry(table.to_string()).or_insert(0) += n;
+    }
+
+    fn read_strings(&mut self) -> Result<(), ExtractError> {
+        let Some(t) = self.schema.table("StringIds") else {
+            return Ok(());
+        };
+        let sql = t.select(&[&["id"], &["value"]], None);
+        let mut stmt = self.conn.prepare(&sql)?;
+        let mut rows = stmt.query([])?;
+        let mut n = 0;
+        while let Some(row) = rows.next()? {
+            if let (Some(id), Some(v)) = (int(row, 0), text(row, 1)) {
+                let s = self.p.strings.intern(&v);
+                self.ids.insert(id, s);
+            }
+            n += 1;
+        }
+        self.count("StringIds", n);
+        Ok(())
+    }
+
+    fn read_names(&mut self) -> Result<(), ExtractError> {
+        if let Some(t) = self.schema.table("ThreadNames") {
+            let sql = t.select(&[&["nameId", "name"], &["globalTid"]], None);
+            let mut stmt = self.conn.prepare(&sql)?;
+            let mut rows = stmt.query([])?;
+            let mut n = 0;
+            while let Some(row) = rows.next()? {
+                n += 1;
+                let (Some(name), Some(g)) = (self.name_at(row, 0), int(row, 1)) else {
+                    continue;
+                };
+                self.p
+                    .tracks
+                    .thread_names
+                    .insert((Ident::Int(pid_of(g)), Ident::Int(tid_of(g))), name);
+            }
+            self.count("ThreadNames", n);
+        }
+        if let Some(t) = self.schema.table("PROCESSES") {
+            let sql = t.select(&[&["name"], &["pid"], &["globalPid"]], None);
+            let mut stmt = self.conn.prepare(&sql)?;
+            let mut rows = stmt.query([])?;
+            let mut n = 0;
+            while let Some(row) = rows.next()? {
+                n += 1;
+                let pid = int(row, 2).map(pid_of).or_else(|| int(row, 1));
+                let (Some(name), Some(pid)) = (self.name_at(row, 0), pid) else {
+                    continue;
+                };
+                self.p.tracks.process_names.insert(Ident::Int(pid), name);
+            }
+            self.count("PROCESSES", n);
+        }
+        Ok(())
+    }
+
+    /// Device names (`TARGET_INFO_GPU`, keyed by CUDA device) for track
+    /// names and the summary.
+    fn read_devices(&mut self) -> Result<Vec<Value>, ExtractError> {
+        let mut gpus = Vec::new();
+        let Some(t) = self.schema.table("TARGET_INFO_GPU") else {
+            return Ok(gpus);
+        };
+        let fields: [&[&str]; 7] = [
+            &["id"],
+            &["name"],
+            &["cuDevice"],
+            &["busLocation"],
+            &["totalMemory"],
+            &["smCount"],
+            &["chipName"],
+        ];
+        let sql = t.select(&fields, None);
+        let mut gpu_name: HashMap<i64, String> = HashMap::new();
+        {
+            let mut stmt = self.conn.prepare(&sql)?;
+            let mut rows = stmt.query([])?;
+            while let Some(row) = rows.next()? {
+                let id = int(row, 0);
+                let name = text(row, 1);
+                let cu = int(row, 2);
+                let mut g = Map::new();
+                for (key, v) in [("id", id), ("cuda_device", cu)] {
+                    if let Some(v) = v {
+                        g.insert(key.into(), json!(v));
+                    }
+                }
+                if let Some(n) = &name {
+                    g.insert("name".into(), json!(n));
+                }
+                if let Some(b) = text(row, 3) {
+                    g.insert("bus_location".into(), json!(b));
+                }
+                for (key, i) in [("total_memory", 4), ("sm_count", 5)] {
+                    if let Some(v) = int(row, i) {
+                        g.insert(key.into(), json!(v));
+                    }
+                }
+                if let Some(c) = text(row, 6) {
+                    g.insert("chip".into(), json!(c));
+                }
+                gpus.push(Value::Object(g));
+                if let (Some(id), Some(n)) = (id, &name) {
+                    gpu_name.insert(id, n.clone());
+                }
+                if let (Some(cu), Some(n)) = (cu, name) {
+                    self.device_names.entry(cu).or_insert(n);
+                }
+            }
+        }
+        // TARGET_INFO_CUDA_DEVICE maps CUDA ids to GPU ids when present.
+        if let Some(t) = self.schema.table("TARGET_INFO_CUDA_DEVICE") {
+            let sql = t.select(&[&["gpuId"], &["cudaId"]], None);
+            let mut stmt = self.conn.prepare(&sql)?;
+            let mut rows = stmt.query([])?;
+            while let Some(row) = rows.next()? {
+                if let (Some(gpu), Some(cuda)) = (int(row, 0), int(row, 1))
+                    && let Some(n) = gpu_name.get(&gpu)
+                {
+                    self.device_names.insert(cuda, n.clone());
+                }
+            }
+        }
+        Ok(gpus)
+    }
+
+    fn read_kernels(&mut self, t: &TableSel) -> Result<(), ExtractError> {
+        let fields: [&[&str]; 22] = [
+            &["start"],
+            &["end"],
+            &["deviceId"],
+            &["contextId"],
+            &["streamId"],
+            &["correlationId"],
+            &["globalPid", "globalTid"],
+            &["demangledName"],
+            &["shortName"],
+            &["mangledName"],
+            &["name"],
+            &["gridX"],
+            &["gridY"],
+            &["gridZ"],
+            &["blockX"],
+            &["blockY"],
+            &["blockZ"],
+            &["registersPerThread"],
+            &["staticSharedMemory"],
+            &["dynamicSharedMemory"],
+            &["graphId"],
+            &["graphNodeId"],
+        ];
+        let sql = t.sql(&fields);
+        let mut stmt = self.conn.prepare(&sql)?;
+        let mut rows = stmt.query([])?;
+        let cat = self.cat("kernel");
+        let mut n = 0;
+        while let Some(row) = rows.next()? {
+            self.poll()?;
+            n += 1;
+            let name = self
+                .name_at(row, 7)
+                .or_else(|| self.name_at(row, 8))
+                .or_else(|| self.name_at(row, 9))
+                .or_else(|| self.name_at(row, 10));
+            let name = name.unwrap_or_else(|| {
+                self.p.log.note("unnamed_kernel", || {
+                    "a kernel has no name in StringIds; named `<unknown kernel>`".to_string()
+                });
+                self.p.strings.intern("<unknown kernel>")
+            });
+            let class = classify(Some("kernel"), self.p.strings.get(name), false);
+            let (device, context, stream) = (int(row, 2), int(row, 3), int(row, 4));
+            let track = self.gpu_track(
+                int(row, 6),
+                device.unwrap_or(NONE),
+                context.unwrap_or(NONE),
+                stream.unwrap_or(NONE),
+            );
+            let mut args = Map::new();
+            if let Some(short) = self.name_at(row, 8)
+                && short != name
+            {
+                args.insert("short_name".into(), json!(self.p.strings.get(short)));
+            }
+            let dims = |a: usize| -> Option<Value> {
+                let v: Vec<i64> = (a..a + 3).filter_map(|i| int(row, i)).collect();
+                (v.len() == 3).then(|| json!(v))
+            };
+            if let Some(g) = dims(11) {
+                args.insert("grid".into(), g);
+            }
+            if let Some(b) = dims(14) {
+                args.insert("block".into(), b);
+            }
+            for (key, i) in [
+                ("registers_per_thread", 17),
+                ("static_shared_memory", 18),
+                ("dynamic_shared_memory", 19),
+            ] {
+                if let Some(v) = int(row, i) {
+                    args.insert(key.into(), json!(v));
+                }
+            }
+            self.push(Ev {
+                ts: int(row, 0),
+                end: int(row, 1),
+                instant: false,
+                name,
+                cat,
+                kind: class.kind,
+                track,
+                device_activity: true,
+                device,
+                context,
+                stream,
+                correlation: int(row, 5),
+                graph_id: int(row, 20),
+                graph_node_id: int(row, 21),
+                bytes: None,
+                args,
+            });
+        }
+        self.count(t.name, n);
+        Ok(())
+    }
+
+    fn read_api(&mut self, t: &TableSel, driver: bool) -> Result<(), ExtractError> {
+        let fields: [&[&str]; 7] = [
+            &["start"],
+            &["end"],
+            &["globalTid"],
+            &["correlationId"],
+            &["nameId"],
+            &["name"],
+            &["returnValue"],
+        ];
+        let sql = t.sql(&fields);
+        let mut stmt = self.conn.prepare(&sql)?;
+        let mut rows = stmt.query([])?;
+        let category = if driver {
+            "cuda_driver"
+        } else {
+            "cuda_runtime"
+        };
+        let cat = self.cat(category);
+        let mut n = 0;
+        while let Some(row) = rows.next()? {
+            self.poll()?;
+            n += 1;
+            let name = self.name_at(row, 4).or_else(|| self.name_at(row, 5));
+            let name = name.unwrap_or_else(|| {
+                self.p.log.note("unnamed_api_call", || {
+                    "a CUDA API call has no name in StringIds; named `<unknown call>`".to_string()
+                });
+                self.p.strings.intern("<unknown call>")
+            });
+            let kind = classify(Some(category), api_base(self.p.strings.get(name)), false).kind;
+            let track = self.thread_track(int(row, 2));
+            let mut args = Map::new();
+            if let Some(r) = int(row, 6).filter(|&r| r != 0) {
+                args.insert("return_value".into(), json!(r));
+            }
+            self.push(Ev {
+                ts: int(row, 0),
+                end: int(row, 1),
+                instant: false,
+                name,
+                cat,
+                kind,
+                track,
+                device_activity: false,
+                device: None,
+                context: None,
+                stream: None,
+                correlation: int(row, 3),
+                graph_id: None,
+                graph_node_id: None,
+                bytes: None,
+                args,
+            });
+        }
+        self.count(t.name, n);
+        Ok(())
+    }
+
+    fn read_memcpy(&mut self, t: &TableSel) -> Result<(), ExtractError> {
+        let fields: [&[&str]; 14] = [
+            &["start"],
+            &["end"],
+            &["deviceId"],
+            &["contextId"],
+            &["streamId"],
+            &["correlationId"],
+            &["globalPid", "globalTid"],
+            &["bytes"],
+            &["copyKind"],
+            &["srcKind"],
+            &["dstKind"],
+            &["graphNodeId"],
+            &["srcDeviceId"],
+            &["dstDeviceId"],
+        ];
+        let sql = t.sql(&fields);
+        let mut stmt = self.conn.prepare(&sql)?;
+        let mut rows = stmt.query([])?;
+        let cat = self.cat("gpu_memcpy");
+        let mut n = 0;
+        while let Some(row) = rows.next()? {
+            self.poll()?;
+            n += 1;
+            let copy = int(row, 8);
+            let (src, dst) = (int(row, 9), int(row, 10));
+            let label = match (src, dst) {
+                (Some(s), Some(d)) => format!(
+                    "Memcpy {} ({} -> {})",
+                    copy_kind(copy),
+                    mem_kind(s),
+                    mem_kind(d)
+                ),
+                _ => format!("Memcpy {}", copy_kind(copy)),
+            };
+            let name = self.p.strings.intern(&label);
+            let (device, context, stream) = (int(row, 2), int(row, 3), int(row, 4));
+            let track = self.gpu_track(
+                int(row, 6),
+                device.unwrap_or(NONE),
+                context.unwrap_or(NONE),
+                stream.unwrap_or(NONE),
+            );
+            let mut args = Map::new();
+            for (key, i) in [
+                ("copy_kind", 8),
+                ("src_kind", 9),
+                ("dst_kind", 10),
+                ("src_device", 12),
+                ("dst_device", 13),
+            ] {
+                if let Some(v) = int(row, i) {
+                    args.insert(key.into(), json!(v));
+                }
+            }
+            self.push(Ev {
+                ts: int(row, 0),
+                end: int(row, 1),
+                instant: false,
+                name,
+                cat,
+                kind: EventKind::Memcpy,
+                track,
+                device_activity: true,
+                device,
+                context,
+                stream,
+                correlation: int(row, 5),
+                graph_id: None,
+                graph_node_id: int(row, 11),
+                bytes: int(row, 7),
+                args,
+            });
+        }
+        self.count(t.name, n);
+        Ok(())
+    }
+
+    fn read_memset(&mut self, t: &TableSel) -> Result<(), ExtractError> {
+        let fields: [&[&str]; 11] = [
+            &["start"],
+            &["end"],
+            &["deviceId"],
+            &["contextId"],
+            &["streamId"],
+            &["correlationId"],
+            &["globalPid", "globalTid"],
+            &["bytes"],
+            &["value"],
+            &["memKind"],
+            &["graphNodeId"],
+        ];
+        let sql = t.sql(&fields);
+        let mut stmt = self.conn.prepare(&sql)?;
+        let mut rows = stmt.query([])?;
+        let cat = self.cat("gpu_memset");
+        let mut n = 0;
+        while let Some(row) = rows.next()? {
+            self.poll()?;
+            n += 1;
+            let label = match int(row, 9) {
+                Some(k) => format!("Memset ({})", mem_kind(k)),
+                None => "Memset".to_string(),
+            };
+            let name = self.p.strings.intern(&label);
+            let (device, context, stream) = (int(row, 2), int(row, 3), int(row, 4));
+            let track = self.gpu_track(
+                int(row, 6),
+                device.unwrap_or(NONE),
+                context.unwrap_or(NONE),
+                stream.unwrap_or(NONE),
+            );
+            let mut args = Map::new();
+            for (key, i) in [("value", 8), ("mem_kind", 9)] {
+                if let Some(v) = int(row, i) {
+                    args.insert(key.into(), json!(v));
+                }
+            }
+            self.push(Ev {
+                ts: int(row, 0),
+                end: int(row, 1),
+                instant: false,
+                name,
+                cat,
+                kind: EventKind::Memset,
+                track,
+                device_activity: true,
+                device,
+                context,
+                stream,
+                correlation: int(row, 5),
+                graph_id: None,
+                graph_node_id: int(row, 10),
+                bytes: int(row, 7),
+                args,
+            });
+        }
+        self.count(t.name, n);
+        Ok(())
+    }
+
+    fn read_sync(&mut self, t: &TableSel) -> Result<(), ExtractError> {
+        let fields: [&[&str]; 9] = [
+            &["start"],
+            &["end"],
+            &["deviceId"],
+            &["contextId"],
+            &["streamId"],
+            &["correlationId"],
+            &["globalPid", "globalTid"],
+            &["syncType"],
+            &["eventId"],
+        ];
+        let sql = t.sql(&fields);
+        let mut stmt = self.conn.prepare(&sql)?;
+        let mut rows = stmt.query([])?;
+        let cat = self.cat("cuda_sync");
+        let mut n = 0;
+        while let Some(row) = rows.next()? {
+            self.poll()?;
+            n += 1;
+            let name = self.p.strings.intern(sync_name(int(row, 7)));
+            let (device, context, stream) = (int(row, 2), int(row, 3), int(row, 4));
+            let track = self.sync_track(
+                int(row, 6),
+                device.unwrap_or(NONE),
+                context.unwrap_or(NONE),
+                stream.unwrap_or(NONE),
+            );
+            let mut args = Map::new();
+            for (key, i) in [("sync_type", 7), ("event_id", 8)] {
+                if let Some(v) = int(row, i) {
+                    args.insert(key.into(), json!(v));
+                }
+            }
+            self.push(Ev {
+                ts: int(row, 0),
+                end: int(row, 1),
+                instant: false,
+                name,
+                cat,
+                kind: EventKind::Sync,
+                track,
+                device_activity: false,
+                device,
+                context,
+                stream,
+                correlation: int(row, 5),
+                graph_id: None,
+                graph_node_id: None,
+                bytes: None,
+                args,
+            });
+        }
+        self.count(t.name, n);
+        Ok(())
+    }
+
+    fn read_graph_trace(&mut self, t: &TableSel) -> Result<(), ExtractError> {
+        let fields: [&[&str]; 9] = [
+            &["start"],
+            &["end"],
+            &["deviceId"],
+            &["contextId"],
+            &["streamId"],
+            &["correlationId"],
+            &["globalPid", "globalTid"],
+            &["graphId"],
+            &["graphExecId"],
+        ];
+        let sql = t.sql(&fields);
+        let mut stmt = self.conn.prepare(&sql)?;
+        let mut rows = stmt.query([])?;
+        let cat = self.cat("cuda_graph_trace");
+        let mut n = 0;
+        while let Some(row) = rows.next()? {
+            self.poll()?;
+            n += 1;
+            let graph = int(row, 7);
+            let label = match graph {
+                Some(g) => format!("CUDA graph {g}"),
+                None => "CUDA graph".to_string(),
+            };
+            let name = self.p.strings.intern(&label);
+            let (device, context, stream) = (int(row, 2), int(row, 3), int(row, 4));
+            let track = self.gpu_track(
+                int(row, 6),
+                device.unwrap_or(NONE),
+                context.unwrap_or(NONE),
+                stream.unwrap_or(NONE),
+            );
+            let mut args = Map::new();
+            if let Some(e) = int(row, 8) {
+                args.insert("graph_exec_id".into(), json!(e));
+            }
+            self.push(Ev {
+                ts: int(row, 0),
+                end: int(row, 1),
+                instant: false,
+                name,
+                cat,
+                kind: EventKind::GraphLaunch,
+                track,
+                device_activity: true,
+                device,
+                context,
+                stream,
+                correlation: int(row, 5),
+                graph_id: graph,
+                graph_node_id: None,
+                bytes: None,
+                args,
+            });
+        }
+        self.count(t.name, n);
+        Ok(())
+    }
+
+    fn read_nvtx(&mut self, t: &TableSel) -> Result<(), ExtractError> {
+        // Domain names first: ranges refer to them by id.
+        let mut domains: HashMap<i64, String> = HashMap::new();
+        if t.table.has(&["domainId"]) && t.table.has(&["eventType"]) {
+            let sql = t.table.select(
+                &[&["domainId"], &["text"], &["textId"]],
+                Some(&format!(
+                    "{} = {NVTX_DOMAIN_CREATE}",
+                    schema::quote(t.table.column(&["eventType"]).unwrap_or("eventType"))
+                )),
+            );
+            let mut stmt = self.conn.prepare(&sql)?;
+            let mut rows = stmt.query([])?;
+            while let Some(row) = rows.next()? {
+                let name = text(row, 1).filter(|s| !s.is_empty()).or_else(|| {
+                    int(row, 2)
+                        .and_then(|id| self.ids.get(&id))
+                        .map(|&s| self.p.strings.get(s).to_string())
+                });
+                if let (Some(d), Some(name)) = (int(row, 0), name) {
+                    domains.insert(d, name);
+                }
+            }
+        }
+        let fields: [&[&str]; 9] = [
+            &["start"],
+            &["end"],
+            &["eventType"],
+            &["text"],
+            &["textId"],
+            &["globalTid"],
+            &["domainId"],
+            &["category"],
+            &["endGlobalTid"],
+        ];
+        let sql = t.sql(&fields);
+        let mut stmt = self.conn.prepare(&sql)?;
+        let mut rows = stmt.query([])?;
+        let cat = self.cat("nvtx");
+        let mut n = 0;
+        let mut other = 0u64;
+        while let Some(row) = rows.next()? {
+            self.poll()?;
+            n += 1;
+            let event_type = int(row, 2);
+            let (instant, start_end) = match event_type {
+                Some(NVTX_PUSH_POP | NVTXT_PUSH_POP) => (false, false),
+                Some(NVTX_START_END | NVTXT_START_END) => (false, true),
+                Some(NVTX_MARK) => (true, false),
+                Some(NVTX_DOMAIN_CREATE | NVTX_THREAD) | Some(33) | Some(76) => continue,
+                _ => {
+                    other += 1;
+                    continue;
+                }
+            };
+            let name = self
+                .name_at(row, 3)
+                .or_else(|| self.name_at(row, 4))
+                .unwrap_or_else(|| self.p.strings.intern("<unnamed NVTX range>"));
+            let global_tid = int(row, 5);
+            let track = if start_end {
+                self.range_track(global_tid)
+            } else {
+                self.thread_track(global_tid)
+            };
+            let mut args = Map::new();
+            if let Some(d) = int(row, 6).filter(|&d| d != 0) {
+                match domains.get(&d) {
+                    Some(name) => args.insert("domain".into(), json!(name)),
+                    None => args.insert("domain_id".into(), json!(d)),
+                };
+            }
+            if let Some(c) = int(row, 7) {
+                args.insert("category".into(), json!(c));
+            }
+            if start_end
+                && let (Some(a), Some(b)) = (global_tid, int(row, 8))
+                && a != b
+            {
+                args.insert("end_tid".into(), json!(tid_of(b)));
+            }
+            self.push(Ev {
+                ts: int(row, 0),
+                end: int(row, 1),
+                instant,
+                name,
+                cat,
+                kind: if instant {
+                    EventKind::Instant
+                } else {
+                    EventKind::UserAnnotation
+                },
+                track,
+                device_activity: false,
+                device: None,
+                context: None,
+                stream: None,
+                correlation: None,
+                graph_id: None,
+                graph_node_id: None,
+                bytes: None,
+                args,
+            });
+        }
+        self.p
+            .log
+            .note_n("nvtx_event_type_not_extracted", other, || {
+                "NVTX rows of other event types (payload-only, meta) are counted but not extracted"
+                    .to_string()
+            });
+        self.count(t.name, n);
+        Ok(())
+    }
+
+    /// `name → value` of the export metadata table, if any.
+    fn export_metadata(&self) -> Result<BTreeMap<String, String>, ExtractError> {
+        let mut out = BTreeMap::new();
+        let Some(t) = self
+            .schema
+            .first_table(&["META_DATA_EXPORT", "EXPORT_META_DATA"])
+        else {
+            return Ok(out);
+        };
+        let sql = t.select(&[&["name"], &["value"]], None);
+        let mut stmt = self.conn.prepare(&sql)?;
+        let mut rows = stmt.query([])?;
+        while let Some(row) = rows.next()? {
+            if let (Some(k), Some(v)) = (text(row, 0), text(row, 1)) {
+                out.insert(k, v);
+            }
+        }
+        Ok(out)
+    }
+
+    /// Tables holding events that this extractor does not read.
+    fn tables_not_extracted(&self) -> Result<Vec<String>, ExtractError> {
+        let read: HashSet<String> = READ_TABLES
+            .iter()
+            .map(|t| t.to_ascii_lowercase())
+            .chain(["export_meta_data".to_string()])
+            .collect();
+        let mut out = Vec::new();
+        for name in self.schema.table_names() {
+            let upper = name.to_ascii_uppercase();
+            if read.contains(&name.to_ascii_lowercase())
+                || DESCRIPTIVE_PREFIXES.iter().any(|p| upper.starts_with(p))
+                || upper == "STRINGIDS"
+            {
+                continue;
+            }
+            let has_rows: i64 = self.conn.query_row(
+                &format!("SELECT EXISTS(SELECT 1 FROM {})", schema::quote(name)),
+                [],
+                |r| r.get(0),
+            )?;
+            if has_rows != 0 {
+                out.push(name.to_string());
+            }
+        }
+        Ok(out)
+    }
+}
+
+/// A table ready to be read, with its `SELECT`.
+struct TableSel {
+    name: &'static str,
+    table: Table,
+}
+
+impl TableSel {
+    fn sql(&self, fields: &[&[&str]]) -> String {
+        self.table.select(fields, None)
+    }
+}
+
+/// An API name without the `_v<digits>` version suffix nsys appends
+/// (`cudaGraphLaunch_v10000` → `cudaGraphLaunch`), for classification.
+pub fn api_base(name: &str) -> &str {
+    match name.rfind("_v") {
+        Some(at) if name.len() > at + 2 && name[at + 2..].bytes().all(|b| b.is_ascii_digit()) => {
+            &name[..at]
+        }
+        _ => name,
+    }
+}
+
+fn show(v: i64) -> String {
+    if v == NONE {
+        "?".to_string()
+    } else {
+        v.to_string()
+    }
+}
+
+/// `ENUM_CUDA_MEMCPY_OPER` short names.
+fn copy_kind(k: Option<i64>) -> &'static str {
+    match k {
+        Some(1) => "HtoD",
+        Some(2) => "DtoH",
+        Some(3) => "HtoA",
+        Some(4) => "AtoH",
+        Some(5) => "AtoA",
+        Some(6) => "AtoD",
+        Some(7) => "DtoA",
+        Some(8) => "DtoD",
+        Some(9) => "HtoH",
+        Some(10) => "PtoP",
+        Some(11) => "Unified HtoD",
+        Some(12) => "Unified DtoH",
+        Some(13) => "Unified DtoD",
+        _ => "Unknown",
+    }
+}
+
+/// `ENUM_CUDA_MEM_KIND` names.
+fn mem_kind(k: i64) -> &'static str {
+    match k {
+        0 => "Pageable",
+        1 => "Pinned",
+        2 => "Device",
+        3 => "Array",
+        4 => "Managed",
+        5 => "Device Static",
+        6 => "Managed Static",
+        _ => "Unknown",
+    }
+}
+
+/// `ENUM_CUPTI_SYNC_TYPE` names.
+fn sync_name(k: Option<i64>) -> &'static str {
+    match k {
+        Some(1) => "Event sync",
+        Some(2) => "Stream wait sync",
+        Some(3) => "Stream sync",
+        Some(4) => "Context sync",
+        _ => "Synchronization",
+    }
+}
+
+/// Extracts an Nsight Systems SQLite export at `path`.
+pub fn extract_nsight_sqlite(
+    path: &Path,
+    options: &ExtractOptions,
+    sink: &mut dyn BatchSink,
+    observer: &dyn ExtractObserver,
+) -> Result<ExtractionSummary, ExtractError> {
+    let file_len = std::fs::metadata(path)?.len();
+    let conn = open_readonly(path)?;
+    let schema = Schema::read(&conn)?;
+    let mut p = Processor::new(options.max_args_bytes);
+    p.store.arena = crate::chrome::store::ArgsArena::new(options.spill_dir.clone());
+    let mut r = Reader {
+        conn: &conn,
+        schema,
+        observer,
+        max_args: options.max_args_bytes,
+        p,
+        ids: HashMap::new(),
+        gpu_tracks: HashMap::new(),
+        sync_tracks: HashMap::new(),
+        range_tracks: HashMap::new(),
+        device_names: HashMap::new(),
+        next_event: 0,
+        read: BTreeMap::new(),
+        cats: HashMap::new(),
+    };
+    r.read_strings()?;
+    r.read_names()?;
+    let gpus = r.read_devices()?;
+    let mut present: BTreeMap<&'static str, bool> = BTreeMap::new();
+    for table in [
+        KERNEL_TABLE,
+        RUNTIME_TABLE,
+        DRIVER_TABLE,
+        MEMCPY_TABLE,
+        MEMSET_TABLE,
+        SYNC_TABLE,
+        GRAPH_TRACE_TABLE,
+        NVTX_TABLE,
+    ] {
+        let Some(t) = r.schema.table(table) else {
+            present.insert(table, false);
+            continue;
+        };
+        present.insert(table, true);
+        let sel = TableSel {
+            name: table,
+            table: t,
+        };
+        match table {
+            KERNEL_TABLE => r.read_kernels(&sel)?,
+            RUNTIME_TABLE => r.read_api(&sel, false)?,
+            DRIVER_TABLE => r.read_api(&sel, true)?,
+            MEMCPY_TABLE => r.read_memcpy(&sel)?,
+            MEMSET_TABLE => r.read_memset(&sel)?,
+            SYNC_TABLE => r.read_sync(&sel)?,
+            GRAPH_TRACE_TABLE => r.read_graph_trace(&sel)?,
+            _ => r.read_nvtx(&sel)?,
+        }
+    }
+    observer.bytes_read(file_len);
+    if observer.cancelled() {
+        return Err(ExtractError::Cancelled);
+    }
+    let export = r.export_metadata()?;
+    let not_extracted = r.tables_not_extracted()?;
+    let kernel_cols = r.schema.table(KERNEL_TABLE).map(|t| {
+        (
+            t.has(&["correlationId"]),
+            t.has(&["streamId"]),
+            t.has(&["gridX"]),
+        )
+    });
+    let fingerprint = r.schema.fingerprint();
+    r.p.store.arena.finish_writes()?;
+    let rows_read = std::mem::take(&mut r.read);
+    let device_names: BTreeMap<i64, String> = r.device_names.drain().collect();
+    let mut p = r.p;
+    drop(conn);
+
+    let mut derived = nesting::nest(&p.store, &mut p.tracks, &mut p.log);
+    let has_phases = nesting::assign_phases(&p.store, &p.strings, &mut derived);
+    let mut em = Emitter {
+        run_id: &options.run_id,
+        artifact_id: &options.artifact_id,
+        batch_rows: options.batch_rows.max(1),
+        sink,
+        rows: BTreeMap::new(),
+    };
+    emit::emit_trace_events(&mut em, &p, &derived)?;
+    emit::emit_tracks(&mut em, &p)?;
+    emit::emit_counters(&mut em, &p)?;
+    let mut agg = StackAggregator::new();
+    let wall = agg.metric(ReductionSpec {
+        metric: "trace.wall_ns".into(),
+        weight_unit: "ns".into(),
+        unit: "ns".into(),
+    });
+    emit::aggregate_slices_into(&mut agg, wall, &p, &derived, |_| true);
+    {
+        let mut counting = CountingSink {
+            inner: &mut *em.sink,
+            rows: &mut em.rows,
+        };
+        agg.finish_all(
+            &options.run_id,
+            &options.artifact_id,
+            em.batch_rows,
+            &mut counting,
+        )?;
+    }
+    let mut rows = em.rows;
+    for table in EvidenceTable::ALL {
+        rows.entry(table.name().to_string()).or_insert(0);
+    }
+
+    // Kernels whose correlation id matches a runtime or driver call.
+    let s = &p.store;
+    let launches: HashSet<i64> = (0..s.len())
+        .filter(|&i| !s.device_activity[i] && s.kind[i].is_launch() && s.correlation[i] != NONE)
+        .map(|i| s.correlation[i])
+        .collect();
+    let kernel_cat = p.strings.lookup("kernel").unwrap_or(NO_ID);
+    let correlated = (0..s.len())
+        .filter(|&i| s.cat[i] == kernel_cat && launches.contains(&s.correlation[i]))
+        .count();
+    let span = (0..s.len())
+        .map(|i| {
+            let end = if s.dur[i] < 0 { s.ts[i] } else { s.end(i) };
+            (s.ts[i], end)
+        })
+        .reduce(|(a, b), (c, e)| (a.min(c), b.max(e)));
+
+    let has = |t: &str| present.get(t).copied().unwrap_or(false);
+    let mut coverage = BTreeMap::new();
+    coverage.insert("kernels".to_string(), has(KERNEL_TABLE));
+    coverage.insert("runtime_api".to_string(), has(RUNTIME_TABLE));
+    coverage.insert("driver_api".to_string(), has(DRIVER_TABLE));
+    coverage.insert("memcpy".to_string(), has(MEMCPY_TABLE));
+    coverage.insert("memset".to_string(), has(MEMSET_TABLE));
+    coverage.insert("synchronization".to_string(), has(SYNC_TABLE));
+    coverage.insert("graph_trace".to_string(), has(GRAPH_TRACE_TABLE));
+    coverage.insert("nvtx".to_string(), has(NVTX_TABLE));
+    let (corr_col, stream_col, grid_col) = kernel_cols.unwrap_or((false, false, false));
+    coverage.insert(
+        "correlation_ids".to_string(),
+        corr_col && (has(RUNTIME_TABLE) || has(DRIVER_TABLE)),
+    );
+    coverage.insert("stream_identity".to_string(), stream_col);
+    coverage.insert("launch_geometry".to_string(), grid_col);
+    coverage.insert(
+        "thread_names".to_string(),
+        !p.tracks.thread_names.is_empty(),
+    );
+    coverage.insert("device_names".to_string(), !device_names.is_empty());
+    coverage.insert("phase_annotations".to_string(), has_phases);
+
+    if !has(KERNEL_TABLE) {
+        p.log.note("missing_kernel_table", || {
+            format!("the export has no {KERNEL_TABLE} table: no kernels (was CUDA tracing on?)")
+        });
+    }
+    if !has(RUNTIME_TABLE) && !has(DRIVER_TABLE) {
+        p.log.note("missing_api_tables", || {
+            format!(
+                "the export has neither {RUNTIME_TABLE} nor {DRIVER_TABLE}: kernels cannot be tied to the calls that launched them"
+            )
+        });
+    }
+    let optional_missing: Vec<&str> = [
+        DRIVER_TABLE,
+        MEMCPY_TABLE,
+        MEMSET_TABLE,
+        SYNC_TABLE,
+        GRAPH_TRACE_TABLE,
+        NVTX_TABLE,
+    ]
+    .into_iter()
+    .filter(|t| !has(t))
+    .collect();
+    p.log.note_n(
+        "missing_optional_tables",
+        optional_missing.len() as u64,
+        || {
+            format!(
+                "tables absent from the export: {}",
+                optional_missing.join(", ")
+            )
+        },
+    );
+    p.log
+        .note_n("tables_not_extracted", not_extracted.len() as u64, || {
+            format!(
+                "tables with rows that this extractor does not read: {}",
+                not_extracted.join(", ")
+            )
+        });
+
+    let mut metadata = BTreeMap::new();
+    metadata.insert("schema_fingerprint".to_string(), json!(fingerprint));
+    metadata.insert("tables_read".to_string(), json!(rows_read));
+    metadata.insert("tables_not_extracted".to_string(), json!(not_extracted));
+    metadata.insert("correlated_kernels".to_string(), json!(correlated));
+    if !gpus.is_empty() {
+        metadata.insert("gpus".to_string(), json!(gpus));
+    }
+    if !device_names.is_empty() {
+        metadata.insert("cuda_devices".to_string(), json!(device_names));
+    }
+    for (key, name) in [
+        ("nsys_version", "EXPORT_PRODUCT_VERSION"),
+        ("export_schema_version", "EXPORT_SCHEMA_VERSION"),
+    ] {
+        if let Some(v) = export.get(name) {
+            metadata.insert(key.to_string(), json!(v));
+        }
+    }
+    let input_events = rows_read
+        .iter()
+        .filter(|(t, _)| t.starts_with("CUPTI_") || t.as_str() == NVTX_TABLE)
+        .map(|(_, n)| n)
+        .sum();
+    Ok(ExtractionSummary {
+        extractor: NSIGHT_EXTRACTOR_NAME.to_string(),
+        extractor_version: NSIGHT_EXTRACTOR_VERSION.to_string(),
+        format: FormatKind::NsightSqlite.name().to_string(),
+        producer: options
+            .producer
+            .clone()
+            .unwrap_or_else(|| "nsys".to_string()),
+        rows,
+        time_span_ns: span,
+        tracks: p.tracks.list.len() as u64,
+        coverage,
+        limitations: p.log.into_limitations(),
+        metadata,
+        input_bytes: file_len,
+        input_events,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn version_suffixes_and_global_ids() {
+        assert_eq!(api_base("cudaGraphLaunch_v10000"), "cudaGraphLaunch");
+        assert_eq!(api_base("cudaLaunchKernel"), "cudaLaunchKernel");
+        assert_eq!(api_base("cuda_vx"), "cuda_vx");
+        assert_eq!(api_base("x_v"), "x_v");
+        assert_eq!(pid_of(302119224788637), 1230493);
+        assert_eq!(tid_of(302119224788637), 1230493);
+        assert_eq!(pid_of(310028053512192), 1701896);
+        assert!(immutable_uri(Path::new("/a b/c%.sqlite")).starts_with("file:/a%20b/c%25.sqlite?"));
+    }
+}
