@@ -134,10 +134,17 @@ pub async fn accelerator_launches(
 ) -> RecipeResult<AcceleratorAnswer> {
     let kind = || cast(col("kind"), DataType::Utf8);
     let name = || cast(col("name"), DataType::Utf8);
+    // nsys exports versioned names (`cudaLaunchKernel_v7000`).
+    let launch_name = DIRECT_LAUNCHES
+        .iter()
+        .map(|n| name().eq(lit(*n)).or(name().like(lit(format!("{n}_v%")))))
+        .reduce(Expr::or)
+        .unwrap_or(lit(false));
     let direct = kind()
         .in_list(vec![lit("runtime_api"), lit("driver_api")], false)
-        .and(name().in_list(DIRECT_LAUNCHES.iter().map(|n| lit(*n)).collect(), false));
-    let graph = kind().eq(lit("graph_launch"));
+        .and(launch_name);
+    // Host-side graph launches (device-side graph executions sit on streams).
+    let graph = kind().eq(lit("graph_launch")).and(col("stream").is_null());
 
     let mut regions: BTreeMap<String, Region> = BTreeMap::new();
     let blank = |r: &str| Region {

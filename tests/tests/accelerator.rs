@@ -160,3 +160,42 @@ fn launches_latency_and_stream_gaps_match_the_trace() {
     assert_eq!(none["evidence"]["reason"], "accelerator_tracks_missing");
     assert_eq!(none["evidence"]["next_tool"], "get_run");
 }
+
+#[test]
+fn nsight_exports_agree_with_plain_sql() {
+    use rusqlite::{Connection, OpenFlags};
+    let project = Project::new();
+    for file in [
+        "nsys/pipit_cloverleaf_a100_nsys2024.5.sqlite",
+        "nsys/pipit_saxpy_mpi_a100_nsys2022.2.sqlite",
+    ] {
+        let path = corpus().join(file);
+        let c = Connection::open_with_flags(&path, OpenFlags::SQLITE_OPEN_READ_ONLY)
+            .expect("open export");
+        let scalar = |sql: &str| -> i64 { c.query_row(sql, [], |r| r.get(0)).expect(sql) };
+        let launches = scalar(
+            "SELECT count(*) FROM CUPTI_ACTIVITY_KIND_RUNTIME r JOIN StringIds s ON s.id = r.nameId
+             WHERE s.value = 'cudaLaunchKernel' OR s.value LIKE 'cudaLaunchKernel_v%'",
+        );
+        let kernels = scalar("SELECT count(*) FROM CUPTI_ACTIVITY_KIND_KERNEL");
+        let correlated = scalar(
+            "SELECT count(*) FROM CUPTI_ACTIVITY_KIND_KERNEL
+             WHERE correlationId IN (SELECT correlationId FROM CUPTI_ACTIVITY_KIND_RUNTIME)",
+        );
+        let imported = project.json(&["import", path.to_str().expect("utf-8")]);
+        let run = imported["run_id"].as_str().expect("run");
+        let a = project.json(&["analyze", "accelerator-launches", run]);
+        let all = &a["regions"][0];
+        assert_eq!(
+            all["direct_launches"]["count"].as_i64(),
+            Some(launches),
+            "{file}"
+        );
+        assert_eq!(all["kernels"]["count"].as_i64(), Some(kernels), "{file}");
+        let coverage = all["correlation_coverage"].as_f64().expect("coverage");
+        assert!(
+            (coverage * kernels as f64 - correlated as f64).abs() < 1e-6,
+            "{file}"
+        );
+    }
+}
