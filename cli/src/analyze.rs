@@ -96,8 +96,16 @@ pub(crate) fn analyze_command(g: &GlobalOptions, analysis: AnalyzeCommand) -> Re
             write_flamegraph(&qc, &target, Some(&result.metric), None, &flamegraph)?;
             emit(g, &result, render_hotspots)
         }
-        AnalyzeCommand::AcceleratorLaunches { target, phase } => {
-            let request = AcceleratorRequest { target, phase };
+        AnalyzeCommand::AcceleratorLaunches {
+            target,
+            phase,
+            compare_to,
+        } => {
+            let request = AcceleratorRequest {
+                target,
+                phase,
+                compare_to,
+            };
             let result = block_on(gpu::accelerator_launches(&qc, &request))??;
             emit(g, &result, render_accelerator)
         }
@@ -354,6 +362,31 @@ fn render_accelerator(r: &AcceleratorResult) -> String {
     }
     out += "\nper stream\n";
     out += &s.render();
+    if let Some(c) = &r.comparison {
+        out += &format!("\nagainst {} (target − base)\n", c.base_scope.requested);
+        let mut d = Table::new(
+            &[
+                "region",
+                "Δ launches",
+                "Δ graph",
+                "Δ kernels",
+                "Δ kernel time",
+                "Δ p50",
+            ],
+            &[1, 2, 3, 4, 5],
+        );
+        for g in &c.regions {
+            d.row(vec![
+                cut(&g.region, 30),
+                g.direct_launches.to_string(),
+                g.graph_launches.to_string(),
+                g.kernels.to_string(),
+                g.kernel_time_ns.to_string(),
+                g.latency_p50_ns.map_or("-".to_owned(), |v| v.to_string()),
+            ]);
+        }
+        out += &d.render();
+    }
     out += &format!(
         "\nevidence: {} ({})\n",
         r.evidence.status, r.evidence.reason

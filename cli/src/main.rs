@@ -193,6 +193,9 @@ pub enum AnalyzeCommand {
         /// Only this phase (e.g. ProfilerStep#3).
         #[arg(long)]
         phase: Option<String>,
+        /// Per-region deltas against this run or artifact (descriptive).
+        #[arg(long, value_name = "RUN_OR_ARTIFACT")]
+        compare_to: Option<String>,
     },
     /// `nsys stats`-style summary per name: total, %, count, avg, median, min, max, stddev. Example: `flameox analyze gpu-summary <run> --report kernels`
     GpuSummary {

@@ -199,3 +199,48 @@ fn nsight_exports_agree_with_plain_sql() {
         );
     }
 }
+
+#[test]
+fn compare_to_gives_per_region_deltas() {
+    let project = Project::new();
+    let run_of = |file: &str| {
+        let path = corpus().join(file);
+        let imported = project.json(&["import", path.to_str().expect("utf-8")]);
+        imported["run_id"].as_str().expect("run").to_owned()
+    };
+    let big = run_of("nsys/pipit_cloverleaf_a100_nsys2024.5.sqlite");
+    let small = run_of("nsys/pipit_saxpy_mpi_a100_nsys2022.2.sqlite");
+    let same = project.json(&[
+        "analyze",
+        "accelerator-launches",
+        &big,
+        "--compare-to",
+        &big,
+    ]);
+    for r in same["comparison"]["regions"].as_array().expect("regions") {
+        assert_eq!(r["kernels"], 0, "{r}");
+        assert_eq!(r["kernel_time_ns"], 0, "{r}");
+        assert_eq!(r["latency_p50_ns"], 0, "{r}");
+    }
+    let a = project.json(&["analyze", "accelerator-launches", &big]);
+    let b = project.json(&["analyze", "accelerator-launches", &small]);
+    let d = project.json(&[
+        "analyze",
+        "accelerator-launches",
+        &big,
+        "--compare-to",
+        &small,
+    ]);
+    let count = |v: &Value, f: &str| v["regions"][0][f]["count"].as_i64().expect("count");
+    let delta = &d["comparison"]["regions"][0];
+    assert_eq!(delta["region"], "(all)");
+    assert_eq!(
+        delta["kernels"].as_i64(),
+        Some(count(&a, "kernels") - count(&b, "kernels"))
+    );
+    assert_eq!(
+        delta["direct_launches"].as_i64(),
+        Some(count(&a, "direct_launches") - count(&b, "direct_launches"))
+    );
+    assert!(a["comparison"].is_null());
+}

@@ -81,6 +81,30 @@ pub struct AcceleratorRequest {
     pub target: String,
     /// Only this phase (e.g. `ProfilerStep#3`).
     pub phase: Option<String>,
+    /// Also compute per-region deltas against this run or artifact.
+    pub compare_to: Option<String>,
+}
+
+/// Target minus base for one region (descriptive: no noise estimate).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RegionDelta {
+    pub region: String,
+    /// Whether the region exists on each side.
+    pub in_target: bool,
+    pub in_base: bool,
+    pub direct_launches: i64,
+    pub graph_launches: i64,
+    pub kernels: i64,
+    pub kernel_time_ns: i64,
+    pub correlation_coverage: f64,
+    /// p50 launch latency delta, when both sides have one.
+    pub latency_p50_ns: Option<i64>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AcceleratorComparison {
+    pub base_scope: ResolvedScope,
+    pub regions: Vec<RegionDelta>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -89,6 +113,7 @@ pub struct AcceleratorResult {
     pub commit_id: String,
     #[serde(flatten)]
     pub answer: AcceleratorAnswer,
+    pub comparison: Option<AcceleratorComparison>,
     pub evidence: EvidenceStatus,
 }
 
@@ -125,10 +150,74 @@ pub async fn accelerator_launches(
                 .with_next("get_run", json!({ "run_id": scope.run_id }));
         }
     }
+    let comparison = match &req.compare_to {
+        None => None,
+        Some(base) => {
+            let base_scope = resolve_scope(qc.ws, &session.snapshot, base)?;
+            let base_artifacts = ArtifactScope {
+                artifact_ids: base_scope.artifact_ids.clone(),
+            };
+            let before = run_budgeted(
+                &session,
+                accelerator::accelerator_launches(
+                    &session.ctx,
+                    &base_artifacts,
+                    req.phase.as_deref(),
+                ),
+            )
+            .await?;
+            Some(AcceleratorComparison {
+                base_scope,
+                regions: region_deltas(&answer, &before),
+            })
+        }
+    };
     Ok(AcceleratorResult {
         commit_id: session.snapshot.commit_id().to_owned(),
         scope,
         answer,
+        comparison,
         evidence,
     })
+}
+
+/// Per region (union of both sides, by name): target − base.
+fn region_deltas(after: &AcceleratorAnswer, before: &AcceleratorAnswer) -> Vec<RegionDelta> {
+    let mut names: Vec<&String> = after
+        .regions
+        .iter()
+        .chain(&before.regions)
+        .map(|r| &r.region)
+        .collect();
+    names.sort();
+    names.dedup();
+    names
+        .into_iter()
+        .map(|name| {
+            let a = after.regions.iter().find(|r| &r.region == name);
+            let b = before.regions.iter().find(|r| &r.region == name);
+            let get = |r: Option<&accelerator::Region>, f: fn(&accelerator::Region) -> i64| {
+                r.map_or(0, f)
+            };
+            let diff = |f: fn(&accelerator::Region) -> i64| get(a, f) - get(b, f);
+            let p50 = |r: Option<&accelerator::Region>| {
+                r.and_then(|r| r.launch_latency.as_ref()).map(|l| l.p50_ns)
+            };
+            RegionDelta {
+                region: name.clone(),
+                in_target: a.is_some(),
+                in_base: b.is_some(),
+                direct_launches: diff(|r| r.direct_launches.count),
+                graph_launches: diff(|r| r.graph_launches.count),
+                kernels: diff(|r| r.kernels.count),
+                kernel_time_ns: diff(|r| r.kernels.time_ns),
+                correlation_coverage: a.map_or(0.0, |r| r.correlation_coverage)
+                    - b.map_or(0.0, |r| r.correlation_coverage),
+                latency_p50_ns: match (p50(a), p50(b)) {
+                    (Some(x), Some(y)) => Some(x - y),
+                    _ => None,
+                },
+            }
+        })
+        .collect()
 }
