@@ -10,6 +10,7 @@ use flameox_engine::services::analyze::{self, HotspotsRequest, HotspotsResult};
 use flameox_engine::services::gpu::{
     self, AcceleratorRequest, AcceleratorResult, GpuSummaryRequest, GpuSummaryResult,
 };
+use flameox_engine::services::pytorch::{self, PytorchRequest, PytorchResult};
 use flameox_engine::services::views::{
     self, FlameGraphRequest, FrameDeltaRequest, FrameDeltaResult,
 };
@@ -108,6 +109,11 @@ pub(crate) fn analyze_command(g: &GlobalOptions, analysis: AnalyzeCommand) -> Re
             };
             let result = block_on(gpu::accelerator_launches(&qc, &request))??;
             emit(g, &result, render_accelerator)
+        }
+        AnalyzeCommand::Pytorch { target, limit } => {
+            let request = PytorchRequest { target, limit };
+            let result = block_on(pytorch::pytorch(&qc, &request))??;
+            emit(g, &result, render_pytorch)
         }
         AnalyzeCommand::GpuSummary {
             target,
@@ -386,6 +392,48 @@ fn render_accelerator(r: &AcceleratorResult) -> String {
             ]);
         }
         out += &d.render();
+    }
+    out += &format!(
+        "\nevidence: {} ({})\n",
+        r.evidence.status, r.evidence.reason
+    );
+    out
+}
+
+fn render_pytorch(r: &PytorchResult) -> String {
+    let a = &r.answer;
+    let mut out = format!(
+        "pytorch view of {}: sync {} in {} calls, compilation {}",
+        r.scope.requested,
+        render::value(a.sync_ns, "ns"),
+        thousands(a.sync_calls),
+        render::value(a.compile_ns, "ns"),
+    );
+    if let Some(w) = a.warmup_ratio {
+        out += &format!(", first of {} steps took {w:.2}× the median", a.steps.len());
+    }
+    out += "\n";
+    let mut t = Table::new(
+        &["self", "total", "count", "device", "launches", "operator"],
+        &[0, 1, 2, 3, 4],
+    );
+    for row in &a.rows {
+        t.row(vec![
+            render::value(row.self_ns, "ns"),
+            render::value(row.total_ns, "ns"),
+            thousands(row.count),
+            render::value(row.device_ns, "ns"),
+            thousands(row.device_ops),
+            cut(&row.name, 60),
+        ]);
+    }
+    out += &t.render();
+    out += &render::footer(r.returned, r.total, None);
+    if !a.repeated_small.is_empty() {
+        out += "\nrepeated small operators (≥ 100 calls, ≤ 10 µs average):\n";
+        for row in &a.repeated_small {
+            out += &format!("  {} × {}\n", thousands(row.count), cut(&row.name, 60));
+        }
     }
     out += &format!(
         "\nevidence: {} ({})\n",

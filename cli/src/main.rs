@@ -197,6 +197,13 @@ pub enum AnalyzeCommand {
         #[arg(long, value_name = "RUN_OR_ARTIFACT")]
         compare_to: Option<String>,
     },
+    /// PyTorch profiler view: operators with launched device time, sync, compile, steps. Example: `flameox analyze pytorch <run>`
+    Pytorch {
+        target: String,
+        /// Operator rows (1..1000).
+        #[arg(long)]
+        limit: Option<usize>,
+    },
     /// `nsys stats`-style summary per name: total, %, count, avg, median, min, max, stddev. Example: `flameox analyze gpu-summary <run> --report kernels`
     GpuSummary {
         target: String,

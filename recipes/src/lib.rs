@@ -14,6 +14,7 @@ pub mod drilldown;
 pub mod frame_deltas;
 pub mod gpu_summary;
 pub mod hotspots;
+pub mod pytorch;
 pub mod window;
 
 pub use common::{ArtifactScope, RecipeError};

@@ -11,6 +11,7 @@ pub mod confine;
 pub mod gpu;
 pub mod import;
 pub mod inventory;
+pub mod pytorch;
 pub mod viewer;
 pub mod views;
 

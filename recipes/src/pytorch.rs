@@ -1,0 +1,296 @@
+//! PyTorch profiler questions over Kineto evidence: operators by self and
+//! total CPU time with the device time each launched, synchronization and
+//! compilation time, warmup versus steady state by `ProfilerStep#N`, and
+//! repeated small operators.
+//!
+//! Device time follows the profiler's own links: a `cpu_op` and the
+//! runtime calls it makes share an `external_id`; a runtime call and the
+//! device activity it launches share a `correlation_id` (in one artifact).
+//! Device time goes to the innermost operator (the one whose external id
+//! the launch carries), so it is not double counted through ancestors.
+
+use datafusion::arrow::datatypes::DataType;
+use datafusion::functions_aggregate::expr_fn::{count, sum};
+use datafusion::logical_expr::{Expr, JoinType, col, lit};
+use datafusion::prelude::{DataFrame, SessionContext, cast};
+use serde::{Deserialize, Serialize};
+
+use crate::accelerator::kernel_rows;
+use crate::common::{ArtifactScope, RecipeResult, collect, column, i64_at, string_at, table};
+
+/// Operators at most this long on average count as small.
+pub const SMALL_OP_NS: i64 = 10_000;
+/// …when they repeat at least this often.
+pub const REPEATED_MIN_COUNT: i64 = 100;
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct OperatorRow {
+    pub name: String,
+    pub count: i64,
+    pub total_ns: i64,
+    pub self_ns: i64,
+    /// Device activity (kernels, memcpy, memset) launched by this operator.
+    pub device_ns: i64,
+    pub device_ops: i64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StepRow {
+    pub name: String,
+    pub ts_ns: i64,
+    pub dur_ns: i64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PytorchAnswer {
+    /// Distinct operator names.
+    pub operators: u64,
+    /// Heaviest by self CPU time first.
+    pub rows: Vec<OperatorRow>,
+    pub sync_ns: i64,
+    pub sync_calls: i64,
+    /// Time in dynamo / inductor / compiled-region operators.
+    pub compile_ns: i64,
+    pub steps: Vec<StepRow>,
+    /// First step's duration over the median of the others (warmup cost).
+    pub warmup_ratio: Option<f64>,
+    pub repeated_small: Vec<OperatorRow>,
+}
+
+fn utf8(name: &str) -> Expr {
+    cast(col(name), DataType::Utf8)
+}
+
+async fn rows(
+    ctx: &SessionContext,
+    scope: &ArtifactScope,
+    filter: Expr,
+) -> RecipeResult<DataFrame> {
+    Ok(table(ctx, "trace_events").await?.filter(
+        scope
+            .filter()
+            .and(filter)
+            .and(col("dur_ns").gt_eq(lit(0i64))),
+    )?)
+}
+
+/// Device time per external id: runtime/driver launches joined to device
+/// activity on (artifact, correlation id).
+async fn device_by_external(
+    ctx: &SessionContext,
+    scope: &ArtifactScope,
+) -> RecipeResult<DataFrame> {
+    let launches = rows(
+        ctx,
+        scope,
+        utf8("kind")
+            .in_list(
+                vec![lit("runtime_api"), lit("driver_api"), lit("graph_launch")],
+                false,
+            )
+            .and(col("external_id").is_not_null())
+            .and(col("correlation_id").is_not_null()),
+    )
+    .await?
+    .select(vec![
+        utf8("artifact_id").alias("l_artifact"),
+        col("correlation_id").alias("l_corr"),
+        col("external_id").alias("l_ext"),
+    ])?;
+    let device = rows(
+        ctx,
+        scope,
+        kernel_rows()
+            .or(utf8("kind").in_list(vec![lit("memcpy"), lit("memset")], false))
+            .and(col("correlation_id").is_not_null()),
+    )
+    .await?
+    .select(vec![
+        utf8("artifact_id").alias("d_artifact"),
+        col("correlation_id").alias("d_corr"),
+        col("dur_ns").alias("d_dur"),
+    ])?;
+    Ok(device
+        .join(
+            launches,
+            JoinType::Inner,
+            &["d_artifact", "d_corr"],
+            &["l_artifact", "l_corr"],
+            None,
+        )?
+        .aggregate(
+            vec![
+                col("l_artifact").alias("x_artifact"),
+                col("l_ext").alias("x_ext"),
+            ],
+            vec![
+                sum(col("d_dur")).alias("device_ns"),
+                count(lit(1)).alias("device_ops"),
+            ],
+        )?)
+}
+
+pub async fn pytorch(
+    ctx: &SessionContext,
+    scope: &ArtifactScope,
+    limit: usize,
+) -> RecipeResult<PytorchAnswer> {
+    // Collective operators (`record_param_comms`, `nccl:*` with category
+    // cpu_op) are kind `communication` but are operators too.
+    let operator = utf8("kind").eq(lit("cpu_op")).or(utf8("kind")
+        .eq(lit("communication"))
+        .and(utf8("category").in_list(vec![lit("cpu_op"), lit("operator")], false)));
+    let ops = rows(ctx, scope, operator).await?.select(vec![
+        utf8("artifact_id").alias("o_artifact"),
+        col("external_id").alias("o_ext"),
+        utf8("name").alias("name"),
+        col("dur_ns"),
+        col("self_ns"),
+    ])?;
+    let device = device_by_external(ctx, scope).await?;
+    let per_op = ops
+        .join(
+            device,
+            JoinType::Left,
+            &["o_artifact", "o_ext"],
+            &["x_artifact", "x_ext"],
+            None,
+        )?
+        .aggregate(
+            vec![col("name")],
+            vec![
+                count(lit(1)).alias("count"),
+                sum(col("dur_ns")).alias("total_ns"),
+                sum(col("self_ns")).alias("self_ns"),
+                sum(col("device_ns")).alias("device_ns"),
+                sum(col("device_ops")).alias("device_ops"),
+            ],
+        )?;
+    let mut all = Vec::new();
+    for batch in collect(per_op).await? {
+        for i in 0..batch.num_rows() {
+            let get =
+                |c: &str| -> RecipeResult<i64> { Ok(i64_at(column(&batch, c)?, i).unwrap_or(0)) };
+            all.push(OperatorRow {
+                name: string_at(column(&batch, "name")?, i).unwrap_or_default(),
+                count: get("count")?,
+                total_ns: get("total_ns")?,
+                self_ns: get("self_ns")?,
+                device_ns: get("device_ns")?,
+                device_ops: get("device_ops")?,
+            });
+        }
+    }
+    all.sort_by(|a, b| b.self_ns.cmp(&a.self_ns).then_with(|| a.name.cmp(&b.name)));
+    let mut repeated_small: Vec<OperatorRow> = all
+        .iter()
+        .filter(|r| r.count >= REPEATED_MIN_COUNT && r.total_ns <= SMALL_OP_NS * r.count)
+        .cloned()
+        .collect();
+    repeated_small.sort_by(|a, b| b.count.cmp(&a.count).then_with(|| a.name.cmp(&b.name)));
+    repeated_small.truncate(limit);
+    let operators = all.len() as u64;
+    let compile_ns = all
+        .iter()
+        .filter(|r| is_compilation(&r.name))
+        .map(|r| r.total_ns)
+        .sum();
+    all.truncate(limit);
+
+    let (sync_ns, sync_calls) = sync_time(ctx, scope).await?;
+    let steps = profiler_steps(ctx, scope).await?;
+    let warmup_ratio = warmup(&steps);
+    Ok(PytorchAnswer {
+        operators,
+        rows: all,
+        sync_ns,
+        sync_calls,
+        compile_ns,
+        steps,
+        warmup_ratio,
+        repeated_small,
+    })
+}
+
+/// Operators that are torch.compile work (dynamo tracing, inductor
+/// codegen, compiled-region entry), by the names the profiler records.
+pub fn is_compilation(name: &str) -> bool {
+    let n = name.to_ascii_lowercase();
+    n.contains("torchdynamo")
+        || n.contains("_dynamo")
+        || n.contains("inductor")
+        || n.contains("compiledfunction")
+        || n.starts_with("torch-compiled region")
+}
+
+async fn sync_time(ctx: &SessionContext, scope: &ArtifactScope) -> RecipeResult<(i64, i64)> {
+    let calls = [
+        "cudaDeviceSynchronize",
+        "cudaStreamSynchronize",
+        "cudaEventSynchronize",
+        "cudaStreamWaitEvent",
+    ];
+    let df = rows(
+        ctx,
+        scope,
+        utf8("kind").eq(lit("sync")).or(utf8("kind")
+            .eq(lit("runtime_api"))
+            .and(utf8("name").in_list(calls.iter().map(|c| lit(*c)).collect(), false))),
+    )
+    .await?
+    .aggregate(
+        vec![],
+        vec![sum(col("dur_ns")).alias("t"), count(lit(1)).alias("n")],
+    )?;
+    let batches = collect(df).await?;
+    Ok(match batches.first() {
+        Some(b) if b.num_rows() > 0 => (
+            i64_at(column(b, "t")?, 0).unwrap_or(0),
+            i64_at(column(b, "n")?, 0).unwrap_or(0),
+        ),
+        _ => (0, 0),
+    })
+}
+
+async fn profiler_steps(ctx: &SessionContext, scope: &ArtifactScope) -> RecipeResult<Vec<StepRow>> {
+    let df = rows(
+        ctx,
+        scope,
+        utf8("name")
+            .like(lit("ProfilerStep#%"))
+            .and(col("stream").is_null()),
+    )
+    .await?
+    .select(vec![
+        utf8("name").alias("name"),
+        col("ts_ns"),
+        col("dur_ns"),
+    ])?
+    .sort(vec![
+        col("ts_ns").sort(true, false),
+        col("name").sort(true, false),
+    ])?;
+    let mut steps = Vec::new();
+    for batch in collect(df).await? {
+        for i in 0..batch.num_rows() {
+            steps.push(StepRow {
+                name: string_at(column(&batch, "name")?, i).unwrap_or_default(),
+                ts_ns: i64_at(column(&batch, "ts_ns")?, i).unwrap_or(0),
+                dur_ns: i64_at(column(&batch, "dur_ns")?, i).unwrap_or(0),
+            });
+        }
+    }
+    Ok(steps)
+}
+
+/// First step over the median of the rest (needs ≥ 3 steps).
+fn warmup(steps: &[StepRow]) -> Option<f64> {
+    let (first, rest) = steps.split_first()?;
+    if rest.len() < 2 {
+        return None;
+    }
+    let mut d: Vec<i64> = rest.iter().map(|s| s.dur_ns).collect();
+    d.sort_unstable();
+    let median = d[d.len() / 2];
+    (median > 0).then(|| first.dur_ns as f64 / median as f64)
+}

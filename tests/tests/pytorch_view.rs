@@ -1,0 +1,123 @@
+//! `analyze pytorch` through the real binary against a model computed
+//! here from the Kineto JSON: per operator count and total time, and the
+//! device time it launched (cpu_op → runtime call by External id → device
+//! activity by correlation); steps; a non-torch trace is refused.
+
+use std::collections::{BTreeMap, HashMap};
+use std::io::Read;
+
+use flameox_tests::{Project, corpus};
+use serde_json::Value;
+
+fn ns(v: &Value) -> i64 {
+    match v.as_i64() {
+        Some(us) => us * 1000,
+        None => (v.as_f64().expect("number") * 1000.0).round() as i64,
+    }
+}
+
+/// name → (count, total, device)
+fn model(path: &str) -> (BTreeMap<String, (i64, i64, i64)>, usize) {
+    let mut text = String::new();
+    flate2::read::GzDecoder::new(std::fs::File::open(corpus().join(path)).expect("corpus"))
+        .read_to_string(&mut text)
+        .expect("gunzip");
+    let doc: Value = serde_json::from_str(&text).expect("json");
+    let events: Vec<&Value> = doc["traceEvents"]
+        .as_array()
+        .expect("events")
+        .iter()
+        .filter(|e| e["ph"] == "X")
+        .collect();
+    let cat = |e: &Value| e["cat"].as_str().unwrap_or("").to_lowercase();
+    let mut ops: BTreeMap<String, (i64, i64, i64)> = BTreeMap::new();
+    let mut op_of_ext: HashMap<i64, String> = HashMap::new();
+    let mut steps = 0;
+    for e in &events {
+        let name = e["name"].as_str().unwrap_or("").to_owned();
+        if name.starts_with("ProfilerStep#") && cat(e) == "user_annotation" {
+            steps += 1;
+        }
+        if cat(e) != "cpu_op" {
+            continue;
+        }
+        if let Some(x) = e["args"]["External id"].as_i64() {
+            op_of_ext.insert(x, name.clone());
+        }
+        let s = ops.entry(name).or_default();
+        s.0 += 1;
+        s.1 += ns(&e["dur"]);
+    }
+    let mut ext_of_corr: HashMap<i64, i64> = HashMap::new();
+    for e in &events {
+        if matches!(cat(e).as_str(), "cuda_runtime" | "cuda_driver")
+            && let (Some(c), Some(x)) = (
+                e["args"]["correlation"].as_i64(),
+                e["args"]["External id"].as_i64(),
+            )
+        {
+            ext_of_corr.insert(c, x);
+        }
+    }
+    for e in &events {
+        if !matches!(cat(e).as_str(), "kernel" | "gpu_memcpy" | "gpu_memset") {
+            continue;
+        }
+        let name = e["args"]["correlation"]
+            .as_i64()
+            .and_then(|c| ext_of_corr.get(&c))
+            .and_then(|x| op_of_ext.get(x));
+        if let Some(name) = name
+            && let Some(s) = ops.get_mut(name)
+        {
+            s.2 += ns(&e["dur"]);
+        }
+    }
+    (ops, steps)
+}
+
+#[test]
+fn operators_device_time_and_steps_match_the_trace() {
+    let project = Project::new();
+    let path = "kineto/hta_nccl_a100_rank0of2.json.gz";
+    let (ops, steps) = model(path);
+    let imported = project.json(&["import", corpus().join(path).to_str().expect("utf-8")]);
+    let run = imported["run_id"].as_str().expect("run").to_owned();
+    let view = project.json(&["analyze", "pytorch", &run, "--limit", "1000"]);
+    assert_eq!(view["evidence"]["status"], "available");
+    let rows = view["rows"].as_array().expect("rows");
+    assert_eq!(rows.len(), ops.len(), "one row per operator name");
+    let mut with_device = 0;
+    for r in rows {
+        let name = r["name"].as_str().expect("name");
+        let (count, total, device) = ops[name];
+        assert_eq!(r["count"].as_i64(), Some(count), "{name}");
+        assert!(
+            (r["total_ns"].as_i64().expect("total") - total).abs() <= count,
+            "{name}"
+        );
+        let got = r["device_ns"].as_i64().expect("device");
+        assert!(
+            (got - device).abs() <= 1 + device / 1_000_000,
+            "{name}: {got} vs {device}"
+        );
+        with_device += i64::from(device > 0);
+    }
+    assert!(with_device > 10, "operators launch device work");
+    assert_eq!(view["steps"].as_array().expect("steps").len(), steps);
+    assert!(view["warmup_ratio"].as_f64().is_some());
+
+    let folded = corpus().join("stacks/pyspy_workload.folded.txt");
+    let other = project.json(&["import", folded.to_str().expect("utf-8")]);
+    let err = project.json_err(
+        &["analyze", "pytorch", other["run_id"].as_str().expect("run")],
+        "COMPARISON_INVALID",
+        6,
+    );
+    assert!(
+        err["remediation"]
+            .to_string()
+            .contains("--producer torch.profiler"),
+        "{err}"
+    );
+}
