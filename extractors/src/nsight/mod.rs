@@ -263,8 +263,12 @@ impl<'a> Reader<'a> {
         }
     }
 
-    fn gpu_track(
+    /// The track of one device stream (`sync` = its synchronization track:
+    /// host waits overlap the kernels they wait for, so they cannot share
+    /// the stream's nesting).
+    fn stream_track(
         &mut self,
+        sync: bool,
         global_pid: Option<i64>,
         device: i64,
         context: i64,
@@ -272,11 +276,17 @@ impl<'a> Reader<'a> {
     ) -> u32 {
         let pid = global_pid.map_or(NONE, pid_of);
         let key = (pid, device, context, stream);
-        if let Some(&t) = self.gpu_tracks.get(&key) {
+        let known = if sync {
+            &self.sync_tracks
+        } else {
+            &self.gpu_tracks
+        };
+        if let Some(&t) = known.get(&key) {
             return t;
         }
         let label = format!(
-            "{} context {} stream {}",
+            "{}{} context {} stream {}",
+            if sync { "CUDA synchronization: " } else { "" },
             self.device_label(device),
             show(context),
             show(stream)
@@ -287,49 +297,20 @@ impl<'a> Reader<'a> {
         } else {
             Ident::Int(pid)
         };
-        let t = self
-            .p
-            .tracks
-            .add_named(TrackKind::GpuStream, pid_ident, Ident::None, name);
-        let track = &mut self.p.tracks.list[t as usize];
-        track.device = device;
-        track.stream = stream;
-        self.gpu_tracks.insert(key, t);
-        t
-    }
-
-    fn sync_track(
-        &mut self,
-        global_pid: Option<i64>,
-        device: i64,
-        context: i64,
-        stream: i64,
-    ) -> u32 {
-        let pid = global_pid.map_or(NONE, pid_of);
-        let key = (pid, device, context, stream);
-        if let Some(&t) = self.sync_tracks.get(&key) {
-            return t;
-        }
-        let label = format!(
-            "CUDA synchronization: {} context {} stream {}",
-            self.device_label(device),
-            show(context),
-            show(stream)
-        );
-        let name = self.p.strings.intern(&label);
-        let pid_ident = if pid == NONE {
-            Ident::None
+        let kind = if sync {
+            TrackKind::Async
         } else {
-            Ident::Int(pid)
+            TrackKind::GpuStream
         };
-        let t = self
-            .p
-            .tracks
-            .add_named(TrackKind::Async, pid_ident, Ident::None, name);
+        let t = self.p.tracks.add_named(kind, pid_ident, Ident::None, name);
         let track = &mut self.p.tracks.list[t as usize];
         track.device = device;
         track.stream = stream;
-        self.sync_tracks.insert(key, t);
+        if sync {
+            self.sync_tracks.insert(key, t);
+        } else {
+            self.gpu_tracks.insert(key, t);
+        }
         t
     }
 
@@ -588,7 +569,8 @@ impl<'a> Reader<'a> {
             });
             let class = classify(Some("kernel"), self.p.strings.get(name), false);
             let (device, context, stream) = (int(row, 2), int(row, 3), int(row, 4));
-            let track = self.gpu_track(
+            let track = self.stream_track(
+                false,
                 int(row, 6),
                 device.unwrap_or(NONE),
                 context.unwrap_or(NONE),
@@ -739,7 +721,8 @@ impl<'a> Reader<'a> {
             };
             let name = self.p.strings.intern(&label);
             let (device, context, stream) = (int(row, 2), int(row, 3), int(row, 4));
-            let track = self.gpu_track(
+            let track = self.stream_track(
+                false,
                 int(row, 6),
                 device.unwrap_or(NONE),
                 context.unwrap_or(NONE),
@@ -808,7 +791,8 @@ impl<'a> Reader<'a> {
             };
             let name = self.p.strings.intern(&label);
             let (device, context, stream) = (int(row, 2), int(row, 3), int(row, 4));
-            let track = self.gpu_track(
+            let track = self.stream_track(
+                false,
                 int(row, 6),
                 device.unwrap_or(NONE),
                 context.unwrap_or(NONE),
@@ -865,7 +849,8 @@ impl<'a> Reader<'a> {
             n += 1;
             let name = self.p.strings.intern(sync_name(int(row, 7)));
             let (device, context, stream) = (int(row, 2), int(row, 3), int(row, 4));
-            let track = self.sync_track(
+            let track = self.stream_track(
+                true,
                 int(row, 6),
                 device.unwrap_or(NONE),
                 context.unwrap_or(NONE),
@@ -927,7 +912,8 @@ impl<'a> Reader<'a> {
             };
             let name = self.p.strings.intern(&label);
             let (device, context, stream) = (int(row, 2), int(row, 3), int(row, 4));
-            let track = self.gpu_track(
+            let track = self.stream_track(
+                false,
                 int(row, 6),
                 device.unwrap_or(NONE),
                 context.unwrap_or(NONE),
