@@ -1,0 +1,544 @@
+//! The per-table readers of an Nsight Systems export: kernels, runtime and
+//! driver API, memcpy, memset, synchronization, graph trace and NVTX, each
+//! reading its columns (matched across nsys versions) in bounded batches.
+
+use super::*;
+
+impl Reader<'_> {
+    pub(super) fn read_kernels(&mut self, t: &TableSel) -> Result<(), ExtractError> {
+        let fields: [&[&str]; 22] = [
+            &["start"],
+            &["end"],
+            &["deviceId"],
+            &["contextId"],
+            &["streamId"],
+            &["correlationId"],
+            &["globalPid", "globalTid"],
+            &["demangledName"],
+            &["shortName"],
+            &["mangledName"],
+            &["name"],
+            &["gridX"],
+            &["gridY"],
+            &["gridZ"],
+            &["blockX"],
+            &["blockY"],
+            &["blockZ"],
+            &["registersPerThread"],
+            &["staticSharedMemory"],
+            &["dynamicSharedMemory"],
+            &["graphId"],
+            &["graphNodeId"],
+        ];
+        let sql = t.sql(&fields);
+        let mut stmt = self.conn.prepare(&sql)?;
+        let mut rows = stmt.query([])?;
+        let cat = self.cat("kernel");
+        let mut n = 0;
+        while let Some(row) = rows.next()? {
+            self.poll()?;
+            n += 1;
+            let name = self
+                .name_at(row, 7)
+                .or_else(|| self.name_at(row, 8))
+                .or_else(|| self.name_at(row, 9))
+                .or_else(|| self.name_at(row, 10));
+            let name = name.unwrap_or_else(|| {
+                self.p.log.note("unnamed_kernel", || {
+                    "a kernel has no name in StringIds; named `<unknown kernel>`".to_string()
+                });
+                self.p.strings.intern("<unknown kernel>")
+            });
+            let class = classify(Some("kernel"), self.p.strings.get(name), false);
+            let (device, context, stream) = (int(row, 2), int(row, 3), int(row, 4));
+            let track = self.stream_track(
+                false,
+                int(row, 6),
+                device.unwrap_or(NONE),
+                context.unwrap_or(NONE),
+                stream.unwrap_or(NONE),
+            );
+            let mut args = Map::new();
+            if let Some(short) = self.name_at(row, 8)
+                && short != name
+            {
+                args.insert("short_name".into(), json!(self.p.strings.get(short)));
+            }
+            let dims = |a: usize| -> Option<Value> {
+                let v: Vec<i64> = (a..a + 3).filter_map(|i| int(row, i)).collect();
+                (v.len() == 3).then(|| json!(v))
+            };
+            if let Some(g) = dims(11) {
+                args.insert("grid".into(), g);
+            }
+            if let Some(b) = dims(14) {
+                args.insert("block".into(), b);
+            }
+            for (key, i) in [
+                ("registers_per_thread", 17),
+                ("static_shared_memory", 18),
+                ("dynamic_shared_memory", 19),
+            ] {
+                if let Some(v) = int(row, i) {
+                    args.insert(key.into(), json!(v));
+                }
+            }
+            self.push(Ev {
+                ts: int(row, 0),
+                end: int(row, 1),
+                instant: false,
+                name,
+                cat,
+                kind: class.kind,
+                track,
+                device_activity: true,
+                device,
+                context,
+                stream,
+                correlation: int(row, 5),
+                graph_id: int(row, 20),
+                graph_node_id: int(row, 21),
+                bytes: None,
+                args,
+            });
+        }
+        self.count(t.name, n);
+        Ok(())
+    }
+
+    pub(super) fn read_api(&mut self, t: &TableSel, driver: bool) -> Result<(), ExtractError> {
+        let fields: [&[&str]; 7] = [
+            &["start"],
+            &["end"],
+            &["globalTid"],
+            &["correlationId"],
+            &["nameId"],
+            &["name"],
+            &["returnValue"],
+        ];
+        let sql = t.sql(&fields);
+        let mut stmt = self.conn.prepare(&sql)?;
+        let mut rows = stmt.query([])?;
+        let category = if driver {
+            "cuda_driver"
+        } else {
+            "cuda_runtime"
+        };
+        let cat = self.cat(category);
+        let mut n = 0;
+        while let Some(row) = rows.next()? {
+            self.poll()?;
+            n += 1;
+            let name = self.name_at(row, 4).or_else(|| self.name_at(row, 5));
+            let name = name.unwrap_or_else(|| {
+                self.p.log.note("unnamed_api_call", || {
+                    "a CUDA API call has no name in StringIds; named `<unknown call>`".to_string()
+                });
+                self.p.strings.intern("<unknown call>")
+            });
+            let kind = classify(Some(category), api_base(self.p.strings.get(name)), false).kind;
+            let track = self.thread_track(int(row, 2));
+            let mut args = Map::new();
+            if let Some(r) = int(row, 6).filter(|&r| r != 0) {
+                args.insert("return_value".into(), json!(r));
+            }
+            self.push(Ev {
+                ts: int(row, 0),
+                end: int(row, 1),
+                instant: false,
+                name,
+                cat,
+                kind,
+                track,
+                device_activity: false,
+                device: None,
+                context: None,
+                stream: None,
+                correlation: int(row, 3),
+                graph_id: None,
+                graph_node_id: None,
+                bytes: None,
+                args,
+            });
+        }
+        self.count(t.name, n);
+        Ok(())
+    }
+
+    pub(super) fn read_memcpy(&mut self, t: &TableSel) -> Result<(), ExtractError> {
+        let fields: [&[&str]; 14] = [
+            &["start"],
+            &["end"],
+            &["deviceId"],
+            &["contextId"],
+            &["streamId"],
+            &["correlationId"],
+            &["globalPid", "globalTid"],
+            &["bytes"],
+            &["copyKind"],
+            &["srcKind"],
+            &["dstKind"],
+            &["graphNodeId"],
+            &["srcDeviceId"],
+            &["dstDeviceId"],
+        ];
+        let sql = t.sql(&fields);
+        let mut stmt = self.conn.prepare(&sql)?;
+        let mut rows = stmt.query([])?;
+        let cat = self.cat("gpu_memcpy");
+        let mut n = 0;
+        while let Some(row) = rows.next()? {
+            self.poll()?;
+            n += 1;
+            let copy = int(row, 8);
+            let (src, dst) = (int(row, 9), int(row, 10));
+            let label = match (src, dst) {
+                (Some(s), Some(d)) => format!(
+                    "Memcpy {} ({} -> {})",
+                    copy_kind(copy),
+                    mem_kind(s),
+                    mem_kind(d)
+                ),
+                _ => format!("Memcpy {}", copy_kind(copy)),
+            };
+            let name = self.p.strings.intern(&label);
+            let (device, context, stream) = (int(row, 2), int(row, 3), int(row, 4));
+            let track = self.stream_track(
+                false,
+                int(row, 6),
+                device.unwrap_or(NONE),
+                context.unwrap_or(NONE),
+                stream.unwrap_or(NONE),
+            );
+            let mut args = Map::new();
+            for (key, i) in [
+                ("copy_kind", 8),
+                ("src_kind", 9),
+                ("dst_kind", 10),
+                ("src_device", 12),
+                ("dst_device", 13),
+            ] {
+                if let Some(v) = int(row, i) {
+                    args.insert(key.into(), json!(v));
+                }
+            }
+            self.push(Ev {
+                ts: int(row, 0),
+                end: int(row, 1),
+                instant: false,
+                name,
+                cat,
+                kind: EventKind::Memcpy,
+                track,
+                device_activity: true,
+                device,
+                context,
+                stream,
+                correlation: int(row, 5),
+                graph_id: None,
+                graph_node_id: int(row, 11),
+                bytes: int(row, 7),
+                args,
+            });
+        }
+        self.count(t.name, n);
+        Ok(())
+    }
+
+    pub(super) fn read_memset(&mut self, t: &TableSel) -> Result<(), ExtractError> {
+        let fields: [&[&str]; 11] = [
+            &["start"],
+            &["end"],
+            &["deviceId"],
+            &["contextId"],
+            &["streamId"],
+            &["correlationId"],
+            &["globalPid", "globalTid"],
+            &["bytes"],
+            &["value"],
+            &["memKind"],
+            &["graphNodeId"],
+        ];
+        let sql = t.sql(&fields);
+        let mut stmt = self.conn.prepare(&sql)?;
+        let mut rows = stmt.query([])?;
+        let cat = self.cat("gpu_memset");
+        let mut n = 0;
+        while let Some(row) = rows.next()? {
+            self.poll()?;
+            n += 1;
+            let label = match int(row, 9) {
+                Some(k) => format!("Memset ({})", mem_kind(k)),
+                None => "Memset".to_string(),
+            };
+            let name = self.p.strings.intern(&label);
+            let (device, context, stream) = (int(row, 2), int(row, 3), int(row, 4));
+            let track = self.stream_track(
+                false,
+                int(row, 6),
+                device.unwrap_or(NONE),
+                context.unwrap_or(NONE),
+                stream.unwrap_or(NONE),
+            );
+            let mut args = Map::new();
+            for (key, i) in [("value", 8), ("mem_kind", 9)] {
+                if let Some(v) = int(row, i) {
+                    args.insert(key.into(), json!(v));
+                }
+            }
+            self.push(Ev {
+                ts: int(row, 0),
+                end: int(row, 1),
+                instant: false,
+                name,
+                cat,
+                kind: EventKind::Memset,
+                track,
+                device_activity: true,
+                device,
+                context,
+                stream,
+                correlation: int(row, 5),
+                graph_id: None,
+                graph_node_id: int(row, 10),
+                bytes: int(row, 7),
+                args,
+            });
+        }
+        self.count(t.name, n);
+        Ok(())
+    }
+
+    pub(super) fn read_sync(&mut self, t: &TableSel) -> Result<(), ExtractError> {
+        let fields: [&[&str]; 9] = [
+            &["start"],
+            &["end"],
+            &["deviceId"],
+            &["contextId"],
+            &["streamId"],
+            &["correlationId"],
+            &["globalPid", "globalTid"],
+            &["syncType"],
+            &["eventId"],
+        ];
+        let sql = t.sql(&fields);
+        let mut stmt = self.conn.prepare(&sql)?;
+        let mut rows = stmt.query([])?;
+        let cat = self.cat("cuda_sync");
+        let mut n = 0;
+        while let Some(row) = rows.next()? {
+            self.poll()?;
+            n += 1;
+            let name = self.p.strings.intern(sync_name(int(row, 7)));
+            let (device, context, stream) = (int(row, 2), int(row, 3), int(row, 4));
+            let track = self.stream_track(
+                true,
+                int(row, 6),
+                device.unwrap_or(NONE),
+                context.unwrap_or(NONE),
+                stream.unwrap_or(NONE),
+            );
+            let mut args = Map::new();
+            for (key, i) in [("sync_type", 7), ("event_id", 8)] {
+                if let Some(v) = int(row, i) {
+                    args.insert(key.into(), json!(v));
+                }
+            }
+            self.push(Ev {
+                ts: int(row, 0),
+                end: int(row, 1),
+                instant: false,
+                name,
+                cat,
+                kind: EventKind::Sync,
+                track,
+                device_activity: false,
+                device,
+                context,
+                stream,
+                correlation: int(row, 5),
+                graph_id: None,
+                graph_node_id: None,
+                bytes: None,
+                args,
+            });
+        }
+        self.count(t.name, n);
+        Ok(())
+    }
+
+    pub(super) fn read_graph_trace(&mut self, t: &TableSel) -> Result<(), ExtractError> {
+        let fields: [&[&str]; 9] = [
+            &["start"],
+            &["end"],
+            &["deviceId"],
+            &["contextId"],
+            &["streamId"],
+            &["correlationId"],
+            &["globalPid", "globalTid"],
+            &["graphId"],
+            &["graphExecId"],
+        ];
+        let sql = t.sql(&fields);
+        let mut stmt = self.conn.prepare(&sql)?;
+        let mut rows = stmt.query([])?;
+        let cat = self.cat("cuda_graph_trace");
+        let mut n = 0;
+        while let Some(row) = rows.next()? {
+            self.poll()?;
+            n += 1;
+            let graph = int(row, 7);
+            let label = match graph {
+                Some(g) => format!("CUDA graph {g}"),
+                None => "CUDA graph".to_string(),
+            };
+            let name = self.p.strings.intern(&label);
+            let (device, context, stream) = (int(row, 2), int(row, 3), int(row, 4));
+            let track = self.stream_track(
+                false,
+                int(row, 6),
+                device.unwrap_or(NONE),
+                context.unwrap_or(NONE),
+                stream.unwrap_or(NONE),
+            );
+            let mut args = Map::new();
+            if let Some(e) = int(row, 8) {
+                args.insert("graph_exec_id".into(), json!(e));
+            }
+            self.push(Ev {
+                ts: int(row, 0),
+                end: int(row, 1),
+                instant: false,
+                name,
+                cat,
+                kind: EventKind::GraphLaunch,
+                track,
+                device_activity: true,
+                device,
+                context,
+                stream,
+                correlation: int(row, 5),
+                graph_id: graph,
+                graph_node_id: None,
+                bytes: None,
+                args,
+            });
+        }
+        self.count(t.name, n);
+        Ok(())
+    }
+
+    pub(super) fn read_nvtx(&mut self, t: &TableSel) -> Result<(), ExtractError> {
+        // Domain names first: ranges refer to them by id.
+        let mut domains: HashMap<i64, String> = HashMap::new();
+        if t.table.has(&["domainId"]) && t.table.has(&["eventType"]) {
+            let sql = t.table.select(
+                &[&["domainId"], &["text"], &["textId"]],
+                Some(&format!(
+                    "{} = {NVTX_DOMAIN_CREATE}",
+                    schema::quote(t.table.column(&["eventType"]).unwrap_or("eventType"))
+                )),
+            );
+            let mut stmt = self.conn.prepare(&sql)?;
+            let mut rows = stmt.query([])?;
+            while let Some(row) = rows.next()? {
+                let name = text(row, 1).filter(|s| !s.is_empty()).or_else(|| {
+                    int(row, 2)
+                        .and_then(|id| self.ids.get(&id))
+                        .map(|&s| self.p.strings.get(s).to_string())
+                });
+                if let (Some(d), Some(name)) = (int(row, 0), name) {
+                    domains.insert(d, name);
+                }
+            }
+        }
+        let fields: [&[&str]; 9] = [
+            &["start"],
+            &["end"],
+            &["eventType"],
+            &["text"],
+            &["textId"],
+            &["globalTid"],
+            &["domainId"],
+            &["category"],
+            &["endGlobalTid"],
+        ];
+        let sql = t.sql(&fields);
+        let mut stmt = self.conn.prepare(&sql)?;
+        let mut rows = stmt.query([])?;
+        let cat = self.cat("nvtx");
+        let mut n = 0;
+        let mut other = 0u64;
+        while let Some(row) = rows.next()? {
+            self.poll()?;
+            n += 1;
+            let event_type = int(row, 2);
+            let (instant, start_end) = match event_type {
+                Some(NVTX_PUSH_POP | NVTXT_PUSH_POP) => (false, false),
+                Some(NVTX_START_END | NVTXT_START_END) => (false, true),
+                Some(NVTX_MARK) => (true, false),
+                Some(NVTX_DOMAIN_CREATE | NVTX_THREAD) | Some(33) | Some(76) => continue,
+                _ => {
+                    other += 1;
+                    continue;
+                }
+            };
+            let name = self
+                .name_at(row, 3)
+                .or_else(|| self.name_at(row, 4))
+                .unwrap_or_else(|| self.p.strings.intern("<unnamed NVTX range>"));
+            let global_tid = int(row, 5);
+            let track = if start_end {
+                self.range_track(global_tid)
+            } else {
+                self.thread_track(global_tid)
+            };
+            let mut args = Map::new();
+            if let Some(d) = int(row, 6).filter(|&d| d != 0) {
+                match domains.get(&d) {
+                    Some(name) => args.insert("domain".into(), json!(name)),
+                    None => args.insert("domain_id".into(), json!(d)),
+                };
+            }
+            if let Some(c) = int(row, 7) {
+                args.insert("category".into(), json!(c));
+            }
+            if start_end
+                && let (Some(a), Some(b)) = (global_tid, int(row, 8))
+                && a != b
+            {
+                args.insert("end_tid".into(), json!(tid_of(b)));
+            }
+            self.push(Ev {
+                ts: int(row, 0),
+                end: int(row, 1),
+                instant,
+                name,
+                cat,
+                kind: if instant {
+                    EventKind::Instant
+                } else {
+                    EventKind::UserAnnotation
+                },
+                track,
+                device_activity: false,
+                device: None,
+                context: None,
+                stream: None,
+                correlation: None,
+                graph_id: None,
+                graph_node_id: None,
+                bytes: None,
+                args,
+            });
+        }
+        self.p
+            .log
+            .note_n("nvtx_event_type_not_extracted", other, || {
+                "NVTX rows of other event types (payload-only, meta) are counted but not extracted"
+                    .to_string()
+            });
+        self.count(t.name, n);
+        Ok(())
+    }
+}
