@@ -254,13 +254,7 @@ fn location(file: &Option<String>, line: Option<i64>, module: &Option<String>) -
 }
 
 fn render_deltas(r: &FrameDeltaResult) -> String {
-    let unit = if r.metric.ends_with("_ns") {
-        "ns"
-    } else if r.metric.contains("bytes") {
-        "bytes"
-    } else {
-        "count"
-    };
+    let unit = r.unit.as_str();
     let mut out = format!(
         "{} against {} by {} (total self {} → {})\n",
         r.scope.requested,

@@ -37,6 +37,7 @@ pub struct FrameDelta {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct FrameDeltaAnswer {
     pub metric: String,
+    pub unit: String,
     pub base_total_self: i64,
     pub target_total_self: i64,
     /// Distinct frames on either side.
@@ -126,6 +127,7 @@ pub async fn frame_deltas(
     rows.truncate(limit);
     Ok(FrameDeltaAnswer {
         metric: metric.to_owned(),
+        unit: crate::hotspots::unit_of(metric),
         base_total_self: before.values().map(|s| s.self_value).sum(),
         target_total_self: after.values().map(|s| s.self_value).sum(),
         total_frames,

@@ -117,7 +117,8 @@ fn name_or_id(name_col: &str, id_col: &str, value: &str) -> Expr {
     }
 }
 
-fn unit_of(metric: &str) -> String {
+/// The unit a metric's values are in (`ns`, `bytes`, else its count noun).
+pub fn unit_of(metric: &str) -> String {
     if metric.ends_with("_ns") {
         "ns".into()
     } else if metric.contains("bytes") {
