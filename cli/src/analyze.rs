@@ -423,6 +423,26 @@ fn render_pytorch(r: &PytorchResult) -> String {
     }
     out += &t.render();
     out += &render::footer(r.returned, r.total, None);
+    let shaped: Vec<_> = a
+        .rows
+        .iter()
+        .filter(|r| !r.shapes.is_empty())
+        .take(5)
+        .collect();
+    if !shaped.is_empty() {
+        out += "\ninput shapes of the heaviest operators (by time):\n";
+        for row in shaped {
+            out += &format!("  {}\n", cut(&row.name, 60));
+            for s in &row.shapes {
+                out += &format!(
+                    "    {} × {} {}\n",
+                    thousands(s.count),
+                    render::value(s.total_ns, "ns"),
+                    cut(&s.shapes, 100)
+                );
+            }
+        }
+    }
     if !a.repeated_small.is_empty() {
         out += "\nrepeated small operators (≥ 100 calls, ≤ 10 µs average):\n";
         for row in &a.repeated_small {

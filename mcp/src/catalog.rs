@@ -54,22 +54,18 @@ fn object(properties: Value, required: &[&str]) -> Value {
     json!({ "type": "object", "properties": properties, "required": required, "additionalProperties": false })
 }
 
-/// The output schema shared by every tool: the envelope. Kept small because
-/// clients pay for it once per tool; `docs/mcp.md` documents the error object.
+/// The output schema shared by every tool: the envelope. Kept minimal
+/// because clients pay for it once per tool (it was 330 B × every tool);
+/// `docs/mcp.md` documents `schema_version` and the error object's fields.
 pub fn output_schema() -> Value {
     json!({
         "type": "object",
         "properties": {
-            "schema_version": { "type": "integer" },
             "ok": { "type": "boolean" },
             "result": { "type": ["object", "null"] },
-            "error": {
-                "type": ["object", "null"],
-                "required": ["code", "message", "retryable", "details", "remediation", "run_id", "recovery"]
-            }
+            "error": { "type": ["object", "null"] }
         },
-        "required": ["schema_version", "ok", "result", "error"],
-        "additionalProperties": false
+        "required": ["ok", "result", "error"]
     })
 }
 
@@ -240,6 +236,30 @@ pub fn tools() -> Vec<ToolSpec> {
                     "report": { "type": "string", "enum": ["kernels", "api", "memcpy-time", "memcpy-size", "memset-time"], "description": "Default kernels." },
                     "limit": limit_prop()
                 }),
+                &["target"],
+            ),
+        },
+        ToolSpec {
+            name: "analyze_accelerator_launches",
+            title: "Accelerator launches",
+            description: "Per phase: direct and graph launches, kernels, launch latency p50/p90/p99 by correlation id, coverage; per stream: busy time, idle gaps, utilization. No runtime or kernel tracks: partial.",
+            group: ReadOnly,
+            input_schema: object(
+                json!({
+                    "target": target(),
+                    "phase": { "type": "string", "maxLength": ID, "description": "Only this phase, e.g. ProfilerStep#3." },
+                    "compare_to": id_prop("Run or artifact: adds per-phase deltas (descriptive).")
+                }),
+                &["target"],
+            ),
+        },
+        ToolSpec {
+            name: "analyze_pytorch",
+            title: "PyTorch operators",
+            description: "torch.profiler traces: operators by self CPU time with the device time they launched, sync and compile time, ProfilerStep durations and warmup ratio, repeated small ops.",
+            group: ReadOnly,
+            input_schema: object(
+                json!({ "target": target(), "limit": limit_prop() }),
                 &["target"],
             ),
         },

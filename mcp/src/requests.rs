@@ -81,6 +81,19 @@ pub struct GpuSummaryArgs {
 }
 #[derive(serde::Deserialize)]
 #[serde(deny_unknown_fields)]
+pub struct AcceleratorArgs {
+    pub target: String,
+    pub phase: Option<String>,
+    pub compare_to: Option<String>,
+}
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PytorchArgs {
+    pub target: String,
+    pub limit: Option<usize>,
+}
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct WindowArgs {
     pub artifact_id: String,
     pub start_ns: i64,

@@ -10,8 +10,9 @@ use flameox_engine::query::SessionCache;
 use flameox_engine::recipes::drilldown::Direction;
 use flameox_engine::services::analyze::{self, FrameRequest, HotspotsRequest, WindowRequest};
 use flameox_engine::services::confine::confine_import_path;
-use flameox_engine::services::gpu::{self, GpuSummaryRequest};
+use flameox_engine::services::gpu::{self, AcceleratorRequest, GpuSummaryRequest};
 use flameox_engine::services::import::{ImportRequest, import_artifact};
+use flameox_engine::services::pytorch::{self, PytorchRequest};
 use flameox_engine::services::views::{self, FrameDeltaRequest};
 use flameox_engine::services::{QueryContext, capabilities, inventory};
 use flameox_engine::{Workspace, validate};
@@ -305,6 +306,39 @@ impl FlameoxServer {
                     to_value(&result)?,
                 )
                 .paged("names");
+                Ok(scope_links(reply, &result.scope))
+            }
+            "analyze_accelerator_launches" => {
+                let a: AcceleratorArgs = decode(args)?;
+                let request = AcceleratorRequest {
+                    target: a.target,
+                    phase: a.phase,
+                    compare_to: a.compare_to,
+                };
+                let result = gpu::accelerator_launches(&qc, &request).await?;
+                let reply = Reply::new(
+                    format!(
+                        "accelerator launches of {}: {} regions, {} streams",
+                        result.scope.requested,
+                        result.answer.regions.len(),
+                        result.answer.streams.len()
+                    ),
+                    to_value(&result)?,
+                );
+                Ok(scope_links(reply, &result.scope))
+            }
+            "analyze_pytorch" => {
+                let a: PytorchArgs = decode(args)?;
+                let request = PytorchRequest {
+                    target: a.target,
+                    limit: a.limit,
+                };
+                let result = pytorch::pytorch(&qc, &request).await?;
+                let reply = Reply::new(
+                    format!("pytorch operators of {}", result.scope.requested),
+                    to_value(&result)?,
+                )
+                .paged("operators");
                 Ok(scope_links(reply, &result.scope))
             }
             "get_trace_window" => {

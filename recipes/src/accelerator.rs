@@ -72,6 +72,8 @@ pub struct Region {
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct StreamUse {
+    /// The artifact (one rank's file in a multi-rank run).
+    pub artifact_id: String,
     pub device: Option<i64>,
     pub stream: Option<i64>,
     pub kernels: i64,
@@ -350,6 +352,7 @@ async fn stream_use(
                 histogram.push(get(&format!("b{b}"))?);
             }
             out.push(StreamUse {
+                artifact_id: string_at(column(&batch, "artifact_id")?, i).unwrap_or_default(),
                 device: i64_at(column(&batch, "device")?, i),
                 stream: i64_at(column(&batch, "stream")?, i),
                 kernels: get("kernels")?,

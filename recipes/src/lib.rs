@@ -14,6 +14,7 @@ pub mod drilldown;
 pub mod frame_deltas;
 pub mod gpu_summary;
 pub mod hotspots;
+pub mod input_shapes;
 pub mod pytorch;
 pub mod window;
 

@@ -17,6 +17,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::accelerator::kernel_rows;
 use crate::common::{ArtifactScope, RecipeResult, collect, column, i64_at, string_at, table};
+use crate::input_shapes::{ShapeRow, top_shapes};
 
 /// Operators at most this long on average count as small.
 pub const SMALL_OP_NS: i64 = 10_000;
@@ -32,6 +33,9 @@ pub struct OperatorRow {
     /// Device activity (kernels, memcpy, memset) launched by this operator.
     pub device_ns: i64,
     pub device_ops: i64,
+    /// Heaviest input shapes (`record_shapes=True` traces), else empty.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub shapes: Vec<ShapeRow>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -140,7 +144,7 @@ pub async fn pytorch(
     let operator = utf8("kind").eq(lit("cpu_op")).or(utf8("kind")
         .eq(lit("communication"))
         .and(utf8("category").in_list(vec![lit("cpu_op"), lit("operator")], false)));
-    let ops = rows(ctx, scope, operator).await?.select(vec![
+    let ops = rows(ctx, scope, operator.clone()).await?.select(vec![
         utf8("artifact_id").alias("o_artifact"),
         col("external_id").alias("o_ext"),
         utf8("name").alias("name"),
@@ -178,6 +182,7 @@ pub async fn pytorch(
                 self_ns: get("self_ns")?,
                 device_ns: get("device_ns")?,
                 device_ops: get("device_ops")?,
+                shapes: Vec::new(),
             });
         }
     }
@@ -196,6 +201,16 @@ pub async fn pytorch(
         .map(|r| r.total_ns)
         .sum();
     all.truncate(limit);
+    let names: Vec<String> = all.iter().map(|r| r.name.clone()).collect();
+    let shaped = rows(ctx, scope, operator).await?.select(vec![
+        utf8("name").alias("name"),
+        col("dur_ns"),
+        col("args_json"),
+    ])?;
+    let mut shapes = top_shapes(shaped, &names).await?;
+    for row in &mut all {
+        row.shapes = shapes.remove(&row.name).unwrap_or_default();
+    }
 
     let (sync_ns, sync_calls) = sync_time(ctx, scope).await?;
     let steps = profiler_steps(ctx, scope).await?;

@@ -149,6 +149,40 @@ async fn first_run_session_pages_refuses_and_leaks_no_host_path() {
     assert_eq!(kernels["evidence"]["status"], "available", "{kernels}");
     assert!(kernels["rows"][0]["count"].as_i64() > Some(0), "{kernels}");
 
+    // Accelerator launches count the same kernels as the kernel summary.
+    let all_kernels = s
+        .ok(
+            "analyze_gpu_summary",
+            json!({ "target": run_id, "report": "kernels", "limit": 1000 }),
+        )
+        .await;
+    let summary_count: i64 = all_kernels["rows"]
+        .as_array()
+        .expect("rows")
+        .iter()
+        .filter_map(|r| r["count"].as_i64())
+        .sum();
+    let launches = s
+        .ok("analyze_accelerator_launches", json!({ "target": run_id }))
+        .await;
+    assert_eq!(launches["evidence"]["status"], "available", "{launches}");
+    let region_kernels: i64 = launches["regions"]
+        .as_array()
+        .expect("regions")
+        .iter()
+        .filter_map(|r| r["kernels"]["count"].as_i64())
+        .sum();
+    assert_eq!(region_kernels, summary_count, "{launches}");
+    assert!(summary_count > 0);
+
+    // PyTorch operators: the heaviest operator's self time leads the page.
+    let ops = s
+        .ok("analyze_pytorch", json!({ "target": run_id, "limit": 5 }))
+        .await;
+    let op_rows = ops["rows"].as_array().expect("operator rows");
+    assert!(!op_rows.is_empty(), "{ops}");
+    assert!(op_rows.len() <= 5);
+
     // A run compared with itself changes nothing.
     let same = s
         .ok(

@@ -121,3 +121,62 @@ fn operators_device_time_and_steps_match_the_trace() {
         "{err}"
     );
 }
+
+/// Input shapes: per operator, the heaviest `Input Dims` arrays, computed
+/// here by re-serializing each event's parsed array without whitespace.
+#[test]
+fn input_shapes_match_the_recorded_input_dims() {
+    let path = "kineto/tbplugin_resnet50_v100_worker0.pt.trace.json.gz";
+    let mut text = String::new();
+    flate2::read::GzDecoder::new(std::fs::File::open(corpus().join(path)).expect("corpus"))
+        .read_to_string(&mut text)
+        .expect("gunzip");
+    let doc: Value = serde_json::from_str(&text).expect("json");
+    // (operator, shapes) → (count, total ns)
+    let mut model: BTreeMap<(String, String), (i64, i64)> = BTreeMap::new();
+    for e in doc["traceEvents"].as_array().expect("events") {
+        // Older profilers wrote category `Operator` for what is `cpu_op` now.
+        let cat = e["cat"].as_str().unwrap_or("").to_lowercase();
+        let is_op = e["ph"] == "X" && (cat == "cpu_op" || cat == "operator");
+        let dims = &e["args"]["Input Dims"];
+        if !is_op || !dims.is_array() {
+            continue;
+        }
+        let key = (
+            e["name"].as_str().expect("name").to_owned(),
+            serde_json::to_string(dims).expect("dims"),
+        );
+        let s = model.entry(key).or_default();
+        s.0 += 1;
+        s.1 += ns(&e["dur"]);
+    }
+    assert!(model.len() > 20, "the trace records shapes");
+
+    let project = Project::new();
+    let imported = project.json(&["import", corpus().join(path).to_str().expect("utf-8")]);
+    let run = imported["run_id"].as_str().expect("run").to_owned();
+    let view = project.json(&["analyze", "pytorch", &run, "--limit", "30"]);
+    let mut checked = 0;
+    for r in view["rows"].as_array().expect("rows") {
+        let name = r["name"].as_str().expect("name");
+        let mut expected: Vec<(&String, &(i64, i64))> = model
+            .iter()
+            .filter(|((op, _), _)| op == name)
+            .map(|((_, shapes), v)| (shapes, v))
+            .collect();
+        expected.sort_by(|a, b| (b.1.1, b.1.0, a.0).cmp(&(a.1.1, a.1.0, b.0)));
+        expected.truncate(3);
+        let got = r["shapes"].as_array().cloned().unwrap_or_default();
+        assert_eq!(got.len(), expected.len(), "{name}: {got:?}");
+        for (g, (shapes, (count, total))) in got.iter().zip(&expected) {
+            assert_eq!(g["shapes"].as_str(), Some(shapes.as_str()), "{name}");
+            assert_eq!(g["count"].as_i64(), Some(*count), "{name} {shapes}");
+            assert!(
+                (g["total_ns"].as_i64().expect("total") - total).abs() <= *count,
+                "{name} {shapes}"
+            );
+        }
+        checked += usize::from(!got.is_empty());
+    }
+    assert!(checked >= 10, "shapes reported for {checked} operators");
+}
