@@ -170,7 +170,7 @@ fn per_file_details() {
     let kind = sink.strs(T::TraceEvents, "kind");
     let annotations = kind
         .iter()
-        .filter(|k| k.as_deref() == Some("user_annotation"))
+        .filter(|k| k.as_deref() == Some("nvtx_range"))
         .count() as i64;
     assert_eq!(annotations, ranges);
     assert!(summary.coverage["nvtx"]);

@@ -158,7 +158,28 @@ pub async fn accelerator_launches(
         launch_latency: None,
     };
     for (which, filter) in [(0, direct.clone()), (1, graph.clone()), (2, kernel_rows())] {
-        let df = events(ctx, scope, filter, phase).await?.aggregate(
+        let mut rows = events(ctx, scope, filter, phase).await?;
+        if which < 2 {
+            // One launch per correlation id: nsys records a runtime call and
+            // its versioned inner call (`cudaLaunchKernel` ⊃
+            // `cudaLaunchKernel_v7000`) under the same id; the outer one
+            // carries the time. Rows without an id count on their own.
+            let launch_key = coalesce(vec![
+                col("correlation_id"),
+                lit(0i64) - cast(col("event_id"), DataType::Int64),
+            ]);
+            rows = rows
+                .aggregate(
+                    vec![
+                        col("artifact_id"),
+                        launch_key.alias("launch"),
+                        region_expr(),
+                    ],
+                    vec![max(col("dur_ns")).alias("dur_ns")],
+                )?
+                .select(vec![col("region").alias("phase"), col("dur_ns")])?;
+        }
+        let df = rows.aggregate(
             vec![region_expr()],
             vec![count(lit(1)).alias("n"), sum(col("dur_ns")).alias("t")],
         )?;

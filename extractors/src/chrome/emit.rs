@@ -12,7 +12,7 @@ use arrow::array::{ArrayRef, Float64Array, Int32Array, Int64Array, StringArray, 
 use arrow::record_batch::RecordBatch;
 
 use super::kinds::EventKind;
-use super::nesting::{Derived, PHASE_CORRELATION, PHASE_PROFILER_STEP};
+use super::nesting::{Derived, PHASE_CORRELATION, PHASE_PROFILER_STEP, PHASE_RANGE};
 use super::process::Processor;
 use super::store::{NO_ID, NONE, opt, opt_id};
 use super::tracks::{Ident, Track, TrackKind};
@@ -80,6 +80,7 @@ pub fn emit_trace_events(em: &mut Emitter, p: &Processor, d: &Derived) -> Result
             phase_source.push(match d.phase_source[i] {
                 PHASE_PROFILER_STEP => Some("profiler_step"),
                 PHASE_CORRELATION => Some("correlation"),
+                PHASE_RANGE => Some("nvtx_range"),
                 _ => None,
             });
         }

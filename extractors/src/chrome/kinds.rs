@@ -27,6 +27,8 @@ pub enum EventKind {
     SchedSlice,
     /// A thread's scheduling state between switches (runnable, sleeping, …).
     ThreadState,
+    /// An NVTX push/pop or start/end range (Nsight Systems).
+    NvtxRange,
 }
 
 impl EventKind {
@@ -49,6 +51,7 @@ impl EventKind {
             EventKind::Communication => "communication",
             EventKind::SchedSlice => "sched_slice",
             EventKind::ThreadState => "thread_state",
+            EventKind::NvtxRange => "nvtx_range",
         }
     }
 

@@ -17,6 +17,7 @@ use crate::api::LimitationLog;
 pub const PHASE_NONE: u8 = 0;
 pub const PHASE_PROFILER_STEP: u8 = 1;
 pub const PHASE_CORRELATION: u8 = 2;
+pub const PHASE_RANGE: u8 = 3;
 
 /// Derived per-event columns.
 pub struct Derived {
@@ -234,6 +235,13 @@ pub fn assign_phases(store: &EventStore, strings: &Interner, d: &mut Derived) ->
             d.phase_source[i] = PHASE_PROFILER_STEP;
         }
     }
+    inherit_through_correlation(store, d);
+    true
+}
+
+/// Device activity takes the phase of the host call that launched it
+/// (same correlation id).
+fn inherit_through_correlation(store: &EventStore, d: &mut Derived) {
     let mut launch_phase: HashMap<i64, u32> = HashMap::new();
     for i in 0..store.len() {
         if store.kind[i].is_launch() && store.correlation[i] != NONE && d.phase[i] != NO_ID {
@@ -249,5 +257,72 @@ pub fn assign_phases(store: &EventStore, strings: &Interner, d: &mut Derived) ->
             d.phase_source[i] = PHASE_CORRELATION;
         }
     }
+}
+
+/// Phases from annotated ranges (NVTX push/pop and start/end) when the
+/// trace has no `ProfilerStep#N`: every host event takes the name of the
+/// outermost range that contains its start on the same thread (outermost,
+/// because phases are regions like steps, not the innermost label), and
+/// device work inherits it through correlation ids. `thread_of_track`
+/// gives each track's thread, or `None` for tracks that belong to no
+/// thread (device streams, counters). Outermost ranges are the ones not
+/// starting inside an earlier range of the thread; the rare tail of a range
+/// that outlives an enclosing one gets no phase.
+pub fn assign_range_phases(
+    store: &EventStore,
+    d: &mut Derived,
+    is_range: impl Fn(usize) -> bool,
+    thread_of_track: &[Option<(i64, i64)>],
+) -> bool {
+    let thread = |i: usize| {
+        thread_of_track
+            .get(store.track[i] as usize)
+            .copied()
+            .flatten()
+    };
+    let mut ranges: HashMap<(i64, i64), Vec<usize>> = HashMap::new();
+    for i in 0..store.len() {
+        if is_range(i)
+            && store.dur[i] >= 0
+            && let Some(t) = thread(i)
+        {
+            ranges.entry(t).or_default().push(i);
+        }
+    }
+    if ranges.is_empty() {
+        return false;
+    }
+    for list in ranges.values_mut() {
+        list.sort_unstable_by_key(|&i| {
+            (
+                store.ts[i],
+                std::cmp::Reverse(store.dur[i]),
+                store.event_id[i],
+            )
+        });
+        let mut covered_until = i64::MIN;
+        list.retain(|&i| {
+            let outermost = store.ts[i] >= covered_until;
+            covered_until = covered_until.max(store.end(i));
+            outermost
+        });
+    }
+    for i in 0..store.len() {
+        if store.device_activity[i] {
+            continue;
+        }
+        let Some(list) = thread(i).and_then(|t| ranges.get(&t)) else {
+            continue;
+        };
+        let ts = store.ts[i];
+        let upto = list.partition_point(|&r| store.ts[r] <= ts);
+        if let Some(&r) = upto.checked_sub(1).map(|k| &list[k])
+            && (store.end(r) > ts || store.ts[r] == ts)
+        {
+            d.phase[i] = store.name[r];
+            d.phase_source[i] = PHASE_RANGE;
+        }
+    }
+    inherit_through_correlation(store, d);
     true
 }

@@ -20,9 +20,10 @@
 //!   become their parent on the stream track).
 //! - `_GRAPH_TRACE` (whole-graph tracing) → `graph_launch` device activity
 //!   on the stream track, named `CUDA graph <graphId>`.
-//! - `NVTX_EVENTS` → push/pop ranges as `user_annotation` slices on the
+//! - `NVTX_EVENTS` → push/pop ranges as `nvtx_range` slices on the
 //!   thread's track, start/end ranges on a per-thread NVTX async track,
-//!   marks as instants.
+//!   marks as instants; without `ProfilerStep#N`, the outermost range on a
+//!   thread is the phase of what it contains (kernels through correlation).
 //!
 //! pid = `(globalTid >> 24) & 0xFFFFFF`, tid = `globalTid & 0xFFFFFF`.
 
@@ -45,7 +46,7 @@ use crate::chrome::kinds::{EventKind, classify};
 use crate::chrome::nesting;
 use crate::chrome::process::Processor;
 use crate::chrome::store::{NO_ID, NONE, NewEvent, bound_args};
-use crate::chrome::tracks::{Ident, TrackKind};
+use crate::chrome::tracks::{Ident, TrackKind, Tracks};
 use crate::detect::FormatKind;
 use crate::schema::EvidenceTable;
 use crate::stacks::{ReductionSpec, StackAggregator};
@@ -53,7 +54,7 @@ use schema::{Schema, Table};
 
 pub const NSIGHT_EXTRACTOR_NAME: &str = "nsight_systems_sqlite";
 /// Bumped whenever the rows produced for the same input change.
-pub const NSIGHT_EXTRACTOR_VERSION: &str = "1";
+pub const NSIGHT_EXTRACTOR_VERSION: &str = "2";
 
 /// Rows between cancellation polls.
 const POLL_EVERY: u64 = 4096;
@@ -727,11 +728,20 @@ pub fn extract_nsight_sqlite(
     r.p.store.arena.finish_writes()?;
     let rows_read = std::mem::take(&mut r.read);
     let device_names: BTreeMap<i64, String> = r.device_names.drain().collect();
+    let range_tracks = std::mem::take(&mut r.range_tracks);
     let mut p = r.p;
     drop(conn);
 
     let mut derived = nesting::nest(&p.store, &mut p.tracks, &mut p.log);
-    let has_phases = nesting::assign_phases(&p.store, &p.strings, &mut derived);
+    let has_phases = nesting::assign_phases(&p.store, &p.strings, &mut derived) || {
+        let thread_of_track = thread_of_track(&p.tracks, &range_tracks);
+        nesting::assign_range_phases(
+            &p.store,
+            &mut derived,
+            |i| p.store.kind[i] == EventKind::NvtxRange,
+            &thread_of_track,
+        )
+    };
     let mut em = Emitter {
         run_id: &options.run_id,
         artifact_id: &options.artifact_id,
@@ -889,6 +899,31 @@ pub fn extract_nsight_sqlite(
         input_bytes: file_len,
         input_events,
     })
+}
+
+/// Each track's thread `(pid, tid)`: thread tracks by their ids, the
+/// per-thread NVTX start/end range tracks by the thread they were opened
+/// on; `None` for device streams, counters and unknown threads.
+fn thread_of_track(
+    tracks: &Tracks,
+    range_tracks: &HashMap<(i64, i64), u32>,
+) -> Vec<Option<(i64, i64)>> {
+    let mut out: Vec<Option<(i64, i64)>> = tracks
+        .list
+        .iter()
+        .map(|t| match (t.kind, t.pid, t.tid) {
+            (TrackKind::Thread, Ident::Int(pid), Ident::Int(tid)) => Some((pid, tid)),
+            _ => None,
+        })
+        .collect();
+    for (&(pid, tid), &t) in range_tracks {
+        if let Some(slot) = out.get_mut(t as usize)
+            && pid != NONE
+        {
+            *slot = Some((pid, tid));
+        }
+    }
+    out
 }
 
 #[cfg(test)]

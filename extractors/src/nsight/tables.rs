@@ -518,7 +518,7 @@ impl Reader<'_> {
                 kind: if instant {
                     EventKind::Instant
                 } else {
-                    EventKind::UserAnnotation
+                    EventKind::NvtxRange
                 },
                 track,
                 device_activity: false,
