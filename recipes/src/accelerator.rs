@@ -11,7 +11,8 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use datafusion::arrow::datatypes::DataType;
+use datafusion::arrow::array::{Array, AsArray};
+use datafusion::arrow::datatypes::{DataType, Int64Type};
 use datafusion::common::ScalarValue;
 use datafusion::functions_aggregate::expr_fn::{count, max, min, sum};
 use datafusion::functions_aggregate::min_max::max_udaf;
@@ -23,7 +24,9 @@ use datafusion::logical_expr::{
 use datafusion::prelude::{DataFrame, SessionContext, cast, coalesce};
 use serde::{Deserialize, Serialize};
 
-use crate::common::{ArtifactScope, RecipeResult, collect, column, i64_at, string_at, table};
+use crate::common::{
+    ArtifactScope, RecipeResult, as_int64, as_utf8, collect, column, i64_at, string_at, table,
+};
 
 /// Runtime/driver calls that launch one kernel directly.
 const DIRECT_LAUNCHES: &[&str] = &[
@@ -135,16 +138,7 @@ pub async fn accelerator_launches(
     phase: Option<&str>,
 ) -> RecipeResult<AcceleratorAnswer> {
     let kind = || cast(col("kind"), DataType::Utf8);
-    let name = || cast(col("name"), DataType::Utf8);
-    // nsys exports versioned names (`cudaLaunchKernel_v7000`).
-    let launch_name = DIRECT_LAUNCHES
-        .iter()
-        .map(|n| name().eq(lit(*n)).or(name().like(lit(format!("{n}_v%")))))
-        .reduce(Expr::or)
-        .unwrap_or(lit(false));
-    let direct = kind()
-        .in_list(vec![lit("runtime_api"), lit("driver_api")], false)
-        .and(launch_name);
+    let host_api = || kind().in_list(vec![lit("runtime_api"), lit("driver_api")], false);
     // Host-side graph launches (device-side graph executions sit on streams).
     let graph = kind().eq(lit("graph_launch")).and(col("stream").is_null());
 
@@ -157,28 +151,14 @@ pub async fn accelerator_launches(
         correlation_coverage: 0.0,
         launch_latency: None,
     };
-    for (which, filter) in [(0, direct.clone()), (1, graph.clone()), (2, kernel_rows())] {
-        let mut rows = events(ctx, scope, filter, phase).await?;
-        if which < 2 {
-            // One launch per correlation id: nsys records a runtime call and
-            // its versioned inner call (`cudaLaunchKernel` ⊃
-            // `cudaLaunchKernel_v7000`) under the same id; the outer one
-            // carries the time. Rows without an id count on their own.
-            let launch_key = coalesce(vec![
-                col("correlation_id"),
-                lit(0i64) - cast(col("event_id"), DataType::Int64),
-            ]);
-            rows = rows
-                .aggregate(
-                    vec![
-                        col("artifact_id"),
-                        launch_key.alias("launch"),
-                        region_expr(),
-                    ],
-                    vec![max(col("dur_ns")).alias("dur_ns")],
-                )?
-                .select(vec![col("region").alias("phase"), col("dur_ns")])?;
-        }
+    let direct = || launch_rows(ctx, scope, host_api(), DIRECT_LAUNCHES, phase);
+    let graphs = || launch_rows(ctx, scope, graph.clone(), &[], phase);
+    for which in 0..3 {
+        let rows = match which {
+            0 => direct().await?,
+            1 => graphs().await?,
+            _ => events(ctx, scope, kernel_rows(), phase).await?,
+        };
         let df = rows.aggregate(
             vec![region_expr()],
             vec![count(lit(1)).alias("n"), sum(col("dur_ns")).alias("t")],
@@ -204,19 +184,18 @@ pub async fn accelerator_launches(
         .any(|r| r.direct_launches.count + r.graph_launches.count > 0);
     let has_kernels = regions.values().any(|r| r.kernels.count > 0);
 
-    // Latency: kernel start − launch start, joined on (artifact, correlation).
-    let launches = events(ctx, scope, direct.or(graph), None)
+    // Latency: kernel start − launch start, joined on (artifact, correlation)
+    // with one launch row per correlation (see `launch_rows`) — no
+    // high-cardinality GROUP BY, whose emission is quadratic in DataFusion.
+    let launches = direct()
         .await?
+        .union(graphs().await?)?
         .filter(col("correlation_id").is_not_null())?
         .select(vec![
-            col("artifact_id").alias("l_artifact"),
+            cast(col("artifact_id"), DataType::Utf8).alias("l_artifact"),
             col("correlation_id").alias("l_corr"),
             col("ts_ns").alias("l_ts"),
-        ])?
-        .aggregate(
-            vec![col("l_artifact"), col("l_corr")],
-            vec![min(col("l_ts")).alias("l_ts")],
-        )?;
+        ])?;
     let kernels = events(ctx, scope, kernel_rows(), phase)
         .await?
         .select(vec![
@@ -225,11 +204,6 @@ pub async fn accelerator_launches(
             col("ts_ns").alias("k_ts"),
             region_expr(),
         ])?;
-    let launches = launches.select(vec![
-        cast(col("l_artifact"), DataType::Utf8).alias("l_artifact"),
-        col("l_corr"),
-        col("l_ts"),
-    ])?;
     let joined = kernels
         .join(
             launches,
@@ -244,12 +218,20 @@ pub async fn accelerator_launches(
         ])?;
     let mut latencies: BTreeMap<String, (u64, Vec<i64>)> = BTreeMap::new();
     for batch in collect(joined).await? {
+        let regions_col = as_utf8(column(&batch, "region")?)?;
+        let region_names = regions_col.as_string::<i32>();
+        let latency = as_int64(column(&batch, "latency")?)?;
+        let latency = latency.as_primitive::<Int64Type>();
         for i in 0..batch.num_rows() {
-            let r = string_at(column(&batch, "region")?, i).unwrap_or_default();
-            let e = latencies.entry(r).or_default();
-            e.0 += 1;
-            if let Some(l) = i64_at(column(&batch, "latency")?, i) {
-                e.1.push(l);
+            let name = region_names.value(i);
+            if !latencies.contains_key(name) {
+                latencies.insert(name.to_owned(), (0, Vec::new()));
+            }
+            if let Some(e) = latencies.get_mut(name) {
+                e.0 += 1;
+                if latency.is_valid(i) {
+                    e.1.push(latency.value(i));
+                }
             }
         }
     }
@@ -271,6 +253,81 @@ pub async fn accelerator_launches(
         has_launches,
         has_kernels,
     })
+}
+
+/// One row per host launch among `calls` (rows matching `filter`; when
+/// `names` is not empty, only those call names). nsys records a runtime
+/// call and its versioned inner call (`cudaLaunchKernel` ⊃
+/// `cudaLaunchKernel_v7000`) under one correlation id: a versioned row is
+/// kept only when no unversioned launch has its (artifact, correlation) —
+/// an anti join probing the small versioned side, where a GROUP BY over
+/// every correlation id would cost seconds on millions of launches.
+async fn launch_rows(
+    ctx: &SessionContext,
+    scope: &ArtifactScope,
+    filter: Expr,
+    names: &[&str],
+    phase: Option<&str>,
+) -> RecipeResult<DataFrame> {
+    let name = || cast(col("name"), DataType::Utf8);
+    let any = |f: &dyn Fn(&str) -> Expr| names.iter().map(|n| f(n)).reduce(Expr::or);
+    let keep = |df: DataFrame| {
+        df.select(vec![
+            col("artifact_id"),
+            col("correlation_id"),
+            col("ts_ns"),
+            col("dur_ns"),
+            col("phase"),
+        ])
+    };
+    let (Some(plain), Some(versioned)) = (
+        any(&|n| name().eq(lit(n))),
+        any(&|n| name().like(lit(format!("{n}_v%")))),
+    ) else {
+        return Ok(keep(events(ctx, scope, filter, phase).await?)?.select(vec![
+            cast(col("artifact_id"), DataType::Utf8).alias("artifact_id"),
+            col("correlation_id"),
+            col("ts_ns"),
+            col("dur_ns"),
+            col("phase"),
+        ])?);
+    };
+    let outer = keep(events(ctx, scope, filter.clone().and(plain.clone()), phase).await?)?;
+    let outer_keys =
+        keep(events(ctx, scope, filter.clone().and(plain), None).await?)?.select(vec![
+            cast(col("artifact_id"), DataType::Utf8).alias("o_artifact"),
+            col("correlation_id").alias("o_corr"),
+        ])?;
+    let inner = keep(events(ctx, scope, filter.and(versioned), phase).await?)?
+        .select(vec![
+            cast(col("artifact_id"), DataType::Utf8).alias("v_artifact"),
+            col("correlation_id").alias("v_corr"),
+            col("ts_ns"),
+            col("dur_ns"),
+            col("phase"),
+        ])?
+        .join(
+            outer_keys,
+            JoinType::LeftAnti,
+            &["v_artifact", "v_corr"],
+            &["o_artifact", "o_corr"],
+            None,
+        )?
+        .select(vec![
+            col("v_artifact").alias("artifact_id"),
+            col("v_corr").alias("correlation_id"),
+            col("ts_ns"),
+            col("dur_ns"),
+            col("phase"),
+        ])?;
+    let outer = outer.select(vec![
+        cast(col("artifact_id"), DataType::Utf8).alias("artifact_id"),
+        col("correlation_id"),
+        col("ts_ns"),
+        col("dur_ns"),
+        col("phase"),
+    ])?;
+    Ok(outer.union(inner)?)
 }
 
 fn percentiles(sorted: &[i64]) -> Option<Latency> {

@@ -1,6 +1,6 @@
 //! Pieces every recipe shares: scope filters, collecting typed columns, errors.
 
-use datafusion::arrow::array::{Array, AsArray, RecordBatch};
+use datafusion::arrow::array::{Array, ArrayRef, AsArray, RecordBatch};
 use datafusion::arrow::datatypes::{DataType, Int64Type, UInt64Type};
 use datafusion::error::DataFusionError;
 use datafusion::logical_expr::{Expr, col, lit};
@@ -147,4 +147,17 @@ pub fn column<'a>(batch: &'a RecordBatch, name: &str) -> RecipeResult<&'a dyn Ar
 /// Counts the rows of a DataFrame.
 pub async fn count_rows(df: DataFrame) -> RecipeResult<u64> {
     Ok(df.count().await? as u64)
+}
+
+/// A column as plain `Utf8` (dictionary and view columns are cast), for
+/// loops that read many rows without a per-row type dispatch.
+pub fn as_utf8(array: &dyn Array) -> RecipeResult<ArrayRef> {
+    datafusion::arrow::compute::cast(array, &DataType::Utf8)
+        .map_err(|e| RecipeError::DataFusion(DataFusionError::ArrowError(Box::new(e), None)))
+}
+
+/// A column as plain `Int64` (other integer types are cast).
+pub fn as_int64(array: &dyn Array) -> RecipeResult<ArrayRef> {
+    datafusion::arrow::compute::cast(array, &DataType::Int64)
+        .map_err(|e| RecipeError::DataFusion(DataFusionError::ArrowError(Box::new(e), None)))
 }

@@ -9,6 +9,8 @@
 //! Device time goes to the innermost operator (the one whose external id
 //! the launch carries), so it is not double counted through ancestors.
 
+use std::collections::BTreeMap;
+
 use datafusion::arrow::datatypes::DataType;
 use datafusion::functions_aggregate::expr_fn::{count, sum};
 use datafusion::logical_expr::{Expr, JoinType, col, lit};
@@ -78,11 +80,15 @@ async fn rows(
     )?)
 }
 
-/// Device time per external id: runtime/driver launches joined to device
-/// activity on (artifact, correlation id).
-async fn device_by_external(
+/// Device time per operator name: device activity joined to its launch on
+/// (artifact, correlation id), the launch to its operator on (artifact,
+/// external id), grouped by the operator's name. Grouping by name only
+/// (not by external id, one group per call) keeps the aggregate small:
+/// DataFusion's emission of millions of groups is quadratic.
+async fn device_by_operator(
     ctx: &SessionContext,
     scope: &ArtifactScope,
+    operator: Expr,
 ) -> RecipeResult<DataFrame> {
     let launches = rows(
         ctx,
@@ -114,6 +120,13 @@ async fn device_by_external(
         col("correlation_id").alias("d_corr"),
         col("dur_ns").alias("d_dur"),
     ])?;
+    let ops = rows(ctx, scope, operator.and(col("external_id").is_not_null()))
+        .await?
+        .select(vec![
+            utf8("artifact_id").alias("o_artifact"),
+            col("external_id").alias("o_ext"),
+            utf8("name").alias("op_name"),
+        ])?;
     Ok(device
         .join(
             launches,
@@ -122,11 +135,15 @@ async fn device_by_external(
             &["l_artifact", "l_corr"],
             None,
         )?
+        .join(
+            ops,
+            JoinType::Inner,
+            &["l_artifact", "l_ext"],
+            &["o_artifact", "o_ext"],
+            None,
+        )?
         .aggregate(
-            vec![
-                col("l_artifact").alias("x_artifact"),
-                col("l_ext").alias("x_ext"),
-            ],
+            vec![col("op_name")],
             vec![
                 sum(col("d_dur")).alias("device_ns"),
                 count(lit(1)).alias("device_ops"),
@@ -144,32 +161,33 @@ pub async fn pytorch(
     let operator = utf8("kind").eq(lit("cpu_op")).or(utf8("kind")
         .eq(lit("communication"))
         .and(utf8("category").in_list(vec![lit("cpu_op"), lit("operator")], false)));
-    let ops = rows(ctx, scope, operator.clone()).await?.select(vec![
-        utf8("artifact_id").alias("o_artifact"),
-        col("external_id").alias("o_ext"),
-        utf8("name").alias("name"),
-        col("dur_ns"),
-        col("self_ns"),
-    ])?;
-    let device = device_by_external(ctx, scope).await?;
-    let per_op = ops
-        .join(
-            device,
-            JoinType::Left,
-            &["o_artifact", "o_ext"],
-            &["x_artifact", "x_ext"],
-            None,
-        )?
+    let per_op = rows(ctx, scope, operator.clone())
+        .await?
+        .select(vec![
+            utf8("name").alias("name"),
+            col("dur_ns"),
+            col("self_ns"),
+        ])?
         .aggregate(
             vec![col("name")],
             vec![
                 count(lit(1)).alias("count"),
                 sum(col("dur_ns")).alias("total_ns"),
                 sum(col("self_ns")).alias("self_ns"),
-                sum(col("device_ns")).alias("device_ns"),
-                sum(col("device_ops")).alias("device_ops"),
             ],
         )?;
+    let mut device: BTreeMap<String, (i64, i64)> = BTreeMap::new();
+    for batch in collect(device_by_operator(ctx, scope, operator.clone()).await?).await? {
+        for i in 0..batch.num_rows() {
+            device.insert(
+                string_at(column(&batch, "op_name")?, i).unwrap_or_default(),
+                (
+                    i64_at(column(&batch, "device_ns")?, i).unwrap_or(0),
+                    i64_at(column(&batch, "device_ops")?, i).unwrap_or(0),
+                ),
+            );
+        }
+    }
     let mut all = Vec::new();
     for batch in collect(per_op).await? {
         for i in 0..batch.num_rows() {
@@ -180,10 +198,16 @@ pub async fn pytorch(
                 count: get("count")?,
                 total_ns: get("total_ns")?,
                 self_ns: get("self_ns")?,
-                device_ns: get("device_ns")?,
-                device_ops: get("device_ops")?,
+                device_ns: 0,
+                device_ops: 0,
                 shapes: Vec::new(),
             });
+        }
+    }
+    for row in &mut all {
+        if let Some(&(ns, ops)) = device.get(&row.name) {
+            row.device_ns = ns;
+            row.device_ops = ops;
         }
     }
     all.sort_by(|a, b| b.self_ns.cmp(&a.self_ns).then_with(|| a.name.cmp(&b.name)));
