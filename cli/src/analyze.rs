@@ -101,11 +101,13 @@ pub(crate) fn analyze_command(g: &GlobalOptions, analysis: AnalyzeCommand) -> Re
             target,
             phase,
             compare_to,
+            limit,
         } => {
             let request = AcceleratorRequest {
                 target,
                 phase,
                 compare_to,
+                limit,
             };
             let result = block_on(gpu::accelerator_launches(&qc, &request))??;
             emit(g, &result, render_accelerator)
@@ -317,7 +319,9 @@ fn render_accelerator(r: &AcceleratorResult) -> String {
         ],
         &[1, 2, 3, 4, 5, 6, 7, 8, 9],
     );
-    for g in &a.regions {
+    let many = a.regions.len() > 1 || r.truncated;
+    let shown = many.then_some(&a.overall).into_iter().chain(&a.regions);
+    for g in shown {
         let l = g.launch_latency.as_ref();
         let ns = |v: Option<i64>| v.map_or("-".to_owned(), |v| render::value(v, "ns"));
         t.row(vec![
@@ -334,6 +338,9 @@ fn render_accelerator(r: &AcceleratorResult) -> String {
         ]);
     }
     out += &t.render();
+    if many {
+        out += &render::footer(r.returned, r.total, None);
+    }
     let mut s = Table::new(
         &[
             "device",

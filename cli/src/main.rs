@@ -196,6 +196,9 @@ pub enum AnalyzeCommand {
         /// Per-region deltas against this run or artifact (descriptive).
         #[arg(long, value_name = "RUN_OR_ARTIFACT")]
         compare_to: Option<String>,
+        /// Regions listed, heaviest kernel time first (1..1000).
+        #[arg(long)]
+        limit: Option<usize>,
     },
     /// PyTorch profiler view: operators with launched device time, sync, compile, steps. Example: `flameox analyze pytorch <run>`
     Pytorch {

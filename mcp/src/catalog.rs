@@ -248,7 +248,8 @@ pub fn tools() -> Vec<ToolSpec> {
                 json!({
                     "target": target(),
                     "phase": { "type": "string", "maxLength": ID, "description": "Only this phase, e.g. ProfilerStep#3." },
-                    "compare_to": id_prop("Run or artifact: adds per-phase deltas (descriptive).")
+                    "compare_to": id_prop("Run or artifact: adds per-phase deltas (descriptive)."),
+                    "limit": limit_prop()
                 }),
                 &["target"],
             ),

@@ -85,6 +85,7 @@ pub struct AcceleratorArgs {
     pub target: String,
     pub phase: Option<String>,
     pub compare_to: Option<String>,
+    pub limit: Option<usize>,
 }
 #[derive(serde::Deserialize)]
 #[serde(deny_unknown_fields)]

@@ -314,17 +314,18 @@ impl FlameoxServer {
                     target: a.target,
                     phase: a.phase,
                     compare_to: a.compare_to,
+                    limit: a.limit,
                 };
                 let result = gpu::accelerator_launches(&qc, &request).await?;
                 let reply = Reply::new(
                     format!(
-                        "accelerator launches of {}: {} regions, {} streams",
+                        "accelerator launches of {}: {} streams",
                         result.scope.requested,
-                        result.answer.regions.len(),
                         result.answer.streams.len()
                     ),
                     to_value(&result)?,
-                );
+                )
+                .paged("regions");
                 Ok(scope_links(reply, &result.scope))
             }
             "analyze_pytorch" => {

@@ -92,6 +92,9 @@ pub struct StreamUse {
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct AcceleratorAnswer {
+    /// Every region together (`(all regions)`): sums, and coverage and
+    /// latency percentiles over all kernels.
+    pub overall: Region,
     pub regions: Vec<Region>,
     pub streams: Vec<StreamUse>,
     /// Whether host launches and device kernels were both present.
@@ -115,20 +118,64 @@ fn region_expr() -> Expr {
     coalesce(vec![cast(col("phase"), DataType::Utf8), lit("(all)")]).alias("region")
 }
 
-async fn events(
-    ctx: &SessionContext,
-    scope: &ArtifactScope,
-    filter: Expr,
-    phase: Option<&str>,
-) -> RecipeResult<DataFrame> {
-    let mut filter = scope
-        .filter()
-        .and(filter)
-        .and(col("dur_ns").gt_eq(lit(0i64)));
-    if let Some(p) = phase {
-        filter = filter.and(cast(col("phase"), DataType::Utf8).eq(lit(p)));
-    }
-    Ok(table(ctx, "trace_events").await?.filter(filter)?)
+/// The rows every part of the analysis reads — kernels, launch calls and
+/// graph launches of the scope, with the columns the parts use — scanned
+/// from Parquet once and kept in memory (a few columns of the device and
+/// launch rows, not the whole trace), instead of one scan per part.
+async fn accelerator_base(ctx: &SessionContext, scope: &ArtifactScope) -> RecipeResult<DataFrame> {
+    // On the dictionary columns themselves (no cast): the predicates then
+    // run once per distinct name, not once per row.
+    let launch_name = DIRECT_LAUNCHES
+        .iter()
+        .map(|n| {
+            col("name")
+                .eq(lit(*n))
+                .or(col("name").like(lit(format!("{n}_v%"))))
+        })
+        .reduce(Expr::or)
+        .unwrap_or(lit(false));
+    let relevant = col("kind")
+        .in_list(
+            ["kernel", "communication", "graph_launch"]
+                .into_iter()
+                .map(lit)
+                .collect(),
+            false,
+        )
+        .or(col("kind")
+            .in_list(vec![lit("runtime_api"), lit("driver_api")], false)
+            .and(launch_name));
+    let df = table(ctx, "trace_events")
+        .await?
+        .filter(
+            scope
+                .filter()
+                .and(col("dur_ns").gt_eq(lit(0i64)))
+                .and(relevant),
+        )?
+        .select(vec![
+            col("artifact_id"),
+            col("event_id"),
+            col("kind"),
+            col("category"),
+            col("name"),
+            col("ts_ns"),
+            col("dur_ns"),
+            col("device"),
+            col("stream"),
+            col("correlation_id"),
+            col("phase"),
+        ])?;
+    Ok(df.cache().await?)
+}
+
+/// `filter` over the in-memory rows, optionally one phase.
+fn rows_of(base: &DataFrame, filter: Expr, phase: Option<&str>) -> RecipeResult<DataFrame> {
+    let filter = match phase {
+        Some(p) => filter.and(cast(col("phase"), DataType::Utf8).eq(lit(p))),
+        None => filter,
+    };
+    Ok(base.clone().filter(filter)?)
 }
 
 /// The analysis for `scope`, optionally one phase.
@@ -151,13 +198,14 @@ pub async fn accelerator_launches(
         correlation_coverage: 0.0,
         launch_latency: None,
     };
-    let direct = || launch_rows(ctx, scope, host_api(), DIRECT_LAUNCHES, phase);
-    let graphs = || launch_rows(ctx, scope, graph.clone(), &[], phase);
+    let base = accelerator_base(ctx, scope).await?;
+    let direct = || launch_rows(&base, host_api(), DIRECT_LAUNCHES, phase);
+    let graphs = || launch_rows(&base, graph.clone(), &[], phase);
     for which in 0..3 {
         let rows = match which {
-            0 => direct().await?,
-            1 => graphs().await?,
-            _ => events(ctx, scope, kernel_rows(), phase).await?,
+            0 => direct()?,
+            1 => graphs()?,
+            _ => rows_of(&base, kernel_rows(), phase)?,
         };
         let df = rows.aggregate(
             vec![region_expr()],
@@ -187,23 +235,20 @@ pub async fn accelerator_launches(
     // Latency: kernel start − launch start, joined on (artifact, correlation)
     // with one launch row per correlation (see `launch_rows`) — no
     // high-cardinality GROUP BY, whose emission is quadratic in DataFusion.
-    let launches = direct()
-        .await?
-        .union(graphs().await?)?
+    let launches = direct()?
+        .union(graphs()?)?
         .filter(col("correlation_id").is_not_null())?
         .select(vec![
             cast(col("artifact_id"), DataType::Utf8).alias("l_artifact"),
             col("correlation_id").alias("l_corr"),
             col("ts_ns").alias("l_ts"),
         ])?;
-    let kernels = events(ctx, scope, kernel_rows(), phase)
-        .await?
-        .select(vec![
-            cast(col("artifact_id"), DataType::Utf8).alias("k_artifact"),
-            col("correlation_id").alias("k_corr"),
-            col("ts_ns").alias("k_ts"),
-            region_expr(),
-        ])?;
+    let kernels = rows_of(&base, kernel_rows(), phase)?.select(vec![
+        cast(col("artifact_id"), DataType::Utf8).alias("k_artifact"),
+        col("correlation_id").alias("k_corr"),
+        col("ts_ns").alias("k_ts"),
+        region_expr(),
+    ])?;
     let joined = kernels
         .join(
             launches,
@@ -235,6 +280,8 @@ pub async fn accelerator_launches(
             }
         }
     }
+    let mut overall = blank("(all regions)");
+    let (mut all_kernels, mut all_values) = (0u64, Vec::new());
     for (r, (total, mut values)) in latencies {
         let entry = regions.entry(r.clone()).or_insert_with(|| blank(&r));
         entry.correlation_coverage = if total > 0 {
@@ -244,10 +291,28 @@ pub async fn accelerator_launches(
         };
         values.sort_unstable();
         entry.launch_latency = percentiles(&values);
+        all_kernels += total;
+        all_values.extend(values);
     }
+    for r in regions.values() {
+        for (sum_into, part) in [
+            (&mut overall.direct_launches, &r.direct_launches),
+            (&mut overall.graph_launches, &r.graph_launches),
+            (&mut overall.kernels, &r.kernels),
+        ] {
+            sum_into.count += part.count;
+            sum_into.time_ns += part.time_ns;
+        }
+    }
+    if all_kernels > 0 {
+        overall.correlation_coverage = all_values.len() as f64 / all_kernels as f64;
+    }
+    all_values.sort_unstable();
+    overall.launch_latency = percentiles(&all_values);
 
-    let streams = stream_use(ctx, scope, phase).await?;
+    let streams = stream_use(&base, phase).await?;
     Ok(AcceleratorAnswer {
+        overall,
         regions: regions.into_values().collect(),
         streams,
         has_launches,
@@ -262,9 +327,8 @@ pub async fn accelerator_launches(
 /// kept only when no unversioned launch has its (artifact, correlation) —
 /// an anti join probing the small versioned side, where a GROUP BY over
 /// every correlation id would cost seconds on millions of launches.
-async fn launch_rows(
-    ctx: &SessionContext,
-    scope: &ArtifactScope,
+fn launch_rows(
+    base: &DataFrame,
     filter: Expr,
     names: &[&str],
     phase: Option<&str>,
@@ -284,7 +348,7 @@ async fn launch_rows(
         any(&|n| name().eq(lit(n))),
         any(&|n| name().like(lit(format!("{n}_v%")))),
     ) else {
-        return Ok(keep(events(ctx, scope, filter, phase).await?)?.select(vec![
+        return Ok(keep(rows_of(base, filter, phase)?)?.select(vec![
             cast(col("artifact_id"), DataType::Utf8).alias("artifact_id"),
             col("correlation_id"),
             col("ts_ns"),
@@ -292,13 +356,12 @@ async fn launch_rows(
             col("phase"),
         ])?);
     };
-    let outer = keep(events(ctx, scope, filter.clone().and(plain.clone()), phase).await?)?;
-    let outer_keys =
-        keep(events(ctx, scope, filter.clone().and(plain), None).await?)?.select(vec![
-            cast(col("artifact_id"), DataType::Utf8).alias("o_artifact"),
-            col("correlation_id").alias("o_corr"),
-        ])?;
-    let inner = keep(events(ctx, scope, filter.and(versioned), phase).await?)?
+    let outer = keep(rows_of(base, filter.clone().and(plain.clone()), phase)?)?;
+    let outer_keys = keep(rows_of(base, filter.clone().and(plain), None)?)?.select(vec![
+        cast(col("artifact_id"), DataType::Utf8).alias("o_artifact"),
+        col("correlation_id").alias("o_corr"),
+    ])?;
+    let inner = keep(rows_of(base, filter.and(versioned), phase)?)?
         .select(vec![
             cast(col("artifact_id"), DataType::Utf8).alias("v_artifact"),
             col("correlation_id").alias("v_corr"),
@@ -345,11 +408,7 @@ fn percentiles(sorted: &[i64]) -> Option<Latency> {
 }
 
 /// Busy time, gaps and utilization per (artifact, device, stream).
-async fn stream_use(
-    ctx: &SessionContext,
-    scope: &ArtifactScope,
-    phase: Option<&str>,
-) -> RecipeResult<Vec<StreamUse>> {
+async fn stream_use(base: &DataFrame, phase: Option<&str>) -> RecipeResult<Vec<StreamUse>> {
     let keys = || vec![col("artifact_id"), col("device"), col("stream")];
     let previous_end = Expr::from(WindowFunction::new(
         Arc::clone(&max_udaf()),
@@ -367,8 +426,7 @@ async fn stream_use(
     ))
     .build()?
     .alias("previous_end");
-    let rows = events(ctx, scope, kernel_rows(), phase)
-        .await?
+    let rows = rows_of(base, kernel_rows(), phase)?
         .select(vec![
             col("artifact_id"),
             col("device"),

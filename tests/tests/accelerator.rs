@@ -263,3 +263,37 @@ fn compare_to_gives_per_region_deltas() {
     }
     assert!(a["comparison"].is_null());
 }
+
+/// Regions are bounded (heaviest kernel time first, `--limit`), and the
+/// `overall` row sums every region, listed or not.
+#[test]
+fn regions_are_limited_and_overall_covers_them_all() {
+    let project = Project::new();
+    let path = corpus().join("kineto/hta_nccl_a100_rank0of2.json.gz");
+    let imported = project.json(&["import", path.to_str().expect("utf-8")]);
+    let run = imported["run_id"].as_str().expect("run");
+    let all = project.json(&["analyze", "accelerator-launches", run, "--limit", "1000"]);
+    let regions = all["regions"].as_array().expect("regions");
+    assert!(regions.len() >= 3, "several steps: {}", regions.len());
+    assert_eq!(all["total"].as_u64(), Some(regions.len() as u64));
+    let times: Vec<i64> = regions
+        .iter()
+        .map(|r| r["kernels"]["time_ns"].as_i64().expect("time"))
+        .collect();
+    assert!(times.windows(2).all(|w| w[0] >= w[1]), "heaviest first");
+    for f in ["kernels", "direct_launches", "graph_launches"] {
+        for part in ["count", "time_ns"] {
+            let sum: i64 = regions
+                .iter()
+                .map(|r| r[f][part].as_i64().unwrap_or(0))
+                .sum();
+            assert_eq!(all["overall"][f][part].as_i64(), Some(sum), "{f}.{part}");
+        }
+    }
+    let two = project.json(&["analyze", "accelerator-launches", run, "--limit", "2"]);
+    assert_eq!(two["returned"], 2);
+    assert_eq!(two["truncated"], true);
+    assert_eq!(two["total"], all["total"]);
+    assert_eq!(two["regions"][0], regions[0]);
+    assert_eq!(two["overall"], all["overall"]);
+}

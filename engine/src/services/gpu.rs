@@ -83,6 +83,8 @@ pub struct AcceleratorRequest {
     pub phase: Option<String>,
     /// Also compute per-region deltas against this run or artifact.
     pub compare_to: Option<String>,
+    /// Regions (and region deltas) returned, heaviest kernel time first.
+    pub limit: Option<usize>,
 }
 
 /// Target minus base for one region (descriptive: no noise estimate).
@@ -114,6 +116,10 @@ pub struct AcceleratorResult {
     #[serde(flatten)]
     pub answer: AcceleratorAnswer,
     pub comparison: Option<AcceleratorComparison>,
+    /// Regions in scope; `returned` of them are listed (heaviest first).
+    pub total: u64,
+    pub returned: usize,
+    pub truncated: bool,
     pub evidence: EvidenceStatus,
 }
 
@@ -122,6 +128,7 @@ pub async fn accelerator_launches(
     qc: &QueryContext<'_>,
     req: &AcceleratorRequest,
 ) -> Result<AcceleratorResult> {
+    let limit = qc.ws.config.row_limit(req.limit)?;
     let session = qc.session(None)?;
     if let Some(p) = &req.phase {
         super::check_id("phase", p)?;
@@ -130,7 +137,7 @@ pub async fn accelerator_launches(
     let artifacts = ArtifactScope {
         artifact_ids: scope.artifact_ids.clone(),
     };
-    let answer = run_budgeted(
+    let mut answer = run_budgeted(
         &session,
         accelerator::accelerator_launches(&session.ctx, &artifacts, req.phase.as_deref()),
     )
@@ -166,36 +173,53 @@ pub async fn accelerator_launches(
                 ),
             )
             .await?;
+            let mut regions = region_deltas(&answer, &before);
+            regions.truncate(limit);
             Some(AcceleratorComparison {
                 base_scope,
-                regions: region_deltas(&answer, &before),
+                regions,
             })
         }
     };
+    let total = answer.regions.len() as u64;
+    answer.regions.sort_by(|a, b| {
+        b.kernels
+            .time_ns
+            .cmp(&a.kernels.time_ns)
+            .then_with(|| a.region.cmp(&b.region))
+    });
+    answer.regions.truncate(limit);
     Ok(AcceleratorResult {
         commit_id: session.snapshot.commit_id().to_owned(),
         scope,
+        total,
+        returned: answer.regions.len(),
+        truncated: (answer.regions.len() as u64) < total,
         answer,
         comparison,
         evidence,
     })
 }
 
-/// Per region (union of both sides, by name): target − base.
+/// Per region (union of both sides, by name): target − base, largest
+/// |Δ kernel time| first (ties by name).
 fn region_deltas(after: &AcceleratorAnswer, before: &AcceleratorAnswer) -> Vec<RegionDelta> {
-    let mut names: Vec<&String> = after
-        .regions
-        .iter()
-        .chain(&before.regions)
-        .map(|r| &r.region)
-        .collect();
+    use std::collections::BTreeMap;
+    let by_name = |a: &'_ AcceleratorAnswer| -> BTreeMap<String, accelerator::Region> {
+        a.regions
+            .iter()
+            .map(|r| (r.region.clone(), r.clone()))
+            .collect()
+    };
+    let (after, before) = (by_name(after), by_name(before));
+    let mut names: Vec<&String> = after.keys().chain(before.keys()).collect();
     names.sort();
     names.dedup();
-    names
+    let mut deltas: Vec<RegionDelta> = names
         .into_iter()
         .map(|name| {
-            let a = after.regions.iter().find(|r| &r.region == name);
-            let b = before.regions.iter().find(|r| &r.region == name);
+            let a = after.get(name);
+            let b = before.get(name);
             let get = |r: Option<&accelerator::Region>, f: fn(&accelerator::Region) -> i64| {
                 r.map_or(0, f)
             };
@@ -219,5 +243,12 @@ fn region_deltas(after: &AcceleratorAnswer, before: &AcceleratorAnswer) -> Vec<R
                 },
             }
         })
-        .collect()
+        .collect();
+    deltas.sort_by(|x, y| {
+        y.kernel_time_ns
+            .abs()
+            .cmp(&x.kernel_time_ns.abs())
+            .then_with(|| x.region.cmp(&y.region))
+    });
+    deltas
 }
