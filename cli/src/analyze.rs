@@ -10,6 +10,8 @@ use flameox_engine::services::analyze::{self, HotspotsRequest, HotspotsResult};
 use flameox_engine::services::gpu::{
     self, AcceleratorRequest, AcceleratorResult, GpuSummaryRequest, GpuSummaryResult,
 };
+use flameox_engine::services::gpu_gaps::{self, GpuGapsRequest};
+use flameox_engine::services::memory::{self, MemoryRequest};
 use flameox_engine::services::pytorch::{self, PytorchRequest, PytorchResult};
 use flameox_engine::services::views::{
     self, FlameGraphRequest, FrameDeltaRequest, FrameDeltaResult,
@@ -129,6 +131,28 @@ pub(crate) fn analyze_command(g: &GlobalOptions, analysis: AnalyzeCommand) -> Re
             };
             let result = block_on(gpu::gpu_summary(&qc, &request))??;
             emit(g, &result, render_gpu_summary)
+        }
+        AnalyzeCommand::GpuGaps {
+            target,
+            min_gap_us,
+            chunks,
+            below,
+            limit,
+        } => {
+            let request = GpuGapsRequest {
+                target,
+                min_gap_us: Some(min_gap_us),
+                chunks: Some(chunks),
+                below: Some(below),
+                limit,
+            };
+            let result = block_on(gpu_gaps::gpu_gaps(&qc, &request))??;
+            emit(g, &result, crate::gaps_memory_view::render_gpu_gaps)
+        }
+        AnalyzeCommand::Memory { target, limit } => {
+            let request = MemoryRequest { target, limit };
+            let result = block_on(memory::memory(&qc, &request))??;
+            emit(g, &result, crate::gaps_memory_view::render_memory)
         }
     }
 }

@@ -4,6 +4,7 @@
 
 mod analyze;
 mod commands;
+mod gaps_memory_view;
 mod open;
 mod render;
 
@@ -12,6 +13,7 @@ use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand};
 use flameox_engine::FlameoxError;
+use flameox_engine::services::gpu_gaps;
 
 /// A local evidence engine for performance investigations.
 #[derive(Parser, Debug)]
@@ -214,6 +216,29 @@ pub enum AnalyzeCommand {
         #[arg(long, default_value = "kernels")]
         report: String,
         /// Rows (1..1000).
+        #[arg(long)]
+        limit: Option<usize>,
+    },
+    /// Device idle gaps and low-utilization chunks, each with the host activity at the time. Example: `flameox analyze gpu-gaps <run> --min-gap-us 100`
+    GpuGaps {
+        target: String,
+        /// Report stream gaps at least this long (µs).
+        #[arg(long, default_value_t = gpu_gaps::DEFAULT_MIN_GAP_US)]
+        min_gap_us: f64,
+        /// Cut each device's active span into this many chunks.
+        #[arg(long, default_value_t = gpu_gaps::DEFAULT_CHUNKS)]
+        chunks: usize,
+        /// Report chunks busy less than this fraction (0..1).
+        #[arg(long, default_value_t = gpu_gaps::DEFAULT_BELOW)]
+        below: f64,
+        /// Gaps and chunks shown, each (1..1000).
+        #[arg(long)]
+        limit: Option<usize>,
+    },
+    /// Memory counters (peak, retained at end, growth per phase) and allocation events. Example: `flameox analyze memory <run>`
+    Memory {
+        target: String,
+        /// Series and allocation sites shown, each (1..1000).
         #[arg(long)]
         limit: Option<usize>,
     },

@@ -9,23 +9,17 @@
 //! make negative gaps and no row loop runs in Rust.
 
 use std::collections::BTreeMap;
-use std::sync::Arc;
 
 use datafusion::arrow::array::{Array, AsArray};
 use datafusion::arrow::datatypes::{DataType, Int64Type};
-use datafusion::common::ScalarValue;
 use datafusion::functions_aggregate::expr_fn::{count, max, min, sum};
-use datafusion::functions_aggregate::min_max::max_udaf;
-use datafusion::logical_expr::expr::WindowFunction;
-use datafusion::logical_expr::{
-    Expr, ExprFunctionExt, JoinType, WindowFrame, WindowFrameBound, WindowFrameUnits, col, lit,
-    when,
-};
+use datafusion::logical_expr::{Expr, JoinType, col, lit, when};
 use datafusion::prelude::{DataFrame, SessionContext, cast, coalesce};
 use serde::{Deserialize, Serialize};
 
 use crate::common::{
-    ArtifactScope, RecipeResult, as_int64, as_utf8, collect, column, i64_at, string_at, table,
+    ArtifactScope, RecipeResult, as_int64, as_utf8, collect, column, i64_at, max_end_before,
+    string_at, table,
 };
 
 /// Runtime/driver calls that launch one kernel directly.
@@ -163,6 +157,7 @@ async fn accelerator_base(ctx: &SessionContext, scope: &ArtifactScope) -> Recipe
             col("dur_ns"),
             col("device"),
             col("stream"),
+            col("pid"),
             col("correlation_id"),
             col("phase"),
         ])?;
@@ -176,6 +171,23 @@ fn rows_of(base: &DataFrame, filter: Expr, phase: Option<&str>) -> RecipeResult<
         None => filter,
     };
     Ok(base.clone().filter(filter)?)
+}
+
+/// Terminated rows of `scope` matching `filter`, optionally one phase.
+pub async fn events(
+    ctx: &SessionContext,
+    scope: &ArtifactScope,
+    filter: Expr,
+    phase: Option<&str>,
+) -> RecipeResult<DataFrame> {
+    let mut filter = scope
+        .filter()
+        .and(filter)
+        .and(col("dur_ns").gt_eq(lit(0i64)));
+    if let Some(p) = phase {
+        filter = filter.and(cast(col("phase"), DataType::Utf8).eq(lit(p)));
+    }
+    Ok(table(ctx, "trace_events").await?.filter(filter)?)
 }
 
 /// The analysis for `scope`, optionally one phase.
@@ -407,31 +419,40 @@ fn percentiles(sorted: &[i64]) -> Option<Latency> {
     })
 }
 
-/// Busy time, gaps and utilization per (artifact, device, stream).
-async fn stream_use(base: &DataFrame, phase: Option<&str>) -> RecipeResult<Vec<StreamUse>> {
+/// Device rows matching `rows` (optionally one phase) with, per (artifact,
+/// device, stream), `previous_end` — the running maximum of earlier ends —
+/// and `gap`: `ts_ns − previous_end` when positive, else 0. Columns:
+/// artifact_id, device, stream, pid, event_id, name, ts_ns, end_ns,
+/// previous_end, gap.
+pub async fn stream_gap_rows(
+    ctx: &SessionContext,
+    scope: &ArtifactScope,
+    rows: Expr,
+    phase: Option<&str>,
+) -> RecipeResult<DataFrame> {
+    with_gaps(events(ctx, scope, rows, phase).await?)
+}
+
+/// [`stream_gap_rows`] over rows already selected (the window itself).
+fn with_gaps(rows: DataFrame) -> RecipeResult<DataFrame> {
     let keys = || vec![col("artifact_id"), col("device"), col("stream")];
-    let previous_end = Expr::from(WindowFunction::new(
-        Arc::clone(&max_udaf()),
-        vec![col("end_ns")],
-    ))
-    .partition_by(keys())
-    .order_by(vec![
-        col("ts_ns").sort(true, false),
-        col("event_id").sort(true, false),
-    ])
-    .window_frame(WindowFrame::new_bounds(
-        WindowFrameUnits::Rows,
-        WindowFrameBound::Preceding(ScalarValue::UInt64(None)),
-        WindowFrameBound::Preceding(ScalarValue::UInt64(Some(1))),
-    ))
-    .build()?
+    let previous_end = max_end_before(
+        col("end_ns"),
+        keys(),
+        vec![
+            col("ts_ns").sort(true, false),
+            col("event_id").sort(true, false),
+        ],
+    )?
     .alias("previous_end");
-    let rows = rows_of(base, kernel_rows(), phase)?
+    Ok(rows
         .select(vec![
             col("artifact_id"),
             col("device"),
             col("stream"),
+            col("pid"),
             col("event_id"),
+            col("name"),
             col("ts_ns"),
             (col("ts_ns") + col("dur_ns")).alias("end_ns"),
         ])?
@@ -440,15 +461,31 @@ async fn stream_use(base: &DataFrame, phase: Option<&str>) -> RecipeResult<Vec<S
             col("artifact_id"),
             col("device"),
             col("stream"),
+            col("pid"),
+            col("event_id"),
+            col("name"),
             col("ts_ns"),
             col("end_ns"),
+            col("previous_end"),
             when(
                 col("ts_ns").gt(col("previous_end")),
                 col("ts_ns") - col("previous_end"),
             )
             .otherwise(lit(0i64))?
             .alias("gap"),
-        ])?;
+        ])?)
+}
+
+/// Device activity that keeps a stream busy: kernels, memcpy and memset.
+pub fn device_activity_rows() -> Expr {
+    kernel_rows()
+        .or(cast(col("kind"), DataType::Utf8).in_list(vec![lit("memcpy"), lit("memset")], false))
+}
+
+/// Busy time, gaps and utilization per (artifact, device, stream).
+async fn stream_use(base: &DataFrame, phase: Option<&str>) -> RecipeResult<Vec<StreamUse>> {
+    let keys = || vec![col("artifact_id"), col("device"), col("stream")];
+    let rows = with_gaps(rows_of(base, kernel_rows(), phase)?)?;
     let bucket = |i: usize| -> Expr {
         let lower = if i == 0 { 0 } else { GAP_BUCKETS_NS[i - 1] };
         // [lower, upper) with the first bucket open at 0 (gaps are > 0).

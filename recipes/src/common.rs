@@ -1,10 +1,18 @@
 //! Pieces every recipe shares: scope filters, collecting typed columns, errors.
 
+use std::sync::Arc;
+
 use datafusion::arrow::array::{Array, ArrayRef, AsArray, RecordBatch};
 use datafusion::arrow::datatypes::{DataType, Int64Type, UInt64Type};
+use datafusion::common::ScalarValue;
 use datafusion::error::DataFusionError;
-use datafusion::logical_expr::{Expr, col, lit};
-use datafusion::prelude::{DataFrame, SessionContext};
+use datafusion::functions::core::expr_fn::greatest;
+use datafusion::functions_aggregate::min_max::max_udaf;
+use datafusion::logical_expr::expr::WindowFunction;
+use datafusion::logical_expr::{
+    Expr, ExprFunctionExt, SortExpr, WindowFrame, WindowFrameBound, WindowFrameUnits, col, lit,
+};
+use datafusion::prelude::{DataFrame, SessionContext, cast, coalesce};
 
 /// The artifacts a question is about (a run resolves to its artifacts).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -160,4 +168,38 @@ pub fn as_utf8(array: &dyn Array) -> RecipeResult<ArrayRef> {
 pub fn as_int64(array: &dyn Array) -> RecipeResult<ArrayRef> {
     datafusion::arrow::compute::cast(array, &DataType::Int64)
         .map_err(|e| RecipeError::DataFusion(DataFusionError::ArrowError(Box::new(e), None)))
+}
+
+/// A string-like column as plain Utf8 (dictionary columns join and compare
+/// reliably only once cast).
+pub fn utf8(name: &str) -> Expr {
+    cast(col(name), DataType::Utf8)
+}
+
+/// `max(end) OVER (PARTITION BY partition ORDER BY order ROWS BETWEEN
+/// UNBOUNDED PRECEDING AND 1 PRECEDING)`: the furthest end among the rows
+/// before this one (null on a partition's first row). Gaps and interval
+/// unions are both computed from it, so no row loop runs in Rust.
+pub fn max_end_before(end: Expr, partition: Vec<Expr>, order: Vec<SortExpr>) -> RecipeResult<Expr> {
+    Ok(
+        Expr::from(WindowFunction::new(Arc::clone(&max_udaf()), vec![end]))
+            .partition_by(partition)
+            .order_by(order)
+            .window_frame(WindowFrame::new_bounds(
+                WindowFrameUnits::Rows,
+                WindowFrameBound::Preceding(ScalarValue::UInt64(None)),
+                WindowFrameBound::Preceding(ScalarValue::UInt64(Some(1))),
+            ))
+            .build()?,
+    )
+}
+
+/// The part of `[start, end)` not already covered by earlier intervals whose
+/// furthest end is `previous_end` (rows ordered by start): summed over a
+/// partition it is the length of the union of its intervals.
+pub fn newly_covered(start: Expr, end: Expr, previous_end: Expr) -> Expr {
+    greatest(vec![
+        lit(0i64),
+        end - greatest(vec![start.clone(), coalesce(vec![previous_end, start])]),
+    ])
 }

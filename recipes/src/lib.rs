@@ -12,9 +12,12 @@ pub mod accelerator;
 pub mod common;
 pub mod drilldown;
 pub mod frame_deltas;
+pub mod gpu_gaps;
 pub mod gpu_summary;
+pub mod host_activity;
 pub mod hotspots;
 pub mod input_shapes;
+pub mod memory;
 pub mod pytorch;
 pub mod window;
 

@@ -11,14 +11,13 @@
 
 use std::collections::BTreeMap;
 
-use datafusion::arrow::datatypes::DataType;
 use datafusion::functions_aggregate::expr_fn::{count, sum};
 use datafusion::logical_expr::{Expr, JoinType, col, lit};
-use datafusion::prelude::{DataFrame, SessionContext, cast};
+use datafusion::prelude::{DataFrame, SessionContext};
 use serde::{Deserialize, Serialize};
 
-use crate::accelerator::kernel_rows;
-use crate::common::{ArtifactScope, RecipeResult, collect, column, i64_at, string_at, table};
+use crate::accelerator::device_activity_rows;
+use crate::common::{ArtifactScope, RecipeResult, collect, column, i64_at, string_at, table, utf8};
 use crate::input_shapes::{ShapeRow, top_shapes};
 
 /// Operators at most this long on average count as small.
@@ -61,10 +60,6 @@ pub struct PytorchAnswer {
     /// First step's duration over the median of the others (warmup cost).
     pub warmup_ratio: Option<f64>,
     pub repeated_small: Vec<OperatorRow>,
-}
-
-fn utf8(name: &str) -> Expr {
-    cast(col(name), DataType::Utf8)
 }
 
 async fn rows(
@@ -110,9 +105,7 @@ async fn device_by_operator(
     let device = rows(
         ctx,
         scope,
-        kernel_rows()
-            .or(utf8("kind").in_list(vec![lit("memcpy"), lit("memset")], false))
-            .and(col("correlation_id").is_not_null()),
+        device_activity_rows().and(col("correlation_id").is_not_null()),
     )
     .await?
     .select(vec![

@@ -144,3 +144,44 @@ impl Default for Project {
         Project::new()
     }
 }
+
+/// A corpus Chrome-trace JSON file (gzipped or plain), parsed.
+pub fn corpus_json(path: &str) -> serde_json::Value {
+    use std::io::Read;
+    let raw = std::fs::read(corpus().join(path)).expect("corpus file");
+    let mut text = String::new();
+    if raw.starts_with(&[0x1f, 0x8b]) {
+        flate2::read::MultiGzDecoder::new(&raw[..])
+            .read_to_string(&mut text)
+            .expect("gunzip");
+    } else {
+        text = String::from_utf8(raw).expect("utf-8");
+    }
+    serde_json::from_str(&text).expect("json")
+}
+
+/// A Chrome-trace µs number as integer ns, from its decimal text: three
+/// fractional digits exact, the rest rounded half away from zero (no f64
+/// arithmetic, so epoch-scale timestamps stay exact).
+pub fn micros_to_ns(v: &serde_json::Value) -> i64 {
+    let text = v.to_string();
+    let text = text.trim_matches('"');
+    let (negative, digits) = match text.strip_prefix('-') {
+        Some(rest) => (true, rest),
+        None => (false, text),
+    };
+    assert!(!digits.contains(['e', 'E']), "exponent in {text}");
+    let (whole, fraction) = digits.split_once('.').unwrap_or((digits, ""));
+    let mut ns: i64 = whole.parse::<i64>().expect("integer part") * 1000;
+    let frac: Vec<i64> = fraction
+        .bytes()
+        .map(|b| i64::from(b - b'0'))
+        .chain(std::iter::repeat(0))
+        .take(4)
+        .collect();
+    ns += frac[0] * 100 + frac[1] * 10 + frac[2];
+    if frac[3] >= 5 {
+        ns += 1;
+    }
+    if negative { -ns } else { ns }
+}

@@ -56,6 +56,8 @@ pub fn capabilities() -> Capabilities {
             "gpu_summary".into(),
             "accelerator_launches".into(),
             "pytorch".into(),
+            "gpu_gaps".into(),
+            "memory".into(),
         ],
         drilldowns: vec![
             "callers".into(),

@@ -1,0 +1,211 @@
+//! Text rendering of `analyze gpu-gaps` and `analyze memory` (kept out of
+//! `analyze.rs` so each file stays readable); every number comes from the
+//! engine's result models.
+
+use flameox_engine::services::gpu_gaps::GpuGapsResult;
+use flameox_engine::services::gpu_gaps::HostActivity;
+use flameox_engine::services::memory::{MemoryResult, MemorySeries};
+
+use crate::render::{self, Table, cut, thousands};
+
+fn id(v: Option<i64>) -> String {
+    v.map_or("-".to_owned(), |v| v.to_string())
+}
+
+/// `+1.2 MiB` / `-512 B` for a signed byte amount.
+fn signed_bytes(v: f64) -> String {
+    let text = render::bytes(v.abs().round() as u64);
+    if v > 0.0 {
+        format!("+{text}")
+    } else if v < 0.0 {
+        format!("-{text}")
+    } else {
+        text
+    }
+}
+
+fn bytes(v: f64) -> String {
+    if v < 0.0 {
+        signed_bytes(v)
+    } else {
+        render::bytes(v.round() as u64)
+    }
+}
+
+/// The host lines under one gap or chunk.
+fn host_lines(host: &HostActivity) -> String {
+    let mut out = format!("    host busy {:.1}% of it", host.covered_share * 100.0);
+    if host.top.is_empty() {
+        return out + "\n";
+    }
+    out += ":\n";
+    for s in &host.top {
+        let thread = s
+            .thread
+            .clone()
+            .or(s.tid.map(|t| t.to_string()))
+            .unwrap_or_else(|| "-".to_owned());
+        out += &format!(
+            "      {:>10} self ({:>10} incl) {} [{}] on {}\n",
+            render::duration_ns(s.self_overlap_ns),
+            render::duration_ns(s.overlap_ns),
+            cut(&s.name, 60),
+            s.kind,
+            cut(&thread, 30),
+        );
+    }
+    out
+}
+
+pub(crate) fn render_gpu_gaps(r: &GpuGapsResult) -> String {
+    let a = &r.answer;
+    let mut out = format!(
+        "gpu gaps of {}: {} gaps ≥ {} totalling {}\n",
+        r.scope.requested,
+        thousands(a.gaps_found as i64),
+        render::duration_ns(r.min_gap_ns),
+        render::duration_ns(a.gaps_total_ns),
+    );
+    for g in &a.gaps {
+        out += &format!(
+            "  {} on device {} stream {} at {}: after {} → before {}\n",
+            render::duration_ns(g.duration_ns),
+            id(g.device),
+            id(g.stream),
+            g.start_ns,
+            cut(g.before.as_deref().unwrap_or("-"), 50),
+            cut(&g.after, 50),
+        );
+        out += &host_lines(&g.host);
+    }
+    out += &render::footer(a.gaps.len(), a.gaps_found, None);
+    out += "\n\ndevices\n";
+    let mut t = Table::new(
+        &["device", "span", "chunks", "below", "start"],
+        &[0, 1, 2, 3, 4],
+    );
+    for d in &a.devices {
+        t.row(vec![
+            id(d.device),
+            render::duration_ns(d.end_ns - d.start_ns),
+            thousands(d.chunks),
+            thousands(d.chunks_below),
+            d.start_ns.to_string(),
+        ]);
+    }
+    out += &t.render();
+    out += &format!(
+        "\nlow-utilization chunks (busy < {:.0}%): {}\n",
+        r.below * 100.0,
+        thousands(a.low_utilization_found as i64)
+    );
+    for c in &a.low_utilization {
+        out += &format!(
+            "  device {} chunk {} [{}, {}) busy {:.1}% ({})\n",
+            id(c.device),
+            c.chunk,
+            c.start_ns,
+            c.end_ns,
+            c.busy_fraction * 100.0,
+            render::duration_ns(c.busy_ns),
+        );
+        out += &host_lines(&c.host);
+    }
+    out += &render::footer(a.low_utilization.len(), a.low_utilization_found, None);
+    out += &format!(
+        "\nevidence: {} ({})\n",
+        r.evidence.status, r.evidence.reason
+    );
+    out
+}
+
+/// `[memory] device 0 / Total Allocated`, or the series name alone.
+fn label(s: &MemorySeries) -> String {
+    match &s.track {
+        Some(track) if *track != s.series => format!("{track} / {}", s.series),
+        _ => s.series.clone(),
+    }
+}
+
+pub(crate) fn render_memory(r: &MemoryResult) -> String {
+    let a = &r.answer;
+    let mut out = format!("memory of {}\n", r.scope.requested);
+    let mut t = Table::new(
+        &[
+            "peak", "first", "last", "retained", "min", "samples", "pid", "device", "series",
+        ],
+        &[0, 1, 2, 3, 4, 5, 6, 7],
+    );
+    for s in &a.series {
+        let label = label(s);
+        t.row(vec![
+            bytes(s.peak),
+            bytes(s.first),
+            bytes(s.last),
+            signed_bytes(s.retained),
+            bytes(s.min),
+            thousands(s.samples),
+            id(s.pid),
+            id(s.device),
+            cut(&label, 50),
+        ]);
+    }
+    out += &t.render();
+    out += &render::footer(a.series.len(), a.series_found, None);
+    out += "\n";
+    for s in a.series.iter().filter(|s| !s.phases.is_empty()) {
+        out += &format!("\ngrowth per phase of {}:\n", label(s));
+        let mut p = Table::new(
+            &["growth", "at start", "at end", "peak", "phase"],
+            &[0, 1, 2, 3],
+        );
+        for g in &s.phases {
+            p.row(vec![
+                signed_bytes(g.growth),
+                bytes(g.start_value),
+                bytes(g.end_value),
+                g.peak_in_phase.map_or("-".to_owned(), bytes),
+                cut(&g.phase, 40),
+            ]);
+        }
+        out += &p.render();
+    }
+    if !a.allocations.is_empty() {
+        out += "\nallocation events\n";
+        let mut al = Table::new(
+            &["device", "allocs", "allocated", "frees", "freed"],
+            &[0, 1, 2, 3, 4],
+        );
+        for x in &a.allocations {
+            al.row(vec![
+                id(x.device),
+                thousands(x.allocations),
+                render::bytes(x.allocated_bytes.max(0) as u64),
+                thousands(x.frees),
+                render::bytes(x.freed_bytes.max(0) as u64),
+            ]);
+        }
+        out += &al.render();
+        out += "\ntop allocation sites\n";
+        let mut st = Table::new(&["bytes", "allocs", "device", "site"], &[0, 1, 2]);
+        for s in &a.sites {
+            st.row(vec![
+                render::bytes(s.bytes.max(0) as u64),
+                thousands(s.allocations),
+                id(s.device),
+                cut(&s.site, 60),
+            ]);
+        }
+        out += &st.render();
+        out += &render::footer(a.sites.len(), a.sites_found, None);
+        out += "\n";
+    }
+    for l in &r.limitations {
+        out += &format!("\n{} ({}): {}", l.code, l.status, l.detail);
+    }
+    out += &format!(
+        "\nevidence: {} ({})\n",
+        r.evidence.status, r.evidence.reason
+    );
+    out
+}

@@ -1,0 +1,500 @@
+//! Memory over a trace: every counter series in bytes (Kineto's per-device
+//! `Total Allocated` / `Total Reserved`, Perfetto's `mem.rss*` / `mem.swap`
+//! per process, any other counter whose unit is `bytes`) with its first,
+//! peak, minimum and last value, what was retained at the end and the
+//! growth over each phase (`ProfilerStep#N`); and Kineto's allocation
+//! events (`[memory]` instants, `bytes` = signed size) with the totals per
+//! device and the sites (enclosing slice) that allocated the most.
+//!
+//! Samples at one timestamp are ordered by value, so `first` / `last` are
+//! deterministic (counters have no sequence column to break the tie).
+
+use datafusion::functions_aggregate::expr_fn::{count, max, min, sum};
+use datafusion::functions_aggregate::first_last::{first_value_udaf, last_value_udaf};
+use datafusion::logical_expr::{Expr, ExprFunctionExt, JoinType, SortExpr, col, lit, when};
+use datafusion::prelude::{DataFrame, SessionContext, coalesce};
+use serde::{Deserialize, Serialize};
+
+use crate::common::{
+    ArtifactScope, RecipeResult, collect, column, f64_at, i64_at, string_at, table, utf8,
+};
+
+/// The instant name Kineto gives allocation events.
+pub const ALLOCATION_EVENT: &str = "[memory]";
+
+/// Value over one phase of a series.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PhaseGrowth {
+    pub phase: String,
+    pub start_ns: i64,
+    pub end_ns: i64,
+    /// The last sample at or before the phase start, else the first inside.
+    pub start_value: f64,
+    /// The last sample at or before the phase end.
+    pub end_value: f64,
+    pub growth: f64,
+    /// Highest sample inside the phase (None when none falls inside).
+    pub peak_in_phase: Option<f64>,
+    pub samples_in_phase: i64,
+}
+
+/// One counter series in bytes.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MemorySeries {
+    pub artifact_id: String,
+    pub track_id: i64,
+    /// The counter track's name (`[memory] device 0`, `mem.rss`, …).
+    pub track: Option<String>,
+    /// The series name (`Total Allocated`, `mem.rss`, …).
+    pub series: String,
+    pub pid: Option<i64>,
+    pub device: Option<i64>,
+    pub unit: String,
+    pub samples: i64,
+    pub first: f64,
+    pub first_ns: i64,
+    pub peak: f64,
+    /// When the peak was first reached.
+    pub peak_ns: i64,
+    pub min: f64,
+    pub last: f64,
+    pub last_ns: i64,
+    /// `last − first`: what the trace kept at its end.
+    pub retained: f64,
+    pub phases: Vec<PhaseGrowth>,
+}
+
+/// Allocation events of one device (None = host memory).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AllocationTotals {
+    pub artifact_id: String,
+    pub device: Option<i64>,
+    pub allocations: i64,
+    pub frees: i64,
+    pub allocated_bytes: i64,
+    pub freed_bytes: i64,
+}
+
+/// Where allocations happened: the slice enclosing the event.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AllocationSite {
+    pub device: Option<i64>,
+    /// The enclosing slice's name (`(none)` when the event has no parent).
+    pub site: String,
+    pub site_kind: Option<String>,
+    pub allocations: i64,
+    pub bytes: i64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MemoryAnswer {
+    /// Series in bytes, all of them.
+    pub series_found: u64,
+    /// The `limit` highest peaks first.
+    pub series: Vec<MemorySeries>,
+    pub allocations: Vec<AllocationTotals>,
+    pub sites_found: u64,
+    /// The `limit` sites that allocated the most bytes.
+    pub sites: Vec<AllocationSite>,
+}
+
+fn by_time() -> Vec<SortExpr> {
+    vec![
+        col("s_ts").sort(true, false),
+        col("s_value").sort(true, false),
+    ]
+}
+
+fn first_by(value: Expr, order: Vec<SortExpr>, filter: Option<Expr>) -> RecipeResult<Expr> {
+    let f = first_value_udaf().call(vec![value]).order_by(order);
+    Ok(match filter {
+        Some(c) => f.filter(c).build()?,
+        None => f.build()?,
+    })
+}
+
+fn last_by(value: Expr, order: Vec<SortExpr>, filter: Option<Expr>) -> RecipeResult<Expr> {
+    let f = last_value_udaf().call(vec![value]).order_by(order);
+    Ok(match filter {
+        Some(c) => f.filter(c).build()?,
+        None => f.build()?,
+    })
+}
+
+async fn samples(ctx: &SessionContext, scope: &ArtifactScope) -> RecipeResult<DataFrame> {
+    Ok(table(ctx, "counters")
+        .await?
+        .filter(scope.filter().and(utf8("unit").eq(lit("bytes"))))?
+        .select(vec![
+            utf8("artifact_id").alias("s_artifact"),
+            col("track_id").alias("s_track"),
+            utf8("name").alias("s_name"),
+            utf8("unit").alias("s_unit"),
+            col("ts_ns").alias("s_ts"),
+            col("value").alias("s_value"),
+        ])?)
+}
+
+pub async fn memory(
+    ctx: &SessionContext,
+    scope: &ArtifactScope,
+    limit: usize,
+) -> RecipeResult<MemoryAnswer> {
+    let (series_found, mut series) = series_stats(ctx, scope, limit).await?;
+    if !series.is_empty() {
+        for (key, growth) in phase_growth(ctx, scope).await? {
+            if let Some(s) = series
+                .iter_mut()
+                .find(|s| (&s.artifact_id, s.track_id, &s.series) == (&key.0, key.1, &key.2))
+            {
+                s.phases.push(growth);
+            }
+        }
+    }
+    let allocations = allocation_totals(ctx, scope).await?;
+    let (sites_found, sites) = if allocations.is_empty() {
+        (0, Vec::new())
+    } else {
+        allocation_sites(ctx, scope, limit).await?
+    };
+    Ok(MemoryAnswer {
+        series_found,
+        series,
+        allocations,
+        sites_found,
+        sites,
+    })
+}
+
+async fn series_stats(
+    ctx: &SessionContext,
+    scope: &ArtifactScope,
+    limit: usize,
+) -> RecipeResult<(u64, Vec<MemorySeries>)> {
+    let peak_first = vec![
+        col("s_value").sort(false, false),
+        col("s_ts").sort(true, false),
+    ];
+    let stats = samples(ctx, scope).await?.aggregate(
+        vec![col("s_artifact"), col("s_track"), col("s_name")],
+        vec![
+            count(lit(1)).alias("samples"),
+            min(col("s_unit")).alias("unit"),
+            min(col("s_ts")).alias("first_ns"),
+            max(col("s_ts")).alias("last_ns"),
+            first_by(col("s_value"), by_time(), None)?.alias("first"),
+            last_by(col("s_value"), by_time(), None)?.alias("last"),
+            max(col("s_value")).alias("peak"),
+            min(col("s_value")).alias("min"),
+            first_by(col("s_ts"), peak_first, None)?.alias("peak_ns"),
+        ],
+    )?;
+    let tracks = table(ctx, "tracks").await?.select(vec![
+        utf8("artifact_id").alias("t_artifact"),
+        col("track_id").alias("t_track"),
+        col("name").alias("t_name"),
+        col("pid").alias("t_pid"),
+        col("device").alias("t_device"),
+    ])?;
+    let joined = stats
+        .join(
+            tracks,
+            JoinType::Left,
+            &["s_artifact", "s_track"],
+            &["t_artifact", "t_track"],
+            None,
+        )?
+        .sort(vec![
+            col("peak").sort(false, false),
+            col("s_artifact").sort(true, false),
+            col("s_track").sort(true, false),
+            col("s_name").sort(true, false),
+        ])?
+        .cache()
+        .await?;
+    let found = joined.clone().count().await? as u64;
+    let mut out = Vec::new();
+    for batch in collect(joined.limit(0, Some(limit))?).await? {
+        for i in 0..batch.num_rows() {
+            let int = |c: &str| -> RecipeResult<Option<i64>> { Ok(i64_at(column(&batch, c)?, i)) };
+            let float =
+                |c: &str| -> RecipeResult<f64> { Ok(f64_at(column(&batch, c)?, i).unwrap_or(0.0)) };
+            let (first, last) = (float("first")?, float("last")?);
+            out.push(MemorySeries {
+                artifact_id: string_at(column(&batch, "s_artifact")?, i).unwrap_or_default(),
+                track_id: int("s_track")?.unwrap_or(0),
+                track: string_at(column(&batch, "t_name")?, i),
+                series: string_at(column(&batch, "s_name")?, i).unwrap_or_default(),
+                pid: int("t_pid")?,
+                device: int("t_device")?,
+                unit: string_at(column(&batch, "unit")?, i).unwrap_or_default(),
+                samples: int("samples")?.unwrap_or(0),
+                first,
+                first_ns: int("first_ns")?.unwrap_or(0),
+                peak: float("peak")?,
+                peak_ns: int("peak_ns")?.unwrap_or(0),
+                min: float("min")?,
+                last,
+                last_ns: int("last_ns")?.unwrap_or(0),
+                retained: last - first,
+                phases: Vec::new(),
+            });
+        }
+    }
+    Ok((found, out))
+}
+
+/// Each phase's span: the extent of the host slices named like a phase the
+/// trace labels rows with (device copies of `ProfilerStep#N` — GPU user
+/// annotations — are left out: they run later than the host step).
+async fn phase_spans(ctx: &SessionContext, scope: &ArtifactScope) -> RecipeResult<DataFrame> {
+    let events = || async { table(ctx, "trace_events").await };
+    let names = events()
+        .await?
+        .filter(scope.filter().and(col("phase").is_not_null()))?
+        .aggregate(
+            vec![
+                utf8("artifact_id").alias("p_artifact"),
+                utf8("phase").alias("p_name"),
+            ],
+            vec![],
+        )?;
+    let device_kinds = [
+        "kernel",
+        "memcpy",
+        "memset",
+        "gpu_user_annotation",
+        "instant",
+    ]
+    .iter()
+    .map(|k| lit(*k))
+    .collect();
+    Ok(events()
+        .await?
+        .filter(
+            scope
+                .filter()
+                .and(col("dur_ns").gt_eq(lit(0i64)))
+                .and(col("stream").is_null())
+                .and(utf8("kind").in_list(device_kinds, true)),
+        )?
+        .select(vec![
+            utf8("artifact_id").alias("q_artifact"),
+            utf8("name").alias("q_name"),
+            col("ts_ns").alias("q_start"),
+            (col("ts_ns") + col("dur_ns")).alias("q_end"),
+        ])?
+        .join(
+            names,
+            JoinType::Inner,
+            &["q_artifact", "q_name"],
+            &["p_artifact", "p_name"],
+            None,
+        )?
+        .aggregate(
+            vec![col("q_artifact"), col("q_name")],
+            vec![
+                min(col("q_start")).alias("p_start"),
+                max(col("q_end")).alias("p_end"),
+            ],
+        )?)
+}
+
+type SeriesKey = (String, i64, String);
+
+/// Per (series, phase): the value at the phase's start and end.
+async fn phase_growth(
+    ctx: &SessionContext,
+    scope: &ArtifactScope,
+) -> RecipeResult<Vec<(SeriesKey, PhaseGrowth)>> {
+    let inside = || col("s_ts").gt_eq(col("p_start"));
+    let grown = samples(ctx, scope)
+        .await?
+        .join_on(
+            phase_spans(ctx, scope).await?,
+            JoinType::Inner,
+            [
+                col("s_artifact").eq(col("q_artifact")),
+                col("s_ts").lt_eq(col("p_end")),
+            ],
+        )?
+        .aggregate(
+            vec![
+                col("s_artifact"),
+                col("s_track"),
+                col("s_name"),
+                col("q_name"),
+                col("p_start"),
+                col("p_end"),
+            ],
+            vec![
+                last_by(
+                    col("s_value"),
+                    by_time(),
+                    Some(col("s_ts").lt_eq(col("p_start"))),
+                )?
+                .alias("before"),
+                first_by(col("s_value"), by_time(), Some(inside()))?.alias("first_in"),
+                last_by(col("s_value"), by_time(), None)?.alias("end_value"),
+                max(col("s_value"))
+                    .filter(inside())
+                    .build()?
+                    .alias("peak_in"),
+                count(lit(1)).filter(inside()).build()?.alias("samples_in"),
+            ],
+        )?
+        .with_column(
+            "start_value",
+            coalesce(vec![col("before"), col("first_in")]),
+        )?
+        .sort(vec![
+            col("p_start").sort(true, false),
+            col("q_name").sort(true, false),
+        ])?;
+    let mut out = Vec::new();
+    for batch in collect(grown).await? {
+        for i in 0..batch.num_rows() {
+            let float =
+                |c: &str| -> RecipeResult<Option<f64>> { Ok(f64_at(column(&batch, c)?, i)) };
+            let int =
+                |c: &str| -> RecipeResult<i64> { Ok(i64_at(column(&batch, c)?, i).unwrap_or(0)) };
+            let (Some(start), Some(end)) = (float("start_value")?, float("end_value")?) else {
+                continue;
+            };
+            let key = (
+                string_at(column(&batch, "s_artifact")?, i).unwrap_or_default(),
+                int("s_track")?,
+                string_at(column(&batch, "s_name")?, i).unwrap_or_default(),
+            );
+            out.push((
+                key,
+                PhaseGrowth {
+                    phase: string_at(column(&batch, "q_name")?, i).unwrap_or_default(),
+                    start_ns: int("p_start")?,
+                    end_ns: int("p_end")?,
+                    start_value: start,
+                    end_value: end,
+                    growth: end - start,
+                    peak_in_phase: float("peak_in")?,
+                    samples_in_phase: int("samples_in")?,
+                },
+            ));
+        }
+    }
+    Ok(out)
+}
+
+async fn allocation_events(ctx: &SessionContext, scope: &ArtifactScope) -> RecipeResult<DataFrame> {
+    Ok(table(ctx, "trace_events").await?.filter(
+        scope
+            .filter()
+            .and(utf8("name").eq(lit(ALLOCATION_EVENT)))
+            .and(utf8("kind").eq(lit("instant")))
+            .and(col("bytes").is_not_null()),
+    )?)
+}
+
+async fn allocation_totals(
+    ctx: &SessionContext,
+    scope: &ArtifactScope,
+) -> RecipeResult<Vec<AllocationTotals>> {
+    let positive = || col("bytes").gt(lit(0i64));
+    let negative = || col("bytes").lt(lit(0i64));
+    let part = |cond: Expr, value: Expr| -> RecipeResult<Expr> {
+        Ok(sum(when(cond, value).otherwise(lit(0i64))?))
+    };
+    let totals = allocation_events(ctx, scope)
+        .await?
+        .aggregate(
+            vec![utf8("artifact_id").alias("artifact"), col("device")],
+            vec![
+                part(positive(), lit(1i64))?.alias("allocations"),
+                part(negative(), lit(1i64))?.alias("frees"),
+                part(positive(), col("bytes"))?.alias("allocated"),
+                part(negative(), lit(0i64) - col("bytes"))?.alias("freed"),
+            ],
+        )?
+        .sort(vec![
+            col("artifact").sort(true, false),
+            col("device").sort(true, true),
+        ])?;
+    let mut out = Vec::new();
+    for batch in collect(totals).await? {
+        for i in 0..batch.num_rows() {
+            let int =
+                |c: &str| -> RecipeResult<i64> { Ok(i64_at(column(&batch, c)?, i).unwrap_or(0)) };
+            out.push(AllocationTotals {
+                artifact_id: string_at(column(&batch, "artifact")?, i).unwrap_or_default(),
+                device: i64_at(column(&batch, "device")?, i),
+                allocations: int("allocations")?,
+                frees: int("frees")?,
+                allocated_bytes: int("allocated")?,
+                freed_bytes: int("freed")?,
+            });
+        }
+    }
+    Ok(out)
+}
+
+/// Allocations (bytes > 0) grouped by device and enclosing slice name.
+async fn allocation_sites(
+    ctx: &SessionContext,
+    scope: &ArtifactScope,
+    limit: usize,
+) -> RecipeResult<(u64, Vec<AllocationSite>)> {
+    let allocations = allocation_events(ctx, scope)
+        .await?
+        .filter(col("bytes").gt(lit(0i64)))?
+        .select(vec![
+            utf8("artifact_id").alias("a_artifact"),
+            col("parent_event_id").alias("a_parent"),
+            col("device").alias("a_device"),
+            col("bytes").alias("a_bytes"),
+        ])?;
+    let parents = table(ctx, "trace_events")
+        .await?
+        .filter(scope.filter().and(col("dur_ns").gt_eq(lit(0i64))))?
+        .select(vec![
+            utf8("artifact_id").alias("p_artifact"),
+            col("event_id").alias("p_id"),
+            utf8("name").alias("p_name"),
+            utf8("kind").alias("p_kind"),
+        ])?;
+    let sites = allocations
+        .join(
+            parents,
+            JoinType::Left,
+            &["a_artifact", "a_parent"],
+            &["p_artifact", "p_id"],
+            None,
+        )?
+        .aggregate(
+            vec![
+                col("a_device"),
+                coalesce(vec![col("p_name"), lit("(none)")]).alias("site"),
+                col("p_kind"),
+            ],
+            vec![count(lit(1)).alias("n"), sum(col("a_bytes")).alias("bytes")],
+        )?
+        .sort(vec![
+            col("bytes").sort(false, false),
+            col("site").sort(true, false),
+            col("a_device").sort(true, true),
+        ])?
+        .cache()
+        .await?;
+    let found = sites.clone().count().await? as u64;
+    let mut out = Vec::new();
+    for batch in collect(sites.limit(0, Some(limit))?).await? {
+        for i in 0..batch.num_rows() {
+            out.push(AllocationSite {
+                device: i64_at(column(&batch, "a_device")?, i),
+                site: string_at(column(&batch, "site")?, i).unwrap_or_default(),
+                site_kind: string_at(column(&batch, "p_kind")?, i),
+                allocations: i64_at(column(&batch, "n")?, i).unwrap_or(0),
+                bytes: i64_at(column(&batch, "bytes")?, i).unwrap_or(0),
+            });
+        }
+    }
+    Ok((found, out))
+}

@@ -1,0 +1,388 @@
+//! `analyze gpu-gaps` through the real binary against models computed here
+//! from the Kineto JSON: stream gaps (start minus the running maximum of
+//! earlier ends, over kernels, memcpy and memset), the activity on each
+//! side, host coverage and per-slice overlap during each gap, and the busy
+//! fraction of each chunk of the device span. Small hand-written traces
+//! pin the edge cases: overlapping kernels, a zero-duration kernel, a gap
+//! with no host activity.
+
+use std::collections::BTreeMap;
+
+use flameox_tests::{Project, corpus, corpus_json, micros_to_ns};
+use serde_json::{Value, json};
+
+const DEVICE_CATS: [&str; 3] = ["kernel", "gpu_memcpy", "gpu_memset"];
+/// Categories that are neither host activity nor device activity here.
+const NOT_HOST: [&str; 5] = [
+    "kernel",
+    "gpu_memcpy",
+    "gpu_memset",
+    "gpu_user_annotation",
+    "trace",
+];
+
+#[derive(Debug, Clone)]
+struct Span {
+    start: i64,
+    end: i64,
+    name: String,
+    tid: Option<i64>,
+}
+
+struct Trace {
+    /// (device, stream) → activity in array order.
+    device: BTreeMap<(i64, i64), Vec<Span>>,
+    host: Vec<Span>,
+}
+
+fn cat(e: &Value) -> String {
+    e["cat"].as_str().unwrap_or("").to_lowercase()
+}
+
+fn trace(doc: &Value) -> Trace {
+    let mut device: BTreeMap<(i64, i64), Vec<Span>> = BTreeMap::new();
+    let mut host = Vec::new();
+    for e in doc["traceEvents"].as_array().expect("events") {
+        if e["ph"] != "X" {
+            continue;
+        }
+        let start = micros_to_ns(&e["ts"]);
+        let span = Span {
+            start,
+            end: start + micros_to_ns(&e["dur"]),
+            name: e["name"].as_str().unwrap_or("").to_owned(),
+            tid: e["tid"].as_i64(),
+        };
+        let c = cat(e);
+        if DEVICE_CATS.contains(&c.as_str()) {
+            let key = (
+                e["args"]["device"].as_i64().expect("device"),
+                e["args"]["stream"].as_i64().expect("stream"),
+            );
+            device.entry(key).or_default().push(span);
+        } else if !NOT_HOST.contains(&c.as_str())
+            && e["args"]["stream"].is_null()
+            && span.end > span.start
+        {
+            host.push(span);
+        }
+    }
+    Trace { device, host }
+}
+
+/// A gap: (device, stream, start, end, before names, after name).
+type ModelGap = (i64, i64, i64, i64, Vec<String>, String);
+
+fn gaps(t: &Trace, min_gap: i64) -> Vec<ModelGap> {
+    let mut out = Vec::new();
+    for (&(device, stream), spans) in &t.device {
+        let mut order: Vec<usize> = (0..spans.len()).collect();
+        order.sort_by_key(|&i| (spans[i].start, i));
+        let mut running: Option<i64> = None;
+        for i in order {
+            let s = &spans[i];
+            if let Some(end) = running
+                && s.start > end
+                && s.start - end >= min_gap
+            {
+                let before = spans
+                    .iter()
+                    .filter(|b| b.end == end)
+                    .map(|b| b.name.clone())
+                    .collect();
+                out.push((device, stream, end, s.start, before, s.name.clone()));
+            }
+            running = Some(running.map_or(s.end, |r| r.max(s.end)));
+        }
+    }
+    out.sort_by_key(|g| std::cmp::Reverse(g.3 - g.2));
+    out
+}
+
+/// Length of the union of `spans` clipped to [from, to).
+fn union(spans: impl Iterator<Item = (i64, i64)>, from: i64, to: i64) -> i64 {
+    let mut clipped: Vec<(i64, i64)> = spans
+        .map(|(s, e)| (s.max(from), e.min(to)))
+        .filter(|(s, e)| e > s)
+        .collect();
+    clipped.sort();
+    let (mut total, mut reach) = (0, i64::MIN);
+    for (s, e) in clipped {
+        let s = s.max(reach);
+        if e > s {
+            total += e - s;
+        }
+        reach = reach.max(e);
+    }
+    total
+}
+
+/// Per (name, tid): (clipped overlap, slices).
+type PerSlice = BTreeMap<(String, Option<i64>), (i64, i64)>;
+
+/// Host coverage share and the per-slice overlaps.
+fn host_model(t: &Trace, from: i64, to: i64) -> (f64, PerSlice) {
+    let covered = union(t.host.iter().map(|h| (h.start, h.end)), from, to);
+    let mut per = BTreeMap::new();
+    for h in &t.host {
+        if h.start < to && h.end > from {
+            let e = per.entry((h.name.clone(), h.tid)).or_insert((0, 0));
+            e.0 += h.end.min(to) - h.start.max(from);
+            e.1 += 1;
+        }
+    }
+    (covered as f64 / (to - from) as f64, per)
+}
+
+fn check_host(t: &Trace, host: &Value, from: i64, to: i64, what: &str) {
+    let (share, per) = host_model(t, from, to);
+    let got = host["covered_share"].as_f64().expect("share");
+    assert!((got - share).abs() < 1e-9, "{what}: share {got} vs {share}");
+    let top = host["top"].as_array().expect("top");
+    let mut last_self = i64::MAX;
+    for s in top {
+        let key = (
+            s["name"].as_str().expect("name").to_owned(),
+            s["tid"].as_i64(),
+        );
+        let (overlap, slices) = per
+            .get(&key)
+            .copied()
+            .unwrap_or_else(|| panic!("{what}: {key:?} not host activity in the window"));
+        assert_eq!(s["overlap_ns"].as_i64(), Some(overlap), "{what}: {key:?}");
+        assert_eq!(s["slices"].as_i64(), Some(slices), "{what}: {key:?}");
+        let own = s["self_overlap_ns"].as_i64().expect("self");
+        assert!(own > 0 && own <= overlap, "{what}: {key:?} self {own}");
+        assert!(own <= last_self, "{what}: ranked by self time");
+        last_self = own;
+    }
+}
+
+/// Busy ns per chunk of each device's span, cut as the analysis promises.
+fn chunks(t: &Trace, n: i64) -> BTreeMap<i64, Vec<(i64, i64, i64)>> {
+    let mut per_device: BTreeMap<i64, Vec<(i64, i64)>> = BTreeMap::new();
+    for (&(device, _), spans) in &t.device {
+        per_device
+            .entry(device)
+            .or_default()
+            .extend(spans.iter().map(|s| (s.start, s.end)));
+    }
+    let mut out = BTreeMap::new();
+    for (device, spans) in per_device {
+        let first = spans.iter().map(|s| s.0).min().expect("spans");
+        let last = spans.iter().map(|s| s.1).max().expect("spans");
+        let len = last - first;
+        let n = n.min(len);
+        let cut: Vec<(i64, i64, i64)> = (0..n)
+            .map(|i| {
+                let (a, b) = (first + i * len / n, first + (i + 1) * len / n);
+                (a, b, union(spans.iter().copied(), a, b))
+            })
+            .collect();
+        out.insert(device, cut);
+    }
+    out
+}
+
+/// The `fields` of each row of `rows`, as arrays.
+fn pick(rows: &Value, fields: &[&str]) -> Value {
+    let rows = rows.as_array().expect("rows");
+    Value::Array(
+        rows.iter()
+            .map(|r| Value::Array(fields.iter().map(|f| r[*f].clone()).collect()))
+            .collect(),
+    )
+}
+
+/// `analyze gpu-gaps RUN --min-gap-us 100 EXTRA… --json`.
+fn gpu_gaps(project: &Project, run: &str, extra: &[&str]) -> Value {
+    let mut args = vec!["analyze", "gpu-gaps", run, "--min-gap-us", "100"];
+    args.extend_from_slice(extra);
+    project.json(&args)
+}
+
+fn import(project: &Project, path: &str) -> String {
+    let imported = project.json(&["import", path]);
+    imported["run_id"].as_str().expect("run").to_owned()
+}
+
+#[test]
+fn gaps_and_low_utilization_match_the_kineto_json() {
+    let project = Project::new();
+    let path = "kineto/hta_alexnet_a100.pt.trace.json.gz";
+    let t = trace(&corpus_json(path));
+    let run = import(&project, corpus().join(path).to_str().expect("utf-8"));
+    let limit = 8;
+    let a = gpu_gaps(
+        &project,
+        &run,
+        &[
+            "--chunks",
+            "20",
+            "--below",
+            "0.5",
+            "--limit",
+            &limit.to_string(),
+        ],
+    );
+    assert_eq!(a["evidence"]["status"], "available", "{a}");
+    assert_eq!(a["min_gap_ns"], 100_000);
+
+    let model = gaps(&t, 100_000);
+    assert!(
+        model.len() > limit,
+        "the trace has more gaps than the limit"
+    );
+    assert_eq!(a["gaps_found"].as_u64(), Some(model.len() as u64));
+    let total: i64 = model.iter().map(|g| g.3 - g.2).sum();
+    assert_eq!(a["gaps_total_ns"].as_i64(), Some(total));
+    assert_eq!(a["truncated"], true);
+    let reported = a["gaps"].as_array().expect("gaps");
+    assert_eq!(reported.len(), limit);
+    for (got, want) in reported.iter().zip(&model) {
+        let (device, stream, start, end, before, after) = want;
+        let what = format!("gap {start}..{end}");
+        assert_eq!(got["device"].as_i64(), Some(*device), "{what}");
+        assert_eq!(got["stream"].as_i64(), Some(*stream), "{what}");
+        assert_eq!(got["start_ns"].as_i64(), Some(*start), "{what}");
+        assert_eq!(got["end_ns"].as_i64(), Some(*end), "{what}");
+        assert_eq!(got["duration_ns"].as_i64(), Some(end - start), "{what}");
+        assert_eq!(got["after"].as_str(), Some(after.as_str()), "{what}");
+        let b = got["before"].as_str().expect("before").to_owned();
+        assert!(before.contains(&b), "{what}: {b} ends at the gap start");
+        check_host(&t, &got["host"], *start, *end, &what);
+    }
+    // The profiler's own span is not host activity.
+    assert!(!a.to_string().contains("PyTorch Profiler (0)"));
+
+    let model = chunks(&t, 20);
+    let devices = a["devices"].as_array().expect("devices");
+    assert_eq!(devices.len(), model.len());
+    let mut below: Vec<(f64, i64, i64, i64)> = Vec::new();
+    for (device, cut) in &model {
+        let d = devices
+            .iter()
+            .find(|d| d["device"].as_i64() == Some(*device))
+            .expect("device");
+        assert_eq!(d["chunks"].as_i64(), Some(cut.len() as i64));
+        let under: Vec<_> = cut
+            .iter()
+            .enumerate()
+            .filter(|(_, (a, b, busy))| (*busy as f64 / (b - a) as f64) < 0.5)
+            .collect();
+        assert_eq!(d["chunks_below"].as_i64(), Some(under.len() as i64));
+        for (i, (a, b, busy)) in under {
+            below.push((*busy as f64 / (b - a) as f64, *device, i as i64, *busy));
+        }
+    }
+    assert_eq!(
+        a["low_utilization_found"].as_u64(),
+        Some(below.len() as u64)
+    );
+    below.sort_by(|x, y| x.0.total_cmp(&y.0).then(x.1.cmp(&y.1)).then(x.2.cmp(&y.2)));
+    let reported = a["low_utilization"].as_array().expect("chunks");
+    assert_eq!(reported.len(), below.len().min(limit));
+    for (got, want) in reported.iter().zip(&below) {
+        let what = format!("chunk {}", want.2);
+        assert_eq!(got["device"].as_i64(), Some(want.1), "{what}");
+        assert_eq!(got["chunk"].as_i64(), Some(want.2), "{what}");
+        assert_eq!(got["busy_ns"].as_i64(), Some(want.3), "{what}");
+        let fraction = got["busy_fraction"].as_f64().expect("fraction");
+        assert!((fraction - want.0).abs() < 1e-12, "{what}");
+        let (from, to) = (
+            got["start_ns"].as_i64().expect("start"),
+            got["end_ns"].as_i64().expect("end"),
+        );
+        check_host(&t, &got["host"], from, to, &what);
+    }
+}
+
+/// A Kineto-shaped trace: one host thread, one device stream.
+fn small_trace(dir: &std::path::Path) -> std::path::PathBuf {
+    let host = |name: &str, cat: &str, ts: i64, dur: i64| json!({"ph": "X", "cat": cat, "name": name, "pid": 1, "tid": 1, "ts": ts, "dur": dur, "args": {}});
+    let kernel = |name: &str, ts: i64, dur: i64| {
+        json!({"ph": "X", "cat": "kernel", "name": name, "pid": 0, "tid": 7, "ts": ts, "dur": dur,
+               "args": {"device": 0, "stream": 7}})
+    };
+    let doc = json!({
+        "schemaVersion": 1,
+        "traceEvents": [
+            host("outer", "cpu_op", 0, 1000),
+            host("cudaStreamSynchronize", "cuda_runtime", 200, 700),
+            kernel("A", 0, 100),
+            // Overlaps A: no negative gap.
+            kernel("B", 50, 250),
+            // Zero duration: an activity of no length, it splits the gap.
+            kernel("Z", 400, 0),
+            kernel("C", 1000, 100),
+            // After the host's last slice: a gap with no host activity.
+            kernel("D", 1500, 100),
+        ]
+    });
+    let path = dir.join("small.pt.trace.json");
+    std::fs::write(&path, doc.to_string()).expect("write trace");
+    path
+}
+
+#[test]
+fn overlaps_zero_length_kernels_and_idle_hosts_by_hand() {
+    let project = Project::new();
+    let path = small_trace(project.path());
+    let run = import(&project, path.to_str().expect("utf-8"));
+    let a = gpu_gaps(&project, &run, &["--chunks", "4"]);
+    assert_eq!(a["evidence"]["status"], "available", "{a}");
+    let gaps = a["gaps"].as_array().expect("gaps");
+    // B ends at 300 µs (A's overlap makes no gap); Z at 400; C 1000–1100; D at 1500.
+    assert_eq!(
+        pick(&a["gaps"], &["duration_ns", "before", "after"]),
+        json!([
+            [600_000, "Z", "C"],
+            [400_000, "C", "D"],
+            [100_000, "B", "Z"]
+        ])
+    );
+    // 400–1000 µs: outer covers it all, the sync 500 µs of it.
+    let host = &gaps[0]["host"];
+    assert_eq!(host["covered_share"], 1.0);
+    assert_eq!(
+        pick(&host["top"], &["name", "self_overlap_ns", "overlap_ns"]),
+        json!([
+            ["cudaStreamSynchronize", 500_000, 500_000],
+            ["outer", 100_000, 600_000]
+        ])
+    );
+    // 1100–1500 µs: nothing on the host.
+    assert_eq!(gaps[1]["host"]["covered_share"], 0.0);
+    assert_eq!(gaps[1]["host"]["top"], json!([]));
+
+    // Span 0–1600 µs in 4 chunks of 400 µs: busy 300, 0 (Z has no length), 100, 100.
+    assert_eq!(
+        pick(&a["low_utilization"], &["chunk", "busy_ns"]),
+        json!([[1, 0], [2, 100_000], [3, 100_000]])
+    );
+    assert_eq!(a["low_utilization_found"], 3);
+
+    // Thresholds are checked.
+    project.json_err(
+        &["analyze", "gpu-gaps", &run, "--below", "1.5"],
+        "INVALID_ARGUMENTS",
+        2,
+    );
+    project.json_err(
+        &["analyze", "gpu-gaps", &run, "--chunks", "0"],
+        "INVALID_ARGUMENTS",
+        2,
+    );
+}
+
+#[test]
+fn no_device_activity_is_partial_with_the_next_call() {
+    let project = Project::new();
+    let folded = corpus().join("stacks/pyspy_workload.folded.txt");
+    let run = import(&project, folded.to_str().expect("utf-8"));
+    let a = project.json(&["analyze", "gpu-gaps", &run]);
+    assert_eq!(a["evidence"]["status"], "partial");
+    assert_eq!(a["evidence"]["reason"], "accelerator_tracks_missing");
+    assert_eq!(a["evidence"]["next_tool"], "get_run");
+    assert_eq!(a["gaps"], json!([]));
+}
