@@ -10,6 +10,8 @@ pub mod capabilities;
 pub mod confine;
 pub mod gpu;
 pub mod import;
+pub mod import_plan;
+pub mod import_totals;
 pub mod inventory;
 pub mod pytorch;
 pub mod viewer;
