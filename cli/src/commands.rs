@@ -9,7 +9,9 @@ use std::time::Duration;
 use flameox_engine::error::Result;
 use flameox_engine::recipes::drilldown::Direction;
 use flameox_engine::services::analyze::{self, FrameRequest, WindowRequest};
-use flameox_engine::services::import::{ImportProgress, ImportRequest, import_artifact};
+use flameox_engine::services::import::{
+    ImportProgress, ImportRequest, ImportResult, import_artifact,
+};
 use flameox_engine::services::{CallOptions, QueryContext, inventory};
 use flameox_engine::{FlameoxError, Workspace, WorkspaceLocator, validate};
 use serde::Serialize;
@@ -161,42 +163,23 @@ pub fn run(cli: Cli) -> Result<()> {
             })
         }
         Command::Import {
-            path,
+            paths,
             kind,
             producer,
         } => {
             let ws = open(g)?;
             let progress = CliProgress::new(!g.json && !g.quiet && std::io::stderr().is_terminal());
+            let mut paths = paths.into_iter();
             let request = ImportRequest {
-                path,
+                path: paths.next().unwrap_or_default(),
+                more_paths: paths.collect(),
                 kind,
                 producer,
             };
             let result = import_artifact(&ws, &request, &progress);
             progress.finish();
             let result = result?;
-            emit(g, &result, |r| {
-                let mut out = format!(
-                    "imported {} ({}, {}) as run {}\n  artifact {}\n  {} events, {} tracks{}\n",
-                    r.kind,
-                    r.producer,
-                    render::bytes(r.bytes),
-                    r.run_id,
-                    r.artifact_id,
-                    thousands(*r.rows.get("trace_events").unwrap_or(&0) as i64),
-                    r.tracks,
-                    if r.reused_generation {
-                        " (evidence reused from an earlier import)"
-                    } else {
-                        ""
-                    }
-                );
-                for l in &r.limitations {
-                    out += &format!("  limitation {} ×{}: {}\n", l.code, l.count, l.message);
-                }
-                out += &format!("next: flameox analyze hotspots {}\n", r.run_id);
-                out
-            })
+            emit(g, &result, render_import)
         }
         Command::Open {
             artifact,
@@ -483,6 +466,61 @@ impl CliProgress {
             bar.finish_and_clear();
         }
     }
+}
+
+/// The text of `flameox import`: one artifact as before, several as a list.
+fn render_import(r: &ImportResult) -> String {
+    let events = |rows: &std::collections::BTreeMap<String, u64>| {
+        thousands(*rows.get("trace_events").unwrap_or(&0) as i64)
+    };
+    let reused = |yes: bool| {
+        if yes {
+            " (evidence reused from an earlier import)"
+        } else {
+            ""
+        }
+    };
+    let mut out = if r.artifacts.len() > 1 {
+        let mut out = format!(
+            "imported {} artifacts ({}) as run {}\n  {} events, {} tracks{}\n",
+            r.artifacts.len(),
+            render::bytes(r.bytes),
+            r.run_id,
+            events(&r.rows),
+            r.tracks,
+            reused(r.reused_generation)
+        );
+        for a in &r.artifacts {
+            out += &format!(
+                "  {} ({}, {}, {}): artifact {}, {} events{}\n",
+                a.original_name,
+                a.kind,
+                a.producer,
+                render::bytes(a.bytes),
+                a.artifact_id,
+                events(&a.rows),
+                reused(a.reused_generation)
+            );
+        }
+        out
+    } else {
+        format!(
+            "imported {} ({}, {}) as run {}\n  artifact {}\n  {} events, {} tracks{}\n",
+            r.kind,
+            r.producer,
+            render::bytes(r.bytes),
+            r.run_id,
+            r.artifact_id,
+            events(&r.rows),
+            r.tracks,
+            reused(r.reused_generation)
+        )
+    };
+    for l in &r.limitations {
+        out += &format!("  limitation {} ×{}: {}\n", l.code, l.count, l.message);
+    }
+    out += &format!("next: flameox analyze hotspots {}\n", r.run_id);
+    out
 }
 
 impl ImportProgress for CliProgress {

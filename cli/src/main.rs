@@ -72,8 +72,11 @@ pub enum Command {
     /// Clean up after a crashed writer. Example: `flameox recover`
     Recover,
     /// Import a trace as a new run. Example: `flameox import trace.json.gz`
+    /// (several files, or a folder of per-rank files, make one run with one
+    /// artifact each; an `nsys export --type parquetdir|arrowdir` folder is one artifact)
     Import {
-        path: PathBuf,
+        #[arg(required = true, num_args = 1..)]
+        paths: Vec<PathBuf>,
         /// Force the input kind (e.g. chrome_json).
         #[arg(long)]
         kind: Option<String>,

@@ -1,5 +1,6 @@
 //! Publication: staging → Parquet → generation manifest → corpus commit →
-//! atomic HEAD swap.
+//! atomic HEAD swap. Several staged generations (a multi-artifact run)
+//! publish in one commit.
 //!
 //! Extraction runs without the write lock (it can take minutes); only the
 //! short move-and-commit step holds `write.lock`. Under the lock HEAD is read
@@ -43,11 +44,57 @@ pub fn publish_extraction(
     run_id: &str,
     extract: impl FnOnce(&mut dyn BatchSink, &Path) -> Result<ExtractionSummary>,
 ) -> Result<PublishOutcome> {
+    let staged = stage_extraction(ws, operation, run_id, extract)?;
+    let mut outcomes = commit_staged(ws, vec![staged])?;
+    outcomes
+        .pop()
+        .ok_or_else(|| FlameoxError::internal("publishing produced no outcome"))
+}
+
+/// One extraction ready to publish: either already in HEAD (nothing to
+/// write) or staged as hashed Parquet files in a private folder.
+pub enum StagedGeneration {
+    AlreadyPublished(Box<PublishOutcome>),
+    Staged(Box<Staged>),
+}
+
+/// The staged output of one extraction (its folder lives until publish).
+pub struct Staged {
+    generation_id: String,
+    operation: OperationKey,
+    digest: String,
+    run_id: String,
+    summary: ExtractionSummary,
+    files: Vec<(StagedFile, String, u64)>,
+    _staging: StagingArea,
+}
+
+impl StagedGeneration {
+    /// The extractor summary (of the staged or the existing generation).
+    pub fn summary(&self) -> &ExtractionSummary {
+        match self {
+            StagedGeneration::AlreadyPublished(o) => &o.generation.summary,
+            StagedGeneration::Staged(s) => &s.summary,
+        }
+    }
+}
+
+/// Runs `extract` into a private staging folder, writes and hashes its
+/// Parquet files and checks their row counts; makes nothing visible. An
+/// operation HEAD already has is not extracted again.
+pub fn stage_extraction(
+    ws: &Workspace,
+    operation: OperationKey,
+    run_id: &str,
+    extract: impl FnOnce(&mut dyn BatchSink, &Path) -> Result<ExtractionSummary>,
+) -> Result<StagedGeneration> {
     let _ = clean_abandoned(ws);
     let digest = operation.digest();
     let before = catalog::pin_head(ws)?;
     if let Some(existing) = before.find_operation(&digest) {
-        return Ok(reuse(&before, existing));
+        return Ok(StagedGeneration::AlreadyPublished(Box::new(reuse(
+            &before, existing,
+        ))));
     }
     let generation_id = uuid::Uuid::now_v7().to_string();
     let staging = StagingArea::create(ws, &format!("generation-{generation_id}"))?;
@@ -57,27 +104,124 @@ pub fn publish_extraction(
         .finish()
         .map_err(|e| FlameoxError::internal(format!("finishing staged Parquet: {e}")))?;
     check_row_counts(&summary, &staged)?;
-    let mut hashed = Vec::with_capacity(staged.len());
-    for file in &staged {
-        hashed.push((file, hash_file(&file.path)?));
+    let mut files = Vec::with_capacity(staged.len());
+    for file in staged {
+        let (sha256, bytes) = hash_file(&file.path)?;
+        files.push((file, sha256, bytes));
     }
     pause_point("staged");
+    Ok(StagedGeneration::Staged(Box::new(Staged {
+        generation_id,
+        operation,
+        digest,
+        run_id: run_id.to_owned(),
+        summary,
+        files,
+        _staging: staging,
+    })))
+}
 
+/// Publishes staged generations together: under the write lock, on top of
+/// the current HEAD, as ONE commit, so a multi-artifact run's evidence
+/// becomes visible all at once. Outcomes come back in input order; an
+/// operation that landed meanwhile (or twice in `staged`) is reused.
+pub fn commit_staged(ws: &Workspace, staged: Vec<StagedGeneration>) -> Result<Vec<PublishOutcome>> {
+    let needs_commit = staged
+        .iter()
+        .any(|s| matches!(s, StagedGeneration::Staged(_)));
+    if !needs_commit {
+        return Ok(staged
+            .into_iter()
+            .filter_map(|s| match s {
+                StagedGeneration::AlreadyPublished(o) => Some(*o),
+                StagedGeneration::Staged(_) => None,
+            })
+            .collect());
+    }
     let _lock = FileLock::acquire(
         &ws.locks_dir().join("write.lock"),
         Duration::from_millis(ws.config.locks.write_timeout_ms),
     )?;
     let current = catalog::pin_head(ws)?;
-    if let Some(existing) = current.find_operation(&digest) {
-        return Ok(reuse(&current, existing));
+    let mut active: BTreeMap<String, String> = current
+        .commit
+        .as_ref()
+        .map(|c| c.generations.clone())
+        .unwrap_or_default();
+    // Per input: an outcome already known, or the manifest written now.
+    let mut results: Vec<std::result::Result<PublishOutcome, GenerationManifest>> = Vec::new();
+    let mut written: BTreeMap<String, GenerationManifest> = BTreeMap::new();
+    for item in staged {
+        let s = match item {
+            StagedGeneration::AlreadyPublished(o) => {
+                results.push(Ok(*o));
+                continue;
+            }
+            StagedGeneration::Staged(s) => s,
+        };
+        if let Some(existing) = current.find_operation(&s.digest) {
+            results.push(Ok(reuse(&current, existing)));
+            continue;
+        }
+        if let Some(same) = written.get(&s.digest) {
+            results.push(Ok(PublishOutcome {
+                generation: same.clone(),
+                commit_id: String::new(),
+                reused: true,
+            }));
+            continue;
+        }
+        let manifest = write_generation_files(ws, &current, *s, &mut active)?;
+        written.insert(manifest.operation_digest.clone(), manifest.clone());
+        results.push(Err(manifest));
     }
-    let mut files = Vec::with_capacity(hashed.len());
-    for (file, (sha256, bytes)) in hashed {
-        files.push(move_into_evidence(ws, &generation_id, file, sha256, bytes)?);
+    let parent = current.commit.as_ref().map(|c| c.commit_id.clone());
+    let commit = catalog::write_commit(ws, parent, active)?;
+    pause_point("commit_written");
+    catalog::swap_head(ws, &commit.commit_id)?;
+    for manifest in written.values() {
+        ws.log_operation(&serde_json::json!({
+            "at": now_rfc3339(), "op": "publish", "generation_id": manifest.generation_id,
+            "commit_id": commit.commit_id, "run_id": manifest.inputs.run_id,
+        }));
+    }
+    Ok(results
+        .into_iter()
+        .map(|r| match r {
+            Ok(mut o) if o.commit_id.is_empty() => {
+                o.commit_id = commit.commit_id.clone();
+                o
+            }
+            Ok(o) => o,
+            Err(manifest) => PublishOutcome {
+                generation: manifest,
+                commit_id: commit.commit_id.clone(),
+                reused: false,
+            },
+        })
+        .collect())
+}
+
+/// Moves one staged generation's files into `evidence/`, writes its
+/// manifest and enters it into `active` (dropping what it supersedes).
+fn write_generation_files(
+    ws: &Workspace,
+    current: &Snapshot,
+    s: Staged,
+    active: &mut BTreeMap<String, String>,
+) -> Result<GenerationManifest> {
+    let mut files = Vec::with_capacity(s.files.len());
+    for (file, sha256, bytes) in &s.files {
+        files.push(move_into_evidence(
+            ws,
+            &s.generation_id,
+            file,
+            sha256.clone(),
+            *bytes,
+        )?);
     }
     pause_point("moved");
-
-    let supersede_key = operation.supersede_key();
+    let supersede_key = s.operation.supersede_key();
     let superseded: Vec<String> = current
         .generations
         .iter()
@@ -86,47 +230,28 @@ pub fn publish_extraction(
         .collect();
     let manifest = GenerationManifest {
         schema_version: MANIFEST_SCHEMA_VERSION,
-        generation_id: generation_id.clone(),
-        operation_digest: digest,
+        generation_id: s.generation_id.clone(),
+        operation_digest: s.digest,
         supersede_key,
         inputs: GenerationInputs {
-            run_id: run_id.to_owned(),
-            artifact_id: operation.artifact_id.clone(),
+            run_id: s.run_id,
+            artifact_id: s.operation.artifact_id.clone(),
         },
-        operation,
+        operation: s.operation,
         files,
         publisher: "flameox".to_owned(),
         flameox_version: env!("CARGO_PKG_VERSION").to_owned(),
         created_at: now_rfc3339(),
         superseded: superseded.clone(),
-        summary,
+        summary: s.summary,
     };
     let manifest_sha = catalog::write_generation(ws, &manifest)?;
     pause_point("generation_written");
-
-    let mut active: BTreeMap<String, String> = current
-        .commit
-        .as_ref()
-        .map(|c| c.generations.clone())
-        .unwrap_or_default();
     for id in &superseded {
         active.remove(id);
     }
-    active.insert(generation_id, manifest_sha);
-    let parent = current.commit.as_ref().map(|c| c.commit_id.clone());
-    let commit = catalog::write_commit(ws, parent, active)?;
-    pause_point("commit_written");
-    catalog::swap_head(ws, &commit.commit_id)?;
-    ws.log_operation(&serde_json::json!({
-        "at": now_rfc3339(), "op": "publish", "generation_id": manifest.generation_id,
-        "commit_id": commit.commit_id, "run_id": run_id,
-    }));
-    drop(staging);
-    Ok(PublishOutcome {
-        generation: manifest,
-        commit_id: commit.commit_id,
-        reused: false,
-    })
+    active.insert(s.generation_id, manifest_sha);
+    Ok(manifest)
 }
 
 fn reuse(snapshot: &Snapshot, existing: &GenerationManifest) -> PublishOutcome {

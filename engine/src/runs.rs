@@ -32,6 +32,10 @@ pub struct RunArtifact {
     pub role: String,
     pub original_name: String,
     pub bytes: u64,
+    /// This artifact's producer metadata (e.g. Kineto `distributedInfo`
+    /// with its rank); absent in manifests written before it existed.
+    #[serde(default)]
+    pub metadata: BTreeMap<String, serde_json::Value>,
 }
 
 /// The extractor that made a run's evidence.

@@ -2,12 +2,14 @@
 //!
 //! An artifact's id is `sha256:<hex>` of its bytes. Storing the same bytes
 //! twice is a no-op. Only regular files are accepted: a symlink or a device is
-//! refused before any byte is read.
+//! refused before any byte is read. A folder artifact (an nsys export
+//! folder) is stored as one deterministic ustar archive of its files.
 
 use std::fs::{self, File};
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 
+use flameox_extractors::ustar;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
@@ -78,23 +80,92 @@ pub fn store_file(ws: &Workspace, source: &Path, kind: &str) -> Result<ArtifactR
             "is not a regular file",
         ));
     }
-    let original_name = source
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_else(|| "artifact".to_owned());
+    let original_name = original_name(source);
+    let payload_name = format!("payload{}", payload_extension(&original_name));
     let staging = StagingArea::create(ws, &format!("artifact-{}", uuid::Uuid::now_v7()))?;
     let tmp = staging.dir().join("payload.part");
-    let (hex, bytes) = copy_hashing(&mut input, &tmp)
+    let mut out = HashingWriter::create(&tmp)
         .map_err(|e| io_error("copying the input into the artifact store", e))?;
-    let dir = artifact_dir(ws, &hex);
-    let payload_name = format!("payload{}", payload_extension(&original_name));
-    let artifact_id = format!("sha256:{hex}");
+    std::io::copy(&mut input, &mut out)
+        .map_err(|e| io_error("copying the input into the artifact store", e))?;
+    let (hex, bytes) = out
+        .finish()
+        .map_err(|e| io_error("copying the input into the artifact store", e))?;
+    let new = NewArtifact {
+        hex,
+        bytes,
+        kind,
+        original_name,
+        payload_name,
+    };
+    place_artifact(ws, &tmp, new)
+}
+
+/// Stores a folder of regular files as ONE artifact: a deterministic ustar
+/// archive of `files` (already checked regular, in this order: callers
+/// sort them by name), streamed into the store while hashing — the folder
+/// is never held in memory. Same content → same bytes → same artifact id.
+pub fn store_directory(
+    ws: &Workspace,
+    dir: &Path,
+    files: &[String],
+    kind: &str,
+) -> Result<ArtifactRecord> {
+    let staging = StagingArea::create(ws, &format!("artifact-{}", uuid::Uuid::now_v7()))?;
+    let tmp = staging.dir().join("payload.part");
+    let archiving = |e| io_error("archiving the folder into the artifact store", e);
+    let mut out = HashingWriter::create(&tmp).map_err(archiving)?;
+    for name in files {
+        let path = dir.join(name);
+        check_regular_file(&path)?;
+        let mut input =
+            File::open(&path).map_err(|e| io_error("opening a file of the folder", e))?;
+        let len = input
+            .metadata()
+            .map_err(|e| io_error("reading a file of the folder", e))?
+            .len();
+        ustar::write_member(&mut out, name, len, &mut input).map_err(archiving)?;
+    }
+    ustar::finish(&mut out).map_err(archiving)?;
+    let (hex, bytes) = out.finish().map_err(archiving)?;
+    let new = NewArtifact {
+        hex,
+        bytes,
+        kind,
+        original_name: original_name(dir),
+        payload_name: "payload.tar".to_owned(),
+    };
+    place_artifact(ws, &tmp, new)
+}
+
+/// The name an input is recorded under (never a host path).
+fn original_name(source: &Path) -> String {
+    source
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "artifact".to_owned())
+}
+
+/// A payload written to staging, about to enter the store.
+struct NewArtifact<'a> {
+    hex: String,
+    bytes: u64,
+    kind: &'a str,
+    original_name: String,
+    payload_name: String,
+}
+
+/// Moves a staged payload into its content-addressed folder (or keeps the
+/// copy already there) and writes `artifact.json`.
+fn place_artifact(ws: &Workspace, tmp: &Path, new: NewArtifact<'_>) -> Result<ArtifactRecord> {
+    let dir = artifact_dir(ws, &new.hex);
+    let artifact_id = format!("sha256:{}", new.hex);
     if dir.join("artifact.json").is_file() {
         return read_artifact(ws, &artifact_id);
     }
     fs::create_dir_all(&dir).map_err(|e| io_error("creating an artifact folder", e))?;
-    let payload = dir.join(&payload_name);
-    fs::rename(&tmp, &payload).map_err(|e| io_error("moving an artifact into the store", e))?;
+    let payload = dir.join(&new.payload_name);
+    fs::rename(tmp, &payload).map_err(|e| io_error("moving an artifact into the store", e))?;
     let mut perms = fs::metadata(&payload)
         .map_err(|e| io_error("reading an artifact", e))?
         .permissions();
@@ -104,32 +175,50 @@ pub fn store_file(ws: &Workspace, source: &Path, kind: &str) -> Result<ArtifactR
     let record = ArtifactRecord {
         schema_version: 1,
         artifact_id,
-        bytes,
-        kind: kind.to_owned(),
-        original_name,
+        bytes: new.bytes,
+        kind: new.kind.to_owned(),
+        original_name: new.original_name,
         stored_at: now_rfc3339(),
-        payload_name,
+        payload_name: new.payload_name,
     };
     write_json_atomic(&dir.join("artifact.json"), &record)?;
     Ok(record)
 }
 
-fn copy_hashing(input: &mut File, tmp: &Path) -> std::io::Result<(String, u64)> {
-    let mut out = File::create(tmp)?;
-    let mut hasher = Sha256::new();
-    let mut buf = vec![0u8; 1 << 20];
-    let mut total = 0u64;
-    loop {
-        let n = input.read(&mut buf)?;
-        if n == 0 {
-            break;
-        }
-        hasher.update(&buf[..n]);
-        out.write_all(&buf[..n])?;
-        total += n as u64;
+/// A file writer that hashes (sha256) and counts what passes through.
+struct HashingWriter {
+    out: File,
+    hasher: Sha256,
+    bytes: u64,
+}
+
+impl HashingWriter {
+    fn create(path: &Path) -> std::io::Result<HashingWriter> {
+        Ok(HashingWriter {
+            out: File::create(path)?,
+            hasher: Sha256::new(),
+            bytes: 0,
+        })
     }
-    out.sync_all()?;
-    Ok((hex::encode(hasher.finalize()), total))
+
+    /// Syncs the file; returns the hex digest and the byte count.
+    fn finish(self) -> std::io::Result<(String, u64)> {
+        self.out.sync_all()?;
+        Ok((hex::encode(self.hasher.finalize()), self.bytes))
+    }
+}
+
+impl Write for HashingWriter {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let n = self.out.write(buf)?;
+        self.hasher.update(&buf[..n]);
+        self.bytes += n as u64;
+        Ok(n)
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.out.flush()
+    }
 }
 
 /// `.json`, `.json.gz`, `.pb` … from the original name (at most two parts).

@@ -17,6 +17,11 @@ pub enum FormatKind {
     PerfettoProtobuf,
     Pprof,
     NsightSqlite,
+    /// A folder from `nsys export --type parquetdir` (detected by
+    /// [`crate::nsight::export_dir`], never from one file's head).
+    NsightParquetDir,
+    /// A folder from `nsys export --type arrowdir`.
+    NsightArrowDir,
     NsightReport,
     Sqlite,
     Unknown,
@@ -24,7 +29,7 @@ pub enum FormatKind {
 
 impl FormatKind {
     /// Every kind, in a fixed order.
-    pub const ALL: [FormatKind; 11] = [
+    pub const ALL: [FormatKind; 13] = [
         FormatKind::ChromeJson,
         FormatKind::SpeedscopeJson,
         FormatKind::ChromeCpuProfile,
@@ -33,6 +38,8 @@ impl FormatKind {
         FormatKind::PerfettoProtobuf,
         FormatKind::Pprof,
         FormatKind::NsightSqlite,
+        FormatKind::NsightParquetDir,
+        FormatKind::NsightArrowDir,
         FormatKind::NsightReport,
         FormatKind::Sqlite,
         FormatKind::Unknown,
@@ -49,6 +56,8 @@ impl FormatKind {
             FormatKind::PerfettoProtobuf => "perfetto_protobuf",
             FormatKind::Pprof => "pprof",
             FormatKind::NsightSqlite => "nsight_systems_sqlite",
+            FormatKind::NsightParquetDir => "nsight_systems_parquetdir",
+            FormatKind::NsightArrowDir => "nsight_systems_arrowdir",
             FormatKind::NsightReport => "nsys_rep",
             FormatKind::Sqlite => "sqlite",
             FormatKind::Unknown => "unknown",

@@ -21,6 +21,7 @@ pub mod pprof;
 pub mod schema;
 pub mod speedscope;
 pub mod stacks;
+pub mod ustar;
 
 pub use api::{
     BatchSink, CountingSink, ExtractError, ExtractObserver, ExtractOptions, ExtractionSummary,
@@ -32,7 +33,10 @@ pub use detect::{Detection, FormatKind, detect};
 pub use folded::{FOLDED_EXTRACTOR_NAME, FOLDED_EXTRACTOR_VERSION, extract_folded_stacks};
 pub use gecko::{GECKO_EXTRACTOR_NAME, GECKO_EXTRACTOR_VERSION, extract_gecko_profile};
 pub use input::{InputLimits, InputStream, open_input, read_head};
-pub use nsight::{NSIGHT_EXTRACTOR_NAME, NSIGHT_EXTRACTOR_VERSION, extract_nsight_sqlite};
+pub use nsight::{
+    NSIGHT_EXPORT_DIR_EXTRACTOR_NAME, NSIGHT_EXTRACTOR_NAME, NSIGHT_EXTRACTOR_VERSION,
+    extract_nsight_export_dir, extract_nsight_sqlite,
+};
 pub use perfetto::{PERFETTO_EXTRACTOR_NAME, PERFETTO_EXTRACTOR_VERSION, extract_perfetto};
 pub use pprof::{PPROF_EXTRACTOR_NAME, PPROF_EXTRACTOR_VERSION, extract_pprof};
 pub use schema::{EvidenceTable, SCHEMA_VERSION};

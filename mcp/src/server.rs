@@ -383,6 +383,7 @@ impl FlameoxServer {
         )?;
         let request = ImportRequest {
             path,
+            more_paths: Vec::new(),
             kind: a.kind,
             producer: a.producer,
         };

@@ -40,7 +40,9 @@ pub fn capabilities() -> Capabilities {
                 FormatKind::ChromeCpuProfile => (true, "V8 .cpuprofile (node --cpu-prof, Chrome DevTools 'Save profile')"),
                 FormatKind::GeckoProfile => (true, "Gecko profile (Firefox profiler raw format, bare or inside a Firefox DevTools performance recording); not the processed format profiler.firefox.com saves"),
                 FormatKind::NsightSqlite => (true, "Nsight Systems SQLite export (nsys export --type sqlite): CUDA kernels, runtime/driver API, memcpy/memset, synchronization, graph trace, NVTX ranges"),
-                FormatKind::NsightReport => (false, "export first: nsys export --type sqlite"),
+                FormatKind::NsightParquetDir => (true, "Nsight Systems export folder (nsys export --type parquetdir): the SQLite export's tables as <TABLE>.parquet files; imported as one folder artifact"),
+                FormatKind::NsightArrowDir => (true, "Nsight Systems export folder (nsys export --type arrowdir): the SQLite export's tables as <TABLE>.arrow (Arrow IPC file or stream) files; imported as one folder artifact"),
+                FormatKind::NsightReport => (false, "export first: nsys export --type sqlite (or --type parquetdir)"),
                 _ => (false, "detected; no extractor in this build yet"),
             };
             FormatCapability { kind: k.name().to_owned(), extract, note: note.to_owned() }

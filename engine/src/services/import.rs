@@ -1,50 +1,53 @@
 //! Import: store the original bytes, detect the format by content, extract
 //! into staging, publish atomically, and record a new import run.
+//!
+//! One call may import several artifacts into ONE run (several paths, or a
+//! folder of trace files such as one Kineto file per rank; see
+//! [`super::import_plan`]). Then it is all or nothing: every artifact is
+//! extracted into staging first, the run is recorded only once all of them
+//! succeeded, and their generations are published in one commit. A single
+//! file keeps the original behaviour: its run is recorded before extraction
+//! and marked failed (with the error) if extraction fails.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use flameox_extractors::chrome::{
-    CHROME_EXTRACTOR_NAME, CHROME_EXTRACTOR_VERSION, extract_chrome_json,
-};
-use flameox_extractors::cpuprofile::{
-    CPUPROFILE_EXTRACTOR_NAME, CPUPROFILE_EXTRACTOR_VERSION, extract_cpuprofile,
-};
-use flameox_extractors::detect::{FormatKind, detect};
-use flameox_extractors::folded::{
-    FOLDED_EXTRACTOR_NAME, FOLDED_EXTRACTOR_VERSION, extract_folded_stacks,
-};
-use flameox_extractors::gecko::{
-    GECKO_EXTRACTOR_NAME, GECKO_EXTRACTOR_VERSION, extract_gecko_profile,
-};
-use flameox_extractors::input::{InputLimits, open_input, read_head};
-use flameox_extractors::nsight::{
-    NSIGHT_EXTRACTOR_NAME, NSIGHT_EXTRACTOR_VERSION, extract_nsight_sqlite,
-};
-use flameox_extractors::perfetto::{
-    PERFETTO_EXTRACTOR_NAME, PERFETTO_EXTRACTOR_VERSION, extract_perfetto,
-};
-use flameox_extractors::pprof::{PPROF_EXTRACTOR_NAME, PPROF_EXTRACTOR_VERSION, extract_pprof};
-use flameox_extractors::speedscope::{
-    SPEEDSCOPE_EXTRACTOR_NAME, SPEEDSCOPE_EXTRACTOR_VERSION, extract_speedscope,
-};
+use flameox_extractors::chrome::extract_chrome_json;
+use flameox_extractors::cpuprofile::extract_cpuprofile;
+use flameox_extractors::detect::FormatKind;
+use flameox_extractors::folded::extract_folded_stacks;
+use flameox_extractors::gecko::extract_gecko_profile;
+use flameox_extractors::input::open_input;
+use flameox_extractors::nsight::{extract_nsight_export_dir, extract_nsight_sqlite};
+use flameox_extractors::perfetto::extract_perfetto;
+use flameox_extractors::pprof::extract_pprof;
+use flameox_extractors::speedscope::extract_speedscope;
 use flameox_extractors::{
-    ExtractError, ExtractObserver, ExtractOptions, ExtractionSummary, Limitation,
+    BatchSink, ExtractObserver, ExtractOptions, ExtractionSummary, Limitation,
 };
 use serde::{Deserialize, Serialize};
-use serde_json::json;
+use serde_json::{Value, json};
 
+use super::import_plan::{
+    AUTO, InputShape, PlannedInput, extract_error, extractor_of, for_input, input_limits,
+    plan_inputs,
+};
 use crate::catalog::OperationKey;
 use crate::error::{ErrorCode, FlameoxError, Result};
-use crate::publish::publish_extraction;
+use crate::publish::{PublishOutcome, StagedGeneration, commit_staged, stage_extraction};
 use crate::runs::{Collector, RunArtifact, RunManifest, save_run};
-use crate::store::{self, check_regular_file};
+use crate::store::{self, ArtifactRecord};
 use crate::workspace::Workspace;
 
 /// What `flameox import` / `import_artifact` asks.
 #[derive(Debug, Clone, Default)]
 pub struct ImportRequest {
+    /// A trace file, a folder of trace files, or an nsys export folder.
     pub path: PathBuf,
-    /// Forced format kind (see [`FormatKind::from_name`]); `auto` = detect.
+    /// Further files or folders imported into the same run.
+    pub more_paths: Vec<PathBuf>,
+    /// Forced format kind of the files (see [`FormatKind::from_name`]);
+    /// `auto` = detect. A folder recognized as an nsys export is always one.
     pub kind: Option<String>,
     /// Forced producer (`torch.profiler`, …); `auto` = detect.
     pub producer: Option<String>,
@@ -65,7 +68,31 @@ pub trait ImportProgress: Sync {
 pub struct Quiet;
 impl ImportProgress for Quiet {}
 
-/// The result of an import.
+/// One artifact of an import.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ImportedArtifact {
+    pub artifact_id: String,
+    /// File or folder name it was imported from.
+    pub original_name: String,
+    pub kind: String,
+    pub producer: String,
+    pub bytes: u64,
+    pub generation_id: String,
+    pub reused_generation: bool,
+    pub rows: BTreeMap<String, u64>,
+    pub time_span_ns: Option<(i64, i64)>,
+    pub tracks: u64,
+    pub coverage: BTreeMap<String, bool>,
+    pub limitations: Vec<Limitation>,
+    /// Producer metadata of this artifact (e.g. `distributedInfo`).
+    pub metadata: BTreeMap<String, Value>,
+}
+
+/// The result of an import. With one artifact the top-level fields are
+/// that artifact's; with several they describe the run: the first
+/// artifact's id and generation, the common kind/producer (or `mixed`),
+/// summed bytes/rows/tracks, the union of time spans, coverage flags true
+/// in every artifact, limitations merged by code. `artifacts` lists each.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ImportResult {
     pub run_id: String,
@@ -75,21 +102,26 @@ pub struct ImportResult {
     pub bytes: u64,
     pub generation_id: String,
     pub commit_id: String,
-    /// True when an earlier run already extracted the same bytes the same way.
+    /// True when earlier runs already extracted the same bytes the same way.
     pub reused_generation: bool,
-    pub rows: std::collections::BTreeMap<String, u64>,
+    pub rows: BTreeMap<String, u64>,
     pub time_span_ns: Option<(i64, i64)>,
     pub tracks: u64,
-    pub coverage: std::collections::BTreeMap<String, bool>,
+    pub coverage: BTreeMap<String, bool>,
     pub limitations: Vec<Limitation>,
+    pub artifacts: Vec<ImportedArtifact>,
 }
 
 /// Reports progress in stored (compressed) bytes, read from the input
-/// stream's own counter, so a gzipped artifact's bar ends at its size.
+/// stream's own counter, so a gzipped artifact's bar ends at its size;
+/// artifacts before this one count as done.
 struct ObserverAdapter<'a> {
     progress: &'a dyn ImportProgress,
+    done_before: u64,
+    size: u64,
     total: u64,
-    /// `None` for path-based extractors (SQLite), which report file bytes.
+    /// `None` for path-based extractors (SQLite, export folders), which
+    /// report file bytes.
     stored_bytes_read: Option<std::sync::Arc<std::sync::atomic::AtomicU64>>,
 }
 
@@ -99,272 +131,295 @@ impl ExtractObserver for ObserverAdapter<'_> {
             Some(counter) => counter.load(std::sync::atomic::Ordering::Relaxed),
             None => read,
         };
-        self.progress.bytes(done.min(self.total), self.total);
+        self.progress
+            .bytes(self.done_before + done.min(self.size), self.total);
     }
     fn cancelled(&self) -> bool {
         self.progress.cancelled()
     }
 }
 
-/// Maps an extractor failure to the contract's codes.
-fn extract_error(err: ExtractError, kind: &str) -> FlameoxError {
-    match err {
-        ExtractError::Parse { message, offset } => FlameoxError::new(
-            ErrorCode::ArtifactParseFailed,
-            format!("the input could not be read as {kind}: {message}"),
-        )
-        .detail("kind", kind)
-        .detail("offset", offset)
-        .remedy("check that the file is complete, or force another kind with --kind"),
-        ExtractError::TooLarge { message } => {
-            FlameoxError::new(ErrorCode::ArtifactTooLarge, message).remedy(
-                "raise import.max_decompression_ratio in config.toml if the input is genuine",
-            )
-        }
-        ExtractError::Cancelled => {
-            FlameoxError::new(ErrorCode::OperationCancelled, "the import was cancelled")
-        }
-        ExtractError::Io(e) => FlameoxError::internal(format!("reading the input failed: {e}")),
-        ExtractError::Sink(e) => FlameoxError::internal(format!("writing evidence failed: {e}")),
-    }
-}
-
-fn input_limits(ws: &Workspace) -> InputLimits {
-    InputLimits {
-        max_ratio: ws.config.import.max_decompression_ratio,
-        min_decompressed_cap_bytes: ws.config.import.min_decompressed_cap_mib * 1024 * 1024,
-    }
-}
-
-/// Decides the format: forced by `kind`, else detected from content.
-fn decide_kind(ws: &Workspace, request: &ImportRequest) -> Result<(FormatKind, Option<String>)> {
-    let limits = input_limits(ws);
-    let head =
-        read_head(&request.path, &limits, 64 * 1024).map_err(|e| extract_error(e, "input"))?;
-    let name = request.path.file_name().and_then(|n| n.to_str());
-    let detection = detect(&head, name);
-    let kind = match request.kind.as_deref().filter(|k| *k != AUTO) {
-        Some(forced) => FormatKind::from_name(forced).ok_or_else(|| {
-            let mut valid = vec![AUTO, "execution_trace", "folded"];
-            valid.extend(SUPPORTED_KINDS);
-            FlameoxError::invalid_argument("kind", format!("unknown kind {forced}"))
-                .detail(
-                    "closest",
-                    crate::error::closest(forced, valid.iter().copied(), 1),
-                )
-                .detail("valid", valid)
-        })?,
-        None => detection.kind,
-    };
-    if kind == FormatKind::Unknown || head.is_empty() {
-        let shown: String = String::from_utf8_lossy(&head[..head.len().min(32)])
-            .escape_debug()
-            .to_string();
-        return Err(FlameoxError::new(
-            ErrorCode::ArtifactParseFailed,
-            "no extractor accepts this input",
-        )
-        .detail("kinds_tried", SUPPORTED_KINDS.to_vec())
-        .detail("first_bytes", shown)
-        .remedy("pass --kind when the format is known"));
-    }
-    Ok((kind, detection.producer_hint))
-}
-
-/// Refuses formats this build recognizes but cannot extract yet.
-/// `(name, version)` of the extractor that reads `kind`.
-fn extractor_of(kind: FormatKind) -> (&'static str, &'static str) {
-    match kind {
-        FormatKind::FoldedStacks => (FOLDED_EXTRACTOR_NAME, FOLDED_EXTRACTOR_VERSION),
-        FormatKind::PerfettoProtobuf => (PERFETTO_EXTRACTOR_NAME, PERFETTO_EXTRACTOR_VERSION),
-        FormatKind::Pprof => (PPROF_EXTRACTOR_NAME, PPROF_EXTRACTOR_VERSION),
-        FormatKind::SpeedscopeJson => (SPEEDSCOPE_EXTRACTOR_NAME, SPEEDSCOPE_EXTRACTOR_VERSION),
-        FormatKind::ChromeCpuProfile => (CPUPROFILE_EXTRACTOR_NAME, CPUPROFILE_EXTRACTOR_VERSION),
-        FormatKind::GeckoProfile => (GECKO_EXTRACTOR_NAME, GECKO_EXTRACTOR_VERSION),
-        FormatKind::NsightSqlite => (NSIGHT_EXTRACTOR_NAME, NSIGHT_EXTRACTOR_VERSION),
-        _ => (CHROME_EXTRACTOR_NAME, CHROME_EXTRACTOR_VERSION),
-    }
-}
-
-/// Runs the extractor for `kind` (one that [`require_extractor`] accepted).
+/// Runs the extractor for `kind` over a stored payload.
 fn run_extractor(
+    ws: &Workspace,
     kind: FormatKind,
-    input: flameox_extractors::InputStream,
+    payload: &Path,
     options: &ExtractOptions,
-    sink: &mut dyn flameox_extractors::BatchSink,
-    observer: &dyn flameox_extractors::ExtractObserver,
-) -> std::result::Result<ExtractionSummary, flameox_extractors::ExtractError> {
-    match kind {
-        FormatKind::FoldedStacks => extract_folded_stacks(input, options, sink, observer),
-        FormatKind::PerfettoProtobuf => extract_perfetto(input, options, sink, observer),
-        FormatKind::Pprof => extract_pprof(input, options, sink, observer),
-        FormatKind::SpeedscopeJson => extract_speedscope(input, options, sink, observer),
-        FormatKind::ChromeCpuProfile => extract_cpuprofile(input, options, sink, observer),
-        FormatKind::GeckoProfile => extract_gecko_profile(input, options, sink, observer),
-        _ => extract_chrome_json(input, options, sink, observer),
+    sink: &mut dyn BatchSink,
+    mut observer: ObserverAdapter<'_>,
+) -> Result<ExtractionSummary> {
+    let result = match kind {
+        FormatKind::NsightSqlite => extract_nsight_sqlite(payload, options, sink, &observer),
+        FormatKind::NsightParquetDir | FormatKind::NsightArrowDir => {
+            extract_nsight_export_dir(payload, kind, options, sink, &observer)
+        }
+        _ => {
+            let input = open_input(payload, &input_limits(ws))
+                .map_err(|e| extract_error(e, kind.name()))?;
+            observer.stored_bytes_read = Some(input.progress_counter());
+            match kind {
+                FormatKind::FoldedStacks => extract_folded_stacks(input, options, sink, &observer),
+                FormatKind::PerfettoProtobuf => extract_perfetto(input, options, sink, &observer),
+                FormatKind::Pprof => extract_pprof(input, options, sink, &observer),
+                FormatKind::SpeedscopeJson => extract_speedscope(input, options, sink, &observer),
+                FormatKind::ChromeCpuProfile => extract_cpuprofile(input, options, sink, &observer),
+                FormatKind::GeckoProfile => extract_gecko_profile(input, options, sink, &observer),
+                _ => extract_chrome_json(input, options, sink, &observer),
+            }
+        }
+    };
+    result.map_err(|e| extract_error(e, kind.name()))
+}
+
+/// Stores one planned input (a file as is, an export folder as an archive).
+fn store_input(ws: &Workspace, input: &PlannedInput) -> Result<ArtifactRecord> {
+    match &input.shape {
+        InputShape::File(path) => store::store_file(ws, path, input.kind.name()),
+        InputShape::ExportDir { dir, files } => {
+            store::store_directory(ws, dir, files, input.kind.name())
+        }
     }
 }
 
-/// `kind` / `producer` value that means "detect it".
-const AUTO: &str = "auto";
+/// What stays the same for every artifact of one import call.
+struct ImportCall<'a> {
+    ws: &'a Workspace,
+    run_id: String,
+    forced_producer: Option<String>,
+    progress: &'a dyn ImportProgress,
+    total_bytes: u64,
+}
 
-/// Formats this build extracts.
-const SUPPORTED_KINDS: [&str; 8] = [
-    "chrome_json",
-    "folded_stacks",
-    "perfetto_protobuf",
-    "pprof",
-    "speedscope_json",
-    "chrome_cpuprofile",
-    "gecko_profile",
-    "nsight_systems_sqlite",
-];
-
-fn require_extractor(kind: FormatKind) -> Result<()> {
-    match kind {
-        FormatKind::ChromeJson
-        | FormatKind::FoldedStacks
-        | FormatKind::PerfettoProtobuf
-        | FormatKind::Pprof
-        | FormatKind::SpeedscopeJson
-        | FormatKind::ChromeCpuProfile
-        | FormatKind::GeckoProfile
-        | FormatKind::NsightSqlite => Ok(()),
-        FormatKind::NsightReport => Err(FlameoxError::new(
-            ErrorCode::CapabilityUnavailable,
-            "an .nsys-rep report is a proprietary container; export it to SQLite first",
-        )
-        .detail("kind", kind.name())
-        .remedy("nsys export --type sqlite --output report.sqlite report.nsys-rep")
-        .remedy("then: flameox import report.sqlite")),
-        other => Err(FlameoxError::new(
-            ErrorCode::CapabilityUnavailable,
-            format!(
-                "{} inputs are recognized but this build has no extractor for them yet",
-                other.name()
-            ),
-        )
-        .detail("kind", other.name())
-        .detail("supported_kinds", SUPPORTED_KINDS.to_vec())),
+impl ImportCall<'_> {
+    /// Extracts one stored artifact into staging.
+    fn stage(
+        &self,
+        input: &PlannedInput,
+        record: &ArtifactRecord,
+        done_before: u64,
+    ) -> Result<StagedGeneration> {
+        let (extractor, extractor_version) = extractor_of(input.kind);
+        let operation = OperationKey {
+            extractor: extractor.into(),
+            extractor_version: extractor_version.into(),
+            artifact_id: record.artifact_id.clone(),
+            options: json!({ "producer": self.forced_producer }),
+        };
+        let mut options = ExtractOptions::new(self.run_id.clone(), record.artifact_id.clone());
+        options.producer = self
+            .forced_producer
+            .clone()
+            .or_else(|| input.producer_hint.clone());
+        let payload = store::payload_path(self.ws, record);
+        stage_extraction(self.ws, operation, &self.run_id, |sink, spill_dir| {
+            let mut options = options.clone();
+            options.spill_dir = Some(spill_dir.to_path_buf());
+            let observer = ObserverAdapter {
+                progress: self.progress,
+                done_before,
+                size: record.bytes,
+                total: self.total_bytes,
+                stored_bytes_read: None,
+            };
+            run_extractor(self.ws, input.kind, &payload, &options, sink, observer)
+        })
     }
 }
 
-/// Imports one file as a new import run.
+/// Records a failed run (when it was recorded at all) and returns the error.
+fn fail(ws: &Workspace, run: &mut RunManifest, recorded: bool, err: FlameoxError) -> FlameoxError {
+    if !recorded {
+        return err;
+    }
+    let err = err.with_run(run.run_id.clone());
+    run.status.extraction = if err.code == ErrorCode::OperationCancelled {
+        "cancelled"
+    } else {
+        "failed"
+    }
+    .into();
+    run.status.validation = "failed".into();
+    run.error = Some(err.clone());
+    match save_run(ws, run) {
+        Ok(()) => err,
+        Err(save_err) => save_err,
+    }
+}
+
+/// Imports one file, a folder, or several paths as a new import run.
 pub fn import_artifact(
     ws: &Workspace,
     request: &ImportRequest,
     progress: &dyn ImportProgress,
 ) -> Result<ImportResult> {
     progress.phase("validating_artifact");
-    check_regular_file(&request.path)?;
-    let (kind, producer_hint) = decide_kind(ws, request)?;
-    require_extractor(kind)?;
-    let record = store::store_file(ws, &request.path, kind.name())?;
-    let payload = store::payload_path(ws, &record);
-    let forced_producer = request.producer.clone().filter(|p| p != AUTO);
-    let producer = forced_producer.clone().or(producer_hint);
-    let (extractor, extractor_version) = extractor_of(kind);
-
+    let mut paths = vec![request.path.clone()];
+    paths.extend(request.more_paths.iter().cloned());
+    let inputs = plan_inputs(ws, &paths, request.kind.as_deref())?;
+    let several = inputs.len() > 1;
+    let named = |e: FlameoxError, input: &PlannedInput| {
+        if several {
+            for_input(e, &input.name)
+        } else {
+            e
+        }
+    };
+    let mut records = Vec::with_capacity(inputs.len());
+    for input in &inputs {
+        records.push(store_input(ws, input).map_err(|e| named(e, input))?);
+    }
     let mut run = RunManifest::new_import();
-    run.collector = Some(Collector {
-        name: extractor.into(),
-        version: extractor_version.into(),
-    });
-    run.artifacts.push(RunArtifact {
-        artifact_id: record.artifact_id.clone(),
-        kind: kind.name().into(),
-        producer: producer.clone(),
-        role: "input".into(),
-        original_name: record.original_name.clone(),
-        bytes: record.bytes,
-    });
-    save_run(ws, &mut run)?;
+    run.collector = collector_of(&inputs);
+    run.artifacts = inputs
+        .iter()
+        .zip(&records)
+        .map(|(input, record)| RunArtifact {
+            artifact_id: record.artifact_id.clone(),
+            kind: input.kind.name().into(),
+            producer: None,
+            role: "input".into(),
+            original_name: record.original_name.clone(),
+            bytes: record.bytes,
+            metadata: BTreeMap::new(),
+        })
+        .collect();
+    // One file: recorded now, so a failure stays visible as a failed run.
+    let mut recorded = !several;
+    if recorded {
+        save_run(ws, &mut run)?;
+    }
 
     progress.phase("extracting");
-    let operation = OperationKey {
-        extractor: extractor.into(),
-        extractor_version: extractor_version.into(),
-        artifact_id: record.artifact_id.clone(),
-        options: json!({ "producer": forced_producer }),
+    let call = ImportCall {
+        ws,
+        run_id: run.run_id.clone(),
+        forced_producer: request.producer.clone().filter(|p| p != AUTO),
+        progress,
+        total_bytes: records.iter().map(|r| r.bytes).sum(),
     };
-    let mut options = ExtractOptions::new(run.run_id.clone(), record.artifact_id.clone());
-    options.producer = producer.clone();
-    let limits = input_limits(ws);
-    let outcome = publish_extraction(ws, operation, &run.run_id, |sink, spill_dir| {
-        let mut options = options.clone();
-        options.spill_dir = Some(spill_dir.to_path_buf());
-        let summary = if kind == FormatKind::NsightSqlite {
-            // SQLite reads the stored payload by path (read-only, immutable).
-            let observer = ObserverAdapter {
-                progress,
-                total: record.bytes,
-                stored_bytes_read: None,
-            };
-            extract_nsight_sqlite(&payload, &options, sink, &observer)
-        } else {
-            let input = open_input(&payload, &limits).map_err(|e| extract_error(e, kind.name()))?;
-            let observer = ObserverAdapter {
-                progress,
-                total: record.bytes,
-                stored_bytes_read: Some(input.progress_counter()),
-            };
-            run_extractor(kind, input, &options, sink, &observer)
+    let mut staged = Vec::with_capacity(inputs.len());
+    let mut done = 0;
+    for (input, record) in inputs.iter().zip(&records) {
+        match call.stage(input, record, done) {
+            Ok(s) => staged.push(s),
+            Err(err) => return Err(fail(ws, &mut run, recorded, named(err, input))),
         }
-        .map_err(|e| extract_error(e, kind.name()))?;
-        progress.phase("publishing");
-        Ok(summary)
-    });
-    let outcome = match outcome {
-        Ok(outcome) => outcome,
-        Err(err) => {
-            let err = err.with_run(run.run_id.clone());
-            run.status.extraction = if err.code == ErrorCode::OperationCancelled {
-                "cancelled"
-            } else {
-                "failed"
+        done += record.bytes;
+    }
+    progress.phase("publishing");
+    if !recorded {
+        // Every artifact extracted: the run exists from here on.
+        save_run(ws, &mut run)?;
+        recorded = true;
+    }
+    let outcomes = match commit_staged(ws, staged) {
+        Ok(outcomes) => outcomes,
+        Err(err) => return Err(fail(ws, &mut run, recorded, err)),
+    };
+    let result = complete_run(&mut run, &inputs, &records, &outcomes);
+    save_run(ws, &mut run)?;
+    progress.phase("completed");
+    Ok(result)
+}
+
+/// The extractor that made the run's evidence (`mixed` when several did).
+fn collector_of(inputs: &[PlannedInput]) -> Option<Collector> {
+    let mut extractors: Vec<(&str, &str)> = inputs.iter().map(|i| extractor_of(i.kind)).collect();
+    extractors.dedup();
+    match extractors.as_slice() {
+        [(name, version)] => Some(Collector {
+            name: (*name).into(),
+            version: (*version).into(),
+        }),
+        [] => None,
+        _ => Some(Collector {
+            name: "mixed".into(),
+            version: extractors
+                .iter()
+                .map(|(n, v)| format!("{n} {v}"))
+                .collect::<Vec<_>>()
+                .join(", "),
+        }),
+    }
+}
+
+/// Fills the run from the published outcomes and builds the result.
+fn complete_run(
+    run: &mut RunManifest,
+    inputs: &[PlannedInput],
+    records: &[ArtifactRecord],
+    outcomes: &[PublishOutcome],
+) -> ImportResult {
+    let artifacts: Vec<ImportedArtifact> = inputs
+        .iter()
+        .zip(records)
+        .zip(outcomes)
+        .map(|((input, record), outcome)| {
+            let s = &outcome.generation.summary;
+            ImportedArtifact {
+                artifact_id: record.artifact_id.clone(),
+                original_name: record.original_name.clone(),
+                kind: input.kind.name().into(),
+                producer: s.producer.clone(),
+                bytes: record.bytes,
+                generation_id: outcome.generation.generation_id.clone(),
+                reused_generation: outcome.reused,
+                rows: s.rows.clone(),
+                time_span_ns: s.time_span_ns,
+                tracks: s.tracks,
+                coverage: s.coverage.clone(),
+                limitations: s.limitations.clone(),
+                metadata: s.metadata.clone(),
             }
-            .into();
-            run.status.validation = "failed".into();
-            run.error = Some(err.clone());
-            save_run(ws, &mut run)?;
-            return Err(err);
-        }
-    };
-    let summary: &ExtractionSummary = &outcome.generation.summary;
+        })
+        .collect();
+    let totals = super::import_totals::RunTotals::of(&artifacts);
+    let commit_id = outcomes
+        .iter()
+        .find(|o| !o.reused)
+        .or(outcomes.last())
+        .map(|o| o.commit_id.clone())
+        .unwrap_or_default();
     run.status.extraction = "completed".into();
     run.status.validation = "passed".into();
-    run.generation_ids = vec![outcome.generation.generation_id.clone()];
-    run.commit_id = Some(outcome.commit_id.clone());
-    run.reused_generation = outcome.reused;
-    run.rows = summary.rows.clone();
-    run.time_span_ns = summary.time_span_ns;
-    run.limitations = summary
+    run.generation_ids = Vec::new();
+    for a in &artifacts {
+        if !run.generation_ids.contains(&a.generation_id) {
+            run.generation_ids.push(a.generation_id.clone());
+        }
+    }
+    run.commit_id = Some(commit_id.clone());
+    run.reused_generation = totals.reused_generation;
+    run.rows = totals.rows.clone();
+    run.time_span_ns = totals.time_span_ns;
+    run.limitations = totals
         .limitations
         .iter()
         .map(|l| format!("{}: {}", l.code, l.message))
         .collect();
-    run.limitation_details = summary.limitations.clone();
-    run.metadata = summary.metadata.clone();
-    if let Some(artifact) = run.artifacts.first_mut() {
-        artifact.producer = Some(summary.producer.clone());
+    run.limitation_details = totals.limitations.clone();
+    run.metadata = totals.metadata.clone();
+    for (entry, a) in run.artifacts.iter_mut().zip(&artifacts) {
+        entry.producer = Some(a.producer.clone());
+        entry.metadata = a.metadata.clone();
     }
-    save_run(ws, &mut run)?;
-    progress.phase("completed");
-    Ok(ImportResult {
-        run_id: run.run_id,
-        artifact_id: record.artifact_id,
-        kind: kind.name().into(),
-        producer: summary.producer.clone(),
-        bytes: record.bytes,
-        generation_id: outcome.generation.generation_id.clone(),
-        commit_id: outcome.commit_id,
-        reused_generation: outcome.reused,
-        rows: summary.rows.clone(),
-        time_span_ns: summary.time_span_ns,
-        tracks: summary.tracks,
-        coverage: summary.coverage.clone(),
-        limitations: summary.limitations.clone(),
-    })
+    let first = artifacts.first();
+    ImportResult {
+        run_id: run.run_id.clone(),
+        artifact_id: first.map(|a| a.artifact_id.clone()).unwrap_or_default(),
+        kind: totals.kind,
+        producer: totals.producer,
+        bytes: totals.bytes,
+        generation_id: first.map(|a| a.generation_id.clone()).unwrap_or_default(),
+        commit_id,
+        reused_generation: totals.reused_generation,
+        rows: totals.rows,
+        time_span_ns: totals.time_span_ns,
+        tracks: totals.tracks,
+        coverage: totals.coverage,
+        limitations: totals.limitations,
+        artifacts,
+    }
 }
 
 /// True when `path` resolves (after symlinks) inside `root`.

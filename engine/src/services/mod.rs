@@ -11,6 +11,8 @@ pub mod confine;
 pub mod gpu;
 pub mod gpu_gaps;
 pub mod import;
+pub mod import_plan;
+pub mod import_totals;
 pub mod inventory;
 pub mod memory;
 pub mod pytorch;

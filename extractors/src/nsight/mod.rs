@@ -1,8 +1,11 @@
-//! The NVIDIA Nsight Systems SQLite extractor (`nsys export --type sqlite`).
+//! The NVIDIA Nsight Systems extractor: `nsys export --type sqlite` files
+//! and `--type parquetdir` / `arrowdir` folders (stored as one archive).
 //!
-//! SQLite needs a file, not a byte stream, so this extractor takes a path
-//! and opens it read-only (`immutable=1`, no writes, no journal). Each CUPTI
-//! and NVTX table is streamed row by row through a prepared statement into
+//! Both are path-based: SQLite is opened read-only (`immutable=1`, no
+//! writes, no journal); a folder archive is read member by member in place
+//! ([`export_dir`]). The per-table readers see rows through [`source`], so
+//! the same tables give the same evidence from either. Each CUPTI
+//! and NVTX table is streamed row by row into
 //! the Chrome extractor's shared store, tracks and limitation log; at the
 //! end the shared nesting, emission and slice reductions write the tables
 //! (as the Perfetto extractor does).
@@ -27,14 +30,16 @@
 //!
 //! pid = `(globalTid >> 24) & 0xFFFFFF`, tid = `globalTid & 0xFFFFFF`.
 
+pub mod export_dir;
+mod lookups;
 pub mod schema;
+mod source;
 mod tables;
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::Path;
 
-use rusqlite::types::ValueRef;
-use rusqlite::{Connection, OpenFlags, Row};
+use rusqlite::{Connection, OpenFlags};
 use serde_json::{Map, Value, json};
 
 use crate::api::{
@@ -50,9 +55,13 @@ use crate::chrome::tracks::{Ident, TrackKind, Tracks};
 use crate::detect::FormatKind;
 use crate::schema::EvidenceTable;
 use crate::stacks::{ReductionSpec, StackAggregator};
+use export_dir::ExportDirTables;
 use schema::{Schema, Table};
+use source::{Cell, RowView, TableSource, int, text};
 
 pub const NSIGHT_EXTRACTOR_NAME: &str = "nsight_systems_sqlite";
+/// The same readers over a stored parquetdir/arrowdir folder (same version).
+pub const NSIGHT_EXPORT_DIR_EXTRACTOR_NAME: &str = "nsight_systems_export_dir";
 /// Bumped whenever the rows produced for the same input change.
 pub const NSIGHT_EXTRACTOR_VERSION: &str = "2";
 
@@ -127,24 +136,6 @@ pub fn tid_of(global: i64) -> i64 {
     global & 0xFF_FFFF
 }
 
-fn int(row: &Row, i: usize) -> Option<i64> {
-    match row.get_ref(i).ok()? {
-        ValueRef::Integer(v) => Some(v),
-        ValueRef::Real(f) if f.is_finite() => Some(f as i64),
-        ValueRef::Text(t) => std::str::from_utf8(t).ok()?.trim().parse().ok(),
-        _ => None,
-    }
-}
-
-fn text(row: &Row, i: usize) -> Option<String> {
-    match row.get_ref(i).ok()? {
-        ValueRef::Text(t) => Some(String::from_utf8_lossy(t).into_owned()),
-        ValueRef::Integer(v) => Some(v.to_string()),
-        ValueRef::Real(f) => Some(f.to_string()),
-        _ => None,
-    }
-}
-
 /// `file:` URI of a path, percent-encoded, opened immutable.
 fn immutable_uri(path: &Path) -> String {
     let mut out = String::from("file:");
@@ -202,7 +193,7 @@ struct Ev {
 }
 
 struct Reader<'a> {
-    conn: &'a Connection,
+    source: &'a TableSource,
     schema: Schema,
     observer: &'a dyn ExtractObserver,
     max_args: usize,
@@ -238,10 +229,10 @@ impl<'a> Reader<'a> {
     }
 
     /// A name column: a `StringIds` id or inline text.
-    fn name_at(&mut self, row: &Row, i: usize) -> Option<u32> {
-        match row.get_ref(i).ok()? {
-            ValueRef::Integer(id) => self.ids.get(&id).copied(),
-            ValueRef::Text(t) if !t.is_empty() => {
+    fn name_at(&mut self, row: &dyn RowView, i: usize) -> Option<u32> {
+        match row.cell(i) {
+            Cell::Int(id) => self.ids.get(&id).copied(),
+            Cell::Text(t) if !t.is_empty() => {
                 Some(self.p.strings.intern(&String::from_utf8_lossy(t)))
             }
             _ => None,
@@ -399,191 +390,12 @@ impl<'a> Reader<'a> {
     fn count(&mut self, table: &str, n: u64) {
         *self.read.entry(table.to_string()).or_insert(0) += n;
     }
-
-    fn read_strings(&mut self) -> Result<(), ExtractError> {
-        let Some(t) = self.schema.table("StringIds") else {
-            return Ok(());
-        };
-        let sql = t.select(&[&["id"], &["value"]], None);
-        let mut stmt = self.conn.prepare(&sql)?;
-        let mut rows = stmt.query([])?;
-        let mut n = 0;
-        while let Some(row) = rows.next()? {
-            if let (Some(id), Some(v)) = (int(row, 0), text(row, 1)) {
-                let s = self.p.strings.intern(&v);
-                self.ids.insert(id, s);
-            }
-            n += 1;
-        }
-        self.count("StringIds", n);
-        Ok(())
-    }
-
-    fn read_names(&mut self) -> Result<(), ExtractError> {
-        if let Some(t) = self.schema.table("ThreadNames") {
-            let sql = t.select(&[&["nameId", "name"], &["globalTid"]], None);
-            let mut stmt = self.conn.prepare(&sql)?;
-            let mut rows = stmt.query([])?;
-            let mut n = 0;
-            while let Some(row) = rows.next()? {
-                n += 1;
-                let (Some(name), Some(g)) = (self.name_at(row, 0), int(row, 1)) else {
-                    continue;
-                };
-                self.p
-                    .tracks
-                    .thread_names
-                    .insert((Ident::Int(pid_of(g)), Ident::Int(tid_of(g))), name);
-            }
-            self.count("ThreadNames", n);
-        }
-        if let Some(t) = self.schema.table("PROCESSES") {
-            let sql = t.select(&[&["name"], &["pid"], &["globalPid"]], None);
-            let mut stmt = self.conn.prepare(&sql)?;
-            let mut rows = stmt.query([])?;
-            let mut n = 0;
-            while let Some(row) = rows.next()? {
-                n += 1;
-                let pid = int(row, 2).map(pid_of).or_else(|| int(row, 1));
-                let (Some(name), Some(pid)) = (self.name_at(row, 0), pid) else {
-                    continue;
-                };
-                self.p.tracks.process_names.insert(Ident::Int(pid), name);
-            }
-            self.count("PROCESSES", n);
-        }
-        Ok(())
-    }
-
-    /// Device names (`TARGET_INFO_GPU`, keyed by CUDA device) for track
-    /// names and the summary.
-    fn read_devices(&mut self) -> Result<Vec<Value>, ExtractError> {
-        let mut gpus = Vec::new();
-        let Some(t) = self.schema.table("TARGET_INFO_GPU") else {
-            return Ok(gpus);
-        };
-        let fields: [&[&str]; 7] = [
-            &["id"],
-            &["name"],
-            &["cuDevice"],
-            &["busLocation"],
-            &["totalMemory"],
-            &["smCount"],
-            &["chipName"],
-        ];
-        let sql = t.select(&fields, None);
-        let mut gpu_name: HashMap<i64, String> = HashMap::new();
-        {
-            let mut stmt = self.conn.prepare(&sql)?;
-            let mut rows = stmt.query([])?;
-            while let Some(row) = rows.next()? {
-                let id = int(row, 0);
-                let name = text(row, 1);
-                let cu = int(row, 2);
-                let mut g = Map::new();
-                for (key, v) in [("id", id), ("cuda_device", cu)] {
-                    if let Some(v) = v {
-                        g.insert(key.into(), json!(v));
-                    }
-                }
-                if let Some(n) = &name {
-                    g.insert("name".into(), json!(n));
-                }
-                if let Some(b) = text(row, 3) {
-                    g.insert("bus_location".into(), json!(b));
-                }
-                for (key, i) in [("total_memory", 4), ("sm_count", 5)] {
-                    if let Some(v) = int(row, i) {
-                        g.insert(key.into(), json!(v));
-                    }
-                }
-                if let Some(c) = text(row, 6) {
-                    g.insert("chip".into(), json!(c));
-                }
-                gpus.push(Value::Object(g));
-                if let (Some(id), Some(n)) = (id, &name) {
-                    gpu_name.insert(id, n.clone());
-                }
-                if let (Some(cu), Some(n)) = (cu, name) {
-                    self.device_names.entry(cu).or_insert(n);
-                }
-            }
-        }
-        // TARGET_INFO_CUDA_DEVICE maps CUDA ids to GPU ids when present.
-        if let Some(t) = self.schema.table("TARGET_INFO_CUDA_DEVICE") {
-            let sql = t.select(&[&["gpuId"], &["cudaId"]], None);
-            let mut stmt = self.conn.prepare(&sql)?;
-            let mut rows = stmt.query([])?;
-            while let Some(row) = rows.next()? {
-                if let (Some(gpu), Some(cuda)) = (int(row, 0), int(row, 1))
-                    && let Some(n) = gpu_name.get(&gpu)
-                {
-                    self.device_names.insert(cuda, n.clone());
-                }
-            }
-        }
-        Ok(gpus)
-    }
-
-    /// `name → value` of the export metadata table, if any.
-    fn export_metadata(&self) -> Result<BTreeMap<String, String>, ExtractError> {
-        let mut out = BTreeMap::new();
-        let Some(t) = self
-            .schema
-            .first_table(&["META_DATA_EXPORT", "EXPORT_META_DATA"])
-        else {
-            return Ok(out);
-        };
-        let sql = t.select(&[&["name"], &["value"]], None);
-        let mut stmt = self.conn.prepare(&sql)?;
-        let mut rows = stmt.query([])?;
-        while let Some(row) = rows.next()? {
-            if let (Some(k), Some(v)) = (text(row, 0), text(row, 1)) {
-                out.insert(k, v);
-            }
-        }
-        Ok(out)
-    }
-
-    /// Tables holding events that this extractor does not read.
-    fn tables_not_extracted(&self) -> Result<Vec<String>, ExtractError> {
-        let read: HashSet<String> = READ_TABLES
-            .iter()
-            .map(|t| t.to_ascii_lowercase())
-            .chain(["export_meta_data".to_string()])
-            .collect();
-        let mut out = Vec::new();
-        for name in self.schema.table_names() {
-            let upper = name.to_ascii_uppercase();
-            if read.contains(&name.to_ascii_lowercase())
-                || DESCRIPTIVE_PREFIXES.iter().any(|p| upper.starts_with(p))
-                || upper == "STRINGIDS"
-            {
-                continue;
-            }
-            let has_rows: i64 = self.conn.query_row(
-                &format!("SELECT EXISTS(SELECT 1 FROM {})", schema::quote(name)),
-                [],
-                |r| r.get(0),
-            )?;
-            if has_rows != 0 {
-                out.push(name.to_string());
-            }
-        }
-        Ok(out)
-    }
 }
 
-/// A table ready to be read, with its `SELECT`.
+/// A table ready to be read, under the name its rows are counted as.
 struct TableSel {
     name: &'static str,
     table: Table,
-}
-
-impl TableSel {
-    fn sql(&self, fields: &[&[&str]]) -> String {
-        self.table.select(fields, None)
-    }
 }
 
 /// An API name without the `_v<digits>` version suffix nsys appends
@@ -658,12 +470,56 @@ pub fn extract_nsight_sqlite(
     observer: &dyn ExtractObserver,
 ) -> Result<ExtractionSummary, ExtractError> {
     let file_len = std::fs::metadata(path)?.len();
-    let conn = open_readonly(path)?;
-    let schema = Schema::read(&conn)?;
+    let source = TableSource::Sqlite(open_readonly(path)?);
+    let input = Input {
+        extractor: NSIGHT_EXTRACTOR_NAME,
+        format: FormatKind::NsightSqlite,
+        bytes: file_len,
+    };
+    extract_tables(&source, input, options, sink, observer)
+}
+
+/// Extracts a stored `nsys export --type parquetdir` / `arrowdir` folder:
+/// `archive` is the ustar archive the engine kept it as
+/// ([`crate::ustar`]); its members are read in place.
+pub fn extract_nsight_export_dir(
+    archive: &Path,
+    format: FormatKind,
+    options: &ExtractOptions,
+    sink: &mut dyn BatchSink,
+    observer: &dyn ExtractObserver,
+) -> Result<ExtractionSummary, ExtractError> {
+    let file_len = std::fs::metadata(archive)?.len();
+    let source = TableSource::ExportDir(ExportDirTables::open(archive)?);
+    let input = Input {
+        extractor: NSIGHT_EXPORT_DIR_EXTRACTOR_NAME,
+        format,
+        bytes: file_len,
+    };
+    extract_tables(&source, input, options, sink, observer)
+}
+
+/// What is being read, for the summary.
+struct Input {
+    extractor: &'static str,
+    format: FormatKind,
+    bytes: u64,
+}
+
+/// Reads every known table of `source` into evidence.
+fn extract_tables(
+    source: &TableSource,
+    input: Input,
+    options: &ExtractOptions,
+    sink: &mut dyn BatchSink,
+    observer: &dyn ExtractObserver,
+) -> Result<ExtractionSummary, ExtractError> {
+    let file_len = input.bytes;
+    let schema = source.schema()?;
     let mut p = Processor::new(options.max_args_bytes);
     p.store.arena = crate::chrome::store::ArgsArena::new(options.spill_dir.clone());
     let mut r = Reader {
-        conn: &conn,
+        source,
         schema,
         observer,
         max_args: options.max_args_bytes,
@@ -730,7 +586,6 @@ pub fn extract_nsight_sqlite(
     let device_names: BTreeMap<i64, String> = r.device_names.drain().collect();
     let range_tracks = std::mem::take(&mut r.range_tracks);
     let mut p = r.p;
-    drop(conn);
 
     let mut derived = nesting::nest(&p.store, &mut p.tracks, &mut p.log);
     let has_phases = nesting::assign_phases(&p.store, &p.strings, &mut derived) || {
@@ -883,9 +738,9 @@ pub fn extract_nsight_sqlite(
         .map(|(_, n)| n)
         .sum();
     Ok(ExtractionSummary {
-        extractor: NSIGHT_EXTRACTOR_NAME.to_string(),
+        extractor: input.extractor.to_string(),
         extractor_version: NSIGHT_EXTRACTOR_VERSION.to_string(),
-        format: FormatKind::NsightSqlite.name().to_string(),
+        format: input.format.name().to_string(),
         producer: options
             .producer
             .clone()

@@ -1,4 +1,4 @@
-//! The export's schema: which tables exist, their columns (matched
+//! The export's schema (SQLite or export folder): which tables exist, their columns (matched
 //! case-insensitively from candidate lists, since names moved between nsys
 //! versions), and a fingerprint of the whole layout.
 
@@ -41,6 +41,16 @@ impl Schema {
             tables.insert(name.to_ascii_lowercase(), (name, cols));
         }
         Ok(Schema { tables })
+    }
+
+    /// A schema from `(table, columns)` pairs (an export folder's files).
+    pub fn from_tables(tables: Vec<(String, Vec<String>)>) -> Schema {
+        Schema {
+            tables: tables
+                .into_iter()
+                .map(|(name, cols)| (name.to_ascii_lowercase(), (name, cols)))
+                .collect(),
+        }
     }
 
     /// The table named `name` (any case).

@@ -30,12 +30,10 @@ impl Reader<'_> {
             &["graphId"],
             &["graphNodeId"],
         ];
-        let sql = t.sql(&fields);
-        let mut stmt = self.conn.prepare(&sql)?;
-        let mut rows = stmt.query([])?;
         let cat = self.cat("kernel");
         let mut n = 0;
-        while let Some(row) = rows.next()? {
+        let source = self.source;
+        source.for_each_row(&t.table, &fields, &mut |row| {
             self.poll()?;
             n += 1;
             let name = self
@@ -101,7 +99,8 @@ impl Reader<'_> {
                 bytes: None,
                 args,
             });
-        }
+            Ok(())
+        })?;
         self.count(t.name, n);
         Ok(())
     }
@@ -116,9 +115,6 @@ impl Reader<'_> {
             &["name"],
             &["returnValue"],
         ];
-        let sql = t.sql(&fields);
-        let mut stmt = self.conn.prepare(&sql)?;
-        let mut rows = stmt.query([])?;
         let category = if driver {
             "cuda_driver"
         } else {
@@ -126,7 +122,8 @@ impl Reader<'_> {
         };
         let cat = self.cat(category);
         let mut n = 0;
-        while let Some(row) = rows.next()? {
+        let source = self.source;
+        source.for_each_row(&t.table, &fields, &mut |row| {
             self.poll()?;
             n += 1;
             let name = self.name_at(row, 4).or_else(|| self.name_at(row, 5));
@@ -160,7 +157,8 @@ impl Reader<'_> {
                 bytes: None,
                 args,
             });
-        }
+            Ok(())
+        })?;
         self.count(t.name, n);
         Ok(())
     }
@@ -182,12 +180,10 @@ impl Reader<'_> {
             &["srcDeviceId"],
             &["dstDeviceId"],
         ];
-        let sql = t.sql(&fields);
-        let mut stmt = self.conn.prepare(&sql)?;
-        let mut rows = stmt.query([])?;
         let cat = self.cat("gpu_memcpy");
         let mut n = 0;
-        while let Some(row) = rows.next()? {
+        let source = self.source;
+        source.for_each_row(&t.table, &fields, &mut |row| {
             self.poll()?;
             n += 1;
             let copy = int(row, 8);
@@ -240,7 +236,8 @@ impl Reader<'_> {
                 bytes: int(row, 7),
                 args,
             });
-        }
+            Ok(())
+        })?;
         self.count(t.name, n);
         Ok(())
     }
@@ -259,12 +256,10 @@ impl Reader<'_> {
             &["memKind"],
             &["graphNodeId"],
         ];
-        let sql = t.sql(&fields);
-        let mut stmt = self.conn.prepare(&sql)?;
-        let mut rows = stmt.query([])?;
         let cat = self.cat("gpu_memset");
         let mut n = 0;
-        while let Some(row) = rows.next()? {
+        let source = self.source;
+        source.for_each_row(&t.table, &fields, &mut |row| {
             self.poll()?;
             n += 1;
             let label = match int(row, 9) {
@@ -304,7 +299,8 @@ impl Reader<'_> {
                 bytes: int(row, 7),
                 args,
             });
-        }
+            Ok(())
+        })?;
         self.count(t.name, n);
         Ok(())
     }
@@ -321,12 +317,10 @@ impl Reader<'_> {
             &["syncType"],
             &["eventId"],
         ];
-        let sql = t.sql(&fields);
-        let mut stmt = self.conn.prepare(&sql)?;
-        let mut rows = stmt.query([])?;
         let cat = self.cat("cuda_sync");
         let mut n = 0;
-        while let Some(row) = rows.next()? {
+        let source = self.source;
+        source.for_each_row(&t.table, &fields, &mut |row| {
             self.poll()?;
             n += 1;
             let name = self.p.strings.intern(sync_name(int(row, 7)));
@@ -362,7 +356,8 @@ impl Reader<'_> {
                 bytes: None,
                 args,
             });
-        }
+            Ok(())
+        })?;
         self.count(t.name, n);
         Ok(())
     }
@@ -379,12 +374,10 @@ impl Reader<'_> {
             &["graphId"],
             &["graphExecId"],
         ];
-        let sql = t.sql(&fields);
-        let mut stmt = self.conn.prepare(&sql)?;
-        let mut rows = stmt.query([])?;
         let cat = self.cat("cuda_graph_trace");
         let mut n = 0;
-        while let Some(row) = rows.next()? {
+        let source = self.source;
+        source.for_each_row(&t.table, &fields, &mut |row| {
             self.poll()?;
             n += 1;
             let graph = int(row, 7);
@@ -423,7 +416,8 @@ impl Reader<'_> {
                 bytes: None,
                 args,
             });
-        }
+            Ok(())
+        })?;
         self.count(t.name, n);
         Ok(())
     }
@@ -432,16 +426,12 @@ impl Reader<'_> {
         // Domain names first: ranges refer to them by id.
         let mut domains: HashMap<i64, String> = HashMap::new();
         if t.table.has(&["domainId"]) && t.table.has(&["eventType"]) {
-            let sql = t.table.select(
-                &[&["domainId"], &["text"], &["textId"]],
-                Some(&format!(
-                    "{} = {NVTX_DOMAIN_CREATE}",
-                    schema::quote(t.table.column(&["eventType"]).unwrap_or("eventType"))
-                )),
-            );
-            let mut stmt = self.conn.prepare(&sql)?;
-            let mut rows = stmt.query([])?;
-            while let Some(row) = rows.next()? {
+            let source = self.source;
+            let fields: [&[&str]; 4] = [&["domainId"], &["text"], &["textId"], &["eventType"]];
+            source.for_each_row(&t.table, &fields, &mut |row| {
+                if int(row, 3) != Some(NVTX_DOMAIN_CREATE) {
+                    return Ok(());
+                }
                 let name = text(row, 1).filter(|s| !s.is_empty()).or_else(|| {
                     int(row, 2)
                         .and_then(|id| self.ids.get(&id))
@@ -450,7 +440,8 @@ impl Reader<'_> {
                 if let (Some(d), Some(name)) = (int(row, 0), name) {
                     domains.insert(d, name);
                 }
-            }
+                Ok(())
+            })?;
         }
         let fields: [&[&str]; 9] = [
             &["start"],
@@ -463,13 +454,11 @@ impl Reader<'_> {
             &["category"],
             &["endGlobalTid"],
         ];
-        let sql = t.sql(&fields);
-        let mut stmt = self.conn.prepare(&sql)?;
-        let mut rows = stmt.query([])?;
         let cat = self.cat("nvtx");
         let mut n = 0;
         let mut other = 0u64;
-        while let Some(row) = rows.next()? {
+        let source = self.source;
+        source.for_each_row(&t.table, &fields, &mut |row| {
             self.poll()?;
             n += 1;
             let event_type = int(row, 2);
@@ -477,10 +466,10 @@ impl Reader<'_> {
                 Some(NVTX_PUSH_POP | NVTXT_PUSH_POP) => (false, false),
                 Some(NVTX_START_END | NVTXT_START_END) => (false, true),
                 Some(NVTX_MARK) => (true, false),
-                Some(NVTX_DOMAIN_CREATE | NVTX_THREAD) | Some(33) | Some(76) => continue,
+                Some(NVTX_DOMAIN_CREATE | NVTX_THREAD) | Some(33) | Some(76) => return Ok(()),
                 _ => {
                     other += 1;
-                    continue;
+                    return Ok(());
                 }
             };
             let name = self
@@ -531,7 +520,8 @@ impl Reader<'_> {
                 bytes: None,
                 args,
             });
-        }
+            Ok(())
+        })?;
         self.p
             .log
             .note_n("nvtx_event_type_not_extracted", other, || {

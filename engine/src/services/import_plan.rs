@@ -1,0 +1,371 @@
+//! What one import call reads, decided before any byte is stored: regular
+//! files (one artifact each), a folder of trace files (one artifact per file,
+//! sorted by name — e.g. one Kineto file per rank), or an `nsys export
+//! --type parquetdir` / `arrowdir` folder (ONE artifact). Shapes and formats
+//! are checked up front, so a refusal leaves nothing behind.
+
+use std::fs;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+
+use flameox_extractors::ExtractError;
+use flameox_extractors::chrome::{CHROME_EXTRACTOR_NAME, CHROME_EXTRACTOR_VERSION};
+use flameox_extractors::cpuprofile::{CPUPROFILE_EXTRACTOR_NAME, CPUPROFILE_EXTRACTOR_VERSION};
+use flameox_extractors::detect::{FormatKind, detect};
+use flameox_extractors::folded::{FOLDED_EXTRACTOR_NAME, FOLDED_EXTRACTOR_VERSION};
+use flameox_extractors::gecko::{GECKO_EXTRACTOR_NAME, GECKO_EXTRACTOR_VERSION};
+use flameox_extractors::input::{InputLimits, read_head};
+use flameox_extractors::nsight::export_dir::{
+    TableFileFormat, is_nsys_table_set, table_file_format, table_of_file,
+};
+use flameox_extractors::nsight::{
+    NSIGHT_EXPORT_DIR_EXTRACTOR_NAME, NSIGHT_EXTRACTOR_NAME, NSIGHT_EXTRACTOR_VERSION,
+};
+use flameox_extractors::perfetto::{PERFETTO_EXTRACTOR_NAME, PERFETTO_EXTRACTOR_VERSION};
+use flameox_extractors::pprof::{PPROF_EXTRACTOR_NAME, PPROF_EXTRACTOR_VERSION};
+use flameox_extractors::speedscope::{SPEEDSCOPE_EXTRACTOR_NAME, SPEEDSCOPE_EXTRACTOR_VERSION};
+
+use crate::error::{ErrorCode, FlameoxError, Result};
+use crate::store::check_regular_file;
+use crate::workspace::Workspace;
+
+/// `kind` / `producer` value that means "detect it".
+pub const AUTO: &str = "auto";
+
+/// Formats this build extracts.
+pub const SUPPORTED_KINDS: [&str; 10] = [
+    "chrome_json",
+    "folded_stacks",
+    "perfetto_protobuf",
+    "pprof",
+    "speedscope_json",
+    "chrome_cpuprofile",
+    "gecko_profile",
+    "nsight_systems_sqlite",
+    "nsight_systems_parquetdir",
+    "nsight_systems_arrowdir",
+];
+
+/// Where one artifact's bytes come from.
+#[derive(Debug, Clone, PartialEq)]
+pub enum InputShape {
+    File(PathBuf),
+    /// An nsys export folder and its regular files, sorted by name.
+    ExportDir {
+        dir: PathBuf,
+        files: Vec<String>,
+    },
+}
+
+/// One artifact to import.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PlannedInput {
+    pub shape: InputShape,
+    /// The name shown in messages (file or folder name, never a host path).
+    pub name: String,
+    pub kind: FormatKind,
+    pub producer_hint: Option<String>,
+}
+
+/// Names `file` in an error about one input of several.
+pub fn for_input(mut err: FlameoxError, name: &str) -> FlameoxError {
+    err.message = format!("{name}: {}", err.message);
+    err.detail("file", name)
+}
+
+pub fn input_limits(ws: &Workspace) -> InputLimits {
+    InputLimits {
+        max_ratio: ws.config.import.max_decompression_ratio,
+        min_decompressed_cap_bytes: ws.config.import.min_decompressed_cap_mib * 1024 * 1024,
+    }
+}
+
+fn display_name(path: &Path) -> String {
+    path.file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "input".to_owned())
+}
+
+/// Plans every artifact of one import: `paths` in the order given, a folder
+/// expanded to its files sorted by name unless it is an nsys export folder.
+pub fn plan_inputs(
+    ws: &Workspace,
+    paths: &[PathBuf],
+    forced_kind: Option<&str>,
+) -> Result<Vec<PlannedInput>> {
+    if paths.is_empty() {
+        return Err(FlameoxError::invalid_argument(
+            "path",
+            "give at least one file or folder",
+        ));
+    }
+    let several = paths.len() > 1;
+    let mut planned: Vec<(InputShape, Option<FormatKind>)> = Vec::new();
+    for path in paths {
+        let name = display_name(path);
+        let name_err = |e: FlameoxError| if several { for_input(e, &name) } else { e };
+        let meta = fs::symlink_metadata(path).map_err(|e| {
+            name_err(FlameoxError::invalid_argument(
+                "path",
+                format!("cannot read the input: {}", e.kind()),
+            ))
+        })?;
+        if !meta.is_dir() {
+            check_regular_file(path).map_err(name_err)?;
+            planned.push((InputShape::File(path.clone()), None));
+            continue;
+        }
+        let files = list_folder(path).map_err(name_err)?;
+        match classify_folder(path, &files).map_err(name_err)? {
+            Some(kind) => planned.push((
+                InputShape::ExportDir {
+                    dir: path.clone(),
+                    files,
+                },
+                Some(kind),
+            )),
+            None => planned.extend(files.iter().map(|f| (InputShape::File(path.join(f)), None))),
+        }
+    }
+    let several = planned.len() > 1;
+    let mut out = Vec::with_capacity(planned.len());
+    for (shape, folder_kind) in planned {
+        let (name, kind, producer_hint) = match (&shape, folder_kind) {
+            (InputShape::ExportDir { dir, .. }, Some(kind)) => {
+                (display_name(dir), kind, Some("nsys".to_owned()))
+            }
+            (InputShape::File(path), _) | (InputShape::ExportDir { dir: path, .. }, None) => {
+                let name = display_name(path);
+                let decided = decide_kind(ws, path, forced_kind).and_then(|(kind, hint)| {
+                    require_extractor(kind)?;
+                    Ok((kind, hint))
+                });
+                let (kind, hint) =
+                    decided.map_err(|e| if several { for_input(e, &name) } else { e })?;
+                (name, kind, hint)
+            }
+        };
+        out.push(PlannedInput {
+            shape,
+            name,
+            kind,
+            producer_hint,
+        });
+    }
+    Ok(out)
+}
+
+/// The regular files of a flat folder, sorted by name. Subfolders,
+/// symlinks and other non-regular entries are refused, not skipped: the
+/// artifact must be exactly what the folder holds.
+fn list_folder(dir: &Path) -> Result<Vec<String>> {
+    let entries = fs::read_dir(dir).map_err(|e| {
+        FlameoxError::invalid_argument("path", format!("cannot list the folder: {}", e.kind()))
+    })?;
+    let mut files = Vec::new();
+    for entry in entries {
+        let entry = entry.map_err(|e| {
+            FlameoxError::invalid_argument("path", format!("cannot list the folder: {}", e.kind()))
+        })?;
+        let Some(name) = entry.file_name().to_str().map(str::to_owned) else {
+            return Err(FlameoxError::invalid_argument(
+                "path",
+                "the folder holds a file whose name is not UTF-8",
+            )
+            .remedy("rename it, or import the other files by name"));
+        };
+        let kind = entry.file_type().map_err(|e| {
+            FlameoxError::invalid_argument("path", format!("cannot read {name}: {}", e.kind()))
+        })?;
+        let what = if kind.is_symlink() {
+            "a symbolic link"
+        } else if kind.is_dir() {
+            "a subfolder"
+        } else if !kind.is_file() {
+            "not a regular file"
+        } else {
+            files.push(name);
+            continue;
+        };
+        return Err(FlameoxError::invalid_argument(
+            "path",
+            format!("the folder entry {name} is {what}; only a flat folder of regular files can be imported"),
+        )
+        .detail("entry", name)
+        .remedy("move it out of the folder, or import the files by name: flameox import FILE [FILE...]"));
+    }
+    if files.is_empty() {
+        return Err(FlameoxError::invalid_argument(
+            "path",
+            "the folder is empty",
+        ));
+    }
+    files.sort();
+    Ok(files)
+}
+
+/// `Some(kind)` when the folder is an nsys parquetdir/arrowdir export
+/// (table files by content, with StringIds plus a CUPTI/NVTX/OSRT/
+/// TARGET_INFO table); `None` for a folder of other files; an error for a
+/// folder of table files that is not an nsys export.
+fn classify_folder(dir: &Path, files: &[String]) -> Result<Option<FormatKind>> {
+    let mut tables = Vec::new();
+    let mut parquet = false;
+    for name in files {
+        let mut head = [0u8; 8];
+        let n = fs::File::open(dir.join(name))
+            .and_then(|mut f| read_up_to(&mut f, &mut head))
+            .map_err(|e| {
+                FlameoxError::invalid_argument("path", format!("cannot read {name}: {}", e.kind()))
+            })?;
+        if let Some(format) = table_file_format(&head[..n]) {
+            parquet |= format == TableFileFormat::Parquet;
+            tables.push(table_of_file(name));
+        }
+    }
+    if is_nsys_table_set(tables.iter().copied()) {
+        return Ok(Some(if parquet {
+            FormatKind::NsightParquetDir
+        } else {
+            FormatKind::NsightArrowDir
+        }));
+    }
+    if !tables.is_empty() && tables.len() == files.len() {
+        return Err(FlameoxError::new(
+            ErrorCode::ArtifactParseFailed,
+            "a folder of Parquet/Arrow files that is not an Nsight Systems export: it needs a StringIds table plus a CUPTI_*, NVTX_*, OSRT_* or TARGET_INFO_* table",
+        )
+        .detail("tables", tables.iter().take(20).copied().collect::<Vec<_>>())
+        .remedy("nsys export --type parquetdir --output DIR report.nsys-rep, then: flameox import DIR"));
+    }
+    Ok(None)
+}
+
+fn read_up_to(file: &mut fs::File, buf: &mut [u8]) -> std::io::Result<usize> {
+    let mut filled = 0;
+    while filled < buf.len() {
+        let n = file.read(&mut buf[filled..])?;
+        if n == 0 {
+            break;
+        }
+        filled += n;
+    }
+    Ok(filled)
+}
+
+/// Maps an extractor failure to the contract's codes.
+pub fn extract_error(err: ExtractError, kind: &str) -> FlameoxError {
+    match err {
+        ExtractError::Parse { message, offset } => FlameoxError::new(
+            ErrorCode::ArtifactParseFailed,
+            format!("the input could not be read as {kind}: {message}"),
+        )
+        .detail("kind", kind)
+        .detail("offset", offset)
+        .remedy("check that the file is complete, or force another kind with --kind"),
+        ExtractError::TooLarge { message } => {
+            FlameoxError::new(ErrorCode::ArtifactTooLarge, message).remedy(
+                "raise import.max_decompression_ratio in config.toml if the input is genuine",
+            )
+        }
+        ExtractError::Cancelled => {
+            FlameoxError::new(ErrorCode::OperationCancelled, "the import was cancelled")
+        }
+        ExtractError::Io(e) => FlameoxError::internal(format!("reading the input failed: {e}")),
+        ExtractError::Sink(e) => FlameoxError::internal(format!("writing evidence failed: {e}")),
+    }
+}
+
+/// Decides a file's format: forced by `kind`, else detected from content.
+fn decide_kind(
+    ws: &Workspace,
+    path: &Path,
+    forced: Option<&str>,
+) -> Result<(FormatKind, Option<String>)> {
+    let limits = input_limits(ws);
+    let head = read_head(path, &limits, 64 * 1024).map_err(|e| extract_error(e, "input"))?;
+    let name = path.file_name().and_then(|n| n.to_str());
+    let detection = detect(&head, name);
+    let kind = match forced.filter(|k| *k != AUTO) {
+        Some(forced) => FormatKind::from_name(forced).ok_or_else(|| {
+            let mut valid = vec![AUTO, "execution_trace", "folded"];
+            valid.extend(SUPPORTED_KINDS);
+            FlameoxError::invalid_argument("kind", format!("unknown kind {forced}"))
+                .detail(
+                    "closest",
+                    crate::error::closest(forced, valid.iter().copied(), 1),
+                )
+                .detail("valid", valid)
+        })?,
+        None => detection.kind,
+    };
+    if kind == FormatKind::Unknown || head.is_empty() {
+        let shown: String = String::from_utf8_lossy(&head[..head.len().min(32)])
+            .escape_debug()
+            .to_string();
+        return Err(FlameoxError::new(
+            ErrorCode::ArtifactParseFailed,
+            "no extractor accepts this input",
+        )
+        .detail("kinds_tried", SUPPORTED_KINDS.to_vec())
+        .detail("first_bytes", shown)
+        .remedy("pass --kind when the format is known"));
+    }
+    Ok((kind, detection.producer_hint))
+}
+
+/// `(name, version)` of the extractor that reads `kind`.
+pub fn extractor_of(kind: FormatKind) -> (&'static str, &'static str) {
+    match kind {
+        FormatKind::FoldedStacks => (FOLDED_EXTRACTOR_NAME, FOLDED_EXTRACTOR_VERSION),
+        FormatKind::PerfettoProtobuf => (PERFETTO_EXTRACTOR_NAME, PERFETTO_EXTRACTOR_VERSION),
+        FormatKind::Pprof => (PPROF_EXTRACTOR_NAME, PPROF_EXTRACTOR_VERSION),
+        FormatKind::SpeedscopeJson => (SPEEDSCOPE_EXTRACTOR_NAME, SPEEDSCOPE_EXTRACTOR_VERSION),
+        FormatKind::ChromeCpuProfile => (CPUPROFILE_EXTRACTOR_NAME, CPUPROFILE_EXTRACTOR_VERSION),
+        FormatKind::GeckoProfile => (GECKO_EXTRACTOR_NAME, GECKO_EXTRACTOR_VERSION),
+        FormatKind::NsightSqlite => (NSIGHT_EXTRACTOR_NAME, NSIGHT_EXTRACTOR_VERSION),
+        FormatKind::NsightParquetDir | FormatKind::NsightArrowDir => {
+            (NSIGHT_EXPORT_DIR_EXTRACTOR_NAME, NSIGHT_EXTRACTOR_VERSION)
+        }
+        _ => (CHROME_EXTRACTOR_NAME, CHROME_EXTRACTOR_VERSION),
+    }
+}
+
+/// Refuses formats this build recognizes but cannot extract (from a file).
+fn require_extractor(kind: FormatKind) -> Result<()> {
+    match kind {
+        FormatKind::ChromeJson
+        | FormatKind::FoldedStacks
+        | FormatKind::PerfettoProtobuf
+        | FormatKind::Pprof
+        | FormatKind::SpeedscopeJson
+        | FormatKind::ChromeCpuProfile
+        | FormatKind::GeckoProfile
+        | FormatKind::NsightSqlite => Ok(()),
+        FormatKind::NsightReport => Err(FlameoxError::new(
+            ErrorCode::CapabilityUnavailable,
+            "an .nsys-rep report is a proprietary container; export it to SQLite first",
+        )
+        .detail("kind", kind.name())
+        .remedy("nsys export --type sqlite --output report.sqlite report.nsys-rep")
+        .remedy("then: flameox import report.sqlite")),
+        FormatKind::NsightParquetDir | FormatKind::NsightArrowDir => {
+            Err(FlameoxError::invalid_argument(
+                "kind",
+                format!(
+                    "{} names a folder; pass the export folder itself",
+                    kind.name()
+                ),
+            ))
+        }
+        other => Err(FlameoxError::new(
+            ErrorCode::CapabilityUnavailable,
+            format!(
+                "{} inputs are recognized but this build has no extractor for them yet",
+                other.name()
+            ),
+        )
+        .detail("kind", other.name())
+        .detail("supported_kinds", SUPPORTED_KINDS.to_vec())),
+    }
+}

@@ -1,0 +1,149 @@
+//! Where an export's tables come from: a SQLite file, or a stored
+//! parquetdir/arrowdir folder. The per-table readers see only rows of
+//! [`Cell`]s addressed by field position, so both sources give identical
+//! evidence for the same table contents.
+
+use rusqlite::Connection;
+use rusqlite::types::ValueRef;
+
+use super::export_dir::{Column, ExportDirTables};
+use super::schema::{Schema, Table};
+use crate::api::ExtractError;
+
+/// One value as the readers see it (SQLite's storage classes; a BLOB
+/// reads as NULL, as it always did).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Cell<'a> {
+    Null,
+    Int(i64),
+    Real(f64),
+    Text(&'a [u8]),
+}
+
+/// One row of the fields a reader asked for, by position.
+pub trait RowView {
+    fn cell(&self, i: usize) -> Cell<'_>;
+}
+
+struct SqliteRow<'r, 's>(&'r rusqlite::Row<'s>);
+
+impl RowView for SqliteRow<'_, '_> {
+    fn cell(&self, i: usize) -> Cell<'_> {
+        match self.0.get_ref(i) {
+            Ok(ValueRef::Integer(v)) => Cell::Int(v),
+            Ok(ValueRef::Real(v)) => Cell::Real(v),
+            Ok(ValueRef::Text(t)) => Cell::Text(t),
+            _ => Cell::Null,
+        }
+    }
+}
+
+struct BatchRow<'c> {
+    columns: &'c [Column],
+    row: usize,
+}
+
+impl RowView for BatchRow<'_> {
+    fn cell(&self, i: usize) -> Cell<'_> {
+        use arrow::array::Array;
+        let row = self.row;
+        match self.columns.get(i) {
+            Some(Column::Int(a)) if a.is_valid(row) => Cell::Int(a.value(row)),
+            Some(Column::Real(a)) if a.is_valid(row) => Cell::Real(a.value(row)),
+            Some(Column::Text(a)) if a.is_valid(row) => Cell::Text(a.value(row).as_bytes()),
+            _ => Cell::Null,
+        }
+    }
+}
+
+/// A row callback: return `Err` to stop with that error.
+pub type EachRow<'f> = dyn FnMut(&dyn RowView) -> Result<(), ExtractError> + 'f;
+
+/// The tables of one export.
+pub enum TableSource {
+    Sqlite(Connection),
+    ExportDir(ExportDirTables),
+}
+
+impl TableSource {
+    /// Every table and its columns.
+    pub fn schema(&self) -> Result<Schema, ExtractError> {
+        match self {
+            TableSource::Sqlite(conn) => Ok(Schema::read(conn)?),
+            TableSource::ExportDir(dir) => Ok(Schema::from_tables(dir.columns()?)),
+        }
+    }
+
+    /// Calls `each` for every row of `table` in stored order, with one cell
+    /// per entry of `fields` (the first candidate column that exists; NULL
+    /// when none does).
+    pub fn for_each_row(
+        &self,
+        table: &Table,
+        fields: &[&[&str]],
+        each: &mut EachRow<'_>,
+    ) -> Result<(), ExtractError> {
+        match self {
+            TableSource::Sqlite(conn) => {
+                let mut stmt = conn.prepare(&table.select(fields, None))?;
+                let mut rows = stmt.query([])?;
+                while let Some(row) = rows.next()? {
+                    each(&SqliteRow(row))?;
+                }
+                Ok(())
+            }
+            TableSource::ExportDir(dir) => {
+                let names: Vec<Option<&str>> = fields.iter().map(|c| table.column(c)).collect();
+                let wanted: Vec<&str> = names.iter().flatten().copied().collect();
+                dir.for_each_batch(&table.name, &wanted, &mut |batch| {
+                    let columns = names
+                        .iter()
+                        .map(|n| Column::of(n.and_then(|n| batch.column_by_name(n))))
+                        .collect::<Result<Vec<_>, _>>()?;
+                    for row in 0..batch.num_rows() {
+                        each(&BatchRow {
+                            columns: &columns,
+                            row,
+                        })?;
+                    }
+                    Ok(())
+                })
+            }
+        }
+    }
+
+    /// Whether `table` has at least one row.
+    pub fn has_rows(&self, table: &Table) -> Result<bool, ExtractError> {
+        match self {
+            TableSource::Sqlite(conn) => {
+                let sql = format!(
+                    "SELECT EXISTS(SELECT 1 FROM {})",
+                    super::schema::quote(&table.name)
+                );
+                let n: i64 = conn.query_row(&sql, [], |r| r.get(0))?;
+                Ok(n != 0)
+            }
+            TableSource::ExportDir(dir) => dir.has_rows(&table.name),
+        }
+    }
+}
+
+/// An integer cell (reals truncate, numeric text parses), as SQLite reads.
+pub fn int(row: &dyn RowView, i: usize) -> Option<i64> {
+    match row.cell(i) {
+        Cell::Int(v) => Some(v),
+        Cell::Real(f) if f.is_finite() => Some(f as i64),
+        Cell::Text(t) => std::str::from_utf8(t).ok()?.trim().parse().ok(),
+        _ => None,
+    }
+}
+
+/// A text cell (numbers shown as text).
+pub fn text(row: &dyn RowView, i: usize) -> Option<String> {
+    match row.cell(i) {
+        Cell::Text(t) => Some(String::from_utf8_lossy(t).into_owned()),
+        Cell::Int(v) => Some(v.to_string()),
+        Cell::Real(f) => Some(f.to_string()),
+        Cell::Null => None,
+    }
+}
