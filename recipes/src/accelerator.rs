@@ -9,24 +9,19 @@
 //! make negative gaps and no row loop runs in Rust.
 
 use std::collections::BTreeMap;
-use std::sync::Arc;
 
 use datafusion::arrow::datatypes::DataType;
-use datafusion::common::ScalarValue;
 use datafusion::functions_aggregate::expr_fn::{count, max, min, sum};
-use datafusion::functions_aggregate::min_max::max_udaf;
-use datafusion::logical_expr::expr::WindowFunction;
-use datafusion::logical_expr::{
-    Expr, ExprFunctionExt, JoinType, WindowFrame, WindowFrameBound, WindowFrameUnits, col, lit,
-    when,
-};
+use datafusion::logical_expr::{Expr, JoinType, col, lit, when};
 use datafusion::prelude::{DataFrame, SessionContext, cast, coalesce};
 use serde::{Deserialize, Serialize};
 
-use crate::common::{ArtifactScope, RecipeResult, collect, column, i64_at, string_at, table};
+use crate::common::{
+    ArtifactScope, RecipeResult, collect, column, i64_at, max_before, string_at, table,
+};
 
 /// Runtime/driver calls that launch one kernel directly.
-const DIRECT_LAUNCHES: &[&str] = &[
+pub const DIRECT_LAUNCHES: &[&str] = &[
     "cudaLaunchKernel",
     "cudaLaunchKernelExC",
     "cudaLaunchCooperativeKernel",
@@ -106,6 +101,35 @@ pub fn kernel_rows() -> Expr {
         ))
 }
 
+/// Device work: kernels (NCCL included, as [`kernel_rows`]), memcpy and memset.
+pub fn device_work_rows() -> Expr {
+    kernel_rows()
+        .or(cast(col("kind"), DataType::Utf8).in_list(vec![lit("memcpy"), lit("memset")], false))
+}
+
+/// Host runtime/driver calls named one of `names` (nsys exports versioned
+/// names such as `cudaLaunchKernel_v7000`, which match too).
+pub fn host_calls_named(names: &[&str]) -> Expr {
+    let name = || cast(col("name"), DataType::Utf8);
+    let named = names
+        .iter()
+        .map(|n| name().eq(lit(*n)).or(name().like(lit(format!("{n}_v%")))))
+        .reduce(Expr::or)
+        .unwrap_or(lit(false));
+    cast(col("kind"), DataType::Utf8)
+        .in_list(vec![lit("runtime_api"), lit("driver_api")], false)
+        .and(named)
+}
+
+/// Host calls that can launch device work: runtime and driver API calls and
+/// host-side graph launches (device-side graph executions sit on streams).
+pub fn host_launch_calls() -> Expr {
+    let kind = || cast(col("kind"), DataType::Utf8);
+    kind()
+        .in_list(vec![lit("runtime_api"), lit("driver_api")], false)
+        .or(kind().eq(lit("graph_launch")).and(col("stream").is_null()))
+}
+
 fn region_expr() -> Expr {
     coalesce(vec![cast(col("phase"), DataType::Utf8), lit("(all)")]).alias("region")
 }
@@ -133,16 +157,7 @@ pub async fn accelerator_launches(
     phase: Option<&str>,
 ) -> RecipeResult<AcceleratorAnswer> {
     let kind = || cast(col("kind"), DataType::Utf8);
-    let name = || cast(col("name"), DataType::Utf8);
-    // nsys exports versioned names (`cudaLaunchKernel_v7000`).
-    let launch_name = DIRECT_LAUNCHES
-        .iter()
-        .map(|n| name().eq(lit(*n)).or(name().like(lit(format!("{n}_v%")))))
-        .reduce(Expr::or)
-        .unwrap_or(lit(false));
-    let direct = kind()
-        .in_list(vec![lit("runtime_api"), lit("driver_api")], false)
-        .and(launch_name);
+    let direct = host_calls_named(DIRECT_LAUNCHES);
     // Host-side graph launches (device-side graph executions sit on streams).
     let graph = kind().eq(lit("graph_launch")).and(col("stream").is_null());
 
@@ -271,22 +286,7 @@ async fn stream_use(
     phase: Option<&str>,
 ) -> RecipeResult<Vec<StreamUse>> {
     let keys = || vec![col("artifact_id"), col("device"), col("stream")];
-    let previous_end = Expr::from(WindowFunction::new(
-        Arc::clone(&max_udaf()),
-        vec![col("end_ns")],
-    ))
-    .partition_by(keys())
-    .order_by(vec![
-        col("ts_ns").sort(true, false),
-        col("event_id").sort(true, false),
-    ])
-    .window_frame(WindowFrame::new_bounds(
-        WindowFrameUnits::Rows,
-        WindowFrameBound::Preceding(ScalarValue::UInt64(None)),
-        WindowFrameBound::Preceding(ScalarValue::UInt64(Some(1))),
-    ))
-    .build()?
-    .alias("previous_end");
+    let previous_end = max_before(col("end_ns"), keys())?.alias("previous_end");
     let rows = events(ctx, scope, kernel_rows(), phase)
         .await?
         .select(vec![

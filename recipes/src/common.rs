@@ -1,9 +1,16 @@
 //! Pieces every recipe shares: scope filters, collecting typed columns, errors.
 
+use std::sync::Arc;
+
 use datafusion::arrow::array::{Array, AsArray, RecordBatch};
 use datafusion::arrow::datatypes::{DataType, Int64Type, UInt64Type};
+use datafusion::common::ScalarValue;
 use datafusion::error::DataFusionError;
-use datafusion::logical_expr::{Expr, col, lit};
+use datafusion::functions_aggregate::min_max::max_udaf;
+use datafusion::logical_expr::expr::WindowFunction;
+use datafusion::logical_expr::{
+    Expr, ExprFunctionExt, WindowFrame, WindowFrameBound, WindowFrameUnits, col, lit,
+};
 use datafusion::prelude::{DataFrame, SessionContext};
 
 /// The artifacts a question is about (a run resolves to its artifacts).
@@ -147,4 +154,27 @@ pub fn column<'a>(batch: &'a RecordBatch, name: &str) -> RecipeResult<&'a dyn Ar
 /// Counts the rows of a DataFrame.
 pub async fn count_rows(df: DataFrame) -> RecipeResult<u64> {
     Ok(df.count().await? as u64)
+}
+
+/// The running maximum of `value` over the rows *before* each row of its
+/// partition in time order: `max(value) OVER (PARTITION BY partition ORDER
+/// BY ts_ns, event_id ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING)`.
+/// Over end times it is the end of everything that started earlier, the
+/// building block of gaps (start minus it, when positive) and of interval
+/// unions (each row adds what it reaches beyond it). Null for the first row.
+pub fn max_before(value: Expr, partition: Vec<Expr>) -> RecipeResult<Expr> {
+    Ok(
+        Expr::from(WindowFunction::new(Arc::clone(&max_udaf()), vec![value]))
+            .partition_by(partition)
+            .order_by(vec![
+                col("ts_ns").sort(true, false),
+                col("event_id").sort(true, false),
+            ])
+            .window_frame(WindowFrame::new_bounds(
+                WindowFrameUnits::Rows,
+                WindowFrameBound::Preceding(ScalarValue::UInt64(None)),
+                WindowFrameBound::Preceding(ScalarValue::UInt64(Some(1))),
+            ))
+            .build()?,
+    )
 }
