@@ -490,3 +490,102 @@ fn ranks_side_by_side_equal_each_rank_alone() {
     sorted.sort();
     assert_eq!(ranks, sorted, "rows ordered by rank");
 }
+
+#[test]
+fn nsight_export_matches_plain_sql() {
+    use rusqlite::{Connection, OpenFlags};
+    let path = corpus().join("nsys/pipit_cloverleaf_a100_nsys2024.5.sqlite");
+    let c = Connection::open_with_flags(&path, OpenFlags::SQLITE_OPEN_READ_ONLY).expect("open");
+    let rows = |sql: &str| -> Vec<(i64, i64, i64, String, i64)> {
+        let mut stmt = c.prepare(sql).expect(sql);
+        stmt.query_map([], |r| {
+            Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?))
+        })
+        .expect(sql)
+        .map(|r| r.expect("row"))
+        .collect()
+    };
+    // (start, end, stream, name or copy kind, bytes)
+    let kernels = rows(
+        "SELECT k.start, k.\"end\", k.streamId, s.value, 0 FROM CUPTI_ACTIVITY_KIND_KERNEL k
+         JOIN StringIds s ON s.id = k.demangledName",
+    );
+    let copies = rows(
+        "SELECT start, \"end\", streamId, CAST(copyKind AS TEXT), bytes
+         FROM CUPTI_ACTIVITY_KIND_MEMCPY",
+    );
+    assert!(kernels.iter().all(|k| !k.3.to_lowercase().contains("nccl")));
+    let spans = |r: &[(i64, i64, i64, String, i64)]| r.iter().map(|k| (k.0, k.1)).collect();
+    let compute = model::merged(spans(&kernels));
+    let all = model::merged([spans(&kernels), spans(&copies)].concat());
+    let first = all.first().expect("ops").0;
+    let last = all.iter().map(|s| s.1).max().expect("ops");
+
+    let project = Project::new();
+    let run = import(&project, &path);
+    let a = project.json(&["analyze", "gpu-breakdown", &run, "--limit", "1000"]);
+    assert_eq!(a["evidence"]["status"], "available");
+    assert!(
+        a["artifacts"][0]["rank"].is_null(),
+        "no distributedInfo in nsys"
+    );
+    let t = &a["temporal"][0];
+    assert_eq!(a["temporal"].as_array().expect("rows").len(), 1);
+    assert_eq!(int(t, "span_ns"), last - first);
+    assert_eq!(int(t, "compute_ns"), model::length(&compute));
+    assert_eq!(
+        int(t, "memory_ns"),
+        model::length(&all) - model::length(&compute)
+    );
+    assert_eq!(int(t, "idle_ns"), last - first - model::length(&all));
+
+    let mut per_stream: std::collections::BTreeMap<i64, Vec<(i64, i64)>> = Default::default();
+    for op in kernels.iter().chain(&copies) {
+        per_stream.entry(op.2).or_default().push((op.0, op.1));
+    }
+    let idle = a["idle"].as_array().expect("idle");
+    assert_eq!(idle.len(), per_stream.len());
+    for row in idle {
+        let stream = &per_stream[&int(row, "stream")];
+        let busy = model::length(&model::merged(stream.clone()));
+        let span = stream.iter().map(|s| s.1).max().expect("end")
+            - stream.iter().map(|s| s.0).min().expect("start");
+        assert_eq!(int(row, "idle_ns"), span - busy, "gaps = span − busy");
+        let parts = int(row, "host_wait_ns") + int(row, "kernel_wait_ns") + int(row, "other_ns");
+        assert_eq!(parts, int(row, "idle_ns"), "the split adds up");
+    }
+
+    let mut by_name: std::collections::BTreeMap<&str, (i64, i64)> = Default::default();
+    for k in &kernels {
+        let e = by_name.entry(k.3.as_str()).or_default();
+        *e = (e.0 + 1, e.1 + (k.1 - k.0));
+    }
+    let names = a["kernels"][0]["rows"].as_array().expect("rows");
+    let computation: Vec<&Value> = names
+        .iter()
+        .filter(|r| r["kernel_type"] == "computation")
+        .collect();
+    assert_eq!(computation.len(), by_name.len());
+    for row in computation {
+        let want = by_name[row["name"].as_str().expect("name")];
+        assert_eq!((int(row, "count"), int(row, "total_ns")), want);
+    }
+    for (kind, direction) in [("1", "H2D"), ("2", "D2H")] {
+        let of: Vec<_> = copies.iter().filter(|c| c.3 == kind).collect();
+        let row = a["bandwidth"]
+            .as_array()
+            .expect("bandwidth")
+            .iter()
+            .find(|r| r["direction"] == direction)
+            .expect(direction);
+        let want = (
+            of.len() as i64,
+            of.iter().map(|c| c.4).sum::<i64>(),
+            of.iter().map(|c| c.1 - c.0).sum::<i64>(),
+        );
+        assert_eq!(
+            (int(row, "count"), int(row, "bytes"), int(row, "time_ns")),
+            want
+        );
+    }
+}
