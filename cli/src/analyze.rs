@@ -10,6 +10,7 @@ use flameox_engine::services::analyze::{self, HotspotsRequest, HotspotsResult};
 use flameox_engine::services::gpu::{
     self, AcceleratorRequest, AcceleratorResult, GpuSummaryRequest, GpuSummaryResult,
 };
+use flameox_engine::services::gpu_breakdown::{self, GpuBreakdownRequest};
 use flameox_engine::services::gpu_gaps::{self, GpuGapsRequest};
 use flameox_engine::services::memory::{self, MemoryRequest};
 use flameox_engine::services::pytorch::{self, PytorchRequest, PytorchResult};
@@ -154,6 +155,42 @@ pub(crate) fn analyze_command(g: &GlobalOptions, analysis: AnalyzeCommand) -> Re
             let result = block_on(memory::memory(&qc, &request))??;
             emit(g, &result, crate::gaps_memory_view::render_memory)
         }
+        AnalyzeCommand::GpuBreakdown {
+            targets,
+            section,
+            limit,
+            kernel_wait_us,
+            runtime_outlier_us,
+            launch_delay_outlier_us,
+        } => {
+            let request = GpuBreakdownRequest {
+                targets,
+                section,
+                limit,
+                kernel_wait_ns: us_to_ns("kernel_wait_us", kernel_wait_us)?,
+                runtime_outlier_ns: us_to_ns("runtime_outlier_us", runtime_outlier_us)?,
+                launch_delay_outlier_ns: us_to_ns(
+                    "launch_delay_outlier_us",
+                    launch_delay_outlier_us,
+                )?,
+            };
+            let result = block_on(gpu_breakdown::gpu_breakdown(&qc, &request))??;
+            emit(g, &result, crate::gpu_breakdown::render)
+        }
+    }
+}
+
+/// A threshold flag in µs as the service's ns (range checked there).
+fn us_to_ns(field: &str, us: Option<f64>) -> Result<Option<i64>> {
+    match us {
+        None => Ok(None),
+        Some(v) if v.is_finite() && v >= 0.0 && v * 1000.0 < i64::MAX as f64 => {
+            Ok(Some((v * 1000.0).round() as i64))
+        }
+        Some(_) => Err(FlameoxError::invalid_argument(
+            field,
+            "must be a non-negative number of microseconds",
+        )),
     }
 }
 

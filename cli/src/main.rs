@@ -5,6 +5,7 @@
 mod analyze;
 mod commands;
 mod gaps_memory_view;
+mod gpu_breakdown;
 mod open;
 mod render;
 
@@ -244,6 +245,27 @@ pub enum AnalyzeCommand {
         /// Series and allocation sites shown, each (1..1000).
         #[arg(long)]
         limit: Option<usize>,
+    },
+    /// HTA-grade breakdowns: temporal, idle per stream, comm/compute overlap, kernels, launch stats, copy bandwidth; several targets side by side. Example: `flameox analyze gpu-breakdown <run> <run2> --section temporal`
+    GpuBreakdown {
+        /// Run or artifact ids; rows are labelled by artifact and rank.
+        #[arg(required = true)]
+        targets: Vec<String>,
+        /// temporal, idle, overlap, kernels, launches or bandwidth (default: all).
+        #[arg(long)]
+        section: Option<String>,
+        /// Kernel names per artifact and examples per outlier kind (1..1000).
+        #[arg(long)]
+        limit: Option<usize>,
+        /// Idle gaps shorter than this (µs) that no late launch explains are kernel wait (HTA: 30).
+        #[arg(long, value_name = "US")]
+        kernel_wait_us: Option<f64>,
+        /// Launch calls longer than this (µs) are runtime outliers (HTA: 50).
+        #[arg(long, value_name = "US")]
+        runtime_outlier_us: Option<f64>,
+        /// Launch delays longer than this (µs) are outliers (HTA: 100).
+        #[arg(long, value_name = "US")]
+        launch_delay_outlier_us: Option<f64>,
     },
 }
 

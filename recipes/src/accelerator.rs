@@ -23,7 +23,7 @@ use crate::common::{
 };
 
 /// Runtime/driver calls that launch one kernel directly.
-const DIRECT_LAUNCHES: &[&str] = &[
+pub const DIRECT_LAUNCHES: &[&str] = &[
     "cudaLaunchKernel",
     "cudaLaunchKernelExC",
     "cudaLaunchCooperativeKernel",
@@ -106,6 +106,35 @@ pub fn kernel_rows() -> Expr {
             cast(col("category"), DataType::Utf8)
                 .in_list(vec![lit("kernel"), lit("Kernel")], false),
         ))
+}
+
+/// Device work: kernels (NCCL included, as [`kernel_rows`]), memcpy and memset.
+pub fn device_work_rows() -> Expr {
+    kernel_rows()
+        .or(cast(col("kind"), DataType::Utf8).in_list(vec![lit("memcpy"), lit("memset")], false))
+}
+
+/// Host runtime/driver calls named one of `names` (nsys exports versioned
+/// names such as `cudaLaunchKernel_v7000`, which match too).
+pub fn host_calls_named(names: &[&str]) -> Expr {
+    let name = || cast(col("name"), DataType::Utf8);
+    let named = names
+        .iter()
+        .map(|n| name().eq(lit(*n)).or(name().like(lit(format!("{n}_v%")))))
+        .reduce(Expr::or)
+        .unwrap_or(lit(false));
+    cast(col("kind"), DataType::Utf8)
+        .in_list(vec![lit("runtime_api"), lit("driver_api")], false)
+        .and(named)
+}
+
+/// Host calls that can launch device work: runtime and driver API calls and
+/// host-side graph launches (device-side graph executions sit on streams).
+pub fn host_launch_calls() -> Expr {
+    let kind = || cast(col("kind"), DataType::Utf8);
+    kind()
+        .in_list(vec![lit("runtime_api"), lit("driver_api")], false)
+        .or(kind().eq(lit("graph_launch")).and(col("stream").is_null()))
 }
 
 fn region_expr() -> Expr {

@@ -203,3 +203,15 @@ pub fn newly_covered(start: Expr, end: Expr, previous_end: Expr) -> Expr {
         end - greatest(vec![start.clone(), coalesce(vec![previous_end, start])]),
     ])
 }
+
+/// [`max_end_before`] in time order (`ts_ns`, then `event_id`).
+pub fn max_before(value: Expr, partition: Vec<Expr>) -> RecipeResult<Expr> {
+    max_end_before(
+        value,
+        partition,
+        vec![
+            col("ts_ns").sort(true, false),
+            col("event_id").sort(true, false),
+        ],
+    )
+}

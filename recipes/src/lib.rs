@@ -12,6 +12,8 @@ pub mod accelerator;
 pub mod common;
 pub mod drilldown;
 pub mod frame_deltas;
+pub mod gpu_breakdown;
+pub mod gpu_breakdown_ops;
 pub mod gpu_gaps;
 pub mod gpu_summary;
 pub mod host_activity;

@@ -57,6 +57,7 @@ pub fn capabilities() -> Capabilities {
             "flame_graph".into(),
             "gpu_summary".into(),
             "accelerator_launches".into(),
+            "gpu_breakdown".into(),
             "pytorch".into(),
             "gpu_gaps".into(),
             "memory".into(),

@@ -9,6 +9,7 @@ pub mod analyze;
 pub mod capabilities;
 pub mod confine;
 pub mod gpu;
+pub mod gpu_breakdown;
 pub mod gpu_gaps;
 pub mod import;
 pub mod import_plan;
