@@ -68,6 +68,7 @@ fn check_value(rule: &Value, value: &Value) -> Option<String> {
     let ok_type = match kind {
         "string" => value.is_string(),
         "integer" => value.is_i64() || value.is_u64(),
+        "number" => value.is_number(),
         "boolean" => value.is_boolean(),
         "array" => value.is_array(),
         "object" => value.is_object(),
@@ -94,16 +95,36 @@ fn check_value(rule: &Value, value: &Value) -> Option<String> {
             return Some(format!("must be one of {}", Value::Array(allowed.clone())));
         }
     }
-    if let Some(n) = value.as_i64() {
-        if let Some(min) = rule.get("minimum").and_then(Value::as_i64)
+    if let Some(n) = value.as_f64() {
+        if let Some(min) = rule.get("minimum").and_then(Value::as_f64)
             && n < min
         {
-            return Some(format!("must be ≥ {min}"));
+            return Some(format!("must be ≥ {}", rule["minimum"]));
         }
-        if let Some(max) = rule.get("maximum").and_then(Value::as_i64)
+        if let Some(max) = rule.get("maximum").and_then(Value::as_f64)
             && n > max
         {
-            return Some(format!("must be ≤ {max}"));
+            return Some(format!("must be ≤ {}", rule["maximum"]));
+        }
+    }
+    if let Some(items) = value.as_array() {
+        let count = items.len() as u64;
+        if let Some(min) = rule.get("minItems").and_then(Value::as_u64)
+            && count < min
+        {
+            return Some(format!("needs at least {min} items"));
+        }
+        if let Some(max) = rule.get("maxItems").and_then(Value::as_u64)
+            && count > max
+        {
+            return Some(format!("has more than {max} items"));
+        }
+        if let Some(item_rule) = rule.get("items") {
+            for (i, item) in items.iter().enumerate() {
+                if let Some(problem) = check_value(item_rule, item) {
+                    return Some(format!("item {i} {problem}"));
+                }
+            }
         }
     }
     None
@@ -148,5 +169,30 @@ mod tests {
         assert!(check(&schema, &ok).is_ok());
         let long = json!({ "target": "abcdef" }).as_object().cloned().unwrap();
         assert!(check(&schema, &long).is_err());
+    }
+
+    #[test]
+    fn numbers_and_arrays_are_bounded() {
+        let schema = json!({
+            "type": "object",
+            "properties": {
+                "below": { "type": "number", "minimum": 0, "maximum": 1 },
+                "targets": { "type": "array", "minItems": 1, "maxItems": 2, "items": { "type": "string", "maxLength": 3 } }
+            },
+            "required": [],
+            "additionalProperties": false
+        });
+        let ok = json!({ "below": 0.5, "targets": ["a", "bcd"] });
+        assert!(check(&schema, ok.as_object().unwrap()).is_ok());
+        for bad in [
+            json!({ "below": 1.5 }),
+            json!({ "below": "half" }),
+            json!({ "targets": [] }),
+            json!({ "targets": ["a", "b", "c"] }),
+            json!({ "targets": ["abcd"] }),
+            json!({ "targets": [7] }),
+        ] {
+            assert!(check(&schema, bad.as_object().unwrap()).is_err(), "{bad}");
+        }
     }
 }

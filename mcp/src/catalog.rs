@@ -265,6 +265,46 @@ pub fn tools() -> Vec<ToolSpec> {
             ),
         },
         ToolSpec {
+            name: "analyze_gpu_breakdown",
+            title: "GPU breakdown (HTA)",
+            description: "Per rank and device: temporal (compute/comm/memory/idle), idle per stream (host/kernel wait), comm-compute overlap, kernels, launch outliers, copy bandwidth. HTA's thresholds.",
+            group: ReadOnly,
+            input_schema: object(
+                json!({
+                    "targets": { "type": "array", "minItems": 1, "maxItems": 64, "items": { "type": "string", "maxLength": ID }, "description": "Runs or artifacts, side by side." },
+                    "section": { "type": "string", "enum": ["temporal", "idle", "overlap", "kernels", "launches", "bandwidth"], "description": "Default all." },
+                    "limit": limit_prop()
+                }),
+                &["targets"],
+            ),
+        },
+        ToolSpec {
+            name: "analyze_gpu_gaps",
+            title: "GPU gaps",
+            description: "Longest device idle gaps and low-utilization chunks, each with what the host was doing meanwhile.",
+            group: ReadOnly,
+            input_schema: object(
+                json!({
+                    "target": target(),
+                    "min_gap_us": { "type": "number", "minimum": 0, "description": "Default 100." },
+                    "chunks": { "type": "integer", "minimum": 1, "maximum": 100000, "description": "Default 100." },
+                    "below": { "type": "number", "minimum": 0, "maximum": 1, "description": "Busy fraction; default 0.5." },
+                    "limit": limit_prop()
+                }),
+                &["target"],
+            ),
+        },
+        ToolSpec {
+            name: "analyze_memory",
+            title: "Memory",
+            description: "Memory counters (Kineto allocated/reserved, RSS): first, peak, retained at end, growth per step; allocation totals and top sites.",
+            group: ReadOnly,
+            input_schema: object(
+                json!({ "target": target(), "limit": limit_prop() }),
+                &["target"],
+            ),
+        },
+        ToolSpec {
             name: "get_trace_window",
             title: "Trace window",
             description: "Events overlapping [start_ns, end_ns) of one artifact in time order, paged by cursor. relative=true: offsets from the first event.",

@@ -95,6 +95,28 @@ pub struct PytorchArgs {
 }
 #[derive(serde::Deserialize)]
 #[serde(deny_unknown_fields)]
+pub struct BreakdownArgs {
+    pub targets: Vec<String>,
+    pub section: Option<String>,
+    pub limit: Option<usize>,
+}
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GapsArgs {
+    pub target: String,
+    pub min_gap_us: Option<f64>,
+    pub chunks: Option<usize>,
+    pub below: Option<f64>,
+    pub limit: Option<usize>,
+}
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MemoryArgs {
+    pub target: String,
+    pub limit: Option<usize>,
+}
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct WindowArgs {
     pub artifact_id: String,
     pub start_ns: i64,

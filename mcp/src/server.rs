@@ -11,7 +11,10 @@ use flameox_engine::recipes::drilldown::Direction;
 use flameox_engine::services::analyze::{self, FrameRequest, HotspotsRequest, WindowRequest};
 use flameox_engine::services::confine::confine_import_path;
 use flameox_engine::services::gpu::{self, AcceleratorRequest, GpuSummaryRequest};
+use flameox_engine::services::gpu_breakdown::{self, GpuBreakdownRequest};
+use flameox_engine::services::gpu_gaps::{self, GpuGapsRequest};
 use flameox_engine::services::import::{ImportRequest, import_artifact};
+use flameox_engine::services::memory::{self, MemoryRequest};
 use flameox_engine::services::pytorch::{self, PytorchRequest};
 use flameox_engine::services::views::{self, FrameDeltaRequest};
 use flameox_engine::services::{QueryContext, capabilities, inventory};
@@ -340,6 +343,53 @@ impl FlameoxServer {
                     to_value(&result)?,
                 )
                 .paged("operators");
+                Ok(scope_links(reply, &result.scope))
+            }
+            "analyze_gpu_breakdown" => {
+                let a: BreakdownArgs = decode(args)?;
+                let request = GpuBreakdownRequest {
+                    targets: a.targets,
+                    section: a.section,
+                    limit: a.limit,
+                    ..Default::default()
+                };
+                let result = gpu_breakdown::gpu_breakdown(&qc, &request).await?;
+                let mut reply = Reply::new(
+                    format!("gpu breakdown of {} artifacts", result.artifacts.len()),
+                    to_value(&result)?,
+                );
+                for scope in &result.targets {
+                    reply = scope_links(reply, scope);
+                }
+                Ok(reply)
+            }
+            "analyze_gpu_gaps" => {
+                let a: GapsArgs = decode(args)?;
+                let request = GpuGapsRequest {
+                    target: a.target,
+                    min_gap_us: a.min_gap_us,
+                    chunks: a.chunks,
+                    below: a.below,
+                    limit: a.limit,
+                };
+                let result = gpu_gaps::gpu_gaps(&qc, &request).await?;
+                let reply = Reply::new(
+                    format!("gpu gaps of {}", result.scope.requested),
+                    to_value(&result)?,
+                );
+                Ok(scope_links(reply, &result.scope))
+            }
+            "analyze_memory" => {
+                let a: MemoryArgs = decode(args)?;
+                let request = MemoryRequest {
+                    target: a.target,
+                    limit: a.limit,
+                };
+                let result = memory::memory(&qc, &request).await?;
+                let reply = Reply::new(
+                    format!("memory of {}", result.scope.requested),
+                    to_value(&result)?,
+                );
                 Ok(scope_links(reply, &result.scope))
             }
             "get_trace_window" => {

@@ -183,6 +183,24 @@ async fn first_run_session_pages_refuses_and_leaks_no_host_path() {
     assert!(!op_rows.is_empty(), "{ops}");
     assert!(op_rows.len() <= 5);
 
+    // The HTA-style breakdown, gaps and memory answer over MCP as on the CLI.
+    let breakdown = s
+        .ok(
+            "analyze_gpu_breakdown",
+            json!({ "targets": [run_id], "section": "temporal" }),
+        )
+        .await;
+    assert_eq!(breakdown["evidence"]["status"], "available", "{breakdown}");
+    let gaps = s
+        .ok(
+            "analyze_gpu_gaps",
+            json!({ "target": run_id, "min_gap_us": 50.5, "limit": 3 }),
+        )
+        .await;
+    assert_eq!(gaps["min_gap_ns"], 50_500, "{gaps}");
+    let memory = s.ok("analyze_memory", json!({ "target": run_id })).await;
+    assert!(memory["evidence"]["status"].is_string(), "{memory}");
+
     // A run compared with itself changes nothing.
     let same = s
         .ok(
