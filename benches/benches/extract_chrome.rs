@@ -31,6 +31,7 @@ fn sample(events: u64) -> Vec<u8> {
     let mut bytes = Vec::new();
     write_kineto(
         &KinetoSpec {
+            ops_per_step: 0,
             seed: 11,
             events,
             streams: 4,

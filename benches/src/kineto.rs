@@ -18,6 +18,9 @@ pub struct KinetoSpec {
     /// Approximate number of trace events to write.
     pub events: u64,
     pub streams: u64,
+    /// Mean operators per `ProfilerStep`; 0 = the default 20..60. Real
+    /// profiles record a few long steps; the default makes many short ones.
+    pub ops_per_step: u64,
 }
 
 const OPS: &[(&str, &[&str], &str)] = &[
@@ -98,7 +101,10 @@ pub fn write_kineto<W: Write>(spec: &KinetoSpec, out: W) -> io::Result<u64> {
     while w.written < spec.events {
         let step_start = t;
         let mut body = Vec::new();
-        let ops_in_step = rng.range(20, 60);
+        let ops_in_step = match spec.ops_per_step {
+            0 => rng.range(20, 60),
+            n => rng.range(n / 2 + 1, n + n / 2 + 2),
+        };
         let mut cursor = t + 2_000;
         for _ in 0..ops_in_step {
             let (name, children, kernel) = OPS[rng.range(0, OPS.len() as u64) as usize];
@@ -169,6 +175,7 @@ mod tests {
             seed: 3,
             events: 2_000,
             streams: 2,
+            ops_per_step: 0,
         };
         let mut a = Vec::new();
         let mut b = Vec::new();

@@ -376,6 +376,7 @@ async fn cancelling_an_import_cleans_up_and_releases_the_lock() {
     let project = tempfile::tempdir().expect("project");
     let root = project.path().canonicalize().expect("canonical project");
     let spec = flameox_benches::kineto::KinetoSpec {
+        ops_per_step: 0,
         seed: 7,
         events: 400_000,
         streams: 4,

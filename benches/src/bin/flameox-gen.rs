@@ -1,7 +1,9 @@
 //! `flameox-gen <format> [options] --out FILE`: writes a seeded trace (same
 //! seed and size → same bytes).
 //!
-//! - `kineto --seed S --events N --streams K`: Kineto-shaped Chrome JSON.
+//! - `kineto --seed S --events N --streams K [--ops-per-step M]`:
+//!   Kineto-shaped Chrome JSON (M: mean operators per `ProfilerStep`,
+//!   default 20..60 per step).
 //! - `perfetto --seed S --bytes N --threads K --samples M`: Perfetto
 //!   SDK-shaped protobuf; M `perf_sample`s per round of K × 64 thread packets.
 
@@ -11,7 +13,7 @@ use std::process::ExitCode;
 use flameox_benches::kineto::{KinetoSpec, write_kineto};
 use flameox_benches::perfetto::{PerfettoSpec, write_perfetto};
 
-const USAGE: &str = "usage: flameox-gen kineto [--seed S] [--events N] [--streams K] --out FILE\n       \
+const USAGE: &str = "usage: flameox-gen kineto [--seed S] [--events N] [--streams K] [--ops-per-step M] --out FILE\n       \
      flameox-gen perfetto [--seed S] [--bytes N] [--threads K] [--samples M] --out FILE";
 
 fn main() -> ExitCode {
@@ -20,7 +22,7 @@ fn main() -> ExitCode {
         eprintln!("{USAGE}");
         return ExitCode::from(2);
     };
-    let (mut seed, mut events, mut streams) = (1, 100_000, 4);
+    let (mut seed, mut events, mut streams, mut ops_per_step) = (1, 100_000, 4, 0);
     let (mut bytes, mut threads, mut samples) = (64 << 20, 4, 4);
     let mut out_path: Option<String> = None;
     let mut i = 1;
@@ -31,6 +33,7 @@ fn main() -> ExitCode {
             ("--seed", Ok(v)) => seed = v,
             ("--events", Ok(v)) => events = v,
             ("--streams", Ok(v)) => streams = v,
+            ("--ops-per-step", Ok(v)) => ops_per_step = v,
             ("--bytes", Ok(v)) => bytes = v,
             ("--threads", Ok(v)) => threads = v,
             ("--samples", Ok(v)) => samples = v,
@@ -59,6 +62,7 @@ fn main() -> ExitCode {
                 seed,
                 events,
                 streams,
+                ops_per_step,
             },
             file,
         )
