@@ -11,6 +11,7 @@ mod arrow_util;
 pub mod chrome;
 pub mod cpuprofile;
 pub mod detect;
+pub mod device_work;
 pub mod folded;
 pub mod gecko;
 pub mod input;
@@ -21,6 +22,7 @@ pub mod pprof;
 pub mod schema;
 pub mod speedscope;
 pub mod stacks;
+pub mod stream_gaps;
 pub mod ustar;
 
 pub use api::{

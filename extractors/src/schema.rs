@@ -24,11 +24,13 @@ pub enum EvidenceTable {
     Samples,
     FrameTotals,
     CallEdges,
+    StreamGaps,
+    LaunchLatency,
 }
 
 impl EvidenceTable {
     /// All tables, in a fixed order (the order manifests list them in).
-    pub const ALL: [EvidenceTable; 8] = [
+    pub const ALL: [EvidenceTable; 10] = [
         EvidenceTable::TraceEvents,
         EvidenceTable::Tracks,
         EvidenceTable::Counters,
@@ -37,6 +39,8 @@ impl EvidenceTable {
         EvidenceTable::Samples,
         EvidenceTable::FrameTotals,
         EvidenceTable::CallEdges,
+        EvidenceTable::StreamGaps,
+        EvidenceTable::LaunchLatency,
     ];
 
     /// The table's name on disk and in query sessions.
@@ -50,6 +54,8 @@ impl EvidenceTable {
             EvidenceTable::Samples => "samples",
             EvidenceTable::FrameTotals => "frame_totals",
             EvidenceTable::CallEdges => "call_edges",
+            EvidenceTable::StreamGaps => "stream_gaps",
+            EvidenceTable::LaunchLatency => "launch_latency",
         }
     }
 
@@ -69,6 +75,8 @@ impl EvidenceTable {
             EvidenceTable::Samples => SAMPLES.clone(),
             EvidenceTable::FrameTotals => FRAME_TOTALS.clone(),
             EvidenceTable::CallEdges => CALL_EDGES.clone(),
+            EvidenceTable::StreamGaps => STREAM_GAPS.clone(),
+            EvidenceTable::LaunchLatency => LAUNCH_LATENCY.clone(),
         }
     }
 
@@ -227,6 +235,58 @@ static CALL_EDGES: LazyLock<SchemaRef> = LazyLock::new(|| {
         col("weight", Int64, false),
         col("count", Int64, false),
     ])
+});
+
+/// Accelerator reductions (see [`crate::stream_gaps`]): one `artifact`
+/// row saying the reduction ran, `stream` rows (busy summary per stream, and
+/// per stream and phase when `by_phase`), `gap` rows (each idle gap of the
+/// whole stream) and `launches` rows (direct / graph launch count and time
+/// per phase).
+static STREAM_GAPS: LazyLock<SchemaRef> = LazyLock::new(|| {
+    use DataType::*;
+    let mut fields = vec![
+        dict("row_kind", false),
+        col("by_phase", Boolean, false),
+        dict("phase", true),
+        col("device", Int64, true),
+        col("stream", Int64, true),
+        dict("launch_kind", true),
+        col("count", Int64, true),
+        col("time_ns", Int64, true),
+        col("first_ts_ns", Int64, true),
+        col("last_end_ns", Int64, true),
+        col("gaps", Int64, true),
+        col("gap_total_ns", Int64, true),
+        col("gap_max_ns", Int64, true),
+    ];
+    for bucket in GAP_BUCKET_COLUMNS {
+        fields.push(col(bucket, Int64, true));
+    }
+    fields.extend([
+        col("gap_start_ns", Int64, true),
+        col("gap_ns", Int64, true),
+        col("prev_event_id", UInt64, true),
+        col("next_event_id", UInt64, true),
+    ]);
+    scoped(fields)
+});
+
+/// `stream_gaps` columns counting gaps per histogram bucket
+/// ([`crate::device_work::GAP_BUCKETS_NS`], then the rest).
+pub const GAP_BUCKET_COLUMNS: [&str; 6] = [
+    "gaps_below_1us",
+    "gaps_below_10us",
+    "gaps_below_100us",
+    "gaps_below_1ms",
+    "gaps_below_10ms",
+    "gaps_10ms_or_more",
+];
+
+/// One row per kernel: its phase and the distance from its host launch
+/// (null when no launch with its correlation id was recorded).
+static LAUNCH_LATENCY: LazyLock<SchemaRef> = LazyLock::new(|| {
+    use DataType::*;
+    scoped(vec![dict("phase", true), col("latency_ns", Int64, true)])
 });
 
 #[cfg(test)]

@@ -10,34 +10,21 @@
 
 use std::collections::BTreeMap;
 
-use datafusion::arrow::array::{Array, AsArray};
+use datafusion::arrow::array::{Array, AsArray, RecordBatch};
 use datafusion::arrow::datatypes::{DataType, Int64Type};
 use datafusion::functions_aggregate::expr_fn::{count, max, min, sum};
 use datafusion::logical_expr::{Expr, JoinType, col, lit, when};
 use datafusion::prelude::{DataFrame, SessionContext, cast, coalesce};
 use serde::{Deserialize, Serialize};
 
+use crate::accelerator_reduced::{accelerator_launches_reduced, reductions_cover};
 use crate::common::{
     ArtifactScope, RecipeResult, as_int64, as_utf8, collect, column, i64_at, max_end_before,
     string_at, table,
 };
 
-/// Runtime/driver calls that launch one kernel directly.
-pub const DIRECT_LAUNCHES: &[&str] = &[
-    "cudaLaunchKernel",
-    "cudaLaunchKernelExC",
-    "cudaLaunchCooperativeKernel",
-    "cuLaunchKernel",
-    "cuLaunchKernelEx",
-    "cuLaunchCooperativeKernel",
-    "hipLaunchKernel",
-    "hipExtLaunchKernel",
-    "hipModuleLaunchKernel",
-];
-
-/// Upper bounds (ns, exclusive) of the gap histogram buckets; the last
-/// bucket has no upper bound.
-pub const GAP_BUCKETS_NS: [i64; 5] = [1_000, 10_000, 100_000, 1_000_000, 10_000_000];
+pub use flameox_extractors::device_work::{DIRECT_LAUNCHES, GAP_BUCKETS_NS};
+use flameox_extractors::schema::GAP_BUCKET_COLUMNS;
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct CountTime {
@@ -65,6 +52,37 @@ pub struct Region {
     /// Kernels with a host launch of the same correlation id, 0..=1.
     pub correlation_coverage: f64,
     pub launch_latency: Option<Latency>,
+}
+
+impl Region {
+    /// A region with nothing counted yet.
+    pub fn empty(name: &str) -> Region {
+        Region {
+            region: name.to_owned(),
+            direct_launches: CountTime::default(),
+            graph_launches: CountTime::default(),
+            kernels: CountTime::default(),
+            correlation_coverage: 0.0,
+            launch_latency: None,
+        }
+    }
+}
+
+/// `(all regions)`: the launch and kernel counts of `regions` summed
+/// (coverage and latency are filled by the caller from all kernels).
+pub(crate) fn sum_regions<'a>(regions: impl Iterator<Item = &'a Region>) -> Region {
+    let mut overall = Region::empty("(all regions)");
+    for r in regions {
+        for (sum_into, part) in [
+            (&mut overall.direct_launches, &r.direct_launches),
+            (&mut overall.graph_launches, &r.graph_launches),
+            (&mut overall.kernels, &r.kernels),
+        ] {
+            sum_into.count += part.count;
+            sum_into.time_ns += part.time_ns;
+        }
+    }
+    overall
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -219,8 +237,24 @@ pub async fn events(
     Ok(table(ctx, "trace_events").await?.filter(filter)?)
 }
 
-/// The analysis for `scope`, optionally one phase.
+/// The analysis for `scope`, optionally one phase: from the reductions
+/// written at extraction when every artifact has them, else from events.
 pub async fn accelerator_launches(
+    ctx: &SessionContext,
+    scope: &ArtifactScope,
+    phase: Option<&str>,
+) -> RecipeResult<AcceleratorAnswer> {
+    if reductions_cover(ctx, scope).await? {
+        accelerator_launches_reduced(ctx, scope, phase).await
+    } else {
+        accelerator_launches_from_events(ctx, scope, phase).await
+    }
+}
+
+/// The reference formulation over `trace_events`: window functions for
+/// gaps, a join on correlation ids for latency. A kernel's latency is
+/// measured from its launch whatever the launch's phase.
+pub async fn accelerator_launches_from_events(
     ctx: &SessionContext,
     scope: &ArtifactScope,
     phase: Option<&str>,
@@ -231,14 +265,7 @@ pub async fn accelerator_launches(
     let graph = kind().eq(lit("graph_launch")).and(col("stream").is_null());
 
     let mut regions: BTreeMap<String, Region> = BTreeMap::new();
-    let blank = |r: &str| Region {
-        region: r.to_owned(),
-        direct_launches: CountTime::default(),
-        graph_launches: CountTime::default(),
-        kernels: CountTime::default(),
-        correlation_coverage: 0.0,
-        launch_latency: None,
-    };
+    let blank = Region::empty;
     let base = accelerator_base(ctx, scope).await?;
     let direct = || launch_rows(&base, host_api(), DIRECT_LAUNCHES, phase);
     let graphs = || launch_rows(&base, graph.clone(), &[], phase);
@@ -276,8 +303,8 @@ pub async fn accelerator_launches(
     // Latency: kernel start − launch start, joined on (artifact, correlation)
     // with one launch row per correlation (see `launch_rows`) — no
     // high-cardinality GROUP BY, whose emission is quadratic in DataFusion.
-    let launches = direct()?
-        .union(graphs()?)?
+    let launches = launch_rows(&base, host_api(), DIRECT_LAUNCHES, None)?
+        .union(launch_rows(&base, graph.clone(), &[], None)?)?
         .filter(col("correlation_id").is_not_null())?
         .select(vec![
             cast(col("artifact_id"), DataType::Utf8).alias("l_artifact"),
@@ -321,7 +348,6 @@ pub async fn accelerator_launches(
             }
         }
     }
-    let mut overall = blank("(all regions)");
     let (mut all_kernels, mut all_values) = (0u64, Vec::new());
     for (r, (total, mut values)) in latencies {
         let entry = regions.entry(r.clone()).or_insert_with(|| blank(&r));
@@ -335,16 +361,7 @@ pub async fn accelerator_launches(
         all_kernels += total;
         all_values.extend(values);
     }
-    for r in regions.values() {
-        for (sum_into, part) in [
-            (&mut overall.direct_launches, &r.direct_launches),
-            (&mut overall.graph_launches, &r.graph_launches),
-            (&mut overall.kernels, &r.kernels),
-        ] {
-            sum_into.count += part.count;
-            sum_into.time_ns += part.time_ns;
-        }
-    }
+    let mut overall = sum_regions(regions.values());
     if all_kernels > 0 {
         overall.correlation_coverage = all_values.len() as f64 / all_kernels as f64;
     }
@@ -434,7 +451,7 @@ fn launch_rows(
     Ok(outer.union(inner)?)
 }
 
-fn percentiles(sorted: &[i64]) -> Option<Latency> {
+pub(crate) fn percentiles(sorted: &[i64]) -> Option<Latency> {
     let last = sorted.len().checked_sub(1)?;
     // Nearest rank.
     let at =
@@ -523,15 +540,15 @@ async fn stream_use(base: &DataFrame, phase: Option<&str>) -> RecipeResult<Vec<S
             Some(&upper) => from.and(col("gap").lt(lit(upper))),
             None => from,
         };
-        sum(cast(cond, DataType::Int64)).alias(format!("b{i}"))
+        sum(cast(cond, DataType::Int64)).alias(GAP_BUCKET_COLUMNS[i])
     };
     let mut aggregates = vec![
-        count(lit(1)).alias("kernels"),
-        min(col("ts_ns")).alias("first"),
-        max(col("end_ns")).alias("last"),
+        count(lit(1)).alias("count"),
+        min(col("ts_ns")).alias("first_ts_ns"),
+        max(col("end_ns")).alias("last_end_ns"),
         sum(cast(col("gap").gt(lit(0i64)), DataType::Int64)).alias("gaps"),
-        sum(col("gap")).alias("gap_total"),
-        max(col("gap")).alias("gap_max"),
+        sum(col("gap")).alias("gap_total_ns"),
+        max(col("gap")).alias("gap_max_ns"),
     ];
     for i in 0..=GAP_BUCKETS_NS.len() {
         aggregates.push(bucket(i));
@@ -541,23 +558,26 @@ async fn stream_use(base: &DataFrame, phase: Option<&str>) -> RecipeResult<Vec<S
         col("stream").sort(true, true),
         col("artifact_id").sort(true, true),
     ])?;
+    stream_uses(&collect(per_stream).await?)
+}
+
+/// [`StreamUse`]s from per-stream summary rows named as `stream_gaps`
+/// names them (`count`, `first_ts_ns`, `last_end_ns`, `gaps`,
+/// `gap_total_ns`, `gap_max_ns`, the histogram columns).
+pub(crate) fn stream_uses(batches: &[RecordBatch]) -> RecipeResult<Vec<StreamUse>> {
     let mut out = Vec::new();
-    for batch in collect(per_stream).await? {
+    for batch in batches {
         for i in 0..batch.num_rows() {
             let get =
-                |c: &str| -> RecipeResult<i64> { Ok(i64_at(column(&batch, c)?, i).unwrap_or(0)) };
-            let span = get("last")? - get("first")?;
-            let gap_total = get("gap_total")?;
+                |c: &str| -> RecipeResult<i64> { Ok(i64_at(column(batch, c)?, i).unwrap_or(0)) };
+            let span = get("last_end_ns")? - get("first_ts_ns")?;
+            let gap_total = get("gap_total_ns")?;
             let busy = span - gap_total;
-            let mut histogram = Vec::new();
-            for b in 0..=GAP_BUCKETS_NS.len() {
-                histogram.push(get(&format!("b{b}"))?);
-            }
             out.push(StreamUse {
-                artifact_id: string_at(column(&batch, "artifact_id")?, i).unwrap_or_default(),
-                device: i64_at(column(&batch, "device")?, i),
-                stream: i64_at(column(&batch, "stream")?, i),
-                kernels: get("kernels")?,
+                artifact_id: string_at(column(batch, "artifact_id")?, i).unwrap_or_default(),
+                device: i64_at(column(batch, "device")?, i),
+                stream: i64_at(column(batch, "stream")?, i),
+                kernels: get("count")?,
                 busy_ns: busy,
                 span_ns: span,
                 utilization: if span > 0 {
@@ -567,8 +587,11 @@ async fn stream_use(base: &DataFrame, phase: Option<&str>) -> RecipeResult<Vec<S
                 },
                 gaps: get("gaps")?,
                 gap_total_ns: gap_total,
-                gap_max_ns: get("gap_max")?,
-                gap_histogram: histogram,
+                gap_max_ns: get("gap_max_ns")?,
+                gap_histogram: GAP_BUCKET_COLUMNS
+                    .iter()
+                    .map(|c| get(c))
+                    .collect::<RecipeResult<_>>()?,
             });
         }
     }

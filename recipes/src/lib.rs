@@ -9,6 +9,7 @@
 //! [`SessionContext`]: datafusion::prelude::SessionContext
 
 pub mod accelerator;
+pub mod accelerator_reduced;
 pub mod common;
 pub mod drilldown;
 pub mod frame_deltas;

@@ -22,6 +22,7 @@ use flameox_extractors::nsight::{extract_nsight_export_dir, extract_nsight_sqlit
 use flameox_extractors::perfetto::extract_perfetto;
 use flameox_extractors::pprof::extract_pprof;
 use flameox_extractors::speedscope::extract_speedscope;
+use flameox_extractors::stream_gaps::{ReducingSink, StreamGapsReducer};
 use flameox_extractors::{
     BatchSink, ExtractObserver, ExtractOptions, ExtractionSummary, Limitation,
 };
@@ -139,8 +140,50 @@ impl ExtractObserver for ObserverAdapter<'_> {
     }
 }
 
-/// Runs the extractor for `kind` over a stored payload.
+/// Version of the reductions computed beside every extractor (part of the
+/// operation key, so a new version re-extracts instead of reusing).
+const REDUCTIONS_VERSION: u32 = 1;
+
+/// Runs the extractor for `kind` over a stored payload, with the
+/// accelerator reductions ([`flameox_extractors::stream_gaps`]) computed
+/// from the `trace_events` it emits.
 fn run_extractor(
+    ws: &Workspace,
+    kind: FormatKind,
+    payload: &Path,
+    options: &ExtractOptions,
+    sink: &mut dyn BatchSink,
+    observer: ObserverAdapter<'_>,
+) -> Result<ExtractionSummary> {
+    let reducer = StreamGapsReducer::new(&options.run_id, &options.artifact_id, options.batch_rows);
+    let mut reducing = ReducingSink {
+        inner: sink,
+        reducer,
+    };
+    let mut summary = run_format_extractor(ws, kind, payload, options, &mut reducing, observer)?;
+    let reduced = reducing
+        .reducer
+        .finish(reducing.inner)
+        .map_err(|e| FlameoxError::internal(format!("writing accelerator reductions: {e}")))?;
+    summary
+        .rows
+        .insert("stream_gaps".into(), reduced.stream_gaps);
+    summary
+        .rows
+        .insert("launch_latency".into(), reduced.launch_latency);
+    if !reduced.complete {
+        summary.limitations.push(Limitation {
+            code: "REDUCTIONS_SKIPPED".into(),
+            message: "trace events were not emitted in time order; accelerator analyses \
+                      compute gaps from the events instead of the stream_gaps table"
+                .into(),
+            count: 1,
+        });
+    }
+    Ok(summary)
+}
+
+fn run_format_extractor(
     ws: &Workspace,
     kind: FormatKind,
     payload: &Path,
@@ -203,7 +246,10 @@ impl ImportCall<'_> {
             extractor: extractor.into(),
             extractor_version: extractor_version.into(),
             artifact_id: record.artifact_id.clone(),
-            options: json!({ "producer": self.forced_producer }),
+            options: json!({
+                "producer": self.forced_producer,
+                "reductions": REDUCTIONS_VERSION,
+            }),
         };
         let mut options = ExtractOptions::new(self.run_id.clone(), record.artifact_id.clone());
         options.producer = self

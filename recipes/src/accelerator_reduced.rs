@@ -1,0 +1,210 @@
+//! `accelerator-launches` from the reductions written at extraction
+//! (`stream_gaps`, `launch_latency`; see `flameox_extractors::stream_gaps`):
+//! per-region counts and per-stream gaps are read from a few summary rows,
+//! and latency percentiles from one narrow column already sorted per phase,
+//! instead of scanning and window-sorting every kernel. The event-level
+//! formulation in [`crate::accelerator`] stays the reference: tests compare
+//! the two, and it serves artifacts imported before the reductions existed.
+
+use std::collections::BTreeMap;
+
+use datafusion::arrow::array::{Array, AsArray, RecordBatch};
+use datafusion::arrow::datatypes::{DataType, Int32Type, Int64Type};
+use datafusion::logical_expr::{Expr, col, lit};
+use datafusion::prelude::{SessionContext, cast};
+
+use crate::accelerator::{
+    AcceleratorAnswer, CountTime, Region, StreamUse, percentiles, stream_uses, sum_regions,
+};
+use crate::common::{
+    ArtifactScope, RecipeResult, as_utf8, collect, column, i64_at, string_at, table,
+};
+
+/// Whether every artifact of `scope` has its reductions (an `artifact`
+/// row in `stream_gaps`).
+pub async fn reductions_cover(ctx: &SessionContext, scope: &ArtifactScope) -> RecipeResult<bool> {
+    let df = table(ctx, "stream_gaps")
+        .await?
+        .filter(scope.filter().and(col("row_kind").eq(lit("artifact"))))?;
+    let mut covered = std::collections::BTreeSet::new();
+    for batch in collect(df.select(vec![col("artifact_id")])?).await? {
+        let ids = column(&batch, "artifact_id")?;
+        for i in 0..batch.num_rows() {
+            if let Some(id) = string_at(ids, i) {
+                covered.insert(id);
+            }
+        }
+    }
+    Ok(scope.artifact_ids.iter().all(|id| covered.contains(id)))
+}
+
+fn region_name(phase: Option<String>) -> String {
+    phase.unwrap_or_else(|| "(all)".to_owned())
+}
+
+fn phase_filter(phase: Option<&str>) -> Expr {
+    match phase {
+        Some(p) => cast(col("phase"), DataType::Utf8).eq(lit(p)),
+        None => lit(true),
+    }
+}
+
+/// The analysis for `scope` (which [`reductions_cover`]), optionally one
+/// phase — the same answer as the event-level reference.
+pub async fn accelerator_launches_reduced(
+    ctx: &SessionContext,
+    scope: &ArtifactScope,
+    phase: Option<&str>,
+) -> RecipeResult<AcceleratorAnswer> {
+    let mut regions: BTreeMap<String, Region> = BTreeMap::new();
+    let summaries = table(ctx, "stream_gaps").await?.filter(
+        scope
+            .filter()
+            .and(col("by_phase").eq(lit(true)))
+            .and(col("row_kind").in_list(vec![lit("stream"), lit("launches")], false))
+            .and(phase_filter(phase)),
+    )?;
+    for batch in collect(summaries).await? {
+        for i in 0..batch.num_rows() {
+            let name = region_name(string_at(column(&batch, "phase")?, i));
+            let part = CountTime {
+                count: i64_at(column(&batch, "count")?, i).unwrap_or(0),
+                time_ns: i64_at(column(&batch, "time_ns")?, i).unwrap_or(0),
+            };
+            let entry = regions
+                .entry(name.clone())
+                .or_insert_with(|| Region::empty(&name));
+            let target = match (
+                string_at(column(&batch, "row_kind")?, i).as_deref(),
+                string_at(column(&batch, "launch_kind")?, i).as_deref(),
+            ) {
+                (Some("stream"), _) => &mut entry.kernels,
+                (_, Some("graph")) => &mut entry.graph_launches,
+                _ => &mut entry.direct_launches,
+            };
+            target.count += part.count;
+            target.time_ns += part.time_ns;
+        }
+    }
+
+    let latencies = latencies_by_region(ctx, scope, phase).await?;
+    let mut overall = sum_regions(regions.values());
+    let (mut all_kernels, mut all_values) = (0u64, Vec::new());
+    for (name, (total, mut values)) in latencies {
+        let entry = regions
+            .entry(name.clone())
+            .or_insert_with(|| Region::empty(&name));
+        if total > 0 {
+            entry.correlation_coverage = values.len() as f64 / total as f64;
+        }
+        values.sort_unstable();
+        entry.launch_latency = percentiles(&values);
+        all_kernels += total;
+        all_values.extend(values);
+    }
+    if all_kernels > 0 {
+        overall.correlation_coverage = all_values.len() as f64 / all_kernels as f64;
+    }
+    all_values.sort_unstable();
+    overall.launch_latency = percentiles(&all_values);
+    let has_launches = regions
+        .values()
+        .any(|r| r.direct_launches.count + r.graph_launches.count > 0);
+    let has_kernels = regions.values().any(|r| r.kernels.count > 0);
+    Ok(AcceleratorAnswer {
+        overall,
+        regions: regions.into_values().collect(),
+        streams: stream_use(ctx, scope, phase).await?,
+        has_launches,
+        has_kernels,
+    })
+}
+
+/// Per region: kernels seen, and the latencies of those with a launch.
+async fn latencies_by_region(
+    ctx: &SessionContext,
+    scope: &ArtifactScope,
+    phase: Option<&str>,
+) -> RecipeResult<BTreeMap<String, (u64, Vec<i64>)>> {
+    let rows = table(ctx, "launch_latency")
+        .await?
+        .filter(scope.filter().and(phase_filter(phase)))?
+        .select(vec![col("phase"), col("latency_ns")])?;
+    let mut out: BTreeMap<String, (u64, Vec<i64>)> = BTreeMap::new();
+    for batch in collect(rows).await? {
+        let regions = row_regions(&batch)?;
+        let latency = column(&batch, "latency_ns")?.as_primitive::<Int64Type>();
+        // Rows of one batch mostly share a phase: look the entry up per run.
+        let mut i = 0;
+        while i < batch.num_rows() {
+            let name = &regions[i];
+            let entry = match out.get_mut(name.as_str()) {
+                Some(e) => e,
+                None => out.entry(name.clone()).or_default(),
+            };
+            while i < batch.num_rows() && regions[i] == *name {
+                entry.0 += 1;
+                if latency.is_valid(i) {
+                    entry.1.push(latency.value(i));
+                }
+                i += 1;
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// The region name of every row of a batch with a `phase` column, decoding
+/// each distinct dictionary value once.
+fn row_regions(batch: &RecordBatch) -> RecipeResult<Vec<String>> {
+    let phase = column(batch, "phase")?;
+    if let Some(dict) = phase.as_dictionary_opt::<Int32Type>() {
+        let values = as_utf8(dict.values().as_ref())?;
+        let values = values.as_string::<i32>();
+        let names: Vec<String> = (0..values.len())
+            .map(|k| region_name(values.is_valid(k).then(|| values.value(k).to_owned())))
+            .collect();
+        let null_name = region_name(None);
+        return Ok((0..dict.len())
+            .map(|i| {
+                if dict.is_valid(i) {
+                    usize::try_from(dict.keys().value(i))
+                        .ok()
+                        .and_then(|k| names.get(k).cloned())
+                        .unwrap_or_else(|| null_name.clone())
+                } else {
+                    null_name.clone()
+                }
+            })
+            .collect());
+    }
+    let text = as_utf8(phase)?;
+    let text = text.as_string::<i32>();
+    Ok((0..text.len())
+        .map(|i| region_name(text.is_valid(i).then(|| text.value(i).to_owned())))
+        .collect())
+}
+
+/// Per (artifact, device, stream): the whole-stream summary row, or the
+/// stream's row within `phase`.
+async fn stream_use(
+    ctx: &SessionContext,
+    scope: &ArtifactScope,
+    phase: Option<&str>,
+) -> RecipeResult<Vec<StreamUse>> {
+    let rows = table(ctx, "stream_gaps")
+        .await?
+        .filter(
+            scope
+                .filter()
+                .and(col("row_kind").eq(lit("stream")))
+                .and(col("by_phase").eq(lit(phase.is_some())))
+                .and(phase_filter(phase)),
+        )?
+        .sort(vec![
+            col("device").sort(true, true),
+            col("stream").sort(true, true),
+            col("artifact_id").sort(true, true),
+        ])?;
+    stream_uses(&collect(rows).await?)
+}
