@@ -90,8 +90,13 @@ pub fn string_at(array: &dyn Array, row: usize) -> Option<String> {
         DataType::LargeUtf8 => Some(array.as_string::<i64>().value(row).to_owned()),
         DataType::Utf8View => Some(array.as_string_view().value(row).to_owned()),
         DataType::Dictionary(_, _) => {
+            // One key, not `normalized_keys()` (which copies every key of
+            // the batch on each call: quadratic over a batch).
             let dict = array.as_any_dictionary();
-            let key = dict.normalized_keys()[row];
+            let key = match i64_at(dict.keys(), row) {
+                Some(k) => usize::try_from(k).ok()?,
+                None => dict.normalized_keys()[row],
+            };
             string_at(dict.values().as_ref(), key)
         }
         _ => None,
