@@ -70,6 +70,8 @@ fn queries(c: &mut Criterion) {
     let qc = QueryContext::new(&ws);
     let mut group = c.benchmark_group("queries_100k_events");
     group.sample_size(10);
+    // Short warm-up keeps this binary under 30 s in --quick mode.
+    group.warm_up_time(std::time::Duration::from_secs(1));
     group.bench_function("hotspots_top100_fresh_session", |b| {
         let request = HotspotsRequest {
             target: imported.run_id.clone(),

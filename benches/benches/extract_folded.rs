@@ -13,7 +13,7 @@ fn extraction(c: &mut Criterion) {
     let mut bytes = Vec::new();
     let spec = FoldedSpec {
         seed: 11,
-        stacks: 20_000,
+        stacks: 10_000,
         roots: 8,
         max_depth: 40,
     };
@@ -21,7 +21,7 @@ fn extraction(c: &mut Criterion) {
     bench_bytes_and_events(
         c,
         "extract_folded_stacks",
-        "perf_20k_stacks",
+        "perf_10k_stacks",
         (counts.bytes, counts.lines),
         || {
             let mut sink = CountingSink(0);

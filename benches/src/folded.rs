@@ -3,8 +3,9 @@
 //! in sorted-tree (depth-first) order as flamegraph tools write it.
 //!
 //! The root of each line is a process/thread name (`app-worker-3`); frames
-//! are Rust/C++-style qualified names from a fixed vocabulary, and the
-//! kernel part of the vocabulary (every 40th entry) carries perf's `_[k]` annotation. Call
+//! are Rust-style qualified names from a fixed vocabulary; stacks whose
+//! leaf function makes a syscall or faults (one function in six) continue
+//! into a kernel chain annotated `_[k]` as perf marks them. Call
 //! structure, depth and counts come from [`crate::calltree`]. Same seed and
 //! size → same bytes.
 
@@ -54,31 +55,56 @@ const VERBS: &[&str] = &[
     "poll", "read", "write", "parse", "encode", "decode", "flush", "insert", "lookup", "grow",
 ];
 const NOUNS: &[&str] = &["frame", "buf", "row", "entry", "chunk", "request"];
-const KERNEL: &[&str] = &[
-    "entry_SYSCALL_64_after_hwframe",
-    "do_syscall_64",
-    "__x64_sys_read",
-    "__x64_sys_write",
-    "vfs_read",
-    "tcp_sendmsg",
-    "ep_poll",
-    "schedule",
-    "__schedule",
-    "finish_task_switch",
-    "copy_user_enhanced_fast_string",
-    "page_fault",
+/// Kernel call chains (perf's `_[k]` frames) that some stacks end in.
+const KERNEL_TAILS: &[&[&str]] = &[
+    &[
+        "entry_SYSCALL_64_after_hwframe",
+        "do_syscall_64",
+        "__x64_sys_read",
+        "ksys_read",
+        "vfs_read",
+    ],
+    &[
+        "entry_SYSCALL_64_after_hwframe",
+        "do_syscall_64",
+        "__x64_sys_write",
+        "ksys_write",
+        "vfs_write",
+        "tcp_sendmsg",
+    ],
+    &[
+        "entry_SYSCALL_64_after_hwframe",
+        "do_syscall_64",
+        "__x64_sys_epoll_wait",
+        "do_epoll_wait",
+        "ep_poll",
+        "schedule_hrtimeout_range",
+        "schedule",
+        "__schedule",
+    ],
+    &[
+        "asm_exc_page_fault",
+        "exc_page_fault",
+        "do_user_addr_fault",
+        "handle_mm_fault",
+        "clear_page_erms",
+    ],
 ];
 
-/// The frame text of vocabulary entry `f` (every 40th one a kernel frame).
+/// The frame text of vocabulary entry `f`.
 pub fn frame_name(f: u32) -> String {
-    if f % 40 == 39 {
-        return format!("{}_[k]", KERNEL[(f / 40) as usize % KERNEL.len()]);
-    }
     let m = MODULES[f as usize % MODULES.len()];
     let rest = f as usize / MODULES.len();
     let verb = VERBS[rest % VERBS.len()];
     let noun = NOUNS[(rest / VERBS.len()) % NOUNS.len()];
     format!("{m}::{verb}_{noun}")
+}
+
+/// The kernel tail (index into `KERNEL_TAILS`) a stack ending in `leaf`
+/// continues into: one leaf function in six makes a syscall or faults.
+fn kernel_tail(leaf: u32) -> Option<usize> {
+    leaf.is_multiple_of(6)
+        .then_some((leaf as usize / 6) % KERNEL_TAILS.len())
 }
 
 /// Writes the folded stacks.
@@ -92,6 +118,7 @@ pub fn write_folded<W: Write>(spec: &FoldedSpec, mut out: W) -> io::Result<Folde
     });
     let names: Vec<String> = (0..VOCABULARY).map(frame_name).collect();
     let mut used = vec![false; VOCABULARY as usize];
+    let mut kernel_frames = std::collections::BTreeSet::new();
     let mut roots_used = 0u64;
     let mut counts = FoldedCounts::default();
     let mut line = String::with_capacity(1024);
@@ -107,6 +134,18 @@ pub fn write_folded<W: Write>(spec: &FoldedSpec, mut out: W) -> io::Result<Folde
                 line.push_str(&names[f as usize]);
             }
         }
+        // A kernel tail is new below this exact stack: distinct stacks
+        // differ above it, and user frames never match kernel frames.
+        let leaf = stack.path.last().copied().filter(|_| stack.path.len() > 1);
+        if let Some(tail) = leaf.and_then(kernel_tail) {
+            for frame in KERNEL_TAILS[tail] {
+                kernel_frames.insert(*frame);
+                line.push(';');
+                line.push_str(frame);
+                line.push_str("_[k]");
+            }
+            counts.stack_nodes += KERNEL_TAILS[tail].len() as u64;
+        }
         line.push_str(&format!(" {}\n", stack.count));
         out.write_all(line.as_bytes())?;
         counts.lines += 1;
@@ -114,7 +153,8 @@ pub fn write_folded<W: Write>(spec: &FoldedSpec, mut out: W) -> io::Result<Folde
         counts.stack_nodes += (stack.path.len() - stack.shared_prefix) as u64;
         counts.bytes += line.len() as u64;
     }
-    counts.frames = roots_used + used.iter().filter(|&&u| u).count() as u64;
+    counts.frames =
+        roots_used + used.iter().filter(|&&u| u).count() as u64 + kernel_frames.len() as u64;
     out.flush()?;
     Ok(counts)
 }

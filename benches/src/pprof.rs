@@ -206,7 +206,7 @@ fn symbol_tables(strings: &mut Strings, profile: &mut Profile, roots: u32) {
             function_id: function as u64 + 1,
             line: 20 + (f as i64 * 13) % 400,
         }];
-        if f < VOCABULARY && f % 7 == 0 {
+        if f < VOCABULARY && f.is_multiple_of(7) {
             line.insert(
                 0,
                 Line {
@@ -227,7 +227,11 @@ fn symbol_tables(strings: &mut Strings, profile: &mut Profile, roots: u32) {
 
 /// Frames location `f` expands to.
 fn frames_of(f: u32) -> u64 {
-    if f < VOCABULARY && f % 7 == 0 { 2 } else { 1 }
+    if f < VOCABULARY && f.is_multiple_of(7) {
+        2
+    } else {
+        1
+    }
 }
 
 /// Writes the gzipped profile.

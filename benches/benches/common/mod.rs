@@ -4,6 +4,7 @@
 //! `<id>_events_per_s` (`Throughput::Elements`, input events).
 
 use std::hint::black_box;
+use std::time::Duration;
 
 use criterion::{Criterion, Throughput};
 use flameox_extractors::EvidenceTable;
@@ -24,7 +25,8 @@ impl BatchSink for CountingSink {
 }
 
 /// Benches `extract` under `group` twice: per input byte and per input
-/// event.
+/// event. Warm-up is 1 s (not criterion's 3 s) so every bench binary stays
+/// under 30 s in `--quick` mode on the dev profile.
 pub fn bench_bytes_and_events<R>(
     c: &mut Criterion,
     group: &str,
@@ -34,6 +36,7 @@ pub fn bench_bytes_and_events<R>(
 ) {
     let mut g = c.benchmark_group(group);
     g.sample_size(10);
+    g.warm_up_time(Duration::from_secs(1));
     g.throughput(Throughput::Bytes(bytes));
     g.bench_function(format!("{id}_bytes_per_s"), |b| {
         b.iter(|| black_box(extract()))

@@ -2,7 +2,7 @@
 //! order and types as `nsys export --type sqlite` 2025.x writes them, minus
 //! the comments) and one prepared insert per event table.
 
-use rusqlite::{Connection, Statement, params};
+use rusqlite::{Connection, Statement, ToSql, params};
 
 /// `CREATE TABLE` statements, in the order nsys creates them.
 pub const DDL: &str = "
@@ -204,37 +204,11 @@ impl<'c> Inserts<'c> {
     }
 
     pub fn memcpy(&mut self, m: &MemRow) -> rusqlite::Result<()> {
-        self.memcpy
-            .execute(params![
-                m.start,
-                m.end,
-                m.on.device,
-                m.on.context,
-                m.on.stream,
-                m.correlation,
-                m.on.global_pid,
-                m.bytes,
-                m.kind,
-                m.src_dst.0,
-                m.src_dst.1,
-            ])
-            .map(drop)
+        mem_row(&mut self.memcpy, m, &[&m.src_dst.0, &m.src_dst.1])
     }
 
     pub fn memset(&mut self, m: &MemRow) -> rusqlite::Result<()> {
-        self.memset
-            .execute(params![
-                m.start,
-                m.end,
-                m.on.device,
-                m.on.context,
-                m.on.stream,
-                m.correlation,
-                m.on.global_pid,
-                m.bytes,
-                m.kind,
-            ])
-            .map(drop)
+        mem_row(&mut self.memset, m, &[])
     }
 
     pub fn sync(&mut self, start: i64, end: i64, on: On, correlation: i64) -> rusqlite::Result<()> {
@@ -265,4 +239,21 @@ impl<'c> Inserts<'c> {
             ])
             .map(drop)
     }
+}
+
+/// Inserts a copy or memset row: the shared columns, then `extra`.
+fn mem_row(stmt: &mut Statement<'_>, m: &MemRow, extra: &[&dyn ToSql]) -> rusqlite::Result<()> {
+    let shared: [&dyn ToSql; 9] = [
+        &m.start,
+        &m.end,
+        &m.on.device,
+        &m.on.context,
+        &m.on.stream,
+        &m.correlation,
+        &m.on.global_pid,
+        &m.bytes,
+        &m.kind,
+    ];
+    let all: Vec<&dyn ToSql> = shared.iter().chain(extra).copied().collect();
+    stmt.execute(all.as_slice()).map(drop)
 }

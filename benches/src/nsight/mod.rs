@@ -24,6 +24,7 @@ mod names;
 use std::io;
 use std::path::Path;
 
+use flameox_extractors::nsight::{NVTX_DOMAIN_CREATE, NVTX_MARK, NVTX_PUSH_POP};
 use rusqlite::{Connection, params};
 
 use crate::rng::SeededRng;
@@ -71,9 +72,6 @@ impl NsightCounts {
 }
 
 const PID: i64 = 24_680;
-const NVTX_MARK: i64 = 34;
-const NVTX_PUSH_POP: i64 = 59;
-const NVTX_DOMAIN_CREATE: i64 = 75;
 const DOMAIN: i64 = 1;
 const COPY_HTOD: i64 = 1;
 const COPY_DTOH: i64 = 2;
