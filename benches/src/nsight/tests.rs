@@ -108,3 +108,39 @@ fn nsight_extracts_and_imports_with_the_counts_the_generator_reports() {
             .all(|l| l.code == "missing_optional_tables")
     );
 }
+
+/// The timeline is physically possible: no kernel starts before the call
+/// that launched it, device work on one stream never overlaps, one thread
+/// makes one call at a time, and graph nodes belong to a graph launch.
+#[test]
+fn nsight_timeline_is_consistent() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("report.sqlite");
+    let counts = write_nsight(&spec(12), &path).expect("write");
+    let conn = Connection::open(&path).expect("open");
+    let count =
+        |sql: &str| -> u64 { conn.query_row(sql, [], |r| r.get::<_, i64>(0)).expect(sql) as u64 };
+    let before = "SELECT count(*) FROM CUPTI_ACTIVITY_KIND_KERNEL k
+        JOIN CUPTI_ACTIVITY_KIND_RUNTIME r USING (correlationId) WHERE k.start < r.start";
+    assert_eq!(count(before), 0, "kernel before its launch");
+    let overlaps = "SELECT count(*) FROM (SELECT start, lag(end) OVER (
+          PARTITION BY deviceId, streamId ORDER BY start) AS prev FROM (
+          SELECT start, end, deviceId, streamId FROM CUPTI_ACTIVITY_KIND_KERNEL
+          UNION ALL SELECT start, end, deviceId, streamId FROM CUPTI_ACTIVITY_KIND_MEMCPY
+          UNION ALL SELECT start, end, deviceId, streamId FROM CUPTI_ACTIVITY_KIND_MEMSET))
+        WHERE start < prev";
+    assert_eq!(count(overlaps), 0, "overlapping work on a stream");
+    let host = "SELECT count(*) FROM (SELECT start, lag(end) OVER (
+          PARTITION BY globalTid ORDER BY start) AS prev FROM CUPTI_ACTIVITY_KIND_RUNTIME)
+        WHERE start < prev";
+    assert_eq!(count(host), 0, "overlapping calls on a thread");
+    let graph_nodes = "SELECT count(*) FROM CUPTI_ACTIVITY_KIND_KERNEL k
+        JOIN CUPTI_ACTIVITY_KIND_RUNTIME r USING (correlationId)
+        JOIN StringIds s ON s.id = r.nameId
+        WHERE k.graphId IS NOT NULL AND s.value = 'cudaGraphLaunch_v10000'";
+    assert_eq!(count(graph_nodes), counts.graph_kernels);
+    let streams =
+        "SELECT count(DISTINCT deviceId * 1000 + streamId) FROM CUPTI_ACTIVITY_KIND_KERNEL";
+    // Compute, NCCL and one side stream per thread (the copy stream has no kernels).
+    assert_eq!(count(streams), 6);
+}
