@@ -1,10 +1,11 @@
-//! Extraction throughput of the Chrome/Kineto JSON extractor (bytes/s via
-//! criterion throughput) and query latency of hotspots and trace-window
+//! Extraction throughput of the Chrome/Kineto JSON extractor (bytes/s and
+//! events/s via criterion throughput) and query latency of hotspots and trace-window
 //! pages at several depths, over a seeded generated trace.
 
-use std::hint::black_box;
+mod common;
 
-use criterion::{Criterion, Throughput, criterion_group, criterion_main};
+use common::{CountingSink, bench_bytes_and_events};
+use criterion::{Criterion, criterion_group, criterion_main};
 use flameox_benches::kineto::{KinetoSpec, write_kineto};
 use flameox_engine::Workspace;
 use flameox_engine::services::QueryContext;
@@ -12,24 +13,12 @@ use flameox_engine::services::analyze::{
     HotspotsRequest, WindowRequest, analyze_hotspots, trace_window,
 };
 use flameox_engine::services::import::{ImportRequest, Quiet, import_artifact};
-use flameox_extractors::api::{BatchSink, SinkError};
-use flameox_extractors::{EvidenceTable, ExtractOptions, NoObserver, extract_chrome_json};
+use flameox_extractors::{ExtractOptions, NoObserver, extract_chrome_json};
 
-struct CountingSink(u64);
-impl BatchSink for CountingSink {
-    fn write_batch(
-        &mut self,
-        _t: EvidenceTable,
-        b: arrow::record_batch::RecordBatch,
-    ) -> Result<(), SinkError> {
-        self.0 += b.num_rows() as u64;
-        Ok(())
-    }
-}
-
-fn sample(events: u64) -> Vec<u8> {
+/// A generated trace and the number of JSON events in it.
+fn sample(events: u64) -> (Vec<u8>, u64) {
     let mut bytes = Vec::new();
-    write_kineto(
+    let written = write_kineto(
         &KinetoSpec {
             ops_per_step: 0,
             seed: 11,
@@ -39,30 +28,30 @@ fn sample(events: u64) -> Vec<u8> {
         &mut bytes,
     )
     .expect("generate");
-    bytes
+    (bytes, written)
 }
 
 fn extraction(c: &mut Criterion) {
-    let bytes = sample(100_000);
-    let mut group = c.benchmark_group("extract_chrome_json");
-    group.sample_size(10);
-    group.throughput(Throughput::Bytes(bytes.len() as u64));
-    group.bench_function("kineto_100k_events", |b| {
-        b.iter(|| {
+    let (bytes, events) = sample(100_000);
+    bench_bytes_and_events(
+        c,
+        "extract_chrome_json",
+        "kineto_100k_events",
+        (bytes.len() as u64, events),
+        || {
             let mut sink = CountingSink(0);
             let options = ExtractOptions::new("run", "sha256:bench");
             let summary =
                 extract_chrome_json(&bytes[..], &options, &mut sink, &NoObserver).expect("extract");
-            black_box((summary.input_events, sink.0))
-        })
-    });
-    group.finish();
+            (summary.input_events, sink.0)
+        },
+    );
 }
 
 fn queries(c: &mut Criterion) {
     let dir = tempfile::tempdir().expect("tempdir");
     let trace = dir.path().join("trace.json");
-    std::fs::write(&trace, sample(100_000)).expect("write");
+    std::fs::write(&trace, sample(100_000).0).expect("write");
     let (ws, _) = Workspace::init(dir.path()).expect("init");
     let imported = import_artifact(
         &ws,
@@ -81,6 +70,8 @@ fn queries(c: &mut Criterion) {
     let qc = QueryContext::new(&ws);
     let mut group = c.benchmark_group("queries_100k_events");
     group.sample_size(10);
+    // Short warm-up keeps this binary under 30 s in --quick mode.
+    group.warm_up_time(std::time::Duration::from_secs(1));
     group.bench_function("hotspots_top100_fresh_session", |b| {
         let request = HotspotsRequest {
             target: imported.run_id.clone(),

@@ -1,25 +1,13 @@
-//! Extraction throughput of the Perfetto protobuf extractor (bytes/s via
-//! criterion throughput) over a seeded generated SDK-shaped trace (track
+//! Extraction throughput of the Perfetto protobuf extractor (bytes/s and
+//! events/s = packets/s via criterion throughput) over a seeded generated SDK-shaped trace (track
 //! events with interning over several sequences, counters, perf samples).
 
-use std::hint::black_box;
+mod common;
 
-use criterion::{Criterion, Throughput, criterion_group, criterion_main};
+use common::{CountingSink, bench_bytes_and_events};
+use criterion::{Criterion, criterion_group, criterion_main};
 use flameox_benches::perfetto::{PerfettoSpec, write_perfetto};
-use flameox_extractors::api::{BatchSink, SinkError};
-use flameox_extractors::{EvidenceTable, ExtractOptions, NoObserver, extract_perfetto};
-
-struct CountingSink(u64);
-impl BatchSink for CountingSink {
-    fn write_batch(
-        &mut self,
-        _t: EvidenceTable,
-        b: arrow::record_batch::RecordBatch,
-    ) -> Result<(), SinkError> {
-        self.0 += b.num_rows() as u64;
-        Ok(())
-    }
-}
+use flameox_extractors::{ExtractOptions, NoObserver, extract_perfetto};
 
 fn extraction(c: &mut Criterion) {
     let mut bytes = Vec::new();
@@ -29,20 +17,20 @@ fn extraction(c: &mut Criterion) {
         threads: 4,
         samples_per_round: 4,
     };
-    write_perfetto(&spec, &mut bytes).expect("generate");
-    let mut group = c.benchmark_group("extract_perfetto");
-    group.sample_size(10);
-    group.throughput(Throughput::Bytes(bytes.len() as u64));
-    group.bench_function("sdk_shaped_8mib", |b| {
-        b.iter(|| {
+    let (packets, written) = write_perfetto(&spec, &mut bytes).expect("generate");
+    bench_bytes_and_events(
+        c,
+        "extract_perfetto",
+        "sdk_shaped_8mib",
+        (written, packets),
+        || {
             let mut sink = CountingSink(0);
             let options = ExtractOptions::new("run", "sha256:bench");
             let summary =
                 extract_perfetto(&bytes[..], &options, &mut sink, &NoObserver).expect("extract");
-            black_box((summary.input_events, sink.0))
-        })
-    });
-    group.finish();
+            (summary.input_events, sink.0)
+        },
+    );
 }
 
 criterion_group!(benches, extraction);

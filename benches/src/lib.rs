@@ -1,6 +1,13 @@
-//! Seeded generators of realistic traces, for benchmarks, tests and the
-//! README demo. Same seed and size → same bytes. See `docs/performance.md`.
+//! Seeded generators of realistic traces in every input format flameox
+//! reads, for benchmarks, tests and the README demo. Same seed and size →
+//! same bytes. See `docs/performance.md`.
 
+pub mod calltree;
+pub mod folded;
 pub mod kineto;
+pub mod nsight;
 pub mod perfetto;
+pub mod pprof;
 pub mod rng;
+#[cfg(test)]
+mod testing;

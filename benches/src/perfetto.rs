@@ -348,21 +348,8 @@ fn write_thread_packet<W: Write>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use flameox_extractors::{
-        BatchSink, EvidenceTable, ExtractOptions, NoObserver, SinkError, extract_perfetto,
-    };
-
-    struct Rows(std::collections::BTreeMap<EvidenceTable, usize>);
-    impl BatchSink for Rows {
-        fn write_batch(
-            &mut self,
-            table: EvidenceTable,
-            batch: arrow::record_batch::RecordBatch,
-        ) -> Result<(), SinkError> {
-            *self.0.entry(table).or_insert(0) += batch.num_rows();
-            Ok(())
-        }
-    }
+    use crate::testing::RowCounts;
+    use flameox_extractors::{EvidenceTable, ExtractOptions, NoObserver, extract_perfetto};
 
     #[test]
     fn same_seed_same_bytes_and_the_extractor_reads_all_of_it() {
@@ -377,13 +364,13 @@ mod tests {
         write_perfetto(&spec, &mut b).expect("write");
         assert_eq!(a, b);
         assert_eq!(bytes, a.len() as u64);
-        let mut rows = Rows(Default::default());
+        let mut rows = RowCounts::default();
         let options = ExtractOptions::new("r", "a");
         let summary =
             extract_perfetto(a.as_slice(), &options, &mut rows, &NoObserver).expect("extract");
         assert!(summary.limitations.is_empty(), "{:?}", summary.limitations);
         assert_eq!(summary.input_events, packets);
-        assert!(rows.0[&EvidenceTable::TraceEvents] > 10_000);
+        assert!(rows.get(EvidenceTable::TraceEvents) > 10_000);
         assert!(summary.coverage["callstack_samples"]);
     }
 }

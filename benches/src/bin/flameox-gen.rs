@@ -1,20 +1,178 @@
 //! `flameox-gen <format> [options] --out FILE`: writes a seeded trace (same
-//! seed and size → same bytes).
+//! seed and size → same bytes) in any format flameox imports.
 //!
 //! - `kineto --seed S --events N --streams K [--ops-per-step M]`:
 //!   Kineto-shaped Chrome JSON (M: mean operators per `ProfilerStep`,
 //!   default 20..60 per step).
 //! - `perfetto --seed S --bytes N --threads K --samples M`: Perfetto
 //!   SDK-shaped protobuf; M `perf_sample`s per round of K × 64 thread packets.
+//! - `nsys --seed S --events N --threads K --streams M --gpus G`: an Nsight
+//!   Systems SQLite export of a training process (N: CUPTI + NVTX rows; K
+//!   launching threads, M streams each, on G GPUs).
+//! - `folded --seed S --events N [--roots R] [--depth D]`: folded stacks
+//!   (`stackcollapse-perf` shape), N distinct stack lines under R roots.
+//! - `pprof --seed S --events N [--kind cpu|heap] [--depth D]`: a gzipped
+//!   Go-shaped pprof profile with N samples.
 
-use std::io::BufWriter;
+use std::io::{BufWriter, Write};
+use std::path::Path;
 use std::process::ExitCode;
 
+use flameox_benches::folded::{FoldedSpec, write_folded};
 use flameox_benches::kineto::{KinetoSpec, write_kineto};
+use flameox_benches::nsight::{NsightSpec, write_nsight};
 use flameox_benches::perfetto::{PerfettoSpec, write_perfetto};
+use flameox_benches::pprof::{PprofKind, PprofSpec, write_pprof};
 
 const USAGE: &str = "usage: flameox-gen kineto [--seed S] [--events N] [--streams K] [--ops-per-step M] --out FILE\n       \
-     flameox-gen perfetto [--seed S] [--bytes N] [--threads K] [--samples M] --out FILE";
+     flameox-gen perfetto [--seed S] [--bytes N] [--threads K] [--samples M] --out FILE\n       \
+     flameox-gen nsys [--seed S] [--events N] [--threads K] [--streams M] [--gpus G] --out FILE\n       \
+     flameox-gen folded [--seed S] [--events N] [--roots R] [--depth D] --out FILE\n       \
+     flameox-gen pprof [--seed S] [--events N] [--kind cpu|heap] [--depth D] --out FILE";
+
+/// Parsed options (defaults where not given).
+struct Options {
+    seed: u64,
+    events: u64,
+    streams: u64,
+    ops_per_step: u64,
+    bytes: u64,
+    threads: Option<u64>,
+    samples: u64,
+    gpus: u64,
+    roots: u64,
+    depth: u64,
+    heap: bool,
+    out: Option<String>,
+}
+
+fn parse(args: &[String]) -> Result<Options, String> {
+    let mut o = Options {
+        seed: 1,
+        events: 100_000,
+        streams: 4,
+        ops_per_step: 0,
+        bytes: 64 << 20,
+        threads: None,
+        samples: 4,
+        gpus: 2,
+        roots: 8,
+        depth: 40,
+        heap: false,
+        out: None,
+    };
+    let mut i = 0;
+    while i < args.len() {
+        let value = args.get(i + 1).cloned().unwrap_or_default();
+        let parsed = value.parse::<u64>();
+        match (args[i].as_str(), parsed) {
+            ("--seed", Ok(v)) => o.seed = v,
+            ("--events", Ok(v)) => o.events = v,
+            ("--streams", Ok(v)) => o.streams = v,
+            ("--ops-per-step", Ok(v)) => o.ops_per_step = v,
+            ("--bytes", Ok(v)) => o.bytes = v,
+            ("--threads", Ok(v)) => o.threads = Some(v),
+            ("--samples", Ok(v)) => o.samples = v,
+            ("--gpus", Ok(v)) => o.gpus = v,
+            ("--roots", Ok(v)) => o.roots = v,
+            ("--depth", Ok(v)) => o.depth = v,
+            ("--kind", _) if value == "cpu" || value == "heap" => o.heap = value == "heap",
+            ("--out", _) => o.out = Some(value),
+            (flag, _) => return Err(format!("unknown or malformed option {flag}")),
+        }
+        i += 2;
+    }
+    Ok(o)
+}
+
+fn create(path: &str) -> std::io::Result<BufWriter<std::fs::File>> {
+    Ok(BufWriter::with_capacity(
+        1 << 20,
+        std::fs::File::create(path)?,
+    ))
+}
+
+/// Writes `format` to `path`; returns what was written.
+fn generate(format: &str, o: &Options, path: &str) -> Result<String, String> {
+    let fail = |e: std::io::Error| format!("writing {path} failed: {e}");
+    match format {
+        "kineto" => write_kineto(
+            &KinetoSpec {
+                seed: o.seed,
+                events: o.events,
+                streams: o.streams,
+                ops_per_step: o.ops_per_step,
+            },
+            create(path).map_err(fail)?,
+        )
+        .map(|n| format!("{n} events"))
+        .map_err(fail),
+        "perfetto" => write_perfetto(
+            &PerfettoSpec {
+                seed: o.seed,
+                bytes: o.bytes,
+                threads: o.threads.unwrap_or(4),
+                samples_per_round: o.samples,
+            },
+            create(path).map_err(fail)?,
+        )
+        .map(|(packets, bytes)| format!("{packets} packets, {bytes} bytes"))
+        .map_err(fail),
+        "nsys" => write_nsight(
+            &NsightSpec {
+                seed: o.seed,
+                events: o.events,
+                threads: o.threads.unwrap_or(2),
+                streams: o.streams,
+                gpus: o.gpus,
+            },
+            Path::new(path),
+        )
+        .map(|c| {
+            format!(
+                "{} rows ({} kernels, {} runtime calls, {} memcpy, {} memset, {} syncs, {} NVTX), {} bytes",
+                c.events(),
+                c.kernels,
+                c.runtime,
+                c.memcpy,
+                c.memset,
+                c.sync,
+                c.nvtx_rows,
+                c.bytes
+            )
+        })
+        .map_err(fail),
+        "folded" => {
+            let mut out = create(path).map_err(fail)?;
+            let spec = FoldedSpec {
+                seed: o.seed,
+                stacks: o.events,
+                roots: o.roots,
+                max_depth: o.depth as usize,
+            };
+            let c = write_folded(&spec, &mut out).map_err(fail)?;
+            out.flush().map_err(fail)?;
+            Ok(format!(
+                "{} stacks, {} samples, {} stack nodes, {} bytes",
+                c.lines, c.samples, c.stack_nodes, c.bytes
+            ))
+        }
+        "pprof" => {
+            let spec = PprofSpec {
+                seed: o.seed,
+                kind: if o.heap { PprofKind::Heap } else { PprofKind::Cpu },
+                samples: o.events,
+                max_depth: o.depth as usize,
+            };
+            let c = write_pprof(&spec, create(path).map_err(fail)?).map_err(fail)?;
+            Ok(format!(
+                "{} samples, {} stack nodes, {} locations, {} bytes (gzip)",
+                c.samples, c.stack_nodes, c.locations, c.bytes
+            ))
+        }
+        other => Err(format!("unknown format {other}\n{USAGE}")),
+    }
+}
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -22,74 +180,29 @@ fn main() -> ExitCode {
         eprintln!("{USAGE}");
         return ExitCode::from(2);
     };
-    let (mut seed, mut events, mut streams, mut ops_per_step) = (1, 100_000, 4, 0);
-    let (mut bytes, mut threads, mut samples) = (64 << 20, 4, 4);
-    let mut out_path: Option<String> = None;
-    let mut i = 1;
-    while i < args.len() {
-        let value = args.get(i + 1).cloned().unwrap_or_default();
-        let parsed = value.parse::<u64>();
-        match (args[i].as_str(), parsed) {
-            ("--seed", Ok(v)) => seed = v,
-            ("--events", Ok(v)) => events = v,
-            ("--streams", Ok(v)) => streams = v,
-            ("--ops-per-step", Ok(v)) => ops_per_step = v,
-            ("--bytes", Ok(v)) => bytes = v,
-            ("--threads", Ok(v)) => threads = v,
-            ("--samples", Ok(v)) => samples = v,
-            ("--out", _) => out_path = Some(value),
-            (flag, _) => {
-                eprintln!("unknown or malformed option {flag}\n{USAGE}");
-                return ExitCode::from(2);
-            }
-        }
-        i += 2;
-    }
-    let Some(path) = out_path else {
-        eprintln!("--out FILE is required\n{USAGE}");
-        return ExitCode::from(2);
-    };
-    let file = match std::fs::File::create(&path) {
-        Ok(f) => BufWriter::with_capacity(1 << 20, f),
+    let options = match parse(&args[1..]) {
+        Ok(o) => o,
         Err(e) => {
-            eprintln!("cannot create {path}: {e}");
-            return ExitCode::from(1);
-        }
-    };
-    let written = match format.as_str() {
-        "kineto" => write_kineto(
-            &KinetoSpec {
-                seed,
-                events,
-                streams,
-                ops_per_step,
-            },
-            file,
-        )
-        .map(|n| format!("{n} events")),
-        "perfetto" => write_perfetto(
-            &PerfettoSpec {
-                seed,
-                bytes,
-                threads,
-                samples_per_round: samples,
-            },
-            file,
-        )
-        .map(|(packets, bytes)| format!("{packets} packets, {bytes} bytes")),
-        other => {
-            eprintln!("unknown format {other}\n{USAGE}");
+            eprintln!("{e}\n{USAGE}");
             return ExitCode::from(2);
         }
     };
-    match written {
+    let Some(path) = options.out.clone() else {
+        eprintln!("--out FILE is required\n{USAGE}");
+        return ExitCode::from(2);
+    };
+    match generate(&format, &options, &path) {
         Ok(what) => {
             eprintln!("wrote {what} to {path}");
             ExitCode::SUCCESS
         }
         Err(e) => {
-            eprintln!("writing {path} failed: {e}");
-            ExitCode::from(1)
+            eprintln!("{e}");
+            ExitCode::from(if e.starts_with("unknown format") {
+                2
+            } else {
+                1
+            })
         }
     }
 }

@@ -108,14 +108,15 @@ const DESCRIPTIVE_PREFIXES: [&str; 10] = [
     "SQLITE_",
 ];
 
-/// NVTX `eventType` codes (`ENUM_NSYS_EVENT_TYPE`).
-const NVTX_MARK: i64 = 34;
+/// NVTX `eventType` codes (`ENUM_NSYS_EVENT_TYPE`; the public ones are
+/// also what the benches' export generator writes).
+pub const NVTX_MARK: i64 = 34;
 const NVTX_THREAD: i64 = 39;
-const NVTX_PUSH_POP: i64 = 59;
+pub const NVTX_PUSH_POP: i64 = 59;
 const NVTX_START_END: i64 = 60;
 const NVTXT_PUSH_POP: i64 = 70;
 const NVTXT_START_END: i64 = 71;
-const NVTX_DOMAIN_CREATE: i64 = 75;
+pub const NVTX_DOMAIN_CREATE: i64 = 75;
 
 impl From<rusqlite::Error> for ExtractError {
     fn from(e: rusqlite::Error) -> Self {
