@@ -63,7 +63,8 @@ impl MeteredPool {
     }
 
     fn note_reserved(&self) {
-        self.peak.fetch_max(self.inner.reserved(), Ordering::Relaxed);
+        self.peak
+            .fetch_max(self.inner.reserved(), Ordering::Relaxed);
     }
 }
 
@@ -125,7 +126,11 @@ impl MemoryPool for MeteredPool {
 const NARROW: &str = "narrow the call: a time window, one thread, or a smaller scope";
 
 /// The memory pool refused an allocation: the budget and what was used.
-pub fn memory_exceeded(budget_bytes: u64, pool: &MeteredPool, engine_message: String) -> FlameoxError {
+pub fn memory_exceeded(
+    budget_bytes: u64,
+    pool: &MeteredPool,
+    engine_message: String,
+) -> FlameoxError {
     let mut err = FlameoxError::new(
         ErrorCode::QueryBudgetExceeded,
         "the query needed more memory than its budget",
@@ -155,7 +160,10 @@ pub fn deadline_exceeded(
 ) -> FlameoxError {
     let mut err = FlameoxError::new(
         ErrorCode::QueryBudgetExceeded,
-        format!("the query ran past its {} ms deadline", deadline.as_millis()),
+        format!(
+            "the query ran past its {} ms deadline",
+            deadline.as_millis()
+        ),
     )
     .detail("budget", "deadline")
     .detail("deadline_ms", deadline.as_millis() as u64)

@@ -73,7 +73,12 @@ fn peak_rss_and_machine_memory() -> (u64, u64) {
     let kib = |file: &str, key: &str| -> u64 {
         let text = std::fs::read_to_string(file).unwrap();
         let line = text.lines().find(|l| l.starts_with(key)).unwrap();
-        line.split_whitespace().nth(1).unwrap().parse::<u64>().unwrap() * 1024
+        line.split_whitespace()
+            .nth(1)
+            .unwrap()
+            .parse::<u64>()
+            .unwrap()
+            * 1024
     };
     (
         kib("/proc/self/status", "VmHWM:"),
@@ -140,7 +145,10 @@ fn a_memory_pool_too_small_for_the_query_is_a_budget_error_with_what_was_used() 
     assert_eq!(err.code, ErrorCode::QueryBudgetExceeded, "{err:?}");
     assert_eq!(err.exit_code(), 5);
     let (peak_rss, machine) = peak_rss_and_machine_memory();
-    assert!(peak_rss < (machine / 8).min(1 << 30), "peak RSS {peak_rss} of {machine}");
+    assert!(
+        peak_rss < (machine / 8).min(1 << 30),
+        "peak RSS {peak_rss} of {machine}"
+    );
 
     trace.assert_unchanged(&head);
     std::fs::write(&config_path, config).unwrap();
@@ -204,7 +212,10 @@ fn a_deadline_a_heavy_query_cannot_meet_stops_it_promptly() {
 
     let (peak_rss, machine) = peak_rss_and_machine_memory();
     eprintln!("peak RSS {peak_rss} B of {machine} B");
-    assert!(peak_rss < (machine / 8).min(1 << 30), "peak RSS {peak_rss} of {machine}");
+    assert!(
+        peak_rss < (machine / 8).min(1 << 30),
+        "peak RSS {peak_rss} of {machine}"
+    );
 
     // Through the binary: exit 5 and the JSON error, for hotspots and a window.
     let window = trace.whole_window();
@@ -240,7 +251,9 @@ fn a_deadline_a_heavy_query_cannot_meet_stops_it_promptly() {
         5,
     );
     assert_eq!(err["recovery"]["next_tool"], "get_trace_window", "{err}");
-    let narrowed_end = err["recovery"]["next_arguments"]["end_ns"].as_i64().unwrap();
+    let narrowed_end = err["recovery"]["next_arguments"]["end_ns"]
+        .as_i64()
+        .unwrap();
     assert!(narrowed_end < trace.span.1, "{err}");
 
     trace.assert_unchanged(&head);

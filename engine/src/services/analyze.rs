@@ -93,16 +93,16 @@ fn stale_key() -> FlameoxError {
 }
 
 /// Top frames by self value.
-pub async fn analyze_hotspots(qc: &QueryContext<'_>, req: &HotspotsRequest) -> Result<HotspotsResult> {
+pub async fn analyze_hotspots(
+    qc: &QueryContext<'_>,
+    req: &HotspotsRequest,
+) -> Result<HotspotsResult> {
     hotspots_page(qc, req)
         .await
         .map_err(|e| narrow(qc, e, Narrowing::Hotspots(req)))
 }
 
-async fn hotspots_page(
-    qc: &QueryContext<'_>,
-    req: &HotspotsRequest,
-) -> Result<HotspotsResult> {
+async fn hotspots_page(qc: &QueryContext<'_>, req: &HotspotsRequest) -> Result<HotspotsResult> {
     let limit = qc.ws.config.row_limit(req.limit)?;
     if let Some((a, b)) = req.window
         && a >= b
@@ -199,7 +199,11 @@ async fn default_metric(
 }
 
 /// The callers or callees of a frame, heaviest first.
-pub async fn frame_neighbors(qc: &QueryContext<'_>, req: &FrameRequest, direction: Direction) -> Result<NeighborsResult> {
+pub async fn frame_neighbors(
+    qc: &QueryContext<'_>,
+    req: &FrameRequest,
+    direction: Direction,
+) -> Result<NeighborsResult> {
     neighbors_page(qc, req, direction)
         .await
         .map_err(|e| narrow(qc, e, frame_narrowing(req, Some(direction))))
@@ -294,16 +298,16 @@ pub struct StackExamplesResult {
 }
 
 /// Representative full stacks containing a frame, heaviest first.
-pub async fn stack_examples(qc: &QueryContext<'_>, req: &FrameRequest) -> Result<StackExamplesResult> {
+pub async fn stack_examples(
+    qc: &QueryContext<'_>,
+    req: &FrameRequest,
+) -> Result<StackExamplesResult> {
     examples_page(qc, req)
         .await
         .map_err(|e| narrow(qc, e, frame_narrowing(req, None)))
 }
 
-async fn examples_page(
-    qc: &QueryContext<'_>,
-    req: &FrameRequest,
-) -> Result<StackExamplesResult> {
+async fn examples_page(qc: &QueryContext<'_>, req: &FrameRequest) -> Result<StackExamplesResult> {
     let limit = qc.ws.config.row_limit(req.limit)?;
     check_id("frame", &req.frame)?;
     if req.cursor.is_some() {

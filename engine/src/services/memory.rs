@@ -43,16 +43,20 @@ pub struct MemoryResult {
 }
 
 pub async fn memory(qc: &QueryContext<'_>, req: &MemoryRequest) -> Result<MemoryResult> {
-    memory_of(qc, req)
-        .await
-        .map_err(|e| narrow(qc, e, Narrowing::Scope {
+    memory_of(qc, req).await.map_err(|e| {
+        narrow(
+            qc,
+            e,
+            Narrowing::Scope {
                 tool: "analyze_memory",
                 command: "analyze memory",
                 target: &req.target,
                 keep: json!({ "limit": req.limit }),
                 cli_suffix: String::new(),
                 advice: None,
-            }))
+            },
+        )
+    })
 }
 
 async fn memory_of(qc: &QueryContext<'_>, req: &MemoryRequest) -> Result<MemoryResult> {

@@ -87,7 +87,11 @@ fn quarter(start: i64, end: i64) -> (i64, i64) {
     (start, start.saturating_add(width))
 }
 
-fn narrow_hotspots(qc: &QueryContext<'_>, err: FlameoxError, req: &HotspotsRequest) -> FlameoxError {
+fn narrow_hotspots(
+    qc: &QueryContext<'_>,
+    err: FlameoxError,
+    req: &HotspotsRequest,
+) -> FlameoxError {
     let window = match req.window {
         Some((a, b)) => Some(quarter(a, b)),
         None => trace_span(qc, &req.target).map(|(first, last)| {
@@ -101,7 +105,10 @@ fn narrow_hotspots(qc: &QueryContext<'_>, err: FlameoxError, req: &HotspotsReque
     let mut args = json!({
         "target": req.target, "window_start_ns": start, "window_end_ns": end,
     });
-    let mut command = format!("flameox analyze hotspots {} --window {start}:{end}", req.target);
+    let mut command = format!(
+        "flameox analyze hotspots {} --window {start}:{end}",
+        req.target
+    );
     for (field, value) in [
         ("thread", &req.thread),
         ("process", &req.process),

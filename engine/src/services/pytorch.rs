@@ -36,16 +36,20 @@ pub struct PytorchResult {
 }
 
 pub async fn pytorch(qc: &QueryContext<'_>, req: &PytorchRequest) -> Result<PytorchResult> {
-    pytorch_of(qc, req)
-        .await
-        .map_err(|e| narrow(qc, e, Narrowing::Scope {
+    pytorch_of(qc, req).await.map_err(|e| {
+        narrow(
+            qc,
+            e,
+            Narrowing::Scope {
                 tool: "analyze_pytorch",
                 command: "analyze pytorch",
                 target: &req.target,
                 keep: json!({ "limit": req.limit }),
                 cli_suffix: String::new(),
                 advice: None,
-            }))
+            },
+        )
+    })
 }
 
 async fn pytorch_of(qc: &QueryContext<'_>, req: &PytorchRequest) -> Result<PytorchResult> {

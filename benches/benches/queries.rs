@@ -1,0 +1,238 @@
+//! Query latency over seeded generated Kineto corpora: hotspots (fresh and
+//! warm session), callers of the top frame, trace-window pages at depths 1,
+//! 100 and 10,000 (keyset paging: the latency must not grow with depth),
+//! accelerator launches and the PyTorch view.
+//!
+//! Sizes are `trace_events` rows (what the queries scan): 100 K and 1 M by
+//! default, 10 M with `FLAMEOX_BENCH_10M=1`; `FLAMEOX_BENCH_SMALL=1` keeps
+//! only 100 K and depths ≤ 100 (the quick CI run). Each corpus is generated
+//! and imported once, untimed. See docs/performance.md.
+
+use std::hint::black_box;
+use std::io::BufWriter;
+use std::time::Duration;
+
+use criterion::{BenchmarkGroup, Criterion, criterion_group, criterion_main};
+use flameox_benches::kineto::{KinetoSpec, write_kineto};
+use flameox_engine::Workspace;
+use flameox_engine::query::SessionCache;
+use flameox_engine::recipes::drilldown::Direction;
+use flameox_engine::services::analyze::{
+    FrameRequest, HotspotsRequest, WindowRequest, analyze_hotspots, frame_neighbors, trace_window,
+};
+use flameox_engine::services::gpu::{AcceleratorRequest, accelerator_launches};
+use flameox_engine::services::import::{ImportRequest, Quiet, import_artifact};
+use flameox_engine::services::pytorch::{PytorchRequest, pytorch};
+use flameox_engine::services::{CallOptions, QueryContext};
+use tokio::runtime::Runtime;
+
+/// The generator writes about 1.46 JSON events per `trace_events` row
+/// (flows, counters and metadata are not rows); a little more is asked so
+/// each corpus has at least its label's rows.
+const JSON_EVENTS_PER_ROW: f64 = 1.5;
+const PAGE: usize = 100;
+
+/// One imported corpus.
+struct Corpus {
+    _dir: tempfile::TempDir,
+    ws: Workspace,
+    run_id: String,
+    artifact_id: String,
+    span: (i64, i64),
+    rows: u64,
+}
+
+fn env_on(name: &str) -> bool {
+    std::env::var(name).is_ok_and(|v| v == "1")
+}
+
+/// (label, trace_events rows) to bench.
+fn sizes() -> Vec<(&'static str, u64)> {
+    if env_on("FLAMEOX_BENCH_SMALL") {
+        return vec![("100k", 100_000)];
+    }
+    let mut sizes = vec![("100k", 100_000), ("1m", 1_000_000)];
+    if env_on("FLAMEOX_BENCH_10M") {
+        sizes.push(("10m", 10_000_000));
+    }
+    sizes
+}
+
+fn import_corpus(rows: u64) -> Corpus {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let trace = dir.path().join("generated.pt.trace.json");
+    let file = std::fs::File::create(&trace).expect("create trace");
+    let spec = KinetoSpec {
+        seed: 11,
+        events: (rows as f64 * JSON_EVENTS_PER_ROW) as u64,
+        streams: 4,
+        ops_per_step: 0,
+    };
+    write_kineto(&spec, BufWriter::new(file)).expect("generate");
+    let (ws, _) = Workspace::init(dir.path()).expect("init");
+    let imported = import_artifact(
+        &ws,
+        &ImportRequest {
+            path: trace.clone(),
+            ..Default::default()
+        },
+        &Quiet,
+    )
+    .expect("import");
+    std::fs::remove_file(&trace).expect("remove trace");
+    let rows_imported = imported.rows.get("trace_events").copied().unwrap_or(0);
+    assert!(
+        rows_imported >= rows,
+        "{rows_imported} trace_events rows, wanted {rows}"
+    );
+    Corpus {
+        _dir: dir,
+        ws,
+        run_id: imported.run_id,
+        artifact_id: imported.artifact_id,
+        span: imported.time_span_ns.expect("time span"),
+        rows: rows_imported,
+    }
+}
+
+fn runtime() -> Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("runtime")
+}
+
+/// A window request over the whole trace positioned at page `depth` of
+/// `PAGE` rows: earlier pages are walked with the cursor (1,000 rows a
+/// page; the cursor does not depend on the page size), untimed.
+fn window_at_depth(
+    rt: &Runtime,
+    qc: &QueryContext<'_>,
+    corpus: &Corpus,
+    depth: u64,
+) -> WindowRequest {
+    let mut request = WindowRequest {
+        target: corpus.artifact_id.clone(),
+        start_ns: corpus.span.0,
+        end_ns: corpus.span.1 + 1,
+        ..Default::default()
+    };
+    let mut before = (depth - 1) * PAGE as u64;
+    while before > 0 {
+        let step = before.min(1000);
+        request.limit = Some(step as usize);
+        let page = rt.block_on(trace_window(qc, &request)).expect("walk");
+        request.cursor = Some(page.next_cursor.expect("a next page"));
+        before -= step;
+    }
+    request.limit = Some(PAGE);
+    request
+}
+
+fn bench_corpus(
+    group: &mut BenchmarkGroup<'_, criterion::measurement::WallTime>,
+    rt: &Runtime,
+    corpus: &Corpus,
+) {
+    let cache = SessionCache::default();
+    let warm = QueryContext {
+        ws: &corpus.ws,
+        cache: Some(&cache),
+        options: CallOptions::default(),
+    };
+    let fresh = QueryContext::new(&corpus.ws);
+    let hotspots = HotspotsRequest {
+        target: corpus.run_id.clone(),
+        limit: Some(PAGE),
+        ..Default::default()
+    };
+    group.bench_function("hotspots_top100_fresh_session", |b| {
+        b.iter(|| {
+            black_box(
+                rt.block_on(analyze_hotspots(&fresh, &hotspots))
+                    .expect("hotspots"),
+            )
+        })
+    });
+    let top = rt
+        .block_on(analyze_hotspots(&warm, &hotspots))
+        .expect("hotspots");
+    group.bench_function("hotspots_top100_warm", |b| {
+        b.iter(|| {
+            black_box(
+                rt.block_on(analyze_hotspots(&warm, &hotspots))
+                    .expect("hotspots"),
+            )
+        })
+    });
+    // The heaviest operator (kernels are roots on their stream's track).
+    let callee = top
+        .rows
+        .iter()
+        .find(|r| r.module.as_deref() == Some("cpu_op"))
+        .expect("a hot operator");
+    let callers = FrameRequest {
+        target: corpus.run_id.clone(),
+        frame: callee.frame.clone(),
+        metric: None,
+        limit: Some(PAGE),
+        cursor: None,
+    };
+    group.bench_function("callers_of_a_hot_frame_warm", |b| {
+        b.iter(|| {
+            black_box(
+                rt.block_on(frame_neighbors(&warm, &callers, Direction::Callers))
+                    .expect("callers"),
+            )
+        })
+    });
+    let deepest = if env_on("FLAMEOX_BENCH_SMALL") {
+        100
+    } else {
+        10_000
+    };
+    for depth in [1u64, 100, 10_000] {
+        if depth > deepest || (depth - 1) * PAGE as u64 + PAGE as u64 > corpus.rows {
+            continue;
+        }
+        let request = window_at_depth(rt, &warm, corpus, depth);
+        group.bench_function(format!("trace_window_page_depth_{depth}_warm"), |b| {
+            b.iter(|| black_box(rt.block_on(trace_window(&warm, &request)).expect("window")))
+        });
+    }
+    let launches = AcceleratorRequest {
+        target: corpus.run_id.clone(),
+        ..Default::default()
+    };
+    group.bench_function("accelerator_launches_warm", |b| {
+        b.iter(|| {
+            black_box(
+                rt.block_on(accelerator_launches(&warm, &launches))
+                    .expect("launches"),
+            )
+        })
+    });
+    let torch = PytorchRequest {
+        target: corpus.run_id.clone(),
+        limit: Some(PAGE),
+    };
+    group.bench_function("pytorch_warm", |b| {
+        b.iter(|| black_box(rt.block_on(pytorch(&warm, &torch)).expect("pytorch")))
+    });
+}
+
+fn queries(c: &mut Criterion) {
+    let rt = runtime();
+    for (label, rows) in sizes() {
+        let corpus = import_corpus(rows);
+        let mut group = c.benchmark_group(format!("queries_{label}_rows"));
+        group.sample_size(10);
+        group.warm_up_time(Duration::from_millis(500));
+        bench_corpus(&mut group, &rt, &corpus);
+        group.finish();
+    }
+}
+
+criterion_group!(benches, queries);
+criterion_main!(benches);
