@@ -5,13 +5,16 @@
 //!
 //! Sizes are `trace_events` rows (what the queries scan): 100 K and 1 M by
 //! default, 10 M with `FLAMEOX_BENCH_10M=1`; `FLAMEOX_BENCH_SMALL=1` keeps
-//! only 100 K and depths ≤ 100 (the quick CI run). Each corpus is generated
-//! and imported once, untimed. See docs/performance.md.
+//! only 100 K and depths ≤ 100, as does the test suite (criterion's test
+//! mode). Each corpus is generated and imported once, on first use, untimed.
+//! See docs/performance.md.
 
+use std::cell::OnceCell;
 use std::hint::black_box;
 use std::io::BufWriter;
 use std::time::Duration;
 
+use criterion::measurement::WallTime;
 use criterion::{BenchmarkGroup, Criterion, criterion_group, criterion_main};
 use flameox_benches::kineto::{KinetoSpec, write_kineto};
 use flameox_engine::Workspace;
@@ -39,7 +42,6 @@ struct Corpus {
     run_id: String,
     artifact_id: String,
     span: (i64, i64),
-    rows: u64,
 }
 
 fn env_on(name: &str) -> bool {
@@ -48,7 +50,7 @@ fn env_on(name: &str) -> bool {
 
 /// (label, trace_events rows) to bench.
 fn sizes() -> Vec<(&'static str, u64)> {
-    if env_on("FLAMEOX_BENCH_SMALL") {
+    if !full_run() {
         return vec![("100k", 100_000)];
     }
     let mut sizes = vec![("100k", 100_000), ("1m", 1_000_000)];
@@ -91,7 +93,6 @@ fn import_corpus(rows: u64) -> Corpus {
         run_id: imported.run_id,
         artifact_id: imported.artifact_id,
         span: imported.time_span_ns.expect("time span"),
-        rows: rows_imported,
     }
 }
 
@@ -130,106 +131,139 @@ fn window_at_depth(
     request
 }
 
-fn bench_corpus(
-    group: &mut BenchmarkGroup<'_, criterion::measurement::WallTime>,
-    rt: &Runtime,
-    corpus: &Corpus,
-) {
-    let cache = SessionCache::default();
-    let warm = QueryContext {
-        ws: &corpus.ws,
-        cache: Some(&cache),
-        options: CallOptions::default(),
-    };
-    let fresh = QueryContext::new(&corpus.ws);
-    let hotspots = HotspotsRequest {
-        target: corpus.run_id.clone(),
+/// Whether criterion runs in bench mode (`--bench`); in test mode (the test
+/// suite runs each benchmark once) only the 100 K corpus is used.
+fn full_run() -> bool {
+    std::env::args().any(|a| a == "--bench") && !env_on("FLAMEOX_BENCH_SMALL")
+}
+
+/// A corpus imported on first use, so a benchmark filtered out (or a
+/// `--list`) imports nothing.
+struct LazyCorpus {
+    rows: u64,
+    corpus: OnceCell<Corpus>,
+    cache: SessionCache,
+}
+
+impl LazyCorpus {
+    fn get(&self) -> &Corpus {
+        self.corpus.get_or_init(|| import_corpus(self.rows))
+    }
+
+    /// A context whose session cache outlives the calls (warm).
+    fn warm(&self) -> QueryContext<'_> {
+        QueryContext {
+            ws: &self.get().ws,
+            cache: Some(&self.cache),
+            options: CallOptions::default(),
+        }
+    }
+}
+
+fn bench_corpus(group: &mut BenchmarkGroup<'_, WallTime>, rt: &Runtime, lazy: &LazyCorpus) {
+    let hotspots = |c: &Corpus| HotspotsRequest {
+        target: c.run_id.clone(),
         limit: Some(PAGE),
         ..Default::default()
     };
     group.bench_function("hotspots_top100_fresh_session", |b| {
+        let corpus = lazy.get();
+        let fresh = QueryContext::new(&corpus.ws);
+        let request = hotspots(corpus);
         b.iter(|| {
             black_box(
-                rt.block_on(analyze_hotspots(&fresh, &hotspots))
+                rt.block_on(analyze_hotspots(&fresh, &request))
                     .expect("hotspots"),
             )
         })
     });
-    let top = rt
-        .block_on(analyze_hotspots(&warm, &hotspots))
-        .expect("hotspots");
     group.bench_function("hotspots_top100_warm", |b| {
+        let (warm, request) = (lazy.warm(), hotspots(lazy.get()));
         b.iter(|| {
             black_box(
-                rt.block_on(analyze_hotspots(&warm, &hotspots))
+                rt.block_on(analyze_hotspots(&warm, &request))
                     .expect("hotspots"),
             )
         })
     });
-    // The heaviest operator (kernels are roots on their stream's track).
-    let callee = top
-        .rows
-        .iter()
-        .find(|r| r.module.as_deref() == Some("cpu_op"))
-        .expect("a hot operator");
-    let callers = FrameRequest {
-        target: corpus.run_id.clone(),
-        frame: callee.frame.clone(),
-        metric: None,
-        limit: Some(PAGE),
-        cursor: None,
-    };
+    let callers = OnceCell::new();
     group.bench_function("callers_of_a_hot_frame_warm", |b| {
+        let warm = lazy.warm();
+        let request = callers.get_or_init(|| {
+            let corpus = lazy.get();
+            let top = rt
+                .block_on(analyze_hotspots(&warm, &hotspots(corpus)))
+                .expect("hotspots");
+            // The heaviest operator (kernels are roots on their stream's track).
+            let frame = top
+                .rows
+                .iter()
+                .find(|r| r.module.as_deref() == Some("cpu_op"))
+                .expect("a hot operator")
+                .frame
+                .clone();
+            FrameRequest {
+                target: corpus.run_id.clone(),
+                frame,
+                metric: None,
+                limit: Some(PAGE),
+                cursor: None,
+            }
+        });
         b.iter(|| {
             black_box(
-                rt.block_on(frame_neighbors(&warm, &callers, Direction::Callers))
+                rt.block_on(frame_neighbors(&warm, request, Direction::Callers))
                     .expect("callers"),
             )
         })
     });
-    let deepest = if env_on("FLAMEOX_BENCH_SMALL") {
-        100
-    } else {
-        10_000
-    };
+    let deepest = if full_run() { 10_000 } else { 100 };
     for depth in [1u64, 100, 10_000] {
-        if depth > deepest || (depth - 1) * PAGE as u64 + PAGE as u64 > corpus.rows {
+        if depth > deepest || depth * PAGE as u64 > lazy.rows {
             continue;
         }
-        let request = window_at_depth(rt, &warm, corpus, depth);
+        let positioned = OnceCell::new();
         group.bench_function(format!("trace_window_page_depth_{depth}_warm"), |b| {
-            b.iter(|| black_box(rt.block_on(trace_window(&warm, &request)).expect("window")))
+            let warm = lazy.warm();
+            let request = positioned.get_or_init(|| window_at_depth(rt, &warm, lazy.get(), depth));
+            b.iter(|| black_box(rt.block_on(trace_window(&warm, request)).expect("window")))
         });
     }
-    let launches = AcceleratorRequest {
-        target: corpus.run_id.clone(),
-        ..Default::default()
-    };
     group.bench_function("accelerator_launches_warm", |b| {
+        let warm = lazy.warm();
+        let request = AcceleratorRequest {
+            target: lazy.get().run_id.clone(),
+            ..Default::default()
+        };
         b.iter(|| {
             black_box(
-                rt.block_on(accelerator_launches(&warm, &launches))
+                rt.block_on(accelerator_launches(&warm, &request))
                     .expect("launches"),
             )
         })
     });
-    let torch = PytorchRequest {
-        target: corpus.run_id.clone(),
-        limit: Some(PAGE),
-    };
     group.bench_function("pytorch_warm", |b| {
-        b.iter(|| black_box(rt.block_on(pytorch(&warm, &torch)).expect("pytorch")))
+        let warm = lazy.warm();
+        let request = PytorchRequest {
+            target: lazy.get().run_id.clone(),
+            limit: Some(PAGE),
+        };
+        b.iter(|| black_box(rt.block_on(pytorch(&warm, &request)).expect("pytorch")))
     });
 }
 
 fn queries(c: &mut Criterion) {
     let rt = runtime();
     for (label, rows) in sizes() {
-        let corpus = import_corpus(rows);
+        let lazy = LazyCorpus {
+            rows,
+            corpus: OnceCell::new(),
+            cache: SessionCache::default(),
+        };
         let mut group = c.benchmark_group(format!("queries_{label}_rows"));
         group.sample_size(10);
         group.warm_up_time(Duration::from_millis(500));
-        bench_corpus(&mut group, &rt, &corpus);
+        bench_corpus(&mut group, &rt, &lazy);
         group.finish();
     }
 }
