@@ -47,14 +47,7 @@ pub async fn memory(qc: &QueryContext<'_>, req: &MemoryRequest) -> Result<Memory
         narrow(
             qc,
             e,
-            Narrowing::Scope {
-                tool: "analyze_memory",
-                command: "analyze memory",
-                target: &req.target,
-                keep: json!({ "limit": req.limit }),
-                cli_suffix: String::new(),
-                advice: None,
-            },
+            Narrowing::whole("analyze_memory", "analyze memory", &req.target, req.limit),
         )
     })
 }

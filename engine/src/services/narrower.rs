@@ -33,6 +33,25 @@ pub(crate) enum Narrowing<'a> {
     },
 }
 
+impl<'a> Narrowing<'a> {
+    /// A whole-scope recipe whose only other argument is `limit`.
+    pub(crate) fn whole(
+        tool: &'static str,
+        command: &'static str,
+        target: &'a str,
+        limit: Option<usize>,
+    ) -> Self {
+        Narrowing::Scope {
+            tool,
+            command,
+            target,
+            keep: json!({ "limit": limit }),
+            cli_suffix: limit.map(|n| format!(" --limit {n}")).unwrap_or_default(),
+            advice: None,
+        }
+    }
+}
+
 /// Adds the narrower call to a budget overrun; other errors pass through.
 pub(crate) fn narrow(qc: &QueryContext<'_>, err: FlameoxError, how: Narrowing<'_>) -> FlameoxError {
     if err.code != ErrorCode::QueryBudgetExceeded || err.recovery.is_some() {

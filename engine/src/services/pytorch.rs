@@ -7,7 +7,6 @@
 use flameox_recipes::ArtifactScope;
 use flameox_recipes::pytorch::{self, PytorchAnswer};
 use serde::{Deserialize, Serialize};
-use serde_json::json;
 
 use super::narrower::{Narrowing, narrow};
 use super::{EvidenceStatus, QueryContext, ResolvedScope, answer_status, resolve_scope};
@@ -40,14 +39,7 @@ pub async fn pytorch(qc: &QueryContext<'_>, req: &PytorchRequest) -> Result<Pyto
         narrow(
             qc,
             e,
-            Narrowing::Scope {
-                tool: "analyze_pytorch",
-                command: "analyze pytorch",
-                target: &req.target,
-                keep: json!({ "limit": req.limit }),
-                cli_suffix: String::new(),
-                advice: None,
-            },
+            Narrowing::whole("analyze_pytorch", "analyze pytorch", &req.target, req.limit),
         )
     })
 }
