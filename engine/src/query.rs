@@ -8,19 +8,21 @@
 use std::collections::HashMap;
 use std::future::Future;
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use datafusion::datasource::MemTable;
 use datafusion::datasource::file_format::parquet::ParquetFormat;
 use datafusion::datasource::listing::{
     ListingOptions, ListingTable, ListingTableConfig, ListingTableUrl,
 };
+use datafusion::execution::memory_pool::{GreedyMemoryPool, TrackConsumersPool};
 use datafusion::execution::runtime_env::RuntimeEnvBuilder;
 use datafusion::logical_expr::col;
 use datafusion::prelude::{SessionConfig, SessionContext};
 use flameox_extractors::{EvidenceTable, SCHEMA_VERSION};
 use flameox_recipes::RecipeError;
 
+use crate::budget::{self, MeteredPool};
 use crate::catalog::Snapshot;
 use crate::error::{ErrorCode, FlameoxError, Result};
 use crate::workspace::Workspace;
@@ -30,6 +32,8 @@ use crate::workspace::Workspace;
 pub struct QueryBudget {
     pub memory_bytes: u64,
     pub deadline: Duration,
+    /// `query.timeout_ms` (the deadline before any per-call lowering).
+    pub configured_deadline: Duration,
 }
 
 impl QueryBudget {
@@ -40,6 +44,7 @@ impl QueryBudget {
             deadline: timeout_override
                 .map(|t| t.min(configured))
                 .unwrap_or(configured),
+            configured_deadline: configured,
         }
     }
 }
@@ -50,6 +55,8 @@ pub struct PinnedSession {
     pub ctx: SessionContext,
     pub snapshot: Arc<Snapshot>,
     pub budget: QueryBudget,
+    /// The session's memory pool, metered for budget errors.
+    pub pool: Arc<MeteredPool>,
 }
 
 /// Builds the session for a snapshot: one listing table per evidence table
@@ -70,8 +77,12 @@ pub fn open_session(
             }
         }
     }
+    let pool = Arc::new(MeteredPool::new(Arc::new(TrackConsumersPool::new(
+        GreedyMemoryPool::new(budget.memory_bytes as usize),
+        std::num::NonZeroUsize::new(5).unwrap_or(std::num::NonZeroUsize::MIN),
+    ))));
     let runtime = RuntimeEnvBuilder::new()
-        .with_memory_limit(budget.memory_bytes as usize, 1.0)
+        .with_memory_pool(pool.clone())
         .build_arc()
         .map_err(|e| FlameoxError::internal(format!("creating the query runtime: {e}")))?;
     let mut config = SessionConfig::new()
@@ -120,6 +131,7 @@ pub fn open_session(
         ctx,
         snapshot,
         budget,
+        pool,
     })
 }
 
@@ -151,22 +163,27 @@ pub fn recipe_error(err: RecipeError, budget: &QueryBudget) -> FlameoxError {
     }
 }
 
-/// Runs a recipe future under the session's deadline.
+/// Runs a recipe future under the session's deadline; a memory or deadline
+/// overrun is `QUERY_BUDGET_EXCEEDED` with what the call used.
 pub async fn run_budgeted<T>(
     session: &PinnedSession,
     fut: impl Future<Output = std::result::Result<T, RecipeError>>,
 ) -> Result<T> {
+    let started = Instant::now();
+    session.pool.reset_peak();
     match tokio::time::timeout(session.budget.deadline, fut).await {
+        Ok(Err(RecipeError::ResourcesExhausted(text))) => Err(budget::memory_exceeded(
+            session.budget.memory_bytes,
+            &session.pool,
+            text,
+        )),
         Ok(result) => result.map_err(|e| recipe_error(e, &session.budget)),
-        Err(_) => Err(FlameoxError::new(
-            ErrorCode::QueryBudgetExceeded,
-            format!(
-                "the query ran past its {} ms deadline",
-                session.budget.deadline.as_millis()
-            ),
-        )
-        .detail("deadline_ms", session.budget.deadline.as_millis() as u64)
-        .remedy("narrow the call: a time window, one thread, or a smaller scope")),
+        Err(_) => Err(budget::deadline_exceeded(
+            session.budget.deadline,
+            session.budget.configured_deadline,
+            started.elapsed(),
+            &session.pool,
+        )),
     }
 }
 

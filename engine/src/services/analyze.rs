@@ -13,6 +13,7 @@ use flameox_recipes::{ArtifactScope, common};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
+use super::narrower::{Narrowing, narrow};
 use super::{EvidenceStatus, QueryContext, ResolvedScope, answer_status, check_id, resolve_scope};
 use crate::cursor::CursorCodec;
 use crate::error::{FlameoxError, Result};
@@ -66,6 +67,24 @@ fn pin_for_cursor(
     }
 }
 
+/// Callers, callees (`Some`) or stack examples (`None`) of one artifact.
+fn frame_narrowing(req: &FrameRequest, direction: Option<Direction>) -> Narrowing<'_> {
+    let (tool, command) = match direction {
+        Some(Direction::Callers) => ("get_frame_callers", "stacks callers"),
+        Some(Direction::Callees) => ("get_frame_callees", "stacks callees"),
+        None => ("get_stack_examples", "stacks examples"),
+    };
+    let metric = req.metric.as_ref().map(|m| format!(" --metric {m}"));
+    Narrowing::Scope {
+        tool,
+        command,
+        target: &req.target,
+        keep: json!({ "frame": req.frame, "metric": req.metric, "limit": req.limit }),
+        cli_suffix: format!(" {}{}", req.frame, metric.unwrap_or_default()),
+        advice: None,
+    }
+}
+
 fn stale_key() -> FlameoxError {
     FlameoxError::new(
         crate::error::ErrorCode::StaleCursor,
@@ -78,6 +97,12 @@ pub async fn analyze_hotspots(
     qc: &QueryContext<'_>,
     req: &HotspotsRequest,
 ) -> Result<HotspotsResult> {
+    hotspots_page(qc, req)
+        .await
+        .map_err(|e| narrow(qc, e, Narrowing::Hotspots(req)))
+}
+
+async fn hotspots_page(qc: &QueryContext<'_>, req: &HotspotsRequest) -> Result<HotspotsResult> {
     let limit = qc.ws.config.row_limit(req.limit)?;
     if let Some((a, b)) = req.window
         && a >= b
@@ -179,6 +204,16 @@ pub async fn frame_neighbors(
     req: &FrameRequest,
     direction: Direction,
 ) -> Result<NeighborsResult> {
+    neighbors_page(qc, req, direction)
+        .await
+        .map_err(|e| narrow(qc, e, frame_narrowing(req, Some(direction))))
+}
+
+async fn neighbors_page(
+    qc: &QueryContext<'_>,
+    req: &FrameRequest,
+    direction: Direction,
+) -> Result<NeighborsResult> {
     let limit = qc.ws.config.row_limit(req.limit)?;
     check_id("frame", &req.frame)?;
     let family = match direction {
@@ -267,6 +302,12 @@ pub async fn stack_examples(
     qc: &QueryContext<'_>,
     req: &FrameRequest,
 ) -> Result<StackExamplesResult> {
+    examples_page(qc, req)
+        .await
+        .map_err(|e| narrow(qc, e, frame_narrowing(req, None)))
+}
+
+async fn examples_page(qc: &QueryContext<'_>, req: &FrameRequest) -> Result<StackExamplesResult> {
     let limit = qc.ws.config.row_limit(req.limit)?;
     check_id("frame", &req.frame)?;
     if req.cursor.is_some() {
@@ -362,6 +403,12 @@ pub struct WindowResult {
 
 /// Events overlapping `[start, end)`, keyset-paged.
 pub async fn trace_window(qc: &QueryContext<'_>, req: &WindowRequest) -> Result<WindowResult> {
+    window_page(qc, req)
+        .await
+        .map_err(|e| narrow(qc, e, Narrowing::Window(req)))
+}
+
+async fn window_page(qc: &QueryContext<'_>, req: &WindowRequest) -> Result<WindowResult> {
     let limit = qc.ws.config.row_limit(req.limit)?;
     if req.start_ns >= req.end_ns {
         return Err(FlameoxError::invalid_argument(

@@ -9,6 +9,7 @@ use flameox_recipes::gpu_summary::{self, GpuReport, SummaryRow};
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
+use super::narrower::{Narrowing, narrow};
 use super::{EvidenceStatus, QueryContext, ResolvedScope, answer_status, resolve_scope};
 use crate::error::Result;
 use crate::query::run_budgeted;
@@ -41,6 +42,27 @@ pub async fn gpu_summary(
     qc: &QueryContext<'_>,
     req: &GpuSummaryRequest,
 ) -> Result<GpuSummaryResult> {
+    summary_of(qc, req).await.map_err(|e| {
+        narrow(
+            qc,
+            e,
+            Narrowing::Scope {
+                tool: "analyze_gpu_summary",
+                command: "analyze gpu-summary",
+                target: &req.target,
+                keep: json!({ "report": req.report, "limit": req.limit }),
+                cli_suffix: req
+                    .report
+                    .as_ref()
+                    .map(|r| format!(" --report {r}"))
+                    .unwrap_or_default(),
+                advice: None,
+            },
+        )
+    })
+}
+
+async fn summary_of(qc: &QueryContext<'_>, req: &GpuSummaryRequest) -> Result<GpuSummaryResult> {
     let limit = qc.ws.config.row_limit(req.limit)?;
     let session = qc.session(None)?;
     let report = gpu_summary::parse_report(req.report.as_deref().unwrap_or("kernels"))
@@ -128,6 +150,27 @@ pub async fn accelerator_launches(
     qc: &QueryContext<'_>,
     req: &AcceleratorRequest,
 ) -> Result<AcceleratorResult> {
+    launches_of(qc, req).await.map_err(|e| {
+        narrow(
+            qc,
+            e,
+            Narrowing::Scope {
+                tool: "analyze_accelerator_launches",
+                command: "analyze accelerator-launches",
+                target: &req.target,
+                keep: json!({ "phase": req.phase, "limit": req.limit }),
+                cli_suffix: req
+                    .phase
+                    .as_ref()
+                    .map(|p| format!(" --phase {p}"))
+                    .unwrap_or_default(),
+                advice: Some("add --phase ProfilerStep#N to read one step"),
+            },
+        )
+    })
+}
+
+async fn launches_of(qc: &QueryContext<'_>, req: &AcceleratorRequest) -> Result<AcceleratorResult> {
     let limit = qc.ws.config.row_limit(req.limit)?;
     let session = qc.session(None)?;
     if let Some(p) = &req.phase {

@@ -9,6 +9,7 @@ use flameox_recipes::memory::{self, MemoryAnswer};
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
+use super::narrower::{Narrowing, narrow};
 use super::{EvidenceStatus, QueryContext, ResolvedScope, answer_status, resolve_scope};
 use crate::error::Result;
 use crate::query::run_budgeted;
@@ -42,6 +43,16 @@ pub struct MemoryResult {
 }
 
 pub async fn memory(qc: &QueryContext<'_>, req: &MemoryRequest) -> Result<MemoryResult> {
+    memory_of(qc, req).await.map_err(|e| {
+        narrow(
+            qc,
+            e,
+            Narrowing::whole("analyze_memory", "analyze memory", &req.target, req.limit),
+        )
+    })
+}
+
+async fn memory_of(qc: &QueryContext<'_>, req: &MemoryRequest) -> Result<MemoryResult> {
     let limit = qc.ws.config.row_limit(req.limit)?;
     let session = qc.session(None)?;
     let scope = resolve_scope(qc.ws, &session.snapshot, &req.target)?;

@@ -16,6 +16,7 @@ pub mod import_plan;
 pub mod import_totals;
 pub mod inventory;
 pub mod memory;
+mod narrower;
 pub mod pytorch;
 pub mod viewer;
 pub mod views;

@@ -8,6 +8,7 @@ use flameox_recipes::ArtifactScope;
 use flameox_recipes::pytorch::{self, PytorchAnswer};
 use serde::{Deserialize, Serialize};
 
+use super::narrower::{Narrowing, narrow};
 use super::{EvidenceStatus, QueryContext, ResolvedScope, answer_status, resolve_scope};
 use crate::error::{ErrorCode, FlameoxError, Result};
 use crate::query::run_budgeted;
@@ -34,6 +35,16 @@ pub struct PytorchResult {
 }
 
 pub async fn pytorch(qc: &QueryContext<'_>, req: &PytorchRequest) -> Result<PytorchResult> {
+    pytorch_of(qc, req).await.map_err(|e| {
+        narrow(
+            qc,
+            e,
+            Narrowing::whole("analyze_pytorch", "analyze pytorch", &req.target, req.limit),
+        )
+    })
+}
+
+async fn pytorch_of(qc: &QueryContext<'_>, req: &PytorchRequest) -> Result<PytorchResult> {
     let limit = qc.ws.config.row_limit(req.limit)?;
     let session = qc.session(None)?;
     let scope = resolve_scope(qc.ws, &session.snapshot, &req.target)?;
