@@ -24,7 +24,7 @@ use crate::catalog::{
 use crate::error::{FlameoxError, Result, io_error};
 use crate::fsutil::{now_rfc3339, sync_dir};
 use crate::lock::FileLock;
-use crate::staging::{ParquetStagingSink, StagedFile, StagingArea, clean_abandoned};
+use crate::staging::{BackgroundParquetSink, StagedFile, StagingArea, clean_abandoned};
 use crate::workspace::Workspace;
 
 /// What a publish did.
@@ -98,7 +98,8 @@ pub fn stage_extraction(
     }
     let generation_id = uuid::Uuid::now_v7().to_string();
     let staging = StagingArea::create(ws, &format!("generation-{generation_id}"))?;
-    let mut sink = ParquetStagingSink::new(staging.dir());
+    let mut sink = BackgroundParquetSink::new(staging.dir())
+        .map_err(|e| FlameoxError::internal(format!("starting the Parquet writer: {e}")))?;
     let summary = extract(&mut sink, staging.dir())?;
     let staged = sink
         .finish()
