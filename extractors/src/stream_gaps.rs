@@ -12,7 +12,7 @@
 //! reducer skip its output (no `artifact` row), and readers fall back to the
 //! reference.
 
-use std::collections::{HashMap, HashSet};
+use crate::{FastHashMap, FastHashSet};
 use std::sync::Arc;
 
 use arrow::array::{
@@ -204,16 +204,16 @@ pub struct StreamGapsReducer {
     artifact_id: String,
     batch_rows: usize,
     phases: Vec<Option<String>>,
-    phase_ids: HashMap<Option<String>, PhaseId>,
-    streams: HashMap<StreamKey, StreamState>,
-    phase_streams: HashMap<(StreamKey, PhaseId), StreamState>,
+    phase_ids: FastHashMap<Option<String>, PhaseId>,
+    streams: FastHashMap<StreamKey, StreamState>,
+    phase_streams: FastHashMap<(StreamKey, PhaseId), StreamState>,
     /// Correlation id → earliest host launch start.
-    launch_start: HashMap<i64, i64>,
-    plain_launches: HashSet<i64>,
+    launch_start: FastHashMap<i64, i64>,
+    plain_launches: FastHashSet<i64>,
     /// Versioned inner launches (`cudaLaunchKernel_v7000`): counted at the
     /// end unless an unversioned launch has their correlation id.
     versioned: Vec<(Option<i64>, PhaseId, i64)>,
-    launches: HashMap<(PhaseId, LaunchKind), (i64, i64)>,
+    launches: FastHashMap<(PhaseId, LaunchKind), (i64, i64)>,
     /// Per kernel: phase and latency (resolved at the end when the launch
     /// came later in the input).
     kernels: Vec<(PhaseId, Option<i64>)>,
@@ -243,13 +243,13 @@ impl StreamGapsReducer {
             artifact_id: artifact_id.to_owned(),
             batch_rows: batch_rows.max(1),
             phases: vec![None],
-            phase_ids: HashMap::from([(None, 0)]),
-            streams: HashMap::new(),
-            phase_streams: HashMap::new(),
-            launch_start: HashMap::new(),
-            plain_launches: HashSet::new(),
+            phase_ids: FastHashMap::from_iter([(None, 0)]),
+            streams: FastHashMap::default(),
+            phase_streams: FastHashMap::default(),
+            launch_start: FastHashMap::default(),
+            plain_launches: FastHashSet::default(),
             versioned: Vec::new(),
-            launches: HashMap::new(),
+            launches: FastHashMap::default(),
             kernels: Vec::new(),
             unresolved: Vec::new(),
             gaps: StreamGapRows::default(),

@@ -5,7 +5,9 @@
 //! `(ts_ns, event_id)`, `counters` by `ts_ns`. Batches are at most
 //! `batch_rows` rows and are handed to the sink as soon as each is built.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
+
+use crate::FastHashMap;
 use std::sync::Arc;
 
 use arrow::array::{ArrayRef, Float64Array, Int32Array, Int64Array, StringArray, UInt64Array};
@@ -266,7 +268,7 @@ pub fn aggregate_slices_into(
     include: impl Fn(EventKind) -> bool,
 ) {
     let s = &p.store;
-    let mut frame_of: HashMap<(u32, u32), u32> = HashMap::new();
+    let mut frame_of: FastHashMap<(u32, u32), u32> = FastHashMap::default();
     let mut stack_of = vec![NO_ID; s.len()];
     for (t, track) in p.tracks.list.iter().enumerate() {
         let events = d.track_events(t);

@@ -7,7 +7,7 @@
 //! bound to slices here (to fill missing correlation ids), and
 //! `ProfilerStep#N` phases are propagated by time and by correlation.
 
-use std::collections::HashMap;
+use crate::FastHashMap;
 
 use super::store::{EventStore, FlowPoint, Interner, NO_ID, NONE};
 use super::tracks::Tracks;
@@ -177,7 +177,7 @@ pub fn fill_correlation_from_flows(
     if !needed {
         return 0;
     }
-    let mut groups: HashMap<u32, Vec<usize>> = HashMap::new();
+    let mut groups: FastHashMap<u32, Vec<usize>> = FastHashMap::default();
     for f in flows {
         if f.numeric_id == NONE {
             continue;
@@ -192,7 +192,7 @@ pub fn fill_correlation_from_flows(
     let mut filled = 0;
     let mut keys: Vec<u32> = groups.keys().copied().collect();
     keys.sort_unstable();
-    let ids: HashMap<u32, i64> = flows.iter().map(|f| (f.key, f.numeric_id)).collect();
+    let ids: FastHashMap<u32, i64> = flows.iter().map(|f| (f.key, f.numeric_id)).collect();
     for key in keys {
         let slices = &groups[&key];
         if !slices.iter().any(|&i| store.device_activity[i]) {
@@ -242,7 +242,7 @@ pub fn assign_phases(store: &EventStore, strings: &Interner, d: &mut Derived) ->
 /// Device activity takes the phase of the host call that launched it
 /// (same correlation id).
 fn inherit_through_correlation(store: &EventStore, d: &mut Derived) {
-    let mut launch_phase: HashMap<i64, u32> = HashMap::new();
+    let mut launch_phase: FastHashMap<i64, u32> = FastHashMap::default();
     for i in 0..store.len() {
         if store.kind[i].is_launch() && store.correlation[i] != NONE && d.phase[i] != NO_ID {
             launch_phase.insert(store.correlation[i], d.phase[i]);
@@ -280,7 +280,7 @@ pub fn assign_range_phases(
             .copied()
             .flatten()
     };
-    let mut ranges: HashMap<(i64, i64), Vec<usize>> = HashMap::new();
+    let mut ranges: FastHashMap<(i64, i64), Vec<usize>> = FastHashMap::default();
     for i in 0..store.len() {
         if is_range(i)
             && store.dur[i] >= 0

@@ -5,7 +5,7 @@
 //! endpoints and Kineto `[memory]` instants. Every input that is handled by
 //! a rule instead of read as written is counted in the limitation log.
 
-use std::collections::HashMap;
+use crate::FastHashMap;
 
 use serde_json::value::RawValue;
 
@@ -41,8 +41,8 @@ pub struct Processor {
     pub counters: Vec<CounterRow>,
     pub flows: Vec<FlowPoint>,
     pub log: LimitationLog,
-    open_slices: HashMap<u32, Vec<usize>>,
-    open_async: HashMap<(u32, u32), Vec<usize>>,
+    open_slices: FastHashMap<u32, Vec<usize>>,
+    open_async: FastHashMap<(u32, u32), Vec<usize>>,
     pub kineto_seen: bool,
     pub pyspy_seen: bool,
     pub bytes_unit: u32,
@@ -71,8 +71,8 @@ impl Processor {
             counters: Vec::new(),
             flows: Vec::new(),
             log: LimitationLog::default(),
-            open_slices: HashMap::new(),
-            open_async: HashMap::new(),
+            open_slices: FastHashMap::default(),
+            open_async: FastHashMap::default(),
             kineto_seen: false,
             pyspy_seen: false,
             bytes_unit,

@@ -8,7 +8,7 @@
 //! which moves to an unlinked spill file once it passes
 //! [`ARGS_SPILL_AFTER_BYTES`], so it does not count against memory.
 
-use std::collections::HashMap;
+use crate::FastHashMap;
 use std::fs::File;
 use std::io::{self, BufWriter, Write};
 use std::os::unix::fs::FileExt;
@@ -32,7 +32,7 @@ pub fn opt_id(v: u32) -> Option<u32> {
 /// Interned strings, ids dense in first-seen order.
 #[derive(Default)]
 pub struct Interner {
-    map: HashMap<Box<str>, u32>,
+    map: FastHashMap<Box<str>, u32>,
     strings: Vec<Box<str>>,
 }
 
@@ -263,7 +263,7 @@ pub struct EventStore {
     pub arena: ArgsArena,
     /// `(pid, tid)` of events whose thread is not their track's (a CPU
     /// track's scheduling slices name the task that ran); sparse.
-    pub thread_override: std::collections::HashMap<u32, (i64, i64)>,
+    pub thread_override: crate::FastHashMap<u32, (i64, i64)>,
 }
 
 impl EventStore {

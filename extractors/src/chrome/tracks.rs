@@ -7,7 +7,7 @@
 //! same thread as the number; labels keep a null column and name the track.
 //! Ids are dense in first-appearance order so re-extraction is stable.
 
-use std::collections::HashMap;
+use crate::FastHashMap;
 
 use super::store::{Interner, NO_ID, NONE};
 
@@ -70,12 +70,12 @@ pub struct Track {
 #[derive(Default)]
 pub struct Tracks {
     pub list: Vec<Track>,
-    threads: HashMap<(Ident, Ident), u32>,
-    asyncs: HashMap<(Ident, u32, u32), u32>,
-    counters: HashMap<(Ident, u32), u32>,
-    memory: HashMap<(Ident, i64), u32>,
-    pub process_names: HashMap<Ident, u32>,
-    pub thread_names: HashMap<(Ident, Ident), u32>,
+    threads: FastHashMap<(Ident, Ident), u32>,
+    asyncs: FastHashMap<(Ident, u32, u32), u32>,
+    counters: FastHashMap<(Ident, u32), u32>,
+    memory: FastHashMap<(Ident, i64), u32>,
+    pub process_names: FastHashMap<Ident, u32>,
+    pub thread_names: FastHashMap<(Ident, Ident), u32>,
 }
 
 impl Tracks {
@@ -177,8 +177,8 @@ impl Tracks {
     }
 
     /// The first thread/stream track of each process, for async parents.
-    pub fn process_first_tracks(&self) -> HashMap<Ident, u32> {
-        let mut first = HashMap::new();
+    pub fn process_first_tracks(&self) -> FastHashMap<Ident, u32> {
+        let mut first = FastHashMap::default();
         for (i, t) in self.list.iter().enumerate() {
             if matches!(t.kind, TrackKind::Thread | TrackKind::GpuStream) {
                 first.entry(t.pid).or_insert(i as u32);
