@@ -131,6 +131,10 @@ pub struct ExtractionSummary {
     pub input_bytes: u64,
     /// Events seen in the input, whatever table they went to.
     pub input_events: u64,
+    /// The longest `trace_events` row (ns): how far before a time window a
+    /// slice overlapping it can start. Absent in older manifests.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_event_dur_ns: Option<i64>,
 }
 
 impl From<std::io::Error> for ExtractError {

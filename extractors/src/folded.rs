@@ -272,6 +272,7 @@ pub fn extract_folded_stacks<R: BufRead>(
         metadata,
         input_bytes: offset,
         input_events: stacks_read,
+        max_event_dur_ns: None,
     })
 }
 

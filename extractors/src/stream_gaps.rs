@@ -224,6 +224,7 @@ pub struct StreamGapsReducer {
     saw_events: bool,
     /// `stream_gaps` rows already handed to the sink.
     flushed: u64,
+    max_dur: Option<i64>,
 }
 
 /// Row counts written by [`StreamGapsReducer::finish`].
@@ -234,6 +235,8 @@ pub struct ReducedRows {
     /// False when the input order made the reduction impossible (an
     /// artifact without trace events is complete with no rows).
     pub complete: bool,
+    /// The longest trace event seen (whatever the order).
+    pub max_event_dur_ns: Option<i64>,
 }
 
 impl StreamGapsReducer {
@@ -257,6 +260,7 @@ impl StreamGapsReducer {
             unordered: false,
             saw_events: false,
             flushed: 0,
+            max_dur: None,
         }
     }
 
@@ -417,6 +421,7 @@ impl StreamGapsReducer {
             stream_gaps: self.flushed,
             launch_latency: 0,
             complete: !self.unordered,
+            max_event_dur_ns: self.max_dur,
         };
         if self.unordered || !self.saw_events {
             return Ok(written);

@@ -27,6 +27,9 @@ pub struct WindowQuery {
     pub limit: usize,
     /// Keyset position: the last row's `(ts_ns, event_id)`.
     pub after: Option<(i64, u64)>,
+    /// The window's row count when an earlier page counted it (the cursor
+    /// carries it), so later pages read only their own rows.
+    pub known_total: Option<u64>,
 }
 
 /// One event of a window page.
@@ -85,7 +88,10 @@ async fn window_frame(ctx: &SessionContext, q: &WindowQuery) -> RecipeResult<Dat
 /// Runs one page of a trace window.
 pub async fn trace_window(ctx: &SessionContext, q: &WindowQuery) -> RecipeResult<WindowAnswer> {
     let base = window_frame(ctx, q).await?;
-    let total = count_rows(base.clone()).await?;
+    let total = match q.known_total {
+        Some(total) => total,
+        None => count_rows(base.clone()).await?,
+    };
     let mut page = base;
     if let Some((ts, id)) = q.after {
         page = page.filter(

@@ -80,6 +80,19 @@ fn window_pages_of_seven_equal_one_unpaged_query_in_order() {
     assert_eq!(paged.len() as u64, total);
     assert_eq!(&paged, whole["events"].as_array().unwrap());
     assert!(commits.windows(2).all(|w| w[0] == w[1]));
+    // A later page reports the whole window's total too (carried in the
+    // cursor from the first page's count, not recounted).
+    let first = call(&project, &window_args(artifact, start, end, "7"));
+    let mut next = window_args(artifact, start, end, "7");
+    next.extend([
+        "--cursor".into(),
+        first["next_cursor"].as_str().unwrap().into(),
+    ]);
+    let second = call(&project, &next);
+    assert_eq!(
+        (first["total"].as_u64(), second["total"].as_u64()),
+        (Some(total), Some(total))
+    );
     // Order is (ts_ns, event_id) and no event repeats.
     let keys: Vec<(i64, u64)> = paged
         .iter()
@@ -106,6 +119,28 @@ fn window_pages_of_seven_equal_one_unpaged_query_in_order() {
         .collect();
     assert_eq!(
         sub["events"].as_array().unwrap().iter().collect::<Vec<_>>(),
+        expected
+    );
+    // The second half includes the slices that began before it and still
+    // run (the pruning bound is the longest event, recorded at import).
+    let late = call(&project, &window_args(artifact, mid, end, "1000"));
+    let expected: Vec<&Value> = whole["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| {
+            let ts = e["ts_ns"].as_i64().unwrap();
+            let dur = e["dur_ns"].as_i64().unwrap().max(0);
+            ts < end && (ts >= mid || ts + dur > mid)
+        })
+        .collect();
+    assert!(expected.iter().any(|e| e["ts_ns"].as_i64().unwrap() < mid));
+    assert_eq!(
+        late["events"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .collect::<Vec<_>>(),
         expected
     );
 }

@@ -429,9 +429,17 @@ async fn window_page(qc: &QueryContext<'_>, req: &WindowRequest) -> Result<Windo
         )
         .detail("artifacts", scope.artifact_ids.clone()));
     };
-    let after = match key {
-        Some(k) => Some(serde_json::from_value::<(i64, u64)>(k).map_err(|_| stale_key())?),
-        None => None,
+    // Cursor key: `[ts_ns, event_id, total]` (the window's count from the
+    // first page; older two-element keys are recounted).
+    let (after, known_total) = match key {
+        Some(k) => match serde_json::from_value::<(i64, u64, u64)>(k.clone()) {
+            Ok((ts, id, total)) => (Some((ts, id)), Some(total)),
+            Err(_) => (
+                Some(serde_json::from_value::<(i64, u64)>(k).map_err(|_| stale_key())?),
+                None,
+            ),
+        },
+        None => (None, None),
     };
     let trace_span_ns = session
         .snapshot
@@ -446,7 +454,15 @@ async fn window_page(qc: &QueryContext<'_>, req: &WindowRequest) -> Result<Windo
         req.start_ns.saturating_add(offset),
         req.end_ns.saturating_add(offset),
     );
-    let max_dur_ns = run_budgeted(&session, max_duration(&session, artifact_id)).await?;
+    let recorded_max_dur = session
+        .snapshot
+        .generations_for(artifact_id)
+        .filter_map(|g| g.summary.max_event_dur_ns)
+        .max();
+    let max_dur_ns = match recorded_max_dur {
+        Some(longest) => longest,
+        None => run_budgeted(&session, max_duration(&session, artifact_id)).await?,
+    };
     let query = WindowQuery {
         artifact_id: artifact_id.clone(),
         start_ns,
@@ -457,6 +473,7 @@ async fn window_page(qc: &QueryContext<'_>, req: &WindowRequest) -> Result<Windo
         track_id: req.track_id,
         limit,
         after,
+        known_total,
     };
     let answer = run_budgeted(&session, window::trace_window(&session.ctx, &query)).await?;
     let next_cursor = match (answer.has_more, answer.events.last()) {
@@ -464,7 +481,7 @@ async fn window_page(qc: &QueryContext<'_>, req: &WindowRequest) -> Result<Windo
             "trace_window",
             session.snapshot.commit_id(),
             &params,
-            json!([last.ts_ns, last.event_id]),
+            json!([last.ts_ns, last.event_id, answer.total]),
         )?),
         _ => None,
     };

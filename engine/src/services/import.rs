@@ -171,6 +171,7 @@ fn run_extractor(
     summary
         .rows
         .insert("launch_latency".into(), reduced.launch_latency);
+    summary.max_event_dur_ns = reduced.max_event_dur_ns;
     if !reduced.complete {
         summary.limitations.push(Limitation {
             code: "REDUCTIONS_SKIPPED".into(),

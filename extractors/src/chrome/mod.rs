@@ -249,6 +249,7 @@ pub fn extract_chrome_json<R: BufRead>(
         metadata,
         input_bytes: scanner.offset(),
         input_events: index,
+        max_event_dur_ns: None,
     })
 }
 

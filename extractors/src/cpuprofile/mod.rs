@@ -251,5 +251,6 @@ pub fn extract_cpuprofile<R: BufRead>(
         metadata,
         input_bytes,
         input_events: nodes.len() as u64 + samples.len() as u64,
+        max_event_dur_ns: None,
     })
 }

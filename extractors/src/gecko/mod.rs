@@ -220,6 +220,7 @@ pub fn extract_gecko_profile<R: BufRead>(
         metadata,
         input_bytes,
         input_events: samples,
+        max_event_dur_ns: None,
     })
 }
 

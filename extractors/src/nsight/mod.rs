@@ -754,6 +754,7 @@ fn extract_tables(
         metadata,
         input_bytes: file_len,
         input_events,
+        max_event_dur_ns: None,
     })
 }
 

@@ -303,6 +303,7 @@ fn summarize(
         metadata,
         input_bytes,
         input_events: d.packets,
+        max_event_dur_ns: None,
     }
 }
 

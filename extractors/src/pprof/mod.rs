@@ -278,6 +278,7 @@ pub fn extract_pprof<R: BufRead>(
         metadata,
         input_bytes,
         input_events: profile.sample.len() as u64,
+        max_event_dur_ns: None,
     })
 }
 

@@ -183,6 +183,7 @@ pub fn extract_speedscope<R: BufRead>(
         metadata,
         input_bytes,
         input_events: b.samples + b.events,
+        max_event_dur_ns: None,
     })
 }
 
