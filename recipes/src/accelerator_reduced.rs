@@ -130,59 +130,70 @@ async fn latencies_by_region(
         .await?
         .filter(scope.filter().and(phase_filter(phase)))?
         .select(vec![col("phase"), col("latency_ns")])?;
-    let mut out: BTreeMap<String, (u64, Vec<i64>)> = BTreeMap::new();
+    // Per region index: kernels seen, latencies found.
+    let mut names: Vec<String> = Vec::new();
+    let mut index_of: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
+    let mut found: Vec<(u64, Vec<i64>)> = Vec::new();
     for batch in collect(rows).await? {
-        let regions = row_regions(&batch)?;
+        let (batch_names, row_slots) = row_regions(&batch)?;
+        // Each distinct name of the batch is looked up once, when a row
+        // first uses it (a dictionary may hold values no row refers to).
+        let mut slots: Vec<Option<usize>> = vec![None; batch_names.len()];
         let latency = column(&batch, "latency_ns")?.as_primitive::<Int64Type>();
-        // Rows of one batch mostly share a phase: look the entry up per run.
-        let mut i = 0;
-        while i < batch.num_rows() {
-            let name = &regions[i];
-            let entry = match out.get_mut(name.as_str()) {
-                Some(e) => e,
-                None => out.entry(name.clone()).or_default(),
+        for (i, local) in row_slots.iter().enumerate() {
+            let Some(slot) = slots.get_mut(*local) else {
+                continue;
             };
-            while i < batch.num_rows() && regions[i] == *name {
+            let global = *slot.get_or_insert_with(|| {
+                let name = &batch_names[*local];
+                *index_of.entry(name.clone()).or_insert_with(|| {
+                    names.push(name.clone());
+                    found.push((0, Vec::new()));
+                    found.len() - 1
+                })
+            });
+            if let Some(entry) = found.get_mut(global) {
                 entry.0 += 1;
                 if latency.is_valid(i) {
                     entry.1.push(latency.value(i));
                 }
-                i += 1;
             }
         }
     }
-    Ok(out)
+    Ok(names.into_iter().zip(found).collect())
 }
 
-/// The region name of every row of a batch with a `phase` column, decoding
-/// each distinct dictionary value once.
-fn row_regions(batch: &RecordBatch) -> RecipeResult<Vec<String>> {
+/// The distinct region names of a batch with a `phase` column and, per
+/// row, the index of its name — decoding each dictionary value once and
+/// allocating nothing per row.
+fn row_regions(batch: &RecordBatch) -> RecipeResult<(Vec<String>, Vec<usize>)> {
     let phase = column(batch, "phase")?;
     if let Some(dict) = phase.as_dictionary_opt::<Int32Type>() {
         let values = as_utf8(dict.values().as_ref())?;
         let values = values.as_string::<i32>();
-        let names: Vec<String> = (0..values.len())
+        let mut names: Vec<String> = (0..values.len())
             .map(|k| region_name(values.is_valid(k).then(|| values.value(k).to_owned())))
             .collect();
-        let null_name = region_name(None);
-        return Ok((0..dict.len())
+        let null_slot = names.len();
+        names.push(region_name(None));
+        let slots = (0..dict.len())
             .map(|i| {
-                if dict.is_valid(i) {
-                    usize::try_from(dict.keys().value(i))
-                        .ok()
-                        .and_then(|k| names.get(k).cloned())
-                        .unwrap_or_else(|| null_name.clone())
-                } else {
-                    null_name.clone()
-                }
+                dict.is_valid(i)
+                    .then(|| usize::try_from(dict.keys().value(i)).ok())
+                    .flatten()
+                    .filter(|k| *k < null_slot)
+                    .unwrap_or(null_slot)
             })
-            .collect());
+            .collect();
+        return Ok((names, slots));
     }
     let text = as_utf8(phase)?;
     let text = text.as_string::<i32>();
-    Ok((0..text.len())
+    let names: Vec<String> = (0..text.len())
         .map(|i| region_name(text.is_valid(i).then(|| text.value(i).to_owned())))
-        .collect())
+        .collect();
+    let slots = (0..names.len()).collect();
+    Ok((names, slots))
 }
 
 /// Per (artifact, device, stream): the whole-stream summary row, or the
