@@ -15,7 +15,8 @@ Peak RSS comes from /usr/bin/time around every process (flameox: the
 largest of its steps). Each round also checks that DuckDB's top 10 (name,
 category, self ns) equals flameox's and prints any mismatch. The summary
 line per trace is the median over rounds; the 1-minute load average before
-each round is printed. See docs/performance.md.
+each round is printed. Exit status 1 when any round mismatched. See
+docs/performance.md.
 
 usage: duckdb_peer.py FLAMEOX_BIN TRACE [TRACE ...] [--python PY | --venv DIR] [--runs N] [--repeats N]
 (default: --venv /var/tmp/flameox-duckdb-venv, made with `pip install duckdb` when missing; 3 runs; 5 repeats)
@@ -24,6 +25,7 @@ usage: duckdb_peer.py FLAMEOX_BIN TRACE [TRACE ...] [--python PY | --venv DIR] [
 import argparse
 import json
 import os
+import sys
 
 from peer_common import (
     ensure_venv,
@@ -103,6 +105,7 @@ def main():
         f"{'fx rep ms':>9} {'dd rep ms':>9} {'×faster':>7} {'fx MiB':>7} {'dd MiB':>7} {'×leaner':>7}"
     )
     print(header, flush=True)
+    mismatched = False
     for trace in args.traces:
         size = os.path.getsize(trace) / 1e6
         rounds = []
@@ -118,6 +121,7 @@ def main():
                 flush=True,
             )
             for problem in top10_mismatches(f_rows, d_rows):
+                mismatched = True
                 print(f"  MISMATCH {os.path.basename(trace)}: {problem}", flush=True)
         load, f_e2e, d_e2e, f_rep, d_rep, f_rss, d_rss = (median(col) for col in zip(*rounds))
         print(
@@ -126,6 +130,8 @@ def main():
             f"{f_rss / 1024:>7.0f} {d_rss / 1024:>7.0f} {ratio(d_rss, f_rss):>7.1f}",
             flush=True,
         )
+    if mismatched:
+        sys.exit("the two tools' answers differ (MISMATCH lines above)")
 
 
 if __name__ == "__main__":

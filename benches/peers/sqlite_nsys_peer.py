@@ -18,7 +18,8 @@ functions for the median and the running maximum). Peak RSS from
 checks that both sides give the same numbers (SQLite's as reference) and
 prints any mismatch. Also reported: flameox's import rate in activity rows
 per second (rows of the CUPTI and NVTX tables it reads / import wall time).
-Medians over rounds; the 1-minute load average before each round is printed.
+Medians over rounds; the 1-minute load average before each round is printed;
+exit status 1 when any round mismatched.
 See docs/performance.md.
 
 usage: sqlite_nsys_peer.py FLAMEOX_BIN EXPORT.sqlite [EXPORT.sqlite ...] [--runs N]
@@ -153,6 +154,7 @@ def main():
         f"{'fx MiB':>7} {'sq MiB':>7} {'×leaner':>7} {'import s':>8} {'rows/s':>9}",
         flush=True,
     )
+    mismatched = False
     for export in args.exports:
         size = os.path.getsize(export) / 1e6
         rows = activity_rows(export)
@@ -168,6 +170,7 @@ def main():
                 flush=True,
             )
             for problem in mismatches(json.loads(out), summary, launches):
+                mismatched = True
                 print(f"  MISMATCH {os.path.basename(export)}: {problem}", flush=True)
         load, f_e2e, s_wall, f_rss, s_rss, f_import = (median(col) for col in zip(*rounds))
         print(
@@ -176,6 +179,8 @@ def main():
             f"{f_import:>8.2f} {ratio(rows, f_import):>9.0f}",
             flush=True,
         )
+    if mismatched:
+        sys.exit("the two tools' answers differ (MISMATCH lines above)")
 
 
 if __name__ == "__main__":
