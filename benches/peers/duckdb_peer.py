@@ -19,7 +19,7 @@ each round is printed. Exit status 1 when any round mismatched. See
 docs/performance.md.
 
 usage: duckdb_peer.py FLAMEOX_BIN TRACE [TRACE ...] [--python PY | --venv DIR] [--runs N] [--repeats N]
-(default: --venv /var/tmp/flameox-duckdb-venv, made with `pip install duckdb` when missing; 3 runs; 5 repeats)
+(default: --venv /var/tmp/flameox-duckdb-venv, made with `pip install duckdb==2.0.1` when missing; 3 runs; 5 repeats)
 """
 
 import argparse
@@ -99,7 +99,7 @@ def main():
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--repeats", type=int, default=5)
     args = parser.parse_args()
-    python = args.python or ensure_venv(args.venv, ["duckdb"])
+    python = args.python or ensure_venv(args.venv, ["duckdb==2.0.1"])
     header = (
         f"{'trace':<44} {'MB':>7} {'load':>5} {'flameox s':>9} {'DuckDB s':>8} {'×faster':>7} "
         f"{'fx rep ms':>9} {'dd rep ms':>9} {'×faster':>7} {'fx MiB':>7} {'dd MiB':>7} {'×leaner':>7}"
