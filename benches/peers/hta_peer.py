@@ -14,13 +14,12 @@ times and the largest step RSS). Run on demand; see docs/performance.md.
 usage: hta_peer.py FLAMEOX_BIN HTA_PYTHON TRACE [TRACE ...]
 """
 
-import json
 import os
 import re
-import shutil
 import subprocess
 import sys
-import tempfile
+
+from peer_common import fresh_workspace, flameox_import, remove_workspace, timed
 
 HTA_SCRIPT = r"""
 import sys
@@ -33,33 +32,11 @@ a.get_idle_time_breakdown(ranks=[rank], visualize=False)
 """
 
 
-def timed(argv, cwd=None):
-    """Runs argv under /usr/bin/time; returns (wall s, peak RSS KiB, stdout)."""
-    with tempfile.NamedTemporaryFile("r", suffix=".time") as t:
-        p = subprocess.run(
-            ["/usr/bin/time", "-o", t.name, "-f", "%e %M"] + argv,
-            cwd=cwd,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-        if p.returncode != 0:
-            sys.exit(f"failed ({p.returncode}): {' '.join(argv)}\n{p.stderr[-2000:]}")
-        wall, rss = t.read().split()[-2:]
-        return float(wall), int(rss), p.stdout
-
-
 def flameox(bin_path, trace):
-    work = tempfile.mkdtemp(prefix="flameox-peer-")
+    work = fresh_workspace("flameox-peer-")
     try:
-        steps = [[bin_path, "init"], [bin_path, "--json", "import", trace]]
-        total, peak = 0.0, 0
-        run = None
-        for argv in steps:
-            w, r, out = timed(argv, cwd=work)
-            total, peak = total + w, max(peak, r)
-            if "import" in argv:
-                run = json.loads(out)["run_id"]
+        init_wall, import_wall, peak, run = flameox_import(bin_path, trace, work)
+        total = init_wall + import_wall
         analyses = [
             ["analyze", "gpu-summary", run, "--report", "kernels"],
             ["analyze", "accelerator-launches", run],
@@ -72,11 +49,11 @@ def flameox(bin_path, trace):
             total, peak = total + w, max(peak, r)
         return total, peak
     finally:
-        shutil.rmtree(work, ignore_errors=True)
+        remove_workspace(work)
 
 
 def hta(python, trace):
-    work = tempfile.mkdtemp(prefix="hta-peer-")
+    work = fresh_workspace("hta-peer-")
     try:
         os.symlink(os.path.abspath(trace), os.path.join(work, os.path.basename(trace)))
         script = os.path.join(work, "hta_run.py")
@@ -85,7 +62,7 @@ def hta(python, trace):
         w, r, _ = timed([python, script, work])
         return w, r
     finally:
-        shutil.rmtree(work, ignore_errors=True)
+        remove_workspace(work)
 
 
 def main():

@@ -6,11 +6,14 @@ cold one (session, manifests and Parquet footers opened); later calls reuse
 the server's per-commit session (warm). Wall time is measured around each
 `tools/call` by the stock Python `mcp` client.
 
-usage: mcp_latency.py FLAMEOX_BIN PROJECT_ROOT RUN_ID [TOOL ...]
-(default tools: analyze_accelerator_launches analyze_pytorch analyze_hotspots)
+usage: mcp_latency.py FLAMEOX_BIN PROJECT_ROOT RUN_ID [TOOL[=JSON_ARGS] ...]
+(default tools: analyze_accelerator_launches analyze_pytorch analyze_hotspots;
+a tool's arguments are {"target": RUN_ID} unless JSON_ARGS gives them all, e.g.
+'analyze_hotspots={"target": "RUN", "window_start_ns": 0, "window_end_ns": 5000000}')
 """
 
 import asyncio
+import json
 import sys
 import time
 
@@ -23,16 +26,19 @@ async def main(binary, project, run_id, tools):
     async with stdio_client(params) as (read, write):
         async with ClientSession(read, write) as session:
             await session.initialize()
-            for tool in tools:
+            for spec in tools:
+                tool, _, given = spec.partition("=")
+                arguments = json.loads(given) if given else {"target": run_id}
+                label = tool if not given else f"{tool}({','.join(k for k in arguments if k not in ('target', 'artifact_id'))})"
                 times = []
                 for _ in range(4):
                     start = time.perf_counter()
-                    result = await session.call_tool(tool, {"target": run_id})
+                    result = await session.call_tool(tool, arguments)
                     times.append(time.perf_counter() - start)
                     if result.is_error:
                         sys.exit(f"{tool}: {result.structured_content}")
                 warm = sorted(times[1:])[len(times[1:]) // 2]
-                print(f"{tool:<32} first {times[0] * 1000:8.0f} ms   warm median {warm * 1000:8.0f} ms", flush=True)
+                print(f"{label:<32} first {times[0] * 1000:8.0f} ms   warm median {warm * 1000:8.0f} ms", flush=True)
 
 
 if __name__ == "__main__":
