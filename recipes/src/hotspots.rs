@@ -294,17 +294,28 @@ async fn from_events(
             None,
         )?;
     }
-    let by_name = events.aggregate(
-        vec![
-            utf8(col("name")).alias("e_name"),
-            utf8(col("category")).alias("e_cat"),
-        ],
-        vec![
-            sum(col("self_ns")).alias("self_value"),
-            sum(col("dur_ns")).alias("inclusive_value"),
-            count(lit(1)).alias("count"),
-        ],
-    )?;
+    // Grouped on the dictionary columns themselves (a cast to text first
+    // would build a string per event: 1.7 s over 6.85 M events), then the
+    // few thousand group keys are cast.
+    let by_name = events
+        .aggregate(
+            vec![
+                col("name").alias("e_name_key"),
+                col("category").alias("e_cat_key"),
+            ],
+            vec![
+                sum(col("self_ns")).alias("self_value"),
+                sum(col("dur_ns")).alias("inclusive_value"),
+                count(lit(1)).alias("count"),
+            ],
+        )?
+        .select(vec![
+            utf8(col("e_name_key")).alias("e_name"),
+            utf8(col("e_cat_key")).alias("e_cat"),
+            col("self_value"),
+            col("inclusive_value"),
+            col("count"),
+        ])?;
     let frames = table(ctx, "frames")
         .await?
         .filter(query.scope.filter())?
