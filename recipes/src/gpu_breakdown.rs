@@ -14,7 +14,7 @@
 //! follow Holistic Trace Analysis (HTA 0.5.0) where they agree with the
 //! spec; `docs/recipes.md` lists every difference.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use datafusion::arrow::datatypes::DataType;
 use datafusion::functions_aggregate::expr_fn::{count, max, min, stddev, sum};
@@ -28,7 +28,8 @@ use crate::common::{
 };
 use crate::device_pass::{DeviceOp, DeviceOps};
 use crate::gpu_breakdown_ops::{
-    BandwidthRow, LaunchStats, StreamIdle, copy_bandwidth, launch_stats, stream_idle,
+    BandwidthRow, LaunchStats, StreamIdle, copy_bandwidth, correlated_calls, launch_stats,
+    stream_idle,
 };
 
 /// The parts of the breakdown a call can ask for.
@@ -248,32 +249,34 @@ pub async fn gpu_breakdown(
     scope: &ArtifactScope,
     params: &BreakdownParams,
 ) -> RecipeResult<BreakdownAnswer> {
-    let present = device_work(ctx, scope)
-        .await?
-        .aggregate(
-            vec![cast(col("artifact_id"), DataType::Utf8).alias("a")],
-            vec![],
-        )?
-        .sort(vec![col("a").sort(true, false)])?;
-    let mut artifacts_with_device_work = Vec::new();
-    for batch in collect(present).await? {
-        for i in 0..batch.num_rows() {
-            artifacts_with_device_work.extend(string_at(column(&batch, "a")?, i));
-        }
-    }
     // Device rows read once for every section that walks them in order.
-    let mut ops = if [
+    let walks = [
         Section::Temporal,
         Section::Overlap,
         Section::Idle,
         Section::Launches,
     ]
     .iter()
-    .any(|s| params.wants(*s))
-    {
-        DeviceOps::read(ctx, scope).await?
+    .any(|s| params.wants(*s));
+    let (mut ops, artifacts_with_device_work) = if walks {
+        let ops = DeviceOps::read(ctx, scope).await?;
+        let present: BTreeSet<&str> = ops
+            .rows
+            .iter()
+            .map(|r| ops.strings.get(r.artifact))
+            .collect();
+        let present = present.into_iter().map(str::to_owned).collect();
+        (ops, present)
     } else {
-        DeviceOps::default()
+        (
+            DeviceOps::default(),
+            artifacts_with_device_work(ctx, scope).await?,
+        )
+    };
+    let calls = if params.wants(Section::Idle) || params.wants(Section::Launches) {
+        correlated_calls(ctx, scope, &mut ops.strings).await?
+    } else {
+        Vec::new()
     };
     let unions = if params.wants(Section::Temporal) || params.wants(Section::Overlap) {
         device_unions(&mut ops, params)
@@ -291,11 +294,11 @@ pub async fn gpu_breakdown(
         false => None,
     };
     let idle = match params.wants(Section::Idle) {
-        true => Some(stream_idle(ctx, scope, params, &mut ops).await?),
+        true => Some(stream_idle(params, &mut ops, &calls)),
         false => None,
     };
     let launches = match params.wants(Section::Launches) {
-        true => Some(launch_stats(ctx, scope, params, &mut ops).await?),
+        true => Some(launch_stats(params, &ops, &calls)),
         false => None,
     };
     let bandwidth = match params.wants(Section::Bandwidth) {
@@ -313,6 +316,27 @@ pub async fn gpu_breakdown(
         launches,
         bandwidth,
     })
+}
+
+/// Artifacts in scope with device work, sorted.
+async fn artifacts_with_device_work(
+    ctx: &SessionContext,
+    scope: &ArtifactScope,
+) -> RecipeResult<Vec<String>> {
+    let present = device_work(ctx, scope)
+        .await?
+        .aggregate(
+            vec![cast(col("artifact_id"), DataType::Utf8).alias("a")],
+            vec![],
+        )?
+        .sort(vec![col("a").sort(true, false)])?;
+    let mut out = Vec::new();
+    for batch in collect(present).await? {
+        for i in 0..batch.num_rows() {
+            out.extend(string_at(column(&batch, "a")?, i));
+        }
+    }
+    Ok(out)
 }
 
 /// Per device: the span and the lengths of four interval unions.

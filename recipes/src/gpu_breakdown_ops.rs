@@ -12,10 +12,11 @@ use std::cmp::Reverse;
 use std::collections::{BTreeMap, BinaryHeap};
 use std::ops::Range;
 
+use datafusion::arrow::array::{Array, AsArray};
 use datafusion::arrow::datatypes::DataType;
 use datafusion::functions_aggregate::expr_fn::{count, max, median, min, sum};
 use datafusion::logical_expr::{Expr, col, lit, when};
-use datafusion::prelude::{SessionContext, cast};
+use datafusion::prelude::{SessionContext, cast, coalesce};
 use serde::{Deserialize, Serialize};
 
 use crate::accelerator::{DIRECT_LAUNCHES, host_calls_named, host_launch_calls};
@@ -118,21 +119,28 @@ pub struct BandwidthRow {
 
 const DIRECTIONS: [&str; 6] = ["H2D", "D2H", "D2D", "P2P", "memset", "other"];
 
-/// Host calls matching `filter` in `scope` with a correlation id, as
-/// (artifact, correlation id, start, duration, name), sorted by
-/// (artifact, correlation id, start).
-async fn correlated_calls(
+/// Host calls that can launch device work ([`host_launch_calls`]) in
+/// `scope` with a correlation id, sorted by (artifact, correlation id,
+/// start), each marked when launch statistics pair it ([`DIRECT_LAUNCHES`]
+/// and [`MEMORY_LAUNCHES`], terminated): one scan serves idle time and
+/// launch statistics.
+pub(crate) async fn correlated_calls(
     ctx: &SessionContext,
     scope: &ArtifactScope,
-    filter: Expr,
     strings: &mut Interner,
 ) -> RecipeResult<Vec<HostCall>> {
+    let names: Vec<&str> = DIRECT_LAUNCHES
+        .iter()
+        .chain(MEMORY_LAUNCHES)
+        .copied()
+        .collect();
+    let paired = host_calls_named(&names).and(col("dur_ns").gt_eq(lit(0i64)));
     let df = table(ctx, "trace_events")
         .await?
         .filter(
             scope
                 .filter()
-                .and(filter)
+                .and(host_launch_calls())
                 .and(col("correlation_id").is_not_null()),
         )?
         .select(vec![
@@ -141,6 +149,7 @@ async fn correlated_calls(
             col("ts_ns"),
             col("dur_ns"),
             col("name"),
+            coalesce(vec![paired, lit(false)]).alias("paired"),
         ])?;
     let mut calls = Vec::new();
     for_each_batch(df, |batch| {
@@ -149,6 +158,7 @@ async fn correlated_calls(
         let corr = ints(column(batch, "correlation_id")?)?;
         let ts = ints(column(batch, "ts_ns")?)?;
         let dur = ints(column(batch, "dur_ns")?)?;
+        let paired = column(batch, "paired")?.as_boolean_opt();
         let empty = strings.id("");
         for i in 0..batch.num_rows() {
             if let (Some(a), Some(c), Some(t)) = (artifact[i], corr[i], ts[i]) {
@@ -158,6 +168,7 @@ async fn correlated_calls(
                     ts: t,
                     dur: dur[i],
                     name: name[i].unwrap_or(empty),
+                    paired: paired.is_some_and(|p| p.is_valid(i) && p.value(i)),
                 });
             }
         }
@@ -170,12 +181,14 @@ async fn correlated_calls(
 
 /// A host call carrying a correlation id.
 #[derive(Debug, Clone, Copy)]
-struct HostCall {
+pub(crate) struct HostCall {
     artifact: u32,
     correlation: i64,
     ts: i64,
     dur: Option<i64>,
     name: u32,
+    /// Paired with its device work by launch statistics.
+    paired: bool,
 }
 
 /// Positions of the calls of `op`'s (artifact, correlation id), earliest
@@ -194,15 +207,12 @@ fn calls_of(calls: &[HostCall], op: &DeviceOp) -> Range<usize> {
 /// each operation's launch time looked up by binary search in the sorted
 /// launch calls (a GROUP BY over every correlation id is quadratic in
 /// DataFusion 55 at a million ids).
-pub(crate) async fn stream_idle(
-    ctx: &SessionContext,
-    scope: &ArtifactScope,
+pub(crate) fn stream_idle(
     params: &BreakdownParams,
     ops: &mut DeviceOps,
-) -> RecipeResult<Vec<StreamIdle>> {
-    let mut strings = std::mem::take(&mut ops.strings);
-    // When the host asked for the work: the earliest launch call per correlation.
-    let launches = correlated_calls(ctx, scope, host_launch_calls(), &mut strings).await?;
+    launches: &[HostCall],
+) -> Vec<StreamIdle> {
+    let strings = std::mem::take(&mut ops.strings);
     let mut out = Vec::new();
     for stream in ops.groups(DeviceOp::stream_order, |r| (r.artifact, r.device, r.stream)) {
         let Some(first) = stream.first() else {
@@ -252,7 +262,7 @@ pub(crate) async fn stream_idle(
     }
     ops.strings = strings;
     out.sort_by(|a, b| (&a.key, a.stream).cmp(&(&b.key, b.stream)));
-    Ok(out)
+    out
 }
 
 /// The `limit` most extreme launches of one kind: a heap whose top is the
@@ -283,20 +293,13 @@ impl Extremes {
 /// Short kernels, runtime outliers and launch-delay outliers per artifact:
 /// launch calls joined with the device work they launched on (artifact,
 /// correlation id) by binary search over the sorted calls, in one pass.
-pub(crate) async fn launch_stats(
-    ctx: &SessionContext,
-    scope: &ArtifactScope,
+pub(crate) fn launch_stats(
     params: &BreakdownParams,
-    ops: &mut DeviceOps,
-) -> RecipeResult<Vec<LaunchStats>> {
+    ops: &DeviceOps,
+    calls: &[HostCall],
+) -> Vec<LaunchStats> {
     let t = params.thresholds;
-    let names: Vec<&str> = DIRECT_LAUNCHES
-        .iter()
-        .chain(MEMORY_LAUNCHES)
-        .copied()
-        .collect();
-    let filter = host_calls_named(&names).and(col("dur_ns").gt_eq(lit(0i64)));
-    let calls = correlated_calls(ctx, scope, filter, &mut ops.strings).await?;
+    let calls: Vec<HostCall> = calls.iter().filter(|c| c.paired).copied().collect();
     let mut per_artifact: BTreeMap<u32, (i64, [Extremes; 3])> = BTreeMap::new();
     for (o, op) in ops.rows.iter().enumerate() {
         for c in calls_of(&calls, op) {
@@ -364,7 +367,7 @@ pub(crate) async fn launch_stats(
         })
         .collect();
     out.sort_by(|a, b| (a.rank, &a.artifact_id).cmp(&(b.rank, &b.artifact_id)));
-    Ok(out)
+    out
 }
 
 /// The direction of a memcpy from its name (`Memcpy HtoD (Pageable ->
