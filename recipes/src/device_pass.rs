@@ -11,22 +11,33 @@
 
 use std::cmp::Ordering;
 use std::collections::HashMap;
+use std::sync::Arc;
 
-use datafusion::arrow::array::{Array, AsArray, RecordBatch};
+use datafusion::arrow::array::{Array, ArrayRef, AsArray, RecordBatch};
 use datafusion::arrow::datatypes::{DataType, Int64Type};
 use datafusion::logical_expr::{Expr, col};
 use datafusion::prelude::{DataFrame, SessionContext};
 use futures::StreamExt;
 
 use crate::accelerator::{device_activity_rows, events};
-use crate::common::{ArtifactScope, RecipeResult, as_int64, as_utf8, column};
+use crate::common::{ArtifactScope, RecipeResult, as_int64, as_utf8, column, string_at};
 
 /// Strings seen in the rows, each stored once; rows hold their ids.
 #[derive(Debug, Default)]
 pub struct Interner {
     ids: HashMap<String, u32>,
     strings: Vec<String>,
+    /// The dictionaries (values arrays) seen last, with the id of each
+    /// value filled on its first use: batches of one column chunk share a
+    /// dictionary, so a value is looked up once per chunk, not per batch.
+    dictionaries: Vec<(ArrayRef, Vec<u32>)>,
 }
+
+/// A dictionary value not looked up yet / a null dictionary value.
+const UNSEEN: u32 = u32::MAX;
+const NULL_VALUE: u32 = u32::MAX - 1;
+/// Dictionaries remembered (a few columns interleave).
+const DICTIONARIES_KEPT: usize = 8;
 
 impl Interner {
     pub fn get(&self, id: u32) -> &str {
@@ -57,26 +68,52 @@ impl Interner {
         }
     }
 
+    /// Position in `dictionaries` of `values`, added when new.
+    fn dictionary(&mut self, values: &ArrayRef) -> usize {
+        if let Some(at) = self
+            .dictionaries
+            .iter()
+            .position(|(v, _)| Arc::ptr_eq(v, values))
+        {
+            return at;
+        }
+        if self.dictionaries.len() >= DICTIONARIES_KEPT {
+            self.dictionaries.remove(0);
+        }
+        self.dictionaries
+            .push((Arc::clone(values), vec![UNSEEN; values.len()]));
+        self.dictionaries.len() - 1
+    }
+
     /// Ids of a string-like column's cells: a dictionary column interns
-    /// each distinct value once per batch, not once per row.
+    /// each distinct value once per dictionary, not once per row.
     pub fn column(&mut self, array: &dyn Array) -> RecipeResult<Vec<Option<u32>>> {
         if let DataType::Dictionary(_, _) = array.data_type() {
             let dict = array.as_any_dictionary();
-            let values = as_utf8(dict.values().as_ref())?;
-            let values = values.as_string::<i32>();
-            let mapped: Vec<Option<u32>> = (0..values.len())
-                .map(|i| (!values.is_null(i)).then(|| self.id(values.value(i))))
-                .collect();
+            let at = self.dictionary(dict.values());
             let keys = dict.normalized_keys();
-            return Ok((0..array.len())
-                .map(|i| {
-                    if array.is_null(i) {
-                        None
-                    } else {
-                        keys.get(i).and_then(|k| mapped.get(*k).copied().flatten())
-                    }
-                })
-                .collect());
+            let mut out = Vec::with_capacity(array.len());
+            for (i, key) in keys.iter().enumerate().take(array.len()) {
+                if array.is_null(i) {
+                    out.push(None);
+                    continue;
+                }
+                let seen = self.dictionaries[at]
+                    .1
+                    .get(*key)
+                    .copied()
+                    .unwrap_or(NULL_VALUE);
+                let id = if seen == UNSEEN {
+                    let id = string_at(self.dictionaries[at].0.as_ref(), *key)
+                        .map_or(NULL_VALUE, |text| self.id(&text));
+                    self.dictionaries[at].1[*key] = id;
+                    id
+                } else {
+                    seen
+                };
+                out.push((id != NULL_VALUE).then_some(id));
+            }
+            return Ok(out);
         }
         let plain = as_utf8(array)?;
         let plain = plain.as_string::<i32>();
@@ -291,6 +328,27 @@ mod tests {
         assert_eq!(covered(&u, &mut from, 2, 6), 3);
         assert_eq!(covered(&u, &mut from, 6, 13), 5);
         assert_eq!(covered(&u, &mut from, 13, 20), 0);
+    }
+
+    #[test]
+    fn dictionary_cells_intern_to_the_same_ids_as_plain_cells() {
+        use datafusion::arrow::array::{DictionaryArray, StringArray};
+        use datafusion::arrow::datatypes::Int32Type;
+        let dict: DictionaryArray<Int32Type> = vec![Some("b"), None, Some("a"), Some("b")]
+            .into_iter()
+            .collect();
+        let mut strings = Interner::default();
+        let first = strings.column(&dict).expect("dictionary");
+        // The same dictionary again (a later batch of the chunk): cached ids.
+        let again = strings.column(&dict).expect("dictionary");
+        let plain = strings
+            .column(&StringArray::from(vec![Some("a"), Some("b"), None]))
+            .expect("plain");
+        let (a, b) = (strings.find("a"), strings.find("b"));
+        assert_eq!(first, vec![b, None, a, b]);
+        assert_eq!(again, first);
+        assert_eq!(plain, vec![a, b, None]);
+        assert_ne!(a, b);
     }
 
     #[test]
