@@ -238,8 +238,8 @@ pub(crate) fn stream_idle(
             if let Some(previous_end) = reached.filter(|p| op.ts > *p) {
                 let gap = op.ts - previous_end;
                 let launch = launches
-                    .get(calls_of(&launches, op).start)
-                    .filter(|c| (c.artifact, Some(c.correlation)) == (op.artifact, op.correlation))
+                    .get(calls_of(launches, op))
+                    .and_then(<[HostCall]>::first)
                     .map(|c| c.ts);
                 let (ns, gaps) = if launch.is_some_and(|l| l > previous_end) {
                     (&mut row.host_wait_ns, &mut row.host_wait_gaps)
@@ -303,7 +303,7 @@ pub(crate) fn launch_stats(
     let mut per_artifact: BTreeMap<u32, (i64, [Extremes; 3])> = BTreeMap::new();
     for (o, op) in ops.rows.iter().enumerate() {
         for c in calls_of(&calls, op) {
-            let call = &calls[c];
+            let Some(call) = calls.get(c) else { continue };
             let pair = LaunchPair { call: c, op: o };
             let cpu = call.dur.unwrap_or(0);
             let gpu = op.end - op.ts;

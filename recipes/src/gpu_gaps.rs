@@ -233,7 +233,9 @@ type Spans = (Vec<Span>, BTreeMap<(String, Option<i64>), Option<i64>>);
 fn device_spans(ops: &mut DeviceOps) -> Spans {
     let strings = std::mem::take(&mut ops.strings);
     let (mut out, mut pids) = (Vec::new(), BTreeMap::new());
-    for device in ops.groups(DeviceOp::device_order, |r| (r.artifact, r.device)) {
+    // Stream order groups a device's rows too (and the rows are already in
+    // it after the gaps pass, which the sort detects in one sweep).
+    for device in ops.groups(DeviceOp::stream_order, |r| (r.artifact, r.device)) {
         let Some(first) = device.first() else {
             continue;
         };

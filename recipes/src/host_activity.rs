@@ -22,7 +22,7 @@ use datafusion::prelude::{DataFrame, SessionContext};
 use serde::{Deserialize, Serialize};
 
 use crate::common::{ArtifactScope, RecipeResult, collect, column, i64_at, string_at, table, utf8};
-use crate::device_pass::{Interner, for_each_batch, ints};
+use crate::device_pass::{Interner, for_each_batch, ints, union_segments};
 
 /// Host-side kinds: what a CPU thread can be busy with. Device rows and
 /// instants are left out, and so are scheduler rows (`sched_slice`,
@@ -224,17 +224,6 @@ async fn scan(ctx: &SessionContext, windows: &[TimeWindow]) -> RecipeResult<Scan
     Ok(out)
 }
 
-/// Length of the union of intervals (any order).
-fn union_length(mut intervals: Vec<(i64, i64)>) -> i64 {
-    intervals.sort_unstable();
-    let (mut total, mut reached) = (0i64, i64::MIN);
-    for (s, e) in intervals {
-        total += (e - s.max(reached)).max(0);
-        reached = reached.max(e);
-    }
-    total
-}
-
 /// One slice name on one thread during one window.
 #[derive(Debug, Default, Clone, Copy)]
 struct NameSums {
@@ -285,7 +274,10 @@ pub async fn host_activity(
     }
     let threads = thread_names(ctx).await?;
     for (w, list) in windows.iter().zip(per_window) {
-        let covered = union_length(list.iter().map(|c| (c.start, c.end)).collect());
+        let covered: i64 = union_segments(list.iter().map(|c| (c.start, c.end)).collect())
+            .iter()
+            .map(|(s, e)| e - s)
+            .sum();
         type NameKey = (u32, Option<i64>, Option<i64>, u32, u32);
         let mut names: HashMap<NameKey, NameSums> = HashMap::new();
         for c in &list {

@@ -95,6 +95,9 @@ pub(crate) async fn allocation_totals(
 /// An allocation's parent event: (artifact, event id).
 type ParentKey = (u32, i64);
 
+/// A site's group: device, enclosing slice name, its kind.
+type SiteKey = (Option<i64>, String, Option<u32>);
+
 /// Allocations (bytes > 0) grouped by device and enclosing slice name
 /// (`(none)` without a terminated parent), most bytes first.
 pub(crate) async fn allocation_sites(
@@ -164,7 +167,8 @@ pub(crate) async fn allocation_sites(
         })
         .await?;
     }
-    let mut sites: HashMap<(Option<i64>, String, Option<u32>), (i64, i64)> = HashMap::new();
+    // (device, site, site kind) → (allocations, bytes)
+    let mut sites: HashMap<SiteKey, (i64, i64)> = HashMap::new();
     for (parent, list) in &by_parent {
         let (name, kind) = parent
             .and_then(|p| parents.get(&p).copied())
