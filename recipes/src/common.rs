@@ -6,13 +6,12 @@ use datafusion::arrow::array::{Array, ArrayRef, AsArray, RecordBatch};
 use datafusion::arrow::datatypes::{DataType, Int64Type, UInt64Type};
 use datafusion::common::ScalarValue;
 use datafusion::error::DataFusionError;
-use datafusion::functions::core::expr_fn::greatest;
 use datafusion::functions_aggregate::min_max::max_udaf;
 use datafusion::logical_expr::expr::WindowFunction;
 use datafusion::logical_expr::{
     Expr, ExprFunctionExt, SortExpr, WindowFrame, WindowFrameBound, WindowFrameUnits, col, lit,
 };
-use datafusion::prelude::{DataFrame, SessionContext, cast, coalesce};
+use datafusion::prelude::{DataFrame, SessionContext, cast};
 
 /// The artifacts a question is about (a run resolves to its artifacts).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -184,7 +183,7 @@ pub fn utf8(name: &str) -> Expr {
 /// `max(end) OVER (PARTITION BY partition ORDER BY order ROWS BETWEEN
 /// UNBOUNDED PRECEDING AND 1 PRECEDING)`: the furthest end among the rows
 /// before this one (null on a partition's first row). Gaps and interval
-/// unions are both computed from it, so no row loop runs in Rust.
+/// unions are both computed from it.
 pub fn max_end_before(end: Expr, partition: Vec<Expr>, order: Vec<SortExpr>) -> RecipeResult<Expr> {
     Ok(
         Expr::from(WindowFunction::new(Arc::clone(&max_udaf()), vec![end]))
@@ -196,27 +195,5 @@ pub fn max_end_before(end: Expr, partition: Vec<Expr>, order: Vec<SortExpr>) -> 
                 WindowFrameBound::Preceding(ScalarValue::UInt64(Some(1))),
             ))
             .build()?,
-    )
-}
-
-/// The part of `[start, end)` not already covered by earlier intervals whose
-/// furthest end is `previous_end` (rows ordered by start): summed over a
-/// partition it is the length of the union of its intervals.
-pub fn newly_covered(start: Expr, end: Expr, previous_end: Expr) -> Expr {
-    greatest(vec![
-        lit(0i64),
-        end - greatest(vec![start.clone(), coalesce(vec![previous_end, start])]),
-    ])
-}
-
-/// [`max_end_before`] in time order (`ts_ns`, then `event_id`).
-pub fn max_before(value: Expr, partition: Vec<Expr>) -> RecipeResult<Expr> {
-    max_end_before(
-        value,
-        partition,
-        vec![
-            col("ts_ns").sort(true, false),
-            col("event_id").sort(true, false),
-        ],
     )
 }

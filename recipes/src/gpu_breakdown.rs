@@ -4,29 +4,32 @@
 //! name live here; idle time per stream, launch statistics and copy
 //! bandwidth live in [`crate::gpu_breakdown_ops`].
 //!
-//! Interval unions are window plans, not row loops: rows of a device are
-//! ordered by `(ts_ns, event_id)` and each adds what it reaches beyond the
-//! running maximum of earlier ends ([`max_before`]); summing those gives
-//! the union's length. Masking the end by class (compute, compute or
-//! communication, communication) gives every union in one pass. Definitions
+//! Interval unions are one sorted Rust pass over the device rows read once
+//! ([`crate::device_pass`]; the window plan it replaced took seconds at
+//! 10 M events): rows of a device are ordered by `(ts_ns, event_id)` and
+//! each adds what it reaches beyond the running maximum of earlier ends of
+//! its class; summing those gives the union's length. Keeping one running
+//! maximum per class (all, compute, compute or communication,
+//! communication) gives every union in the same pass. Definitions
 //! follow Holistic Trace Analysis (HTA 0.5.0) where they agree with the
 //! spec; `docs/recipes.md` lists every difference.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use datafusion::arrow::datatypes::DataType;
 use datafusion::functions_aggregate::expr_fn::{count, max, min, stddev, sum};
 use datafusion::logical_expr::{Expr, col, lit, when};
-use datafusion::prelude::{DataFrame, SessionContext, cast, greatest};
+use datafusion::prelude::{DataFrame, SessionContext, cast};
 use serde::{Deserialize, Serialize};
 
 use crate::accelerator::device_work_rows;
 use crate::common::{
-    ArtifactScope, RecipeError, RecipeResult, collect, column, f64_at, i64_at, max_before,
-    string_at, table,
+    ArtifactScope, RecipeError, RecipeResult, collect, column, f64_at, i64_at, string_at, table,
 };
+use crate::device_pass::{DeviceOp, DeviceOps};
 use crate::gpu_breakdown_ops::{
-    BandwidthRow, LaunchStats, StreamIdle, copy_bandwidth, launch_stats, stream_idle,
+    BandwidthRow, LaunchStats, StreamIdle, copy_bandwidth, correlated_calls, launch_stats,
+    stream_idle,
 };
 
 /// The parts of the breakdown a call can ask for.
@@ -246,21 +249,37 @@ pub async fn gpu_breakdown(
     scope: &ArtifactScope,
     params: &BreakdownParams,
 ) -> RecipeResult<BreakdownAnswer> {
-    let present = device_work(ctx, scope)
-        .await?
-        .aggregate(
-            vec![cast(col("artifact_id"), DataType::Utf8).alias("a")],
-            vec![],
-        )?
-        .sort(vec![col("a").sort(true, false)])?;
-    let mut artifacts_with_device_work = Vec::new();
-    for batch in collect(present).await? {
-        for i in 0..batch.num_rows() {
-            artifacts_with_device_work.extend(string_at(column(&batch, "a")?, i));
-        }
-    }
+    // Device rows read once for every section that walks them in order.
+    let walks = [
+        Section::Temporal,
+        Section::Overlap,
+        Section::Idle,
+        Section::Launches,
+    ]
+    .iter()
+    .any(|s| params.wants(*s));
+    let (mut ops, artifacts_with_device_work) = if walks {
+        let ops = DeviceOps::read(ctx, scope).await?;
+        let present: BTreeSet<&str> = ops
+            .rows
+            .iter()
+            .map(|r| ops.strings.get(r.artifact))
+            .collect();
+        let present = present.into_iter().map(str::to_owned).collect();
+        (ops, present)
+    } else {
+        (
+            DeviceOps::default(),
+            artifacts_with_device_work(ctx, scope).await?,
+        )
+    };
+    let calls = if params.wants(Section::Idle) || params.wants(Section::Launches) {
+        correlated_calls(ctx, scope, &mut ops.strings).await?
+    } else {
+        Vec::new()
+    };
     let unions = if params.wants(Section::Temporal) || params.wants(Section::Overlap) {
-        device_unions(ctx, scope, params).await?
+        device_unions(&mut ops, params)
     } else {
         Vec::new()
     };
@@ -275,11 +294,11 @@ pub async fn gpu_breakdown(
         false => None,
     };
     let idle = match params.wants(Section::Idle) {
-        true => Some(stream_idle(ctx, scope, params).await?),
+        true => Some(stream_idle(params, &mut ops, &calls)),
         false => None,
     };
     let launches = match params.wants(Section::Launches) {
-        true => Some(launch_stats(ctx, scope, params).await?),
+        true => Some(launch_stats(params, &ops, &calls)),
         false => None,
     };
     let bandwidth = match params.wants(Section::Bandwidth) {
@@ -297,6 +316,27 @@ pub async fn gpu_breakdown(
         launches,
         bandwidth,
     })
+}
+
+/// Artifacts in scope with device work, sorted.
+async fn artifacts_with_device_work(
+    ctx: &SessionContext,
+    scope: &ArtifactScope,
+) -> RecipeResult<Vec<String>> {
+    let present = device_work(ctx, scope)
+        .await?
+        .aggregate(
+            vec![cast(col("artifact_id"), DataType::Utf8).alias("a")],
+            vec![],
+        )?
+        .sort(vec![col("a").sort(true, false)])?;
+    let mut out = Vec::new();
+    for batch in collect(present).await? {
+        for i in 0..batch.num_rows() {
+            out.extend(string_at(column(&batch, "a")?, i));
+        }
+    }
+    Ok(out)
 }
 
 /// Per device: the span and the lengths of four interval unions.
@@ -350,90 +390,48 @@ impl DeviceUnions {
     }
 }
 
-/// One window pass per device: the running maximum of earlier ends of each
-/// class, then each row's contribution to each class's union.
-async fn device_unions(
-    ctx: &SessionContext,
-    scope: &ArtifactScope,
-    params: &BreakdownParams,
-) -> RecipeResult<Vec<DeviceUnions>> {
-    let kind = || cast(col("kind"), DataType::Utf8);
-    let keys = || vec![col("artifact_id"), col("device")];
-    let rows = device_work(ctx, scope).await?.select(vec![
-        col("artifact_id"),
-        col("device"),
-        col("event_id"),
-        col("ts_ns"),
-        (col("ts_ns") + col("dur_ns")).alias("end_ns"),
-        kind().eq(lit("kernel")).alias("is_compute"),
-        kind().eq(lit("communication")).alias("is_communication"),
-    ])?;
-    let classes: [(&str, Option<Expr>); 4] = [
-        ("all", None),
-        ("compute", Some(col("is_compute"))),
-        (
-            "compute_or_communication",
-            Some(col("is_compute").or(col("is_communication"))),
-        ),
-        ("communication", Some(col("is_communication"))),
-    ];
-    let mut windows = Vec::new();
-    for (name, flag) in &classes {
-        let end = match flag {
-            Some(f) => when(f.clone(), col("end_ns")).end()?,
-            None => col("end_ns"),
-        };
-        windows.push(max_before(end, keys())?.alias(format!("before_{name}")));
-    }
-    let mut reach = vec![
-        col("artifact_id"),
-        col("device"),
-        col("ts_ns"),
-        col("end_ns"),
-    ];
-    for (name, flag) in &classes {
-        // What this row adds beyond everything of its class that started earlier.
-        let beyond = greatest(vec![
-            lit(0i64),
-            col("end_ns") - greatest(vec![col("ts_ns"), col(format!("before_{name}"))]),
-        ]);
-        let added = match flag {
-            Some(f) => when(f.clone(), beyond).otherwise(lit(0i64))?,
-            None => beyond,
-        };
-        reach.push(added.alias(format!("adds_{name}")));
-    }
-    let mut aggregates = vec![
-        count(lit(1)).alias("operations"),
-        min(col("ts_ns")).alias("first"),
-        max(col("end_ns")).alias("last"),
-    ];
-    for (name, _) in &classes {
-        aggregates.push(sum(col(format!("adds_{name}"))).alias(format!("union_{name}")));
-    }
-    let per_device = rows
-        .window(windows)?
-        .select(reach)?
-        .aggregate(keys(), aggregates)?;
+/// One sorted pass per device in `(ts_ns, event_id)` order: the running
+/// maximum of earlier ends of each class, and what each row adds beyond it
+/// to its classes' unions.
+fn device_unions(ops: &mut DeviceOps, params: &BreakdownParams) -> Vec<DeviceUnions> {
+    let strings = std::mem::take(&mut ops.strings);
+    let compute_kind = strings.find("kernel");
+    let communication_kind = strings.find("communication");
     let mut out = Vec::new();
-    for batch in collect(per_device).await? {
-        for i in 0..batch.num_rows() {
-            let get =
-                |c: &str| -> RecipeResult<i64> { Ok(i64_at(column(&batch, c)?, i).unwrap_or(0)) };
-            let artifact = string_at(column(&batch, "artifact_id")?, i).unwrap_or_default();
-            out.push(DeviceUnions {
-                key: params.key(artifact, i64_at(column(&batch, "device")?, i)),
-                operations: get("operations")?,
-                span: get("last")? - get("first")?,
-                all: get("union_all")?,
-                compute: get("union_compute")?,
-                compute_or_communication: get("union_compute_or_communication")?,
-                communication: get("union_communication")?,
-            });
+    for device in ops.groups(DeviceOp::device_order, |r| (r.artifact, r.device)) {
+        let Some(first) = device.first() else {
+            continue;
+        };
+        // all, compute, compute or communication, communication
+        let mut reached: [Option<i64>; 4] = [None; 4];
+        let mut union = [0i64; 4];
+        for op in device {
+            let compute = compute_kind == Some(op.kind);
+            let communication = communication_kind == Some(op.kind);
+            let member = [true, compute, compute || communication, communication];
+            for class in 0..4 {
+                if member[class] {
+                    let from = reached[class].map_or(op.ts, |r| r.max(op.ts));
+                    union[class] += (op.end - from).max(0);
+                    reached[class] = Some(reached[class].map_or(op.end, |r| r.max(op.end)));
+                }
+            }
         }
+        let span_start = device.iter().map(|r| r.ts).min().unwrap_or(0);
+        let span_end = device.iter().map(|r| r.end).max().unwrap_or(0);
+        out.push(DeviceUnions {
+            key: params.key(strings.get(first.artifact).to_owned(), first.device),
+            operations: device.len() as i64,
+            span: span_end - span_start,
+            all: union[0],
+            compute: union[1],
+            compute_or_communication: union[2],
+            communication: union[3],
+        });
     }
+    ops.strings = strings;
     out.sort_by(|a, b| a.key.cmp(&b.key));
-    Ok(out)
+    out
 }
 
 /// Per artifact: duration statistics per (type, name), heaviest first.

@@ -1,24 +1,30 @@
 //! The per-operation sections of the GPU breakdown: idle time per stream
 //! split into host wait / kernel wait / other, kernel launch statistics
 //! (short kernels, runtime and launch-delay outliers with examples), and
-//! memcpy/memset bandwidth per direction. Each is one DataFrame plan over
-//! `trace_events` (a window for gaps, a join on `correlation_id` for
-//! launches); Rust only reshapes the small aggregated result.
+//! memcpy/memset bandwidth per direction. Idle time and launches are
+//! sorted Rust passes over the device rows the breakdown read once
+//! ([`crate::device_pass`]) and the correlated host calls, joined by
+//! binary search on (artifact, correlation id): at 10 M events the window,
+//! the GROUP BY over every correlation id and the join re-run per outlier
+//! kind took seconds each. Bandwidth is one grouped DataFrame plan.
 
-use std::collections::BTreeMap;
+use std::cmp::Reverse;
+use std::collections::{BTreeMap, BinaryHeap};
+use std::ops::Range;
 
+use datafusion::arrow::array::{Array, AsArray};
 use datafusion::arrow::datatypes::DataType;
 use datafusion::functions_aggregate::expr_fn::{count, max, median, min, sum};
-use datafusion::functions_window::expr_fn::row_number;
-use datafusion::logical_expr::{Expr, ExprFunctionExt, JoinType, col, lit, when};
-use datafusion::prelude::{DataFrame, SessionContext, cast, coalesce, greatest};
+use datafusion::logical_expr::{Expr, col, lit, when};
+use datafusion::prelude::{SessionContext, cast, coalesce};
 use serde::{Deserialize, Serialize};
 
 use crate::accelerator::{DIRECT_LAUNCHES, host_calls_named, host_launch_calls};
 use crate::common::{
-    ArtifactScope, RecipeResult, collect, column, f64_at, i64_at, max_before, string_at, table,
+    ArtifactScope, RecipeResult, collect, column, f64_at, i64_at, string_at, table,
 };
-use crate::gpu_breakdown::{BreakdownParams, DeviceKey, device_work};
+use crate::device_pass::{DeviceOp, DeviceOps, Interner, for_each_batch, ints};
+use crate::gpu_breakdown::{BreakdownParams, DeviceKey};
 
 /// Host calls whose device work HTA's launch statistics pair with them:
 /// kernel launches plus asynchronous memcpy/memset.
@@ -113,28 +119,23 @@ pub struct BandwidthRow {
 
 const DIRECTIONS: [&str; 6] = ["H2D", "D2H", "D2D", "P2P", "memset", "other"];
 
-fn flag(condition: Expr) -> Expr {
-    cast(coalesce(vec![condition, lit(false)]), DataType::Int64)
-}
-
-/// Gaps per (artifact, device, stream) with their host-wait / kernel-wait /
-/// other classification.
-pub(crate) async fn stream_idle(
+/// Host calls that can launch device work ([`host_launch_calls`]) in
+/// `scope` with a correlation id, sorted by (artifact, correlation id,
+/// start), each marked when launch statistics pair it ([`DIRECT_LAUNCHES`]
+/// and [`MEMORY_LAUNCHES`], terminated): one scan serves idle time and
+/// launch statistics.
+pub(crate) async fn correlated_calls(
     ctx: &SessionContext,
     scope: &ArtifactScope,
-    params: &BreakdownParams,
-) -> RecipeResult<Vec<StreamIdle>> {
-    let work = device_work(ctx, scope).await?.select(vec![
-        cast(col("artifact_id"), DataType::Utf8).alias("artifact"),
-        col("device"),
-        col("stream"),
-        col("event_id"),
-        col("ts_ns"),
-        (col("ts_ns") + col("dur_ns")).alias("end_ns"),
-        col("correlation_id"),
-    ])?;
-    // Earliest host call per correlation: when the host asked for the work.
-    let launches = table(ctx, "trace_events")
+    strings: &mut Interner,
+) -> RecipeResult<Vec<HostCall>> {
+    let names: Vec<&str> = DIRECT_LAUNCHES
+        .iter()
+        .chain(MEMORY_LAUNCHES)
+        .copied()
+        .collect();
+    let paired = host_calls_named(&names).and(col("dur_ns").gt_eq(lit(0i64)));
+    let df = table(ctx, "trace_events")
         .await?
         .filter(
             scope
@@ -142,249 +143,231 @@ pub(crate) async fn stream_idle(
                 .and(host_launch_calls())
                 .and(col("correlation_id").is_not_null()),
         )?
-        .aggregate(
-            vec![
-                cast(col("artifact_id"), DataType::Utf8).alias("l_artifact"),
-                col("correlation_id").alias("l_corr"),
-            ],
-            vec![min(col("ts_ns")).alias("launch_ts")],
-        )?;
-    let keys = || vec![col("artifact"), col("device"), col("stream")];
-    let gap = col("gap");
-    let is_gap = || gap.clone().gt(lit(0i64));
-    let host = is_gap().and(coalesce(vec![
-        col("launch_ts").gt(col("previous_end")),
-        lit(false),
-    ]));
-    let kernel_wait = is_gap()
-        .and(!host.clone())
-        .and(gap.clone().lt(lit(params.thresholds.kernel_wait_ns)));
-    let other = is_gap().and(!host.clone()).and(!kernel_wait.clone());
-    let part = |cond: &Expr, name: &str| -> RecipeResult<Vec<Expr>> {
-        Ok(vec![
-            sum(when(cond.clone(), gap.clone()).otherwise(lit(0i64))?).alias(format!("{name}_ns")),
-            sum(flag(cond.clone())).alias(format!("{name}_gaps")),
-        ])
-    };
-    let mut aggregates = vec![
-        count(lit(1)).alias("operations"),
-        min(col("ts_ns")).alias("first"),
-        max(col("end_ns")).alias("last"),
-        sum(gap.clone()).alias("idle_ns"),
-        sum(flag(is_gap())).alias("gaps"),
-    ];
-    aggregates.extend(part(&host, "host_wait")?);
-    aggregates.extend(part(&kernel_wait, "kernel_wait")?);
-    aggregates.extend(part(&other, "other")?);
-    let per_stream = work
-        .join(
-            launches,
-            JoinType::Left,
-            &["artifact", "correlation_id"],
-            &["l_artifact", "l_corr"],
-            None,
-        )?
-        .window(vec![
-            max_before(col("end_ns"), keys())?.alias("previous_end"),
-        ])?
         .select(vec![
-            col("artifact"),
-            col("device"),
-            col("stream"),
-            col("ts_ns"),
-            col("end_ns"),
-            col("launch_ts"),
-            col("previous_end"),
-            when(
-                col("ts_ns").gt(col("previous_end")),
-                col("ts_ns") - col("previous_end"),
-            )
-            .otherwise(lit(0i64))?
-            .alias("gap"),
-        ])?
-        .aggregate(keys(), aggregates)?;
-    let mut out = Vec::new();
-    for batch in collect(per_stream).await? {
-        for i in 0..batch.num_rows() {
-            let get =
-                |c: &str| -> RecipeResult<i64> { Ok(i64_at(column(&batch, c)?, i).unwrap_or(0)) };
-            let artifact = string_at(column(&batch, "artifact")?, i).unwrap_or_default();
-            let span = get("last")? - get("first")?;
-            let idle = get("idle_ns")?;
-            out.push(StreamIdle {
-                key: params.key(artifact, i64_at(column(&batch, "device")?, i)),
-                stream: i64_at(column(&batch, "stream")?, i),
-                operations: get("operations")?,
-                span_ns: span,
-                busy_ns: span - idle,
-                idle_ns: idle,
-                gaps: get("gaps")?,
-                host_wait_ns: get("host_wait_ns")?,
-                host_wait_gaps: get("host_wait_gaps")?,
-                kernel_wait_ns: get("kernel_wait_ns")?,
-                kernel_wait_gaps: get("kernel_wait_gaps")?,
-                other_ns: get("other_ns")?,
-                other_gaps: get("other_gaps")?,
-            });
-        }
-    }
-    out.sort_by(|a, b| (&a.key, a.stream).cmp(&(&b.key, b.stream)));
-    Ok(out)
-}
-
-/// Launch calls joined with the device work they launched.
-async fn launch_pairs(ctx: &SessionContext, scope: &ArtifactScope) -> RecipeResult<DataFrame> {
-    let names: Vec<&str> = DIRECT_LAUNCHES
-        .iter()
-        .chain(MEMORY_LAUNCHES)
-        .copied()
-        .collect();
-    let calls = table(ctx, "trace_events")
-        .await?
-        .filter(
-            scope
-                .filter()
-                .and(host_calls_named(&names))
-                .and(col("correlation_id").is_not_null())
-                .and(col("dur_ns").gt_eq(lit(0i64))),
-        )?
-        .select(vec![
-            cast(col("artifact_id"), DataType::Utf8).alias("c_artifact"),
-            col("correlation_id").alias("c_corr"),
-            cast(col("name"), DataType::Utf8).alias("launch"),
-            col("ts_ns").alias("c_ts"),
-            col("dur_ns").alias("cpu"),
-        ])?;
-    let ops = device_work(ctx, scope).await?.select(vec![
-        cast(col("artifact_id"), DataType::Utf8).alias("artifact"),
-        col("correlation_id"),
-        cast(col("name"), DataType::Utf8).alias("name"),
-        col("event_id"),
-        col("ts_ns"),
-        col("dur_ns").alias("gpu"),
-    ])?;
-    Ok(calls
-        .join(
-            ops,
-            JoinType::Inner,
-            &["c_artifact", "c_corr"],
-            &["artifact", "correlation_id"],
-            None,
-        )?
-        .select(vec![
-            col("artifact"),
-            col("name"),
-            col("launch"),
+            col("artifact_id"),
             col("correlation_id"),
-            col("event_id"),
             col("ts_ns"),
-            col("cpu"),
-            col("gpu"),
-            greatest(vec![lit(0i64), col("ts_ns") - col("c_ts") - col("cpu")]).alias("delay"),
-        ])?)
+            col("dur_ns"),
+            col("name"),
+            coalesce(vec![paired, lit(false)]).alias("paired"),
+        ])?;
+    let mut calls = Vec::new();
+    for_each_batch(df, |batch| {
+        let artifact = strings.column(column(batch, "artifact_id")?)?;
+        let name = strings.column(column(batch, "name")?)?;
+        let corr = ints(column(batch, "correlation_id")?)?;
+        let ts = ints(column(batch, "ts_ns")?)?;
+        let dur = ints(column(batch, "dur_ns")?)?;
+        let paired = column(batch, "paired")?.as_boolean_opt();
+        let empty = strings.id("");
+        for i in 0..batch.num_rows() {
+            if let (Some(a), Some(c), Some(t)) = (artifact[i], corr[i], ts[i]) {
+                calls.push(HostCall {
+                    artifact: a,
+                    correlation: c,
+                    ts: t,
+                    dur: dur[i],
+                    name: name[i].unwrap_or(empty),
+                    paired: paired.is_some_and(|p| p.is_valid(i) && p.value(i)),
+                });
+            }
+        }
+        Ok(())
+    })
+    .await?;
+    calls.sort_unstable_by_key(|c| (c.artifact, c.correlation, c.ts));
+    Ok(calls)
 }
 
-/// Short kernels, runtime outliers and launch-delay outliers per artifact.
-pub(crate) async fn launch_stats(
-    ctx: &SessionContext,
-    scope: &ArtifactScope,
+/// A host call carrying a correlation id.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct HostCall {
+    artifact: u32,
+    correlation: i64,
+    ts: i64,
+    dur: Option<i64>,
+    name: u32,
+    /// Paired with its device work by launch statistics.
+    paired: bool,
+}
+
+/// Positions of the calls of `op`'s (artifact, correlation id), earliest
+/// first (empty without a correlation id).
+fn calls_of(calls: &[HostCall], op: &DeviceOp) -> Range<usize> {
+    let Some(corr) = op.correlation else {
+        return 0..0;
+    };
+    let key = |c: &HostCall| (c.artifact, c.correlation);
+    let from = calls.partition_point(|c| key(c) < (op.artifact, corr));
+    from..calls.partition_point(|c| key(c) <= (op.artifact, corr))
+}
+
+/// Gaps per (artifact, device, stream) with their host-wait / kernel-wait /
+/// other classification: one pass per stream in `(ts_ns, event_id)` order,
+/// each operation's launch time looked up by binary search in the sorted
+/// launch calls (a GROUP BY over every correlation id is quadratic in
+/// DataFusion 55 at a million ids).
+pub(crate) fn stream_idle(
     params: &BreakdownParams,
-) -> RecipeResult<Vec<LaunchStats>> {
+    ops: &mut DeviceOps,
+    launches: &[HostCall],
+) -> Vec<StreamIdle> {
+    let strings = std::mem::take(&mut ops.strings);
+    let mut out = Vec::new();
+    for stream in ops.groups(DeviceOp::stream_order, |r| (r.artifact, r.device, r.stream)) {
+        let Some(first) = stream.first() else {
+            continue;
+        };
+        let mut row = StreamIdle {
+            key: params.key(strings.get(first.artifact).to_owned(), first.device),
+            stream: first.stream,
+            operations: stream.len() as i64,
+            span_ns: 0,
+            busy_ns: 0,
+            idle_ns: 0,
+            gaps: 0,
+            host_wait_ns: 0,
+            host_wait_gaps: 0,
+            kernel_wait_ns: 0,
+            kernel_wait_gaps: 0,
+            other_ns: 0,
+            other_gaps: 0,
+        };
+        let mut reached: Option<i64> = None;
+        for op in stream {
+            if let Some(previous_end) = reached.filter(|p| op.ts > *p) {
+                let gap = op.ts - previous_end;
+                let launch = launches
+                    .get(calls_of(launches, op))
+                    .and_then(<[HostCall]>::first)
+                    .map(|c| c.ts);
+                let (ns, gaps) = if launch.is_some_and(|l| l > previous_end) {
+                    (&mut row.host_wait_ns, &mut row.host_wait_gaps)
+                } else if gap < params.thresholds.kernel_wait_ns {
+                    (&mut row.kernel_wait_ns, &mut row.kernel_wait_gaps)
+                } else {
+                    (&mut row.other_ns, &mut row.other_gaps)
+                };
+                *ns += gap;
+                *gaps += 1;
+                row.idle_ns += gap;
+                row.gaps += 1;
+            }
+            reached = Some(reached.map_or(op.end, |r| r.max(op.end)));
+        }
+        let first_start = stream.iter().map(|r| r.ts).min().unwrap_or(0);
+        row.span_ns = reached.unwrap_or(0) - first_start;
+        row.busy_ns = row.span_ns - row.idle_ns;
+        out.push(row);
+    }
+    ops.strings = strings;
+    out.sort_by(|a, b| (&a.key, a.stream).cmp(&(&b.key, b.stream)));
+    out
+}
+
+/// The `limit` most extreme launches of one kind: a heap whose top is the
+/// least extreme kept (smallest value, then largest event id).
+#[derive(Debug, Default)]
+struct Extremes {
+    count: i64,
+    kept: BinaryHeap<(Reverse<i64>, i64, LaunchPair)>,
+}
+
+/// One (launch call, device operation) pair, by position.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+struct LaunchPair {
+    call: usize,
+    op: usize,
+}
+
+impl Extremes {
+    fn offer(&mut self, value: i64, event_id: i64, pair: LaunchPair, limit: usize) {
+        self.count += 1;
+        self.kept.push((Reverse(value), event_id, pair));
+        if self.kept.len() > limit {
+            self.kept.pop();
+        }
+    }
+}
+
+/// Short kernels, runtime outliers and launch-delay outliers per artifact:
+/// launch calls joined with the device work they launched on (artifact,
+/// correlation id) by binary search over the sorted calls, in one pass.
+pub(crate) fn launch_stats(
+    params: &BreakdownParams,
+    ops: &DeviceOps,
+    calls: &[HostCall],
+) -> Vec<LaunchStats> {
     let t = params.thresholds;
-    let short = col("cpu")
-        .lt_eq(lit(t.runtime_outlier_ns))
-        .and(col("gpu").lt(col("cpu")));
-    let runtime = col("cpu").gt(lit(t.runtime_outlier_ns));
-    let delayed = col("delay").gt(lit(t.launch_delay_outlier_ns));
-    let kinds: [(Expr, Expr, i64); 3] = [
-        (short, col("cpu") - col("gpu"), t.runtime_outlier_ns),
-        (runtime, col("cpu"), t.runtime_outlier_ns),
-        (delayed, col("delay"), t.launch_delay_outlier_ns),
+    let calls: Vec<HostCall> = calls.iter().filter(|c| c.paired).copied().collect();
+    let mut per_artifact: BTreeMap<u32, (i64, [Extremes; 3])> = BTreeMap::new();
+    for (o, op) in ops.rows.iter().enumerate() {
+        for c in calls_of(&calls, op) {
+            let Some(call) = calls.get(c) else { continue };
+            let pair = LaunchPair { call: c, op: o };
+            let cpu = call.dur.unwrap_or(0);
+            let gpu = op.end - op.ts;
+            let delay = (op.ts - call.ts - cpu).max(0);
+            let (launches, kinds) = per_artifact.entry(op.artifact).or_default();
+            *launches += 1;
+            if cpu <= t.runtime_outlier_ns && gpu < cpu {
+                kinds[0].offer(cpu - gpu, op.event_id, pair, params.limit);
+            }
+            if cpu > t.runtime_outlier_ns {
+                kinds[1].offer(cpu, op.event_id, pair, params.limit);
+            }
+            if delay > t.launch_delay_outlier_ns {
+                kinds[2].offer(delay, op.event_id, pair, params.limit);
+            }
+        }
+    }
+    let strings = &ops.strings;
+    let thresholds = [
+        t.runtime_outlier_ns,
+        t.runtime_outlier_ns,
+        t.launch_delay_outlier_ns,
     ];
-    let pairs = launch_pairs(ctx, scope).await?;
-    let mut aggregates = vec![count(lit(1)).alias("launches")];
-    for (i, (cond, _, _)) in kinds.iter().enumerate() {
-        aggregates.push(sum(flag(cond.clone())).alias(format!("n{i}")));
-    }
-    let totals = pairs.clone().aggregate(vec![col("artifact")], aggregates)?;
-    let mut stats: BTreeMap<String, LaunchStats> = BTreeMap::new();
-    for batch in collect(totals).await? {
-        for i in 0..batch.num_rows() {
-            let artifact = string_at(column(&batch, "artifact")?, i).unwrap_or_default();
-            let set = |n: usize| -> RecipeResult<LaunchOutliers> {
-                Ok(LaunchOutliers {
-                    count: i64_at(column(&batch, &format!("n{n}"))?, i).unwrap_or(0),
-                    threshold_ns: kinds[n].2,
-                    examples: Vec::new(),
-                })
+    let mut out: Vec<LaunchStats> = per_artifact
+        .into_iter()
+        .map(|(artifact, (launches, kinds))| {
+            let [short, runtime, delayed] = kinds;
+            let outliers = |n: usize, e: Extremes| {
+                let mut kept = e.kept.into_vec();
+                kept.sort_by(|a, b| a.0.cmp(&b.0).then(a.1.cmp(&b.1)));
+                LaunchOutliers {
+                    count: e.count,
+                    threshold_ns: thresholds[n],
+                    examples: kept
+                        .into_iter()
+                        .map(|(_, _, pair)| {
+                            let (call, op) = (&calls[pair.call], &ops.rows[pair.op]);
+                            let cpu = call.dur.unwrap_or(0);
+                            LaunchExample {
+                                name: strings.get(op.name).to_owned(),
+                                launch: strings.get(call.name).to_owned(),
+                                correlation_id: op.correlation,
+                                ts_ns: op.ts,
+                                cpu_duration_ns: cpu,
+                                gpu_duration_ns: op.end - op.ts,
+                                launch_delay_ns: (op.ts - call.ts - cpu).max(0),
+                            }
+                        })
+                        .collect(),
+                }
             };
-            stats.insert(
-                artifact.clone(),
-                LaunchStats {
-                    rank: params.ranks.get(&artifact).copied(),
-                    launches: i64_at(column(&batch, "launches")?, i).unwrap_or(0),
-                    short_kernels: set(0)?,
-                    runtime_outliers: set(1)?,
-                    launch_delay_outliers: set(2)?,
-                    artifact_id: artifact,
-                },
-            );
-        }
-    }
-    for (n, (cond, value, _)) in kinds.iter().enumerate() {
-        let ranked = row_number()
-            .partition_by(vec![col("artifact")])
-            .order_by(vec![
-                col("value").sort(false, false),
-                col("event_id").sort(true, false),
-            ])
-            .build()?
-            .alias("rank_in_artifact");
-        let examples = pairs
-            .clone()
-            .filter(cond.clone())?
-            .with_column("value", value.clone())?
-            .window(vec![ranked])?
-            .filter(col("rank_in_artifact").lt_eq(lit(params.limit as u64)))?;
-        let mut found: BTreeMap<String, Vec<(i64, i64, LaunchExample)>> = BTreeMap::new();
-        for batch in collect(examples).await? {
-            for i in 0..batch.num_rows() {
-                let get = |c: &str| -> RecipeResult<i64> {
-                    Ok(i64_at(column(&batch, c)?, i).unwrap_or(0))
-                };
-                found
-                    .entry(string_at(column(&batch, "artifact")?, i).unwrap_or_default())
-                    .or_default()
-                    .push((
-                        get("value")?,
-                        get("event_id")?,
-                        LaunchExample {
-                            name: string_at(column(&batch, "name")?, i).unwrap_or_default(),
-                            launch: string_at(column(&batch, "launch")?, i).unwrap_or_default(),
-                            correlation_id: i64_at(column(&batch, "correlation_id")?, i),
-                            ts_ns: get("ts_ns")?,
-                            cpu_duration_ns: get("cpu")?,
-                            gpu_duration_ns: get("gpu")?,
-                            launch_delay_ns: get("delay")?,
-                        },
-                    ));
+            let artifact_id = strings.get(artifact).to_owned();
+            LaunchStats {
+                rank: params.ranks.get(&artifact_id).copied(),
+                launches,
+                short_kernels: outliers(0, short),
+                runtime_outliers: outliers(1, runtime),
+                launch_delay_outliers: outliers(2, delayed),
+                artifact_id,
             }
-        }
-        for (artifact, mut list) in found {
-            list.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
-            if let Some(s) = stats.get_mut(&artifact) {
-                let target = match n {
-                    0 => &mut s.short_kernels,
-                    1 => &mut s.runtime_outliers,
-                    _ => &mut s.launch_delay_outliers,
-                };
-                target.examples = list.into_iter().map(|(_, _, e)| e).collect();
-            }
-        }
-    }
-    let mut out: Vec<LaunchStats> = stats.into_values().collect();
+        })
+        .collect();
     out.sort_by(|a, b| (a.rank, &a.artifact_id).cmp(&(b.rank, &b.artifact_id)));
-    Ok(out)
+    out
 }
 
 /// The direction of a memcpy from its name (`Memcpy HtoD (Pageable ->

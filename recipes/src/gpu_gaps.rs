@@ -5,36 +5,26 @@
 //! host activity during it ([`crate::host_activity`]).
 //!
 //! Gaps use the accelerator-launches definition (start minus the running
-//! maximum of earlier ends on the stream, when positive — the same window
-//! function, [`crate::accelerator::stream_gap_rows`]), over kernels, memcpy
-//! and memset: a stream copying memory is not idle. A chunk's busy time is
-//! the union of the device's activity intervals (every stream) clipped to
-//! the chunk. Only the `limit` longest gaps and `limit` least busy chunks
-//! get the host join, so the work stays bounded.
+//! maximum of earlier ends on the stream, when positive — as
+//! [`crate::accelerator::stream_gap_rows`]), over kernels, memcpy and
+//! memset: a stream copying memory is not idle. A chunk's busy time is the
+//! union of the device's activity intervals (every stream) clipped to the
+//! chunk. Both are sorted Rust passes over the device rows read once
+//! ([`crate::device_pass`]): at 10 M events the window plans and the range
+//! join of every row with every chunk took seconds. Only the `limit`
+//! longest gaps and `limit` least busy chunks get the host activity.
 
 use std::collections::BTreeMap;
-use std::sync::Arc;
 
-use datafusion::arrow::array::{ArrayRef, Int64Array, RecordBatch, StringArray};
-use datafusion::arrow::datatypes::{DataType, Field, Schema};
-use datafusion::functions::core::expr_fn::{greatest, least};
-use datafusion::functions_aggregate::expr_fn::{count, max, min, sum};
-use datafusion::logical_expr::{Expr, JoinType, col, lit};
-use datafusion::prelude::{DataFrame, SessionContext, cast, coalesce};
+use datafusion::prelude::SessionContext;
 use serde::{Deserialize, Serialize};
 
-use crate::accelerator::{device_activity_rows, events, stream_gap_rows};
-use crate::common::{
-    ArtifactScope, RecipeError, RecipeResult, collect, column, f64_at, i64_at, max_end_before,
-    newly_covered, string_at, utf8,
-};
+use crate::common::{ArtifactScope, RecipeResult};
+use crate::device_pass::{DeviceOp, DeviceOps, RunningEnd, covered, union_segments};
 use crate::host_activity::{HostActivity, TimeWindow, host_activity};
 
 /// Host slice names reported per gap or chunk.
 pub const HOST_TOP: usize = 5;
-
-/// Stands in for a null device or stream in join keys (nulls never join).
-const NO_ID: i64 = i64::MIN;
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct GapOptions {
@@ -106,23 +96,15 @@ pub struct GpuGapsAnswer {
     pub low_utilization: Vec<LowUtilizationChunk>,
 }
 
-fn key(name: &str) -> Expr {
-    coalesce(vec![col(name), lit(NO_ID)])
-}
-
-fn from_key(v: Option<i64>) -> Option<i64> {
-    v.filter(|v| *v != NO_ID)
-}
-
 pub async fn gpu_gaps(
     ctx: &SessionContext,
     scope: &ArtifactScope,
     options: &GapOptions,
 ) -> RecipeResult<GpuGapsAnswer> {
-    let (gaps_found, gaps_total_ns, mut gaps, gap_pids) = longest_gaps(ctx, scope, options).await?;
-    let (spans, pids) = device_spans(ctx, scope).await?;
-    let (devices, low_utilization_found, mut chunks) =
-        low_utilization(ctx, scope, options, &spans).await?;
+    let mut ops = DeviceOps::read(ctx, scope).await?;
+    let (gaps_found, gaps_total_ns, mut gaps, gap_pids) = longest_gaps(&mut ops, options);
+    let (spans, pids) = device_spans(&mut ops);
+    let (devices, low_utilization_found, mut chunks) = low_utilization(options, &spans);
 
     // One host join for every window (gaps first, then chunks).
     let mut windows = Vec::new();
@@ -140,7 +122,7 @@ pub async fn gpu_gaps(
             id: (gaps.len() + i) as i64,
             artifact_id: c.artifact_id.clone(),
             pid: pids
-                .get(&(c.artifact_id.clone(), c.device.unwrap_or(NO_ID)))
+                .get(&(c.artifact_id.clone(), c.device))
                 .copied()
                 .flatten(),
             start_ns: c.start_ns,
@@ -168,321 +150,161 @@ pub async fn gpu_gaps(
 
 type Gaps = (u64, i64, Vec<GpuGap>, Vec<Option<i64>>);
 
+/// One gap before its strings are read: where, how long, the activity
+/// ending at its start and the one starting at its end.
+struct RawGap {
+    op: DeviceOp,
+    start: i64,
+    before: Option<u32>,
+}
+
 /// Count and total of gaps ≥ the threshold, and the longest `limit` with
 /// the activity before and after each (and the pid of the one after).
-async fn longest_gaps(
-    ctx: &SessionContext,
-    scope: &ArtifactScope,
-    options: &GapOptions,
-) -> RecipeResult<Gaps> {
-    let gaps = stream_gap_rows(ctx, scope, device_activity_rows(), None)
-        .await?
-        .filter(
-            col("gap")
-                .gt(lit(0i64))
-                .and(col("gap").gt_eq(lit(options.min_gap_ns))),
-        )?;
-    let totals = gaps.clone().aggregate(
-        vec![],
-        vec![count(lit(1)).alias("n"), sum(col("gap")).alias("t")],
-    )?;
+/// Per stream in `(ts_ns, event_id)` order, a gap is the start minus the
+/// running maximum of earlier ends; the activity before it is the smallest
+/// name among the rows ending exactly there (only earlier rows can: a later
+/// row starts after the gap's start).
+fn longest_gaps(ops: &mut DeviceOps, options: &GapOptions) -> Gaps {
+    let mut raw: Vec<RawGap> = Vec::new();
     let (mut found, mut total) = (0u64, 0i64);
-    for batch in collect(totals).await? {
-        if batch.num_rows() > 0 {
-            found = i64_at(column(&batch, "n")?, 0).unwrap_or(0).max(0) as u64;
-            total = i64_at(column(&batch, "t")?, 0).unwrap_or(0);
+    let strings = std::mem::take(&mut ops.strings);
+    let streams = ops.groups(DeviceOp::stream_order, |r| (r.artifact, r.device, r.stream));
+    for stream in streams {
+        let mut reached = RunningEnd::default();
+        for op in stream {
+            if let Some(start) = reached.end {
+                let gap = op.ts - start;
+                if gap > 0 && gap >= options.min_gap_ns {
+                    found += 1;
+                    total += gap;
+                    raw.push(RawGap {
+                        op: *op,
+                        start,
+                        before: reached.name,
+                    });
+                }
+            }
+            reached.add(op.end, op.name, &strings);
         }
     }
-    let order = || {
-        vec![
-            col("g_gap").sort(false, false),
-            col("g_artifact").sort(true, false),
-            col("g_dev").sort(true, false),
-            col("g_stream").sort(true, false),
-            col("g_end").sort(true, false),
-        ]
-    };
-    let top = gaps
-        .select(vec![
-            utf8("artifact_id").alias("g_artifact"),
-            key("device").alias("g_dev"),
-            key("stream").alias("g_stream"),
-            col("pid").alias("g_pid"),
-            col("previous_end").alias("g_start"),
-            col("ts_ns").alias("g_end"),
-            col("gap").alias("g_gap"),
-            utf8("name").alias("g_after"),
-        ])?
-        .sort(order())?
-        .limit(0, Some(options.limit))?;
-    let ends = events(ctx, scope, device_activity_rows(), None)
-        .await?
-        .select(vec![
-            utf8("artifact_id").alias("b_artifact"),
-            key("device").alias("b_dev"),
-            key("stream").alias("b_stream"),
-            (col("ts_ns") + col("dur_ns")).alias("b_end"),
-            utf8("name").alias("b_name"),
-        ])?;
-    let named = top
-        .join(
-            ends,
-            JoinType::Left,
-            &["g_artifact", "g_dev", "g_stream", "g_start"],
-            &["b_artifact", "b_dev", "b_stream", "b_end"],
-            None,
-        )?
-        .aggregate(
-            vec![
-                col("g_artifact"),
-                col("g_dev"),
-                col("g_stream"),
-                col("g_pid"),
-                col("g_start"),
-                col("g_end"),
-                col("g_gap"),
-                col("g_after"),
-            ],
-            vec![min(col("b_name")).alias("g_before")],
-        )?
-        .sort(order())?;
-    let (mut out, mut pids) = (Vec::new(), Vec::new());
-    for batch in collect(named).await? {
-        for i in 0..batch.num_rows() {
-            let get = |c: &str| -> RecipeResult<Option<i64>> { Ok(i64_at(column(&batch, c)?, i)) };
-            out.push(GpuGap {
-                artifact_id: string_at(column(&batch, "g_artifact")?, i).unwrap_or_default(),
-                device: from_key(get("g_dev")?),
-                stream: from_key(get("g_stream")?),
-                start_ns: get("g_start")?.unwrap_or(0),
-                end_ns: get("g_end")?.unwrap_or(0),
-                duration_ns: get("g_gap")?.unwrap_or(0),
-                before: string_at(column(&batch, "g_before")?, i),
-                after: string_at(column(&batch, "g_after")?, i).unwrap_or_default(),
-                host: HostActivity::default(),
-            });
-            pids.push(get("g_pid")?);
-        }
-    }
-    Ok((found, total, out, pids))
+    raw.sort_unstable_by(|a, b| {
+        (b.op.ts - b.start)
+            .cmp(&(a.op.ts - a.start))
+            .then_with(|| strings.cmp(a.op.artifact, b.op.artifact))
+            .then_with(|| {
+                (a.op.device, a.op.stream, a.op.ts).cmp(&(b.op.device, b.op.stream, b.op.ts))
+            })
+    });
+    raw.truncate(options.limit);
+    let gaps = raw
+        .iter()
+        .map(|g| GpuGap {
+            artifact_id: strings.get(g.op.artifact).to_owned(),
+            device: g.op.device,
+            stream: g.op.stream,
+            start_ns: g.start,
+            end_ns: g.op.ts,
+            duration_ns: g.op.ts - g.start,
+            before: g.before.map(|n| strings.get(n).to_owned()),
+            after: strings.get(g.op.name).to_owned(),
+            host: HostActivity::default(),
+        })
+        .collect();
+    let pids = raw.iter().map(|g| g.op.pid).collect();
+    ops.strings = strings;
+    (found, total, gaps, pids)
 }
 
-/// Device activity rows keyed for joins: artifact, device key, pid, start, end.
-async fn device_rows(ctx: &SessionContext, scope: &ArtifactScope) -> RecipeResult<DataFrame> {
-    Ok(events(ctx, scope, device_activity_rows(), None)
-        .await?
-        .select(vec![
-            utf8("artifact_id").alias("d_artifact"),
-            key("device").alias("d_dev"),
-            col("pid").alias("d_pid"),
-            col("ts_ns").alias("d_start"),
-            (col("ts_ns") + col("dur_ns")).alias("d_end"),
-        ])?)
+/// Per (artifact, device): first start, last end, and the chunks' busy
+/// time. Devices in (artifact, device) order.
+struct Span {
+    artifact_id: String,
+    device: Option<i64>,
+    start: i64,
+    end: i64,
+    /// Union of the device's activity, sorted disjoint segments.
+    busy: Vec<(i64, i64)>,
 }
 
-type Spans = (
-    Vec<(String, i64, i64, i64)>,
-    BTreeMap<(String, i64), Option<i64>>,
-);
+type Spans = (Vec<Span>, BTreeMap<(String, Option<i64>), Option<i64>>);
 
-/// Per (artifact, device key): first start and last end; and the device's
-/// pid when all its rows share one.
-async fn device_spans(ctx: &SessionContext, scope: &ArtifactScope) -> RecipeResult<Spans> {
-    let spans = device_rows(ctx, scope)
-        .await?
-        .aggregate(
-            vec![col("d_artifact"), col("d_dev")],
-            vec![
-                min(col("d_start")).alias("s"),
-                max(col("d_end")).alias("e"),
-                min(col("d_pid")).alias("pmin"),
-                max(col("d_pid")).alias("pmax"),
-            ],
-        )?
-        .sort(vec![
-            col("d_artifact").sort(true, false),
-            col("d_dev").sort(true, false),
-        ])?;
+/// Per (artifact, device): first start, last end and the union of its
+/// activity; and the device's pid when all its rows share one.
+fn device_spans(ops: &mut DeviceOps) -> Spans {
+    let strings = std::mem::take(&mut ops.strings);
     let (mut out, mut pids) = (Vec::new(), BTreeMap::new());
-    for batch in collect(spans).await? {
-        for i in 0..batch.num_rows() {
-            let get = |c: &str| -> RecipeResult<Option<i64>> { Ok(i64_at(column(&batch, c)?, i)) };
-            let artifact = string_at(column(&batch, "d_artifact")?, i).unwrap_or_default();
-            let dev = get("d_dev")?.unwrap_or(NO_ID);
-            let pid = match (get("pmin")?, get("pmax")?) {
-                (Some(a), Some(b)) if a == b => Some(a),
-                _ => None,
-            };
-            pids.insert((artifact.clone(), dev), pid);
-            out.push((
-                artifact,
-                dev,
-                get("s")?.unwrap_or(0),
-                get("e")?.unwrap_or(0),
-            ));
-        }
+    // Stream order groups a device's rows too (and the rows are already in
+    // it after the gaps pass, which the sort detects in one sweep).
+    for device in ops.groups(DeviceOp::stream_order, |r| (r.artifact, r.device)) {
+        let Some(first) = device.first() else {
+            continue;
+        };
+        let artifact_id = strings.get(first.artifact).to_owned();
+        let known: Vec<i64> = device.iter().filter_map(|r| r.pid).collect();
+        let pid = match (known.iter().min(), known.iter().max()) {
+            (Some(a), Some(b)) if a == b => Some(*a),
+            _ => None,
+        };
+        pids.insert((artifact_id.clone(), first.device), pid);
+        out.push(Span {
+            artifact_id,
+            device: first.device,
+            start: device.iter().map(|r| r.ts).min().unwrap_or(0),
+            end: device.iter().map(|r| r.end).max().unwrap_or(0),
+            busy: union_segments(device.iter().map(|r| (r.ts, r.end)).collect()),
+        });
     }
-    Ok((out, pids))
-}
-
-/// The chunk table: per device span, `n` chunks `[start + i·len/n, start +
-/// (i+1)·len/n)` with `n = min(chunks, len)` so no chunk is empty.
-fn chunk_table(
-    ctx: &SessionContext,
-    spans: &[(String, i64, i64, i64)],
-    chunks: usize,
-) -> RecipeResult<(DataFrame, Vec<i64>)> {
-    let (mut artifact, mut dev, mut index, mut start, mut end) =
-        (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());
-    let mut counts = Vec::new();
-    for (a, d, s, e) in spans {
-        let len = i128::from(*e) - i128::from(*s);
-        let n = (chunks as i128).min(len.max(0));
-        counts.push(n as i64);
-        for i in 0..n {
-            artifact.push(a.clone());
-            dev.push(*d);
-            index.push(i as i64);
-            start.push((i128::from(*s) + i * len / n) as i64);
-            end.push((i128::from(*s) + (i + 1) * len / n) as i64);
-        }
-    }
-    let schema = Arc::new(Schema::new(vec![
-        Field::new("c_artifact", DataType::Utf8, false),
-        Field::new("c_dev", DataType::Int64, false),
-        Field::new("c_index", DataType::Int64, false),
-        Field::new("c_start", DataType::Int64, false),
-        Field::new("c_end", DataType::Int64, false),
-    ]));
-    let columns: Vec<ArrayRef> = vec![
-        Arc::new(StringArray::from(artifact)),
-        Arc::new(Int64Array::from(dev)),
-        Arc::new(Int64Array::from(index)),
-        Arc::new(Int64Array::from(start)),
-        Arc::new(Int64Array::from(end)),
-    ];
-    let batch =
-        RecordBatch::try_new(schema, columns).map_err(|e| RecipeError::DataFusion(e.into()))?;
-    Ok((ctx.read_batch(batch)?, counts))
+    out.sort_by(|a, b| (&a.artifact_id, a.device).cmp(&(&b.artifact_id, b.device)));
+    ops.strings = strings;
+    (out, pids)
 }
 
 type LowUse = (Vec<DeviceSpan>, u64, Vec<LowUtilizationChunk>);
 
-/// Busy fraction per chunk; the chunks under `below`, least busy first.
-async fn low_utilization(
-    ctx: &SessionContext,
-    scope: &ArtifactScope,
-    options: &GapOptions,
-    spans: &[(String, i64, i64, i64)],
-) -> RecipeResult<LowUse> {
-    let (chunks, counts) = chunk_table(ctx, spans, options.chunks)?;
-    let previous_end = max_end_before(
-        col("ce"),
-        vec![col("c_artifact"), col("c_dev"), col("c_index")],
-        vec![col("cs").sort(true, false), col("ce").sort(true, false)],
-    )?
-    .alias("previous_end");
-    let busy = device_rows(ctx, scope)
-        .await?
-        .join_on(
-            chunks.clone(),
-            JoinType::Inner,
-            [
-                col("d_artifact").eq(col("c_artifact")),
-                col("d_dev").eq(col("c_dev")),
-                col("d_start").lt(col("c_end")),
-                col("d_end").gt(col("c_start")),
-            ],
-        )?
-        .select(vec![
-            col("c_artifact"),
-            col("c_dev"),
-            col("c_index"),
-            greatest(vec![col("d_start"), col("c_start")]).alias("cs"),
-            least(vec![col("d_end"), col("c_end")]).alias("ce"),
-        ])?
-        .window(vec![previous_end])?
-        .aggregate(
-            vec![
-                col("c_artifact").alias("b_artifact"),
-                col("c_dev").alias("b_dev"),
-                col("c_index").alias("b_index"),
-            ],
-            vec![sum(newly_covered(col("cs"), col("ce"), col("previous_end"))).alias("busy")],
-        )?;
-    let below = chunks
-        .join(
-            busy,
-            JoinType::Left,
-            &["c_artifact", "c_dev", "c_index"],
-            &["b_artifact", "b_dev", "b_index"],
-            None,
-        )?
-        .select(vec![
-            col("c_artifact"),
-            col("c_dev"),
-            col("c_index"),
-            col("c_start"),
-            col("c_end"),
-            coalesce(vec![col("busy"), lit(0i64)]).alias("busy"),
-        ])?
-        .with_column(
-            "fraction",
-            cast(col("busy"), DataType::Float64)
-                / cast(col("c_end") - col("c_start"), DataType::Float64),
-        )?
-        .filter(col("fraction").lt(lit(options.below)))?
-        .cache()
-        .await?;
-    let per_device = below.clone().aggregate(
-        vec![col("c_artifact"), col("c_dev")],
-        vec![count(lit(1)).alias("n")],
-    )?;
-    let mut below_counts: BTreeMap<(String, i64), i64> = BTreeMap::new();
-    for batch in collect(per_device).await? {
-        for i in 0..batch.num_rows() {
-            let a = string_at(column(&batch, "c_artifact")?, i).unwrap_or_default();
-            let d = i64_at(column(&batch, "c_dev")?, i).unwrap_or(NO_ID);
-            below_counts.insert((a, d), i64_at(column(&batch, "n")?, i).unwrap_or(0));
+/// Per device span, `n = min(chunks, len)` chunks `[start + i·len/n, start
+/// + (i+1)·len/n)` (none empty), each busy for the part of the device's
+/// activity union inside it; the chunks under `below`, least busy first.
+fn low_utilization(options: &GapOptions, spans: &[Span]) -> LowUse {
+    let (mut devices, mut below) = (Vec::new(), Vec::new());
+    for span in spans {
+        let len = i128::from(span.end) - i128::from(span.start);
+        let n = (options.chunks as i128).min(len.max(0));
+        let mut from = 0;
+        let mut chunks_below = 0;
+        for i in 0..n {
+            let start = (i128::from(span.start) + i * len / n) as i64;
+            let end = (i128::from(span.start) + (i + 1) * len / n) as i64;
+            let busy_ns = covered(&span.busy, &mut from, start, end);
+            let busy_fraction = busy_ns as f64 / (end - start) as f64;
+            if busy_fraction < options.below {
+                chunks_below += 1;
+                below.push(LowUtilizationChunk {
+                    artifact_id: span.artifact_id.clone(),
+                    device: span.device,
+                    chunk: i as i64,
+                    start_ns: start,
+                    end_ns: end,
+                    busy_ns,
+                    busy_fraction,
+                    host: HostActivity::default(),
+                });
+            }
         }
+        devices.push(DeviceSpan {
+            artifact_id: span.artifact_id.clone(),
+            device: span.device,
+            start_ns: span.start,
+            end_ns: span.end,
+            chunks: n as i64,
+            chunks_below,
+        });
     }
-    let devices: Vec<DeviceSpan> = spans
-        .iter()
-        .zip(counts)
-        .map(|((a, d, s, e), n)| DeviceSpan {
-            artifact_id: a.clone(),
-            device: from_key(Some(*d)),
-            start_ns: *s,
-            end_ns: *e,
-            chunks: n,
-            chunks_below: below_counts.get(&(a.clone(), *d)).copied().unwrap_or(0),
+    let found = below.len() as u64;
+    below.sort_by(|a, b| {
+        a.busy_fraction.total_cmp(&b.busy_fraction).then_with(|| {
+            (&a.artifact_id, a.device, a.chunk).cmp(&(&b.artifact_id, b.device, b.chunk))
         })
-        .collect();
-    let found = below_counts.values().map(|n| (*n).max(0) as u64).sum();
-    let least_busy = below
-        .sort(vec![
-            col("fraction").sort(true, false),
-            col("c_artifact").sort(true, false),
-            col("c_dev").sort(true, false),
-            col("c_index").sort(true, false),
-        ])?
-        .limit(0, Some(options.limit))?;
-    let mut out = Vec::new();
-    for batch in collect(least_busy).await? {
-        for i in 0..batch.num_rows() {
-            let get =
-                |c: &str| -> RecipeResult<i64> { Ok(i64_at(column(&batch, c)?, i).unwrap_or(0)) };
-            out.push(LowUtilizationChunk {
-                artifact_id: string_at(column(&batch, "c_artifact")?, i).unwrap_or_default(),
-                device: from_key(Some(get("c_dev")?)),
-                chunk: get("c_index")?,
-                start_ns: get("c_start")?,
-                end_ns: get("c_end")?,
-                busy_ns: get("busy")?,
-                busy_fraction: f64_at(column(&batch, "fraction")?, i).unwrap_or(0.0),
-                host: HostActivity::default(),
-            });
-        }
-    }
-    Ok((devices, found, out))
+    });
+    below.truncate(options.limit);
+    (devices, found, below)
 }

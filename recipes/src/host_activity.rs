@@ -7,25 +7,22 @@
 //! there is that minus the clipped time of its direct children (so a
 //! `ProfilerStep#N` that spans the whole gap does not hide the
 //! `cudaStreamSynchronize` inside it). Coverage is the union of the clipped
-//! host intervals (any thread), computed with the same running-maximum
-//! window as stream gaps.
+//! host intervals (any thread).
+//!
+//! One streamed scan of the host rows picks each window's slices in Rust
+//! (a window list is small; a range join of millions of host rows with
+//! every window on the artifact key cost seconds at 10 M events), and the
+//! sums and rankings run over those candidates only.
 
-use std::collections::{BTreeMap, BTreeSet};
-use std::sync::Arc;
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 
-use datafusion::arrow::array::{ArrayRef, Int64Array, RecordBatch, StringArray};
-use datafusion::arrow::datatypes::{DataType, Field, Schema};
-use datafusion::functions::core::expr_fn::{greatest, least};
-use datafusion::functions_aggregate::expr_fn::{count, min, sum};
-use datafusion::functions_window::expr_fn::row_number;
-use datafusion::logical_expr::{ExprFunctionExt, JoinType, col, lit};
-use datafusion::prelude::{DataFrame, SessionContext, coalesce};
+use datafusion::functions_aggregate::expr_fn::min;
+use datafusion::logical_expr::{col, lit};
+use datafusion::prelude::{DataFrame, SessionContext};
 use serde::{Deserialize, Serialize};
 
-use crate::common::{
-    ArtifactScope, RecipeError, RecipeResult, collect, column, i64_at, max_end_before,
-    newly_covered, string_at, table, utf8,
-};
+use crate::common::{ArtifactScope, RecipeResult, collect, column, i64_at, string_at, table, utf8};
+use crate::device_pass::{Interner, for_each_batch, ints, union_segments};
 
 /// Host-side kinds: what a CPU thread can be busy with. Device rows and
 /// instants are left out, and so are scheduler rows (`sched_slice`,
@@ -84,34 +81,9 @@ pub struct HostActivity {
     pub top: Vec<HostSlice>,
 }
 
-fn windows_frame(ctx: &SessionContext, windows: &[TimeWindow]) -> RecipeResult<DataFrame> {
-    let schema = Arc::new(Schema::new(vec![
-        Field::new("w_id", DataType::Int64, false),
-        Field::new("w_artifact", DataType::Utf8, false),
-        Field::new("w_pid", DataType::Int64, true),
-        Field::new("w_start", DataType::Int64, false),
-        Field::new("w_end", DataType::Int64, false),
-    ]));
-    let columns: Vec<ArrayRef> = vec![
-        Arc::new(Int64Array::from_iter_values(windows.iter().map(|w| w.id))),
-        Arc::new(StringArray::from_iter_values(
-            windows.iter().map(|w| w.artifact_id.as_str()),
-        )),
-        Arc::new(Int64Array::from_iter(windows.iter().map(|w| w.pid))),
-        Arc::new(Int64Array::from_iter_values(
-            windows.iter().map(|w| w.start_ns),
-        )),
-        Arc::new(Int64Array::from_iter_values(
-            windows.iter().map(|w| w.end_ns),
-        )),
-    ];
-    let batch =
-        RecordBatch::try_new(schema, columns).map_err(|e| RecipeError::DataFusion(e.into()))?;
-    Ok(ctx.read_batch(batch)?)
-}
-
 /// Host slices (terminated, non-empty) of the windows' artifacts, inside
-/// the windows' overall time range.
+/// the windows' overall time range. Predicates run on the dictionary
+/// columns themselves (once per distinct value, not per row).
 async fn host_rows(ctx: &SessionContext, windows: &[TimeWindow]) -> RecipeResult<DataFrame> {
     let artifacts: BTreeSet<&str> = windows.iter().map(|w| w.artifact_id.as_str()).collect();
     let scope = ArtifactScope {
@@ -125,25 +97,139 @@ async fn host_rows(ctx: &SessionContext, windows: &[TimeWindow]) -> RecipeResult
         .filter(
             scope
                 .filter()
-                .and(utf8("kind").in_list(kinds, false))
-                .and(coalesce(vec![utf8("category"), lit("")]).not_eq(lit(PROFILER_SPAN)))
+                .and(col("kind").in_list(kinds, false))
+                .and(
+                    col("category")
+                        .is_null()
+                        .or(col("category").not_eq(lit(PROFILER_SPAN))),
+                )
                 .and(col("stream").is_null())
                 .and(col("dur_ns").gt(lit(0i64)))
                 .and(col("ts_ns").lt(lit(to)))
                 .and((col("ts_ns") + col("dur_ns")).gt(lit(from))),
         )?
-        .select(vec![
-            utf8("artifact_id").alias("h_artifact"),
-            col("event_id").alias("h_id"),
-            col("parent_event_id").alias("h_parent"),
-            col("ts_ns").alias("h_start"),
-            (col("ts_ns") + col("dur_ns")).alias("h_end"),
-            utf8("name").alias("h_name"),
-            utf8("kind").alias("h_kind"),
-            col("pid").alias("h_pid"),
-            col("tid").alias("h_tid"),
-            col("track_id").alias("h_track"),
-        ])?)
+        .select(
+            [
+                "artifact_id",
+                "event_id",
+                "parent_event_id",
+                "ts_ns",
+                "dur_ns",
+                "name",
+                "kind",
+                "pid",
+                "tid",
+                "track_id",
+            ]
+            .into_iter()
+            .map(col)
+            .collect::<Vec<_>>(),
+        )?)
+}
+
+/// A host slice overlapping one window, clipped to it.
+#[derive(Debug, Clone, Copy)]
+struct Candidate {
+    window: usize,
+    artifact: u32,
+    id: i64,
+    parent: Option<i64>,
+    name: u32,
+    kind: u32,
+    tid: Option<i64>,
+    track: Option<i64>,
+    pid: Option<i64>,
+    start: i64,
+    end: i64,
+}
+
+/// Every (window, host slice) overlap, and the (artifact, pid) pairs that
+/// have host rows, from one streamed scan.
+struct Scan {
+    strings: Interner,
+    candidates: Vec<Candidate>,
+    pids: BTreeSet<(u32, i64)>,
+}
+
+async fn scan(ctx: &SessionContext, windows: &[TimeWindow]) -> RecipeResult<Scan> {
+    let mut strings = Interner::default();
+    // Windows by artifact id, each list by start.
+    let mut by_artifact: HashMap<u32, Vec<(usize, i64, i64)>> = HashMap::new();
+    for (i, w) in windows.iter().enumerate() {
+        by_artifact
+            .entry(strings.id(&w.artifact_id))
+            .or_default()
+            .push((i, w.start_ns, w.end_ns));
+    }
+    for list in by_artifact.values_mut() {
+        list.sort_by_key(|w| w.1);
+    }
+    let mut out = Scan {
+        strings,
+        candidates: Vec::new(),
+        pids: BTreeSet::new(),
+    };
+    for_each_batch(host_rows(ctx, windows).await?, |batch| {
+        let artifact = out.strings.column(column(batch, "artifact_id")?)?;
+        let pid = ints(column(batch, "pid")?)?;
+        let ts = ints(column(batch, "ts_ns")?)?;
+        let dur = ints(column(batch, "dur_ns")?)?;
+        let mut hits: Vec<(usize, usize, i64, i64)> = Vec::new();
+        for row in 0..batch.num_rows() {
+            let Some(a) = artifact[row] else { continue };
+            if let Some(p) = pid[row] {
+                out.pids.insert((a, p));
+            }
+            let (start, end) = (
+                ts[row].unwrap_or(0),
+                ts[row].unwrap_or(0) + dur[row].unwrap_or(0),
+            );
+            for &(w, w_start, w_end) in by_artifact.get(&a).map_or(&[][..], Vec::as_slice) {
+                if w_start >= end {
+                    break;
+                }
+                if w_end > start {
+                    hits.push((row, w, start.max(w_start), end.min(w_end)));
+                }
+            }
+        }
+        if hits.is_empty() {
+            return Ok(());
+        }
+        let name = out.strings.column(column(batch, "name")?)?;
+        let kind = out.strings.column(column(batch, "kind")?)?;
+        let id = ints(column(batch, "event_id")?)?;
+        let parent = ints(column(batch, "parent_event_id")?)?;
+        let tid = ints(column(batch, "tid")?)?;
+        let track = ints(column(batch, "track_id")?)?;
+        let empty = out.strings.id("");
+        for (row, window, start, end) in hits {
+            out.candidates.push(Candidate {
+                window,
+                artifact: artifact[row].unwrap_or(empty),
+                id: id[row].unwrap_or(0),
+                parent: parent[row],
+                name: name[row].unwrap_or(empty),
+                kind: kind[row].unwrap_or(empty),
+                tid: tid[row],
+                track: track[row],
+                pid: pid[row],
+                start,
+                end,
+            });
+        }
+        Ok(())
+    })
+    .await?;
+    Ok(out)
+}
+
+/// One slice name on one thread during one window.
+#[derive(Debug, Default, Clone, Copy)]
+struct NameSums {
+    self_overlap: i64,
+    overlap: i64,
+    slices: i64,
 }
 
 /// Per window: its host activity, the `top` slice names by self time.
@@ -159,145 +245,104 @@ pub async fn host_activity(
     if windows.is_empty() {
         return Ok(out);
     }
+    let Scan {
+        strings,
+        candidates,
+        pids,
+    } = scan(ctx, windows).await?;
     // A window's pid only restricts when it is a host pid of its artifact.
-    let host_pids = host_pids(ctx, windows).await?;
-    let windows: Vec<TimeWindow> = windows
+    let restrict: Vec<Option<i64>> = windows
         .iter()
-        .map(|w| TimeWindow {
-            pid: w
-                .pid
-                .filter(|p| host_pids.contains(&(w.artifact_id.clone(), *p))),
-            ..w.clone()
+        .map(|w| {
+            let artifact = strings.find(&w.artifact_id)?;
+            w.pid.filter(|p| pids.contains(&(artifact, *p)))
         })
         .collect();
-
-    let candidates = host_rows(ctx, &windows)
-        .await?
-        .join_on(
-            windows_frame(ctx, &windows)?,
-            JoinType::Inner,
-            [
-                col("h_artifact").eq(col("w_artifact")),
-                col("h_start").lt(col("w_end")),
-                col("h_end").gt(col("w_start")),
-                col("w_pid").is_null().or(col("h_pid").eq(col("w_pid"))),
-            ],
-        )?
-        .select(vec![
-            col("w_id"),
-            col("h_artifact"),
-            col("h_id"),
-            col("h_parent"),
-            col("h_name"),
-            col("h_kind"),
-            col("h_tid"),
-            col("h_track"),
-            greatest(vec![col("h_start"), col("w_start")]).alias("c_start"),
-            least(vec![col("h_end"), col("w_end")]).alias("c_end"),
-        ])?
-        .with_column("overlap", col("c_end") - col("c_start"))?
-        .cache()
-        .await?;
-
-    // Coverage: union of the clipped intervals per window.
-    let previous_end = max_end_before(
-        col("c_end"),
-        vec![col("w_id")],
-        vec![
-            col("c_start").sort(true, false),
-            col("h_artifact").sort(true, false),
-            col("h_id").sort(true, false),
-        ],
-    )?
-    .alias("previous_end");
-    let coverage = candidates.clone().window(vec![previous_end])?.aggregate(
-        vec![col("w_id")],
-        vec![
-            sum(newly_covered(
-                col("c_start"),
-                col("c_end"),
-                col("previous_end"),
-            ))
-            .alias("covered"),
-        ],
-    )?;
-    let lengths: BTreeMap<i64, i64> = windows
-        .iter()
-        .map(|w| (w.id, w.end_ns - w.start_ns))
+    let candidates: Vec<Candidate> = candidates
+        .into_iter()
+        .filter(|c| restrict[c.window].is_none_or(|p| c.pid == Some(p)))
         .collect();
-    for batch in collect(coverage).await? {
-        for i in 0..batch.num_rows() {
-            let (Some(id), covered) = (
-                i64_at(column(&batch, "w_id")?, i),
-                i64_at(column(&batch, "covered")?, i).unwrap_or(0),
-            ) else {
-                continue;
-            };
-            let length = lengths.get(&id).copied().unwrap_or(0);
-            if let Some(entry) = out.get_mut(&id) {
-                entry.covered_ns = covered;
-                entry.covered_share = if length > 0 {
-                    covered as f64 / length as f64
-                } else {
-                    0.0
-                };
-            }
-        }
-    }
 
     // Self time inside the window: clipped time minus the direct children's.
-    let children = candidates
-        .clone()
-        .filter(col("h_parent").is_not_null())?
-        .aggregate(
-            vec![
-                col("w_id").alias("p_w"),
-                col("h_artifact").alias("p_artifact"),
-                col("h_parent").alias("p_id"),
-            ],
-            vec![sum(col("overlap")).alias("child_overlap")],
-        )?;
-    let per_name = candidates
-        .join(
-            children,
-            JoinType::Left,
-            &["w_id", "h_artifact", "h_id"],
-            &["p_w", "p_artifact", "p_id"],
-            None,
-        )?
-        .with_column(
-            "self_overlap",
-            greatest(vec![
-                lit(0i64),
-                col("overlap") - coalesce(vec![col("child_overlap"), lit(0i64)]),
-            ]),
-        )?
-        .aggregate(
-            vec![
-                col("w_id"),
-                col("h_artifact"),
-                col("h_track"),
-                col("h_tid"),
-                col("h_name"),
-                col("h_kind"),
-            ],
-            vec![
-                sum(col("self_overlap")).alias("self_overlap"),
-                sum(col("overlap")).alias("overlap"),
-                count(lit(1)).alias("slices"),
-            ],
-        )?
-        .filter(col("self_overlap").gt(lit(0i64)))?;
-    let rank = row_number()
-        .partition_by(vec![col("w_id")])
-        .order_by(vec![
-            col("self_overlap").sort(false, false),
-            col("overlap").sort(false, false),
-            col("h_name").sort(true, false),
-            col("h_tid").sort(true, true),
-        ])
-        .build()?
-        .alias("rank");
+    let mut children: HashMap<(usize, u32, i64), i64> = HashMap::new();
+    let mut per_window: Vec<Vec<&Candidate>> = vec![Vec::new(); windows.len()];
+    for c in &candidates {
+        if let Some(p) = c.parent {
+            *children.entry((c.window, c.artifact, p)).or_default() += c.end - c.start;
+        }
+        per_window[c.window].push(c);
+    }
+    let threads = thread_names(ctx).await?;
+    for (w, list) in windows.iter().zip(per_window) {
+        let covered: i64 = union_segments(list.iter().map(|c| (c.start, c.end)).collect())
+            .iter()
+            .map(|(s, e)| e - s)
+            .sum();
+        type NameKey = (u32, Option<i64>, Option<i64>, u32, u32);
+        let mut names: HashMap<NameKey, NameSums> = HashMap::new();
+        for c in &list {
+            let overlap = c.end - c.start;
+            let child = children
+                .get(&(c.window, c.artifact, c.id))
+                .copied()
+                .unwrap_or(0);
+            let sums = names
+                .entry((c.artifact, c.track, c.tid, c.name, c.kind))
+                .or_default();
+            sums.self_overlap += (overlap - child).max(0);
+            sums.overlap += overlap;
+            sums.slices += 1;
+        }
+        let mut ranked: Vec<(NameKey, NameSums)> = names
+            .into_iter()
+            .filter(|(_, s)| s.self_overlap > 0)
+            .collect();
+        ranked.sort_by(|(a, x), (b, y)| {
+            y.self_overlap
+                .cmp(&x.self_overlap)
+                .then(y.overlap.cmp(&x.overlap))
+                .then_with(|| strings.cmp(a.3, b.3))
+                .then(a.2.cmp(&b.2))
+                .then_with(|| strings.cmp(a.4, b.4))
+                .then_with(|| strings.cmp(a.0, b.0))
+                .then(a.1.cmp(&b.1))
+        });
+        ranked.truncate(top);
+        let length = w.end_ns - w.start_ns;
+        let Some(entry) = out.get_mut(&w.id) else {
+            continue;
+        };
+        entry.covered_ns = covered;
+        entry.covered_share = if length > 0 {
+            covered as f64 / length as f64
+        } else {
+            0.0
+        };
+        entry.top = ranked
+            .into_iter()
+            .map(|((artifact, track, tid, name, kind), s)| HostSlice {
+                name: strings.get(name).to_owned(),
+                kind: strings.get(kind).to_owned(),
+                tid,
+                thread: track.and_then(|t| {
+                    threads
+                        .get(&(strings.get(artifact).to_owned(), t))
+                        .cloned()
+                        .flatten()
+                }),
+                self_overlap_ns: s.self_overlap,
+                overlap_ns: s.overlap,
+                slices: s.slices,
+            })
+            .collect();
+    }
+    Ok(out)
+}
+
+/// Thread name of each (artifact, track) (the smallest when several).
+async fn thread_names(
+    ctx: &SessionContext,
+) -> RecipeResult<BTreeMap<(String, i64), Option<String>>> {
     let threads = table(ctx, "tracks").await?.aggregate(
         vec![
             utf8("artifact_id").alias("t_artifact"),
@@ -305,64 +350,16 @@ pub async fn host_activity(
         ],
         vec![min(col("thread_name")).alias("thread")],
     )?;
-    let ranked = per_name
-        .window(vec![rank])?
-        .filter(col("rank").lt_eq(lit(top as u64)))?
-        .join(
-            threads,
-            JoinType::Left,
-            &["h_artifact", "h_track"],
-            &["t_artifact", "t_track"],
-            None,
-        )?
-        .sort(vec![
-            col("w_id").sort(true, false),
-            col("rank").sort(true, false),
-        ])?;
-    for batch in collect(ranked).await? {
+    let mut out = BTreeMap::new();
+    for batch in collect(threads).await? {
         for i in 0..batch.num_rows() {
-            let Some(id) = i64_at(column(&batch, "w_id")?, i) else {
-                continue;
-            };
-            let row = HostSlice {
-                name: string_at(column(&batch, "h_name")?, i).unwrap_or_default(),
-                kind: string_at(column(&batch, "h_kind")?, i).unwrap_or_default(),
-                tid: i64_at(column(&batch, "h_tid")?, i),
-                thread: string_at(column(&batch, "thread")?, i),
-                self_overlap_ns: i64_at(column(&batch, "self_overlap")?, i).unwrap_or(0),
-                overlap_ns: i64_at(column(&batch, "overlap")?, i).unwrap_or(0),
-                slices: i64_at(column(&batch, "slices")?, i).unwrap_or(0),
-            };
-            if let Some(entry) = out.get_mut(&id) {
-                entry.top.push(row);
+            if let (Some(a), Some(t)) = (
+                string_at(column(&batch, "t_artifact")?, i),
+                i64_at(column(&batch, "t_track")?, i),
+            ) {
+                out.insert((a, t), string_at(column(&batch, "thread")?, i));
             }
         }
     }
     Ok(out)
-}
-
-/// (artifact, pid) pairs that have host rows, for the windows' artifacts.
-async fn host_pids(
-    ctx: &SessionContext,
-    windows: &[TimeWindow],
-) -> RecipeResult<BTreeSet<(String, i64)>> {
-    let mut pids = BTreeSet::new();
-    if windows.iter().all(|w| w.pid.is_none()) {
-        return Ok(pids);
-    }
-    let grouped = host_rows(ctx, windows)
-        .await?
-        .filter(col("h_pid").is_not_null())?
-        .aggregate(vec![col("h_artifact"), col("h_pid")], vec![])?;
-    for batch in collect(grouped).await? {
-        for i in 0..batch.num_rows() {
-            if let (Some(a), Some(p)) = (
-                string_at(column(&batch, "h_artifact")?, i),
-                i64_at(column(&batch, "h_pid")?, i),
-            ) {
-                pids.insert((a, p));
-            }
-        }
-    }
-    Ok(pids)
 }

@@ -11,6 +11,7 @@
 pub mod accelerator;
 pub mod accelerator_reduced;
 pub mod common;
+pub mod device_pass;
 pub mod drilldown;
 pub mod frame_deltas;
 pub mod gpu_breakdown;
@@ -21,6 +22,7 @@ pub mod host_activity;
 pub mod hotspots;
 pub mod input_shapes;
 pub mod memory;
+pub mod memory_allocations;
 pub mod pytorch;
 pub mod window;
 

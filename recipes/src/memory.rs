@@ -4,23 +4,27 @@
 //! peak, minimum and last value, what was retained at the end and the
 //! growth over each phase (`ProfilerStep#N`); and Kineto's allocation
 //! events (`[memory]` instants, `bytes` = signed size) with the totals per
-//! device and the sites (enclosing slice) that allocated the most.
+//! device and the sites (enclosing slice) that allocated the most
+//! ([`crate::memory_allocations`]).
 //!
 //! Samples at one timestamp are ordered by value, so `first` / `last` are
 //! deterministic (counters have no sequence column to break the tie).
 
-use datafusion::functions_aggregate::expr_fn::{count, max, min, sum};
+use std::collections::{HashMap, HashSet};
+
+use datafusion::functions_aggregate::expr_fn::{count, max, min};
 use datafusion::functions_aggregate::first_last::{first_value_udaf, last_value_udaf};
-use datafusion::logical_expr::{Expr, ExprFunctionExt, JoinType, SortExpr, col, lit, when};
-use datafusion::prelude::{DataFrame, SessionContext, coalesce};
+use datafusion::logical_expr::{Expr, ExprFunctionExt, JoinType, SortExpr, col, lit};
+use datafusion::prelude::{DataFrame, SessionContext};
 use serde::{Deserialize, Serialize};
 
 use crate::common::{
     ArtifactScope, RecipeResult, collect, column, f64_at, i64_at, string_at, table, utf8,
 };
+use crate::device_pass::{Interner, for_each_batch, ints};
 
-/// The instant name Kineto gives allocation events.
-pub const ALLOCATION_EVENT: &str = "[memory]";
+pub use crate::memory_allocations::{ALLOCATION_EVENT, AllocationSite, AllocationTotals};
+use crate::memory_allocations::{allocation_sites, allocation_totals};
 
 /// Value over one phase of a series.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -65,28 +69,6 @@ pub struct MemorySeries {
     pub phases_found: u64,
     /// The `limit` phases with the largest |growth|, in time order.
     pub phases: Vec<PhaseGrowth>,
-}
-
-/// Allocation events of one device (None = host memory).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct AllocationTotals {
-    pub artifact_id: String,
-    pub device: Option<i64>,
-    pub allocations: i64,
-    pub frees: i64,
-    pub allocated_bytes: i64,
-    pub freed_bytes: i64,
-}
-
-/// Where allocations happened: the slice enclosing the event.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct AllocationSite {
-    pub device: Option<i64>,
-    /// The enclosing slice's name (`(none)` when the event has no parent).
-    pub site: String,
-    pub site_kind: Option<String>,
-    pub allocations: i64,
-    pub bytes: i64,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -271,19 +253,32 @@ async fn series_stats(
 
 /// Each phase's span: the extent of the host slices named like a phase the
 /// trace labels rows with (device copies of `ProfilerStep#N` — GPU user
-/// annotations — are left out: they run later than the host step).
-async fn phase_spans(ctx: &SessionContext, scope: &ArtifactScope) -> RecipeResult<DataFrame> {
-    let events = || async { table(ctx, "trace_events").await };
-    let names = events()
+/// annotations — are left out: they run later than the host step). Two
+/// streamed scans (the phase labels, then the host slices) with the
+/// extents kept in Rust: the join and GROUP BY they replace held millions
+/// of cast names (1.5 GB RSS at 10 M events).
+async fn phase_spans(ctx: &SessionContext, scope: &ArtifactScope) -> RecipeResult<Vec<PhaseSpan>> {
+    let mut strings = Interner::default();
+    let labelled = table(ctx, "trace_events")
         .await?
         .filter(scope.filter().and(col("phase").is_not_null()))?
-        .aggregate(
-            vec![
-                utf8("artifact_id").alias("p_artifact"),
-                utf8("phase").alias("p_name"),
-            ],
-            vec![],
-        )?;
+        .select(vec![col("artifact_id"), col("phase")])?;
+    let mut phases: HashSet<(u32, u32)> = HashSet::new();
+    for_each_batch(labelled, |batch| {
+        let artifact = strings.column(column(batch, "artifact_id")?)?;
+        let phase = strings.column(column(batch, "phase")?)?;
+        phases.extend(
+            artifact
+                .into_iter()
+                .zip(phase)
+                .filter_map(|(a, p)| a.zip(p)),
+        );
+        Ok(())
+    })
+    .await?;
+    if phases.is_empty() {
+        return Ok(Vec::new());
+    }
     let device_kinds = [
         "kernel",
         "memcpy",
@@ -294,35 +289,49 @@ async fn phase_spans(ctx: &SessionContext, scope: &ArtifactScope) -> RecipeResul
     .iter()
     .map(|k| lit(*k))
     .collect();
-    Ok(events()
+    let host = table(ctx, "trace_events")
         .await?
         .filter(
             scope
                 .filter()
                 .and(col("dur_ns").gt_eq(lit(0i64)))
                 .and(col("stream").is_null())
-                .and(utf8("kind").in_list(device_kinds, true)),
+                .and(col("kind").in_list(device_kinds, true)),
         )?
         .select(vec![
-            utf8("artifact_id").alias("q_artifact"),
-            utf8("name").alias("q_name"),
-            col("ts_ns").alias("q_start"),
-            (col("ts_ns") + col("dur_ns")).alias("q_end"),
-        ])?
-        .join(
-            names,
-            JoinType::Inner,
-            &["q_artifact", "q_name"],
-            &["p_artifact", "p_name"],
-            None,
-        )?
-        .aggregate(
-            vec![col("q_artifact"), col("q_name")],
-            vec![
-                min(col("q_start")).alias("p_start"),
-                max(col("q_end")).alias("p_end"),
-            ],
-        )?)
+            col("artifact_id"),
+            col("name"),
+            col("ts_ns"),
+            col("dur_ns"),
+        ])?;
+    let mut extents: HashMap<(u32, u32), (i64, i64)> = HashMap::new();
+    for_each_batch(host, |batch| {
+        let artifact = strings.column(column(batch, "artifact_id")?)?;
+        let name = strings.column(column(batch, "name")?)?;
+        let ts = ints(column(batch, "ts_ns")?)?;
+        let dur = ints(column(batch, "dur_ns")?)?;
+        for i in 0..batch.num_rows() {
+            let (Some(key), Some(start)) = (artifact[i].zip(name[i]), ts[i]) else {
+                continue;
+            };
+            if phases.contains(&key) {
+                let end = start + dur[i].unwrap_or(0);
+                let extent = extents.entry(key).or_insert((start, end));
+                *extent = (extent.0.min(start), extent.1.max(end));
+            }
+        }
+        Ok(())
+    })
+    .await?;
+    Ok(extents
+        .into_iter()
+        .map(|((artifact, name), (start, end))| PhaseSpan {
+            artifact: strings.get(artifact).to_owned(),
+            name: strings.get(name).to_owned(),
+            start,
+            end,
+        })
+        .collect())
 }
 
 type SeriesKey = (String, i64, String);
@@ -343,17 +352,7 @@ async fn phase_growth(
     ctx: &SessionContext,
     scope: &ArtifactScope,
 ) -> RecipeResult<Vec<(SeriesKey, PhaseGrowth)>> {
-    let mut spans: Vec<PhaseSpan> = Vec::new();
-    for batch in collect(phase_spans(ctx, scope).await?).await? {
-        for i in 0..batch.num_rows() {
-            spans.push(PhaseSpan {
-                artifact: string_at(column(&batch, "q_artifact")?, i).unwrap_or_default(),
-                name: string_at(column(&batch, "q_name")?, i).unwrap_or_default(),
-                start: i64_at(column(&batch, "p_start")?, i).unwrap_or(0),
-                end: i64_at(column(&batch, "p_end")?, i).unwrap_or(0),
-            });
-        }
-    }
+    let mut spans = phase_spans(ctx, scope).await?;
     spans.sort_by(|a, b| (a.start, &a.name).cmp(&(b.start, &b.name)));
     let sorted = samples(ctx, scope).await?.sort(vec![
         col("s_artifact").sort(true, false),
@@ -414,121 +413,6 @@ fn growth_over(points: &[(i64, f64)], span: &PhaseSpan) -> Option<PhaseGrowth> {
         peak_in_phase: inside.iter().map(|p| p.1).reduce(f64::max),
         samples_in_phase: inside.len() as i64,
     })
-}
-
-async fn allocation_events(ctx: &SessionContext, scope: &ArtifactScope) -> RecipeResult<DataFrame> {
-    Ok(table(ctx, "trace_events").await?.filter(
-        scope
-            .filter()
-            .and(utf8("name").eq(lit(ALLOCATION_EVENT)))
-            .and(utf8("kind").eq(lit("instant")))
-            .and(col("bytes").is_not_null()),
-    )?)
-}
-
-async fn allocation_totals(
-    ctx: &SessionContext,
-    scope: &ArtifactScope,
-) -> RecipeResult<Vec<AllocationTotals>> {
-    let positive = || col("bytes").gt(lit(0i64));
-    let negative = || col("bytes").lt(lit(0i64));
-    let part = |cond: Expr, value: Expr| -> RecipeResult<Expr> {
-        Ok(sum(when(cond, value).otherwise(lit(0i64))?))
-    };
-    let totals = allocation_events(ctx, scope)
-        .await?
-        .aggregate(
-            vec![utf8("artifact_id").alias("artifact"), col("device")],
-            vec![
-                part(positive(), lit(1i64))?.alias("allocations"),
-                part(negative(), lit(1i64))?.alias("frees"),
-                part(positive(), col("bytes"))?.alias("allocated"),
-                part(negative(), lit(0i64) - col("bytes"))?.alias("freed"),
-            ],
-        )?
-        .sort(vec![
-            col("artifact").sort(true, false),
-            col("device").sort(true, true),
-        ])?;
-    let mut out = Vec::new();
-    for batch in collect(totals).await? {
-        for i in 0..batch.num_rows() {
-            let int =
-                |c: &str| -> RecipeResult<i64> { Ok(i64_at(column(&batch, c)?, i).unwrap_or(0)) };
-            out.push(AllocationTotals {
-                artifact_id: string_at(column(&batch, "artifact")?, i).unwrap_or_default(),
-                device: i64_at(column(&batch, "device")?, i),
-                allocations: int("allocations")?,
-                frees: int("frees")?,
-                allocated_bytes: int("allocated")?,
-                freed_bytes: int("freed")?,
-            });
-        }
-    }
-    Ok(out)
-}
-
-/// Allocations (bytes > 0) grouped by device and enclosing slice name.
-async fn allocation_sites(
-    ctx: &SessionContext,
-    scope: &ArtifactScope,
-    limit: usize,
-) -> RecipeResult<(u64, Vec<AllocationSite>)> {
-    let allocations = allocation_events(ctx, scope)
-        .await?
-        .filter(col("bytes").gt(lit(0i64)))?
-        .select(vec![
-            utf8("artifact_id").alias("a_artifact"),
-            col("parent_event_id").alias("a_parent"),
-            col("device").alias("a_device"),
-            col("bytes").alias("a_bytes"),
-        ])?;
-    let parents = table(ctx, "trace_events")
-        .await?
-        .filter(scope.filter().and(col("dur_ns").gt_eq(lit(0i64))))?
-        .select(vec![
-            utf8("artifact_id").alias("p_artifact"),
-            col("event_id").alias("p_id"),
-            utf8("name").alias("p_name"),
-            utf8("kind").alias("p_kind"),
-        ])?;
-    let sites = allocations
-        .join(
-            parents,
-            JoinType::Left,
-            &["a_artifact", "a_parent"],
-            &["p_artifact", "p_id"],
-            None,
-        )?
-        .aggregate(
-            vec![
-                col("a_device"),
-                coalesce(vec![col("p_name"), lit("(none)")]).alias("site"),
-                col("p_kind"),
-            ],
-            vec![count(lit(1)).alias("n"), sum(col("a_bytes")).alias("bytes")],
-        )?
-        .sort(vec![
-            col("bytes").sort(false, false),
-            col("site").sort(true, false),
-            col("a_device").sort(true, true),
-        ])?
-        .cache()
-        .await?;
-    let found = sites.clone().count().await? as u64;
-    let mut out = Vec::new();
-    for batch in collect(sites.limit(0, Some(limit))?).await? {
-        for i in 0..batch.num_rows() {
-            out.push(AllocationSite {
-                device: i64_at(column(&batch, "a_device")?, i),
-                site: string_at(column(&batch, "site")?, i).unwrap_or_default(),
-                site_kind: string_at(column(&batch, "p_kind")?, i),
-                allocations: i64_at(column(&batch, "n")?, i).unwrap_or(0),
-                bytes: i64_at(column(&batch, "bytes")?, i).unwrap_or(0),
-            });
-        }
-    }
-    Ok((found, out))
 }
 
 #[cfg(test)]
