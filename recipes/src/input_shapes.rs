@@ -5,7 +5,9 @@
 //! distinct shapes, not the calls.
 
 use std::collections::BTreeMap;
-use std::sync::Arc;
+use std::sync::{Arc, LazyLock};
+
+use memchr::memmem;
 
 use datafusion::arrow::array::{Array, ArrayRef, AsArray, StringBuilder};
 use datafusion::arrow::datatypes::DataType;
@@ -39,7 +41,11 @@ pub struct ShapeRow {
 /// The `Input Dims` array of one args object, whitespace removed; `None`
 /// when absent or malformed (unbalanced brackets).
 pub fn input_dims(args_json: &str) -> Option<String> {
-    let at = args_json.find(INPUT_DIMS_KEY)? + INPUT_DIMS_KEY.len();
+    // One searcher for every row: `str::find` builds a new one per call
+    // (a fifth of `analyze pytorch` at 10 M events).
+    static FINDER: LazyLock<memmem::Finder<'static>> =
+        LazyLock::new(|| memmem::Finder::new(INPUT_DIMS_KEY.as_bytes()));
+    let at = FINDER.find(args_json.as_bytes())? + INPUT_DIMS_KEY.len();
     let rest = args_json[at..].trim_start().strip_prefix(':')?.trim_start();
     if !rest.starts_with('[') {
         return None;
