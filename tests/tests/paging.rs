@@ -106,43 +106,39 @@ fn window_pages_of_seven_equal_one_unpaged_query_in_order() {
     assert!(keys.windows(2).all(|w| w[0] < w[1]));
     // A sub-window returns exactly the overlapping events of the whole.
     let mid = start + (end - start) / 2;
-    let sub = call(&project, &window_args(artifact, start, mid, "1000"));
-    let expected: Vec<&Value> = whole["events"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|e| {
-            let ts = e["ts_ns"].as_i64().unwrap();
-            let dur = e["dur_ns"].as_i64().unwrap().max(0);
-            ts < mid && (ts >= start || ts + dur > start)
-        })
-        .collect();
-    assert_eq!(
-        sub["events"].as_array().unwrap().iter().collect::<Vec<_>>(),
-        expected
-    );
-    // The second half includes the slices that began before it and still
-    // run (the pruning bound is the longest event, recorded at import).
-    let late = call(&project, &window_args(artifact, mid, end, "1000"));
-    let expected: Vec<&Value> = whole["events"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|e| {
-            let ts = e["ts_ns"].as_i64().unwrap();
-            let dur = e["dur_ns"].as_i64().unwrap().max(0);
-            ts < end && (ts >= mid || ts + dur > mid)
-        })
-        .collect();
-    assert!(expected.iter().any(|e| e["ts_ns"].as_i64().unwrap() < mid));
-    assert_eq!(
-        late["events"]
-            .as_array()
-            .unwrap()
+    for (from, to) in [(start, mid), (mid, end)] {
+        let part = call(&project, &window_args(artifact, from, to, "1000"));
+        let expected = overlapping(&whole, from, to);
+        assert_eq!(
+            part["events"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .collect::<Vec<_>>(),
+            expected
+        );
+    }
+    // The second half includes slices that began before it and still run
+    // (the pruning bound is the longest event, recorded at import).
+    assert!(
+        overlapping(&whole, mid, end)
             .iter()
-            .collect::<Vec<_>>(),
-        expected
+            .any(|e| e["ts_ns"].as_i64().unwrap() < mid)
     );
+}
+
+/// The events of `page` that overlap `[start, end)`.
+fn overlapping(page: &Value, start: i64, end: i64) -> Vec<&Value> {
+    page["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| {
+            let ts = e["ts_ns"].as_i64().unwrap();
+            let dur = e["dur_ns"].as_i64().unwrap().max(0);
+            ts < end && (ts >= start || ts + dur > start)
+        })
+        .collect()
 }
 
 #[test]
