@@ -26,11 +26,12 @@ pub enum EvidenceTable {
     CallEdges,
     StreamGaps,
     LaunchLatency,
+    Measurements,
 }
 
 impl EvidenceTable {
     /// All tables, in a fixed order (the order manifests list them in).
-    pub const ALL: [EvidenceTable; 10] = [
+    pub const ALL: [EvidenceTable; 11] = [
         EvidenceTable::TraceEvents,
         EvidenceTable::Tracks,
         EvidenceTable::Counters,
@@ -41,6 +42,7 @@ impl EvidenceTable {
         EvidenceTable::CallEdges,
         EvidenceTable::StreamGaps,
         EvidenceTable::LaunchLatency,
+        EvidenceTable::Measurements,
     ];
 
     /// The table's name on disk and in query sessions.
@@ -56,6 +58,7 @@ impl EvidenceTable {
             EvidenceTable::CallEdges => "call_edges",
             EvidenceTable::StreamGaps => "stream_gaps",
             EvidenceTable::LaunchLatency => "launch_latency",
+            EvidenceTable::Measurements => "measurements",
         }
     }
 
@@ -77,6 +80,7 @@ impl EvidenceTable {
             EvidenceTable::CallEdges => CALL_EDGES.clone(),
             EvidenceTable::StreamGaps => STREAM_GAPS.clone(),
             EvidenceTable::LaunchLatency => LAUNCH_LATENCY.clone(),
+            EvidenceTable::Measurements => MEASUREMENTS.clone(),
         }
     }
 
@@ -287,6 +291,29 @@ pub const GAP_BUCKET_COLUMNS: [&str; 6] = [
 static LAUNCH_LATENCY: LazyLock<SchemaRef> = LazyLock::new(|| {
     use DataType::*;
     scoped(vec![dict("phase", true), col("latency_ns", Int64, true)])
+});
+
+/// One measured value: a benchmark sample (pyperf, hyperfine, criterion,
+/// Google Benchmark) or a resource reading of an executed run (wall time,
+/// peak RSS, CPU time). The input of scaling fits and run-set comparisons.
+static MEASUREMENTS: LazyLock<SchemaRef> = LazyLock::new(|| {
+    use DataType::*;
+    scoped(vec![
+        // Digest of (artifact, name, sample_index): stable across re-extraction.
+        col("measurement_id", Utf8, false),
+        // `wall_time`, `peak_rss`, `cpu_time`, `pyperf.<bench>`, …
+        dict("name", false),
+        col("value", Float64, false),
+        // `ns`, `bytes`, `count`, … as the producer meant the value.
+        dict("unit", false),
+        // Position of the sample within its benchmark (warmups included).
+        col("sample_index", Int64, false),
+        col("is_warmup", Boolean, false),
+        dict("trial_id", true),
+        dict("variant", true),
+        // Workload / benchmark parameters as a canonical JSON object.
+        col("parameters_json", Utf8, true),
+    ])
 });
 
 #[cfg(test)]
