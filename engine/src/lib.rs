@@ -15,6 +15,7 @@ pub mod runs;
 pub mod services;
 pub mod staging;
 pub mod store;
+pub mod store_in_flight;
 pub mod validate;
 pub mod workspace;
 

@@ -139,7 +139,7 @@ pub fn store_directory(
 }
 
 /// The name an input is recorded under (never a host path).
-fn original_name(source: &Path) -> String {
+pub(crate) fn original_name(source: &Path) -> String {
     source
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
@@ -147,17 +147,21 @@ fn original_name(source: &Path) -> String {
 }
 
 /// A payload written to staging, about to enter the store.
-struct NewArtifact<'a> {
-    hex: String,
-    bytes: u64,
-    kind: &'a str,
-    original_name: String,
-    payload_name: String,
+pub(crate) struct NewArtifact<'a> {
+    pub hex: String,
+    pub bytes: u64,
+    pub kind: &'a str,
+    pub original_name: String,
+    pub payload_name: String,
 }
 
 /// Moves a staged payload into its content-addressed folder (or keeps the
 /// copy already there) and writes `artifact.json`.
-fn place_artifact(ws: &Workspace, tmp: &Path, new: NewArtifact<'_>) -> Result<ArtifactRecord> {
+pub(crate) fn place_artifact(
+    ws: &Workspace,
+    tmp: &Path,
+    new: NewArtifact<'_>,
+) -> Result<ArtifactRecord> {
     let dir = artifact_dir(ws, &new.hex);
     let artifact_id = format!("sha256:{}", new.hex);
     if dir.join("artifact.json").is_file() {
@@ -202,17 +206,17 @@ fn copy_in_large_blocks(input: &mut impl Read, out: &mut impl Write) -> std::io:
     }
 }
 
-const COPY_BLOCK_BYTES: usize = 1 << 20;
+pub(crate) const COPY_BLOCK_BYTES: usize = 1 << 20;
 
 /// A file writer that hashes (sha256) and counts what passes through.
-struct HashingWriter {
+pub(crate) struct HashingWriter {
     out: File,
     hasher: Sha256,
     bytes: u64,
 }
 
 impl HashingWriter {
-    fn create(path: &Path) -> std::io::Result<HashingWriter> {
+    pub(crate) fn create(path: &Path) -> std::io::Result<HashingWriter> {
         Ok(HashingWriter {
             out: File::create(path)?,
             hasher: Sha256::new(),
@@ -221,7 +225,7 @@ impl HashingWriter {
     }
 
     /// Syncs the file; returns the hex digest and the byte count.
-    fn finish(self) -> std::io::Result<(String, u64)> {
+    pub(crate) fn finish(self) -> std::io::Result<(String, u64)> {
         self.out.sync_all()?;
         Ok((hex::encode(self.hasher.finalize()), self.bytes))
     }
@@ -241,7 +245,7 @@ impl Write for HashingWriter {
 }
 
 /// `.json`, `.json.gz`, `.pb` … from the original name (at most two parts).
-fn payload_extension(name: &str) -> String {
+pub(crate) fn payload_extension(name: &str) -> String {
     let parts: Vec<&str> = name.split('.').skip(1).collect();
     let keep: Vec<&str> = parts
         .iter()
@@ -310,20 +314,28 @@ pub fn list_artifacts(ws: &Workspace) -> Result<Vec<ArtifactRecord>> {
 
 /// Recomputes the sha256 of a stored payload.
 pub fn verify_payload(ws: &Workspace, record: &ArtifactRecord) -> Result<bool> {
-    let mut file =
-        File::open(payload_path(ws, record)).map_err(|e| io_error("opening an artifact", e))?;
+    let (hex, _) =
+        sha256_file(&payload_path(ws, record)).map_err(|e| io_error("reading an artifact", e))?;
+    Ok(format!("sha256:{hex}") == record.artifact_id)
+}
+
+/// The sha256 (hex) and length of a file, read in large blocks.
+pub(crate) fn sha256_file(path: &Path) -> std::io::Result<(String, u64)> {
+    let mut file = File::open(path)?;
     let mut hasher = Sha256::new();
-    let mut buf = vec![0u8; 1 << 20];
+    let mut buf = vec![0u8; COPY_BLOCK_BYTES];
+    let mut bytes = 0u64;
     loop {
-        let n = file
-            .read(&mut buf)
-            .map_err(|e| io_error("reading an artifact", e))?;
-        if n == 0 {
-            break;
-        }
+        let n = match file.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        };
         hasher.update(&buf[..n]);
+        bytes += n as u64;
     }
-    Ok(format!("sha256:{}", hex::encode(hasher.finalize())) == record.artifact_id)
+    Ok((hex::encode(hasher.finalize()), bytes))
 }
 
 #[cfg(test)]

@@ -177,8 +177,18 @@ impl BufRead for InputStream {
 
 /// Opens `path`, gunzipping it when it starts with the gzip magic `1f 8b`.
 pub fn open_input(path: &Path, limits: &InputLimits) -> Result<InputStream, ExtractError> {
-    let mut file = File::open(path)?;
+    let file = File::open(path)?;
     let file_len = file.metadata()?.len();
+    open_input_from(Box::new(file), file_len, limits)
+}
+
+/// Like [`open_input`], over a stream of the file's `file_len` bytes (e.g.
+/// the blocks the artifact store is copying).
+pub fn open_input_from(
+    mut file: Box<dyn Read + Send>,
+    file_len: u64,
+    limits: &InputLimits,
+) -> Result<InputStream, ExtractError> {
     let mut magic = [0u8; 2];
     let mut got = 0;
     while got < 2 {

@@ -17,7 +17,7 @@ use flameox_extractors::cpuprofile::extract_cpuprofile;
 use flameox_extractors::detect::FormatKind;
 use flameox_extractors::folded::extract_folded_stacks;
 use flameox_extractors::gecko::extract_gecko_profile;
-use flameox_extractors::input::open_input;
+use flameox_extractors::input::{open_input, open_input_from};
 use flameox_extractors::nsight::{extract_nsight_export_dir, extract_nsight_sqlite};
 use flameox_extractors::perfetto::extract_perfetto;
 use flameox_extractors::pprof::extract_pprof;
@@ -38,6 +38,7 @@ use crate::error::{ErrorCode, FlameoxError, Result};
 use crate::publish::{PublishOutcome, StagedGeneration, commit_staged, stage_extraction};
 use crate::runs::{Collector, RunArtifact, RunManifest, save_run};
 use crate::store::{self, ArtifactRecord};
+use crate::store_in_flight::{StoringFile, begin_store_file};
 use crate::workspace::Workspace;
 
 /// What `flameox import` / `import_artifact` asks.
@@ -144,13 +145,21 @@ impl ExtractObserver for ObserverAdapter<'_> {
 /// operation key, so a new version re-extracts instead of reusing).
 const REDUCTIONS_VERSION: u32 = 1;
 
+/// Where an extractor reads its input from.
+enum ExtractSource {
+    /// A stored payload (path-based extractors need this).
+    Stored(PathBuf),
+    /// The blocks the store is copying, `bytes` long in all.
+    Copying(Box<dyn std::io::Read + Send>, u64),
+}
+
 /// Runs the extractor for `kind` over a stored payload, with the
 /// accelerator reductions ([`flameox_extractors::stream_gaps`]) computed
 /// from the `trace_events` it emits.
 fn run_extractor(
     ws: &Workspace,
     kind: FormatKind,
-    payload: &Path,
+    payload: ExtractSource,
     options: &ExtractOptions,
     sink: &mut dyn BatchSink,
     observer: ObserverAdapter<'_>,
@@ -187,19 +196,36 @@ fn run_extractor(
 fn run_format_extractor(
     ws: &Workspace,
     kind: FormatKind,
-    payload: &Path,
+    payload: ExtractSource,
     options: &ExtractOptions,
     sink: &mut dyn BatchSink,
     mut observer: ObserverAdapter<'_>,
 ) -> Result<ExtractionSummary> {
-    let result = match kind {
-        FormatKind::NsightSqlite => extract_nsight_sqlite(payload, options, sink, &observer),
-        FormatKind::NsightParquetDir | FormatKind::NsightArrowDir => {
-            extract_nsight_export_dir(payload, kind, options, sink, &observer)
+    let result = match (kind, payload) {
+        (FormatKind::NsightSqlite, ExtractSource::Stored(path)) => {
+            extract_nsight_sqlite(&path, options, sink, &observer)
         }
-        _ => {
-            let input = open_input(payload, &input_limits(ws))
-                .map_err(|e| extract_error(e, kind.name()))?;
+        (
+            FormatKind::NsightParquetDir | FormatKind::NsightArrowDir,
+            ExtractSource::Stored(path),
+        ) => extract_nsight_export_dir(&path, kind, options, sink, &observer),
+        (
+            FormatKind::NsightSqlite | FormatKind::NsightParquetDir | FormatKind::NsightArrowDir,
+            _,
+        ) => {
+            return Err(FlameoxError::internal(format!(
+                "{} needs a stored payload",
+                kind.name()
+            )));
+        }
+        (_, payload) => {
+            let input = match payload {
+                ExtractSource::Stored(path) => open_input(&path, &input_limits(ws)),
+                ExtractSource::Copying(blocks, bytes) => {
+                    open_input_from(blocks, bytes, &input_limits(ws))
+                }
+            }
+            .map_err(|e| extract_error(e, kind.name()))?;
             observer.stored_bytes_read = Some(input.progress_counter());
             match kind {
                 FormatKind::FoldedStacks => extract_folded_stacks(input, options, sink, &observer),
@@ -215,13 +241,21 @@ fn run_format_extractor(
     result.map_err(|e| extract_error(e, kind.name()))
 }
 
-/// Stores one planned input (a file as is, an export folder as an archive).
-fn store_input(ws: &Workspace, input: &PlannedInput) -> Result<ArtifactRecord> {
+/// Starts storing one planned input: a streamable file is copied while its
+/// extractor reads it ([`crate::store_in_flight`]); a SQLite export (read
+/// by path) and an export folder (archived) are stored before extraction.
+fn store_input(ws: &Workspace, input: &PlannedInput) -> Result<StoringFile> {
     match &input.shape {
-        InputShape::File(path) => store::store_file(ws, path, input.kind.name()),
-        InputShape::ExportDir { dir, files } => {
-            store::store_directory(ws, dir, files, input.kind.name())
-        }
+        InputShape::File(path) if input.kind == FormatKind::NsightSqlite => Ok(
+            StoringFile::Placed(store::store_file(ws, path, input.kind.name())?),
+        ),
+        InputShape::File(path) => begin_store_file(ws, path, input.kind.name()),
+        InputShape::ExportDir { dir, files } => Ok(StoringFile::Placed(store::store_directory(
+            ws,
+            dir,
+            files,
+            input.kind.name(),
+        )?)),
     }
 }
 
@@ -239,9 +273,18 @@ impl ImportCall<'_> {
     fn stage(
         &self,
         input: &PlannedInput,
-        record: &ArtifactRecord,
+        storing: &mut StoringFile,
         done_before: u64,
     ) -> Result<StagedGeneration> {
+        let payload = match storing {
+            StoringFile::Copying(copying) => copying
+                .take_reader()
+                .map(|blocks| ExtractSource::Copying(Box::new(blocks), storing.record().bytes)),
+            StoringFile::Placed(_) => None,
+        };
+        let record = storing.record();
+        let payload =
+            payload.unwrap_or_else(|| ExtractSource::Stored(store::payload_path(self.ws, record)));
         let (extractor, extractor_version) = extractor_of(input.kind);
         let operation = OperationKey {
             extractor: extractor.into(),
@@ -257,7 +300,6 @@ impl ImportCall<'_> {
             .forced_producer
             .clone()
             .or_else(|| input.producer_hint.clone());
-        let payload = store::payload_path(self.ws, record);
         stage_extraction(self.ws, operation, &self.run_id, |sink, spill_dir| {
             let mut options = options.clone();
             options.spill_dir = Some(spill_dir.to_path_buf());
@@ -268,7 +310,7 @@ impl ImportCall<'_> {
                 total: self.total_bytes,
                 stored_bytes_read: None,
             };
-            run_extractor(self.ws, input.kind, &payload, &options, sink, observer)
+            run_extractor(self.ws, input.kind, payload, &options, sink, observer)
         })
     }
 }
@@ -311,15 +353,15 @@ pub fn import_artifact(
             e
         }
     };
-    let mut records = Vec::with_capacity(inputs.len());
+    let mut storing = Vec::with_capacity(inputs.len());
     for input in &inputs {
-        records.push(store_input(ws, input).map_err(|e| named(e, input))?);
+        storing.push(store_input(ws, input).map_err(|e| named(e, input))?);
     }
     let mut run = RunManifest::new_import();
     run.collector = collector_of(&inputs);
     run.artifacts = inputs
         .iter()
-        .zip(&records)
+        .zip(storing.iter().map(StoringFile::record))
         .map(|(input, record)| RunArtifact {
             artifact_id: record.artifact_id.clone(),
             kind: input.kind.name().into(),
@@ -342,16 +384,26 @@ pub fn import_artifact(
         run_id: run.run_id.clone(),
         forced_producer: request.producer.clone().filter(|p| p != AUTO),
         progress,
-        total_bytes: records.iter().map(|r| r.bytes).sum(),
+        total_bytes: storing.iter().map(|s| s.record().bytes).sum(),
     };
     let mut staged = Vec::with_capacity(inputs.len());
+    let mut records = Vec::with_capacity(inputs.len());
     let mut done = 0;
-    for (input, record) in inputs.iter().zip(&records) {
-        match call.stage(input, record, done) {
-            Ok(s) => staged.push(s),
-            Err(err) => return Err(fail(ws, &mut run, recorded, named(err, input))),
+    for (input, mut storing) in inputs.iter().zip(storing) {
+        let extracted = call.stage(input, &mut storing, done);
+        // The copy must be whole and verified before anything names it; a
+        // copy failure explains an extraction that saw the input end early.
+        let stored = storing.finish(ws);
+        match (extracted, stored) {
+            (Ok(s), Ok(record)) => {
+                done += record.bytes;
+                staged.push(s);
+                records.push(record);
+            }
+            (_, Err(err)) | (Err(err), Ok(_)) => {
+                return Err(fail(ws, &mut run, recorded, named(err, input)));
+            }
         }
-        done += record.bytes;
     }
     progress.phase("publishing");
     if !recorded {

@@ -12,6 +12,7 @@ pub mod event;
 pub mod kinds;
 pub mod nesting;
 pub mod process;
+pub mod scan_thread;
 pub mod scanner;
 pub mod store;
 pub mod time;
@@ -19,12 +20,14 @@ pub mod tracks;
 
 use std::collections::BTreeMap;
 use std::io::BufRead;
+use std::sync::mpsc::{Receiver, Sender, channel, sync_channel};
 
 use crate::api::{BatchSink, ExtractError, ExtractObserver, ExtractOptions, ExtractionSummary};
 use crate::stacks::ReductionSpec;
 use emit::{CountingSink, Emitter};
 use process::Processor;
-use scanner::{Scanner, Step};
+use scan_thread::ScannedBatch;
+use scanner::Scanner;
 use tracks::TrackKind;
 
 /// Extractor name stamped on summaries and operation digests.
@@ -36,7 +39,7 @@ pub const CHROME_EXTRACTOR_VERSION: &str = "1";
 const POLL_EVERY: u64 = 4096;
 
 /// Extracts a Chrome trace-event JSON document from `reader`.
-pub fn extract_chrome_json<R: BufRead>(
+pub fn extract_chrome_json<R: BufRead + Send>(
     reader: R,
     options: &ExtractOptions,
     sink: &mut dyn BatchSink,
@@ -46,62 +49,26 @@ pub fn extract_chrome_json<R: BufRead>(
     scanner.start()?;
     let mut p = Processor::new(options.max_args_bytes);
     p.store.arena = store::ArgsArena::new(options.spill_dir.clone());
-    let mut buf: Vec<u8> = Vec::with_capacity(64 * 1024);
     let mut index: u64 = 0;
-    let mut complete_events: u64 = 0;
-    let truncated =
-        loop {
-            if index.is_multiple_of(POLL_EVERY) {
-                observer.bytes_read(scanner.offset());
-                if observer.cancelled() {
-                    return Err(ExtractError::Cancelled);
-                }
-            }
-            match scanner.next_element(&mut buf)? {
-                Step::End => break false,
-                Step::Truncated => break true,
-                Step::Element {
-                    is_object,
-                    control_chars,
-                    too_big,
-                } => {
-                    let this = index;
-                    index += 1;
-                    complete_events += 1;
-                    if too_big {
-                        p.log.note("malformed_event", || {
-                            format!(
-                                "event #{this} is larger than {} bytes; skipped",
-                                scanner::MAX_EVENT_BYTES
-                            )
-                        });
-                        continue;
-                    }
-                    if !is_object {
-                        p.log.note("malformed_event", || {
-                            format!("array element #{this} is not an object; skipped")
-                        });
-                        continue;
-                    }
-                    if control_chars > 0 {
-                        p.log.note_n("control_characters_escaped", control_chars.into(), || {
-                        format!("event #{this} has raw control characters inside strings; escaped")
-                    });
-                    }
-                    match std::str::from_utf8(&buf) {
-                        Ok(text) => p.handle(this, text),
-                        Err(_) => {
-                            p.log.note("invalid_utf8_replaced", || {
-                                format!("event #{this} has invalid UTF-8; replaced with U+FFFD")
-                            });
-                            let text = String::from_utf8_lossy(&buf).into_owned();
-                            p.handle(this, &text);
-                        }
-                    }
-                }
-            }
-        };
-    let closed = if truncated { false } else { scanner.finish()? };
+    let (full_tx, full_rx) = sync_channel(scan_thread::BATCHES_IN_FLIGHT);
+    let (empty_tx, empty_rx) = channel();
+    let (processed, scanned) = std::thread::scope(|threads| {
+        let scanning = threads.spawn(move || scan_thread::scan_batches(scanner, full_tx, empty_rx));
+        // Owns the receiver: returning (even early) hangs up on the scanner.
+        let processed = process_batches(&mut p, &mut index, full_rx, empty_tx, observer);
+        (processed, scanning.join())
+    });
+    let scanned = scanned.map_err(|_| ExtractError::Parse {
+        message: "the trace scanner thread panicked".into(),
+        offset: None,
+    })?;
+    processed?;
+    let scan_thread::ScanOutcome {
+        scanner,
+        truncated,
+        closed,
+    } = scanned?;
+    let complete_events = index;
     if truncated && complete_events == 0 {
         return Err(ExtractError::Parse {
             message: format!(
@@ -251,6 +218,82 @@ pub fn extract_chrome_json<R: BufRead>(
         input_events: index,
         max_event_dur_ns: None,
     })
+}
+
+/// Parses and processes the scanned batches in order (the calling thread's
+/// half of the pipeline), polling progress and cancellation.
+fn process_batches(
+    p: &mut Processor,
+    index: &mut u64,
+    full: Receiver<ScannedBatch>,
+    empty: Sender<ScannedBatch>,
+    observer: &dyn ExtractObserver,
+) -> Result<(), ExtractError> {
+    if observer.cancelled() {
+        return Err(ExtractError::Cancelled);
+    }
+    let mut next_poll = 0;
+    for batch in full {
+        if *index >= next_poll {
+            next_poll = *index + POLL_EVERY;
+            observer.bytes_read(batch.offset);
+            if observer.cancelled() {
+                return Err(ExtractError::Cancelled);
+            }
+        }
+        let mut start = 0;
+        for element in &batch.elements {
+            let this = *index;
+            *index += 1;
+            let bytes = &batch.bytes[start..element.end];
+            start = element.end;
+            handle_element(p, this, bytes, element);
+        }
+        // The scanner may have finished already; a lost buffer is harmless.
+        let _ = empty.send(batch);
+    }
+    Ok(())
+}
+
+/// One array element: skipped with a note when malformed, else processed.
+fn handle_element(
+    p: &mut Processor,
+    this: u64,
+    bytes: &[u8],
+    element: &scan_thread::ScannedElement,
+) {
+    if element.too_big {
+        p.log.note("malformed_event", || {
+            format!(
+                "event #{this} is larger than {} bytes; skipped",
+                scanner::MAX_EVENT_BYTES
+            )
+        });
+        return;
+    }
+    if !element.is_object {
+        p.log.note("malformed_event", || {
+            format!("array element #{this} is not an object; skipped")
+        });
+        return;
+    }
+    if element.control_chars > 0 {
+        p.log.note_n(
+            "control_characters_escaped",
+            element.control_chars.into(),
+            || format!("event #{this} has raw control characters inside strings; escaped"),
+        );
+    }
+    match std::str::from_utf8(bytes) {
+        Ok(text) => p.handle(this, text),
+        Err(_) => {
+            p.log.note("invalid_utf8_replaced", || {
+                format!("event #{this} has invalid UTF-8; replaced with U+FFFD")
+            });
+            let text = String::from_utf8_lossy(bytes).into_owned();
+            p.handle(this, &text);
+        }
+    }
 }
 
 /// Keeps the small, useful top-level values (`distributedInfo`,

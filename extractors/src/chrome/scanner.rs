@@ -227,6 +227,7 @@ impl<R: BufRead> Scanner<R> {
                     return Ok(false);
                 }
             }
+            buf.clear();
             let key_capture = self.capture_value(&mut buf, 4096)?;
             if !key_capture.complete {
                 return Ok(false);
@@ -255,6 +256,7 @@ impl<R: BufRead> Scanner<R> {
             if next.is_none() {
                 return Ok(false);
             }
+            buf.clear();
             let value = self.capture_value(&mut buf, MAX_METADATA_BYTES)?;
             if !value.complete {
                 return Ok(false);
@@ -265,7 +267,7 @@ impl<R: BufRead> Scanner<R> {
         }
     }
 
-    /// Reads the next element of the events array into `buf`.
+    /// Appends the next element of the events array to `buf`.
     pub fn next_element(&mut self, buf: &mut Vec<u8>) -> Result<Step, ExtractError> {
         loop {
             match self.skip_ws()? {
@@ -307,8 +309,8 @@ impl<R: BufRead> Scanner<R> {
         Ok(complete)
     }
 
-    /// Copies the JSON value at the current position into `buf` (at most
-    /// `limit` bytes; the rest is scanned and dropped).
+    /// Appends the JSON value at the current position to `buf` (at most
+    /// `limit` bytes of it; the rest is scanned and dropped).
     fn capture_value(&mut self, buf: &mut Vec<u8>, limit: usize) -> Result<Capture, ExtractError> {
         #[derive(PartialEq)]
         enum Mode {
@@ -316,7 +318,7 @@ impl<R: BufRead> Scanner<R> {
             Str,
             Bare,
         }
-        buf.clear();
+        let start = buf.len();
         let mode = match self.peek()? {
             None => {
                 return Ok(Capture {
@@ -335,7 +337,7 @@ impl<R: BufRead> Scanner<R> {
         let mut control_chars = 0u32;
         let mut overflowed = false;
         let push = |buf: &mut Vec<u8>, bytes: &[u8], overflowed: &mut bool| {
-            if buf.len() + bytes.len() <= limit {
+            if buf.len() - start + bytes.len() <= limit {
                 buf.extend_from_slice(bytes);
             } else {
                 *overflowed = true;
