@@ -166,7 +166,10 @@ pub fn run(cli: Cli) -> Result<()> {
             paths,
             kind,
             producer,
+            params,
+            variant,
         } => {
+            let parameters = crate::measurements::parse_params(&params)?;
             let ws = open(g)?;
             let progress = CliProgress::new(!g.json && !g.quiet && std::io::stderr().is_terminal());
             let mut paths = paths.into_iter();
@@ -175,6 +178,8 @@ pub fn run(cli: Cli) -> Result<()> {
                 more_paths: paths.collect(),
                 kind,
                 producer,
+                variant,
+                parameters,
             };
             let result = import_artifact(&ws, &request, &progress);
             progress.finish();
@@ -190,6 +195,7 @@ pub fn run(cli: Cli) -> Result<()> {
         Command::Mcp { action } => mcp_command(g, action),
         Command::Stacks { action } => stacks_command(g, action),
         Command::Trace { action } => trace_command(g, action),
+        Command::Measurements { action } => crate::measurements::measurements_command(g, action),
         Command::Runs { action } => {
             let ws = open(g)?;
             match action {
