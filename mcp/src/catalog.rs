@@ -107,7 +107,7 @@ pub fn tools() -> Vec<ToolSpec> {
         ToolSpec {
             name: "import_artifact",
             title: "Import artifact",
-            description: "Import a trace or benchmark result (pyperf, hyperfine, criterion folder, Google Benchmark) as a new run. Content decides the format unless kind is given.",
+            description: "Import a trace or benchmark result (pyperf, hyperfine, criterion, Google Benchmark) as a new run. Content decides the format unless kind is given.",
             group: Additive,
             input_schema: object(
                 json!({
@@ -115,8 +115,8 @@ pub fn tools() -> Vec<ToolSpec> {
                     "source_root": { "type": "string", "enum": ["project", "temp"], "description": "Root the path must resolve inside after symlinks (default project)." },
                     "kind": { "type": "string", "maxLength": 64, "description": "Force a format, e.g. execution_trace (Chrome/Kineto JSON)." },
                     "producer": { "type": "string", "maxLength": 64, "description": "Force the producer, e.g. kineto, chromium." },
-                    "variant": { "type": "string", "minLength": 1, "maxLength": 64, "description": "Variant label, e.g. base; on the run and every measurement." },
-                    "parameters": { "type": "object", "maxProperties": 32, "additionalProperties": { "type": "string", "maxLength": 200 }, "description": "Workload parameters, e.g. {\"n\": \"1024\"}; on the run and every measurement." }
+                    "variant": { "type": "string", "minLength": 1, "maxLength": 64, "description": "Variant label, e.g. base." },
+                    "parameters": { "type": "object", "maxProperties": 32, "additionalProperties": { "type": "string", "maxLength": 200 }, "description": "Workload parameters (string values), kept on the run and its measurements." }
                 }),
                 &["path"],
             ),
@@ -329,12 +329,12 @@ pub fn tools() -> Vec<ToolSpec> {
         ToolSpec {
             name: "query_measurements",
             title: "Query measurements",
-            description: "Benchmark samples and run resources (name, value, unit, sample_index, variant, parameters), paged. Warmups left out unless include_warmups.",
+            description: "Benchmark samples and run resources (name, value, unit, variant, parameters), paged. Warmups only with include_warmups.",
             group: ReadOnly,
             input_schema: object(
                 json!({
-                    "run_id": id_prop("Run id (or sha256: artifact id); default every run."),
-                    "name_prefix": { "type": "string", "minLength": 1, "maxLength": ID, "description": "Only names starting with this, e.g. pyperf." },
+                    "run_id": id_prop("Run or artifact id; default all runs."),
+                    "name_prefix": { "type": "string", "minLength": 1, "maxLength": ID, "description": "Name prefix, e.g. pyperf." },
                     "include_warmups": { "type": "boolean" },
                     "limit": limit_prop(),
                     "cursor": cursor_prop()
