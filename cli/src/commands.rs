@@ -525,7 +525,13 @@ fn render_import(r: &ImportResult) -> String {
     for l in &r.limitations {
         out += &format!("  limitation {} ×{}: {}\n", l.code, l.count, l.message);
     }
-    out += &format!("next: flameox analyze hotspots {}\n", r.run_id);
+    match r.rows.get("measurements").copied().filter(|n| *n > 0) {
+        Some(n) => {
+            out += &format!("  {} measurements\n", thousands(n as i64));
+            out += &format!("next: flameox measurements query --run {}\n", r.run_id);
+        }
+        None => out += &format!("next: flameox analyze hotspots {}\n", r.run_id),
+    }
     out
 }
 

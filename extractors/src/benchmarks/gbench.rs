@@ -20,7 +20,7 @@ use std::io::BufRead;
 use serde::Deserialize;
 use serde_json::{Map, Value};
 
-use super::{MeasurementWriter, Sample, SummaryHeader, ns_per_unit};
+use super::{MeasurementWriter, Sample, SummaryHeader, kept_metadata, ns_per_unit};
 use crate::api::{BatchSink, ExtractError, ExtractObserver, ExtractOptions, ExtractionSummary};
 use crate::json_doc::read_document;
 
@@ -131,14 +131,7 @@ pub fn extract_gbench<R: BufRead>(
             });
         }
     }
-    let kept: Map<String, Value> = KEPT_CONTEXT
-        .iter()
-        .filter_map(|k| report.context.get(*k).map(|v| ((*k).to_owned(), v.clone())))
-        .collect();
-    let mut metadata = BTreeMap::new();
-    if !kept.is_empty() {
-        metadata.insert("google_benchmark".to_owned(), Value::Object(kept));
-    }
+    let metadata = kept_metadata("google_benchmark", &report.context, &KEPT_CONTEXT);
     writer.finish(
         sink,
         SummaryHeader {

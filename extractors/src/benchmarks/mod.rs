@@ -295,6 +295,24 @@ pub(crate) fn detect_benchmark_json(keys: &[String], body: &[u8]) -> Option<Dete
     None
 }
 
+/// Producer metadata for the run: the `keys` of `source` that are present,
+/// under one `section` name (nothing when none is present).
+pub(crate) fn kept_metadata(
+    section: &str,
+    source: &serde_json::Map<String, serde_json::Value>,
+    keys: &[&str],
+) -> BTreeMap<String, serde_json::Value> {
+    let kept: serde_json::Map<String, serde_json::Value> = keys
+        .iter()
+        .filter_map(|k| source.get(*k).map(|v| ((*k).to_owned(), v.clone())))
+        .collect();
+    let mut metadata = BTreeMap::new();
+    if !kept.is_empty() {
+        metadata.insert(section.to_owned(), serde_json::Value::Object(kept));
+    }
+    metadata
+}
+
 /// Reads a string-valued parameter or metadata value (numbers and booleans
 /// by their JSON text), so `{"n": 3}` and `{"n": "3"}` both give `3`.
 pub(crate) fn scalar_text(value: &serde_json::Value) -> Option<String> {

@@ -18,7 +18,7 @@ use std::io::BufRead;
 use serde::Deserialize;
 use serde_json::{Map, Value};
 
-use super::{MeasurementWriter, Sample, SummaryHeader, ns_per_unit, scalar_text};
+use super::{MeasurementWriter, Sample, SummaryHeader, kept_metadata, ns_per_unit, scalar_text};
 use crate::api::{BatchSink, ExtractError, ExtractObserver, ExtractOptions, ExtractionSummary};
 use crate::json_doc::read_document;
 
@@ -133,14 +133,7 @@ pub fn extract_pyperf<R: BufRead>(
             }
         }
     }
-    let kept: Map<String, Value> = KEPT_METADATA
-        .iter()
-        .filter_map(|k| suite.metadata.get(*k).map(|v| ((*k).to_owned(), v.clone())))
-        .collect();
-    let mut metadata = BTreeMap::new();
-    if !kept.is_empty() {
-        metadata.insert("pyperf".to_owned(), Value::Object(kept));
-    }
+    let metadata = kept_metadata("pyperf", &suite.metadata, &KEPT_METADATA);
     writer.finish(
         sink,
         SummaryHeader {
