@@ -166,7 +166,10 @@ pub fn run(cli: Cli) -> Result<()> {
             paths,
             kind,
             producer,
+            params,
+            variant,
         } => {
+            let parameters = crate::measurements::parse_params(&params)?;
             let ws = open(g)?;
             let progress = CliProgress::new(!g.json && !g.quiet && std::io::stderr().is_terminal());
             let mut paths = paths.into_iter();
@@ -175,6 +178,8 @@ pub fn run(cli: Cli) -> Result<()> {
                 more_paths: paths.collect(),
                 kind,
                 producer,
+                variant,
+                parameters,
             };
             let result = import_artifact(&ws, &request, &progress);
             progress.finish();
@@ -190,6 +195,7 @@ pub fn run(cli: Cli) -> Result<()> {
         Command::Mcp { action } => mcp_command(g, action),
         Command::Stacks { action } => stacks_command(g, action),
         Command::Trace { action } => trace_command(g, action),
+        Command::Measurements { action } => crate::measurements::measurements_command(g, action),
         Command::Runs { action } => {
             let ws = open(g)?;
             match action {
@@ -519,7 +525,13 @@ fn render_import(r: &ImportResult) -> String {
     for l in &r.limitations {
         out += &format!("  limitation {} ×{}: {}\n", l.code, l.count, l.message);
     }
-    out += &format!("next: flameox analyze hotspots {}\n", r.run_id);
+    match r.rows.get("measurements").copied().filter(|n| *n > 0) {
+        Some(n) => {
+            out += &format!("  {} measurements\n", thousands(n as i64));
+            out += &format!("next: flameox measurements query --run {}\n", r.run_id);
+        }
+        None => out += &format!("next: flameox analyze hotspots {}\n", r.run_id),
+    }
     out
 }
 

@@ -6,6 +6,7 @@ mod analyze;
 mod commands;
 mod gaps_memory_view;
 mod gpu_breakdown;
+mod measurements;
 mod open;
 mod render;
 
@@ -84,6 +85,13 @@ pub enum Command {
         /// Force the producer (e.g. torch.profiler).
         #[arg(long)]
         producer: Option<String>,
+        /// A workload parameter NAME=VALUE, recorded on the run and on every
+        /// measurement (repeatable). Example: `--param n=1024 --param mode=fast`
+        #[arg(long = "param", value_name = "NAME=VALUE")]
+        params: Vec<String>,
+        /// The variant this run measures (e.g. base, candidate).
+        #[arg(long)]
+        variant: Option<String>,
     },
     /// How to open an artifact in its native viewer (Perfetto UI, speedscope). Example: `flameox open sha256:… --launch`
     Open {
@@ -109,6 +117,11 @@ pub enum Command {
     Trace {
         #[command(subcommand)]
         action: TraceCommand,
+    },
+    /// Benchmark samples and run resources. Example: `flameox measurements query --run <run-id> --name-prefix pyperf.`
+    Measurements {
+        #[command(subcommand)]
+        action: MeasurementsCommand,
     },
     /// Import runs. Example: `flameox runs list`
     Runs {
@@ -321,6 +334,24 @@ pub enum TraceCommand {
         /// START and END are offsets from the trace's first event.
         #[arg(long)]
         relative: bool,
+    },
+}
+
+#[derive(Subcommand, Debug)]
+pub enum MeasurementsCommand {
+    /// Measured values in (name, artifact, sample) order, paged. Example: `flameox measurements query --run <run-id> --include-warmups`
+    Query {
+        /// Only this run (or sha256: artifact); default every run.
+        #[arg(long)]
+        run: Option<String>,
+        /// Only names starting with this (e.g. `pyperf.`, `hyperfine.`).
+        #[arg(long)]
+        name_prefix: Option<String>,
+        /// Include warmup samples (left out by default).
+        #[arg(long)]
+        include_warmups: bool,
+        #[command(flatten)]
+        page: PageOptions,
     },
 }
 

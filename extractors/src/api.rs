@@ -60,6 +60,11 @@ pub struct ExtractOptions {
     /// A folder for spill files (removed as soon as they are opened); `None`
     /// keeps everything in memory.
     pub spill_dir: Option<std::path::PathBuf>,
+    /// Import-time variant (`--variant`), stamped on every `measurements` row.
+    pub variant: Option<String>,
+    /// Import-time parameters (`--param k=v`), merged into every
+    /// `measurements` row's `parameters_json`.
+    pub parameters: BTreeMap<String, String>,
 }
 
 /// Appended to an `args_json` value that was cut to the row bound.
@@ -74,6 +79,8 @@ impl ExtractOptions {
             batch_rows: 64 * 1024,
             max_args_bytes: 4096,
             spill_dir: None,
+            variant: None,
+            parameters: BTreeMap::new(),
         }
     }
 }

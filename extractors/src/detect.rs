@@ -24,12 +24,22 @@ pub enum FormatKind {
     NsightArrowDir,
     NsightReport,
     Sqlite,
+    /// pyperf JSON results (see [`crate::benchmarks::pyperf`]).
+    PyperfJson,
+    /// hyperfine `--export-json` (see [`crate::benchmarks::hyperfine`]).
+    HyperfineJson,
+    /// Google Benchmark JSON (see [`crate::benchmarks::gbench`]).
+    GoogleBenchmarkJson,
+    /// A criterion output folder (found by
+    /// [`crate::benchmarks::criterion::criterion_members`]; one of its files
+    /// alone is recognized only to say so).
+    CriterionDir,
     Unknown,
 }
 
 impl FormatKind {
     /// Every kind, in a fixed order.
-    pub const ALL: [FormatKind; 13] = [
+    pub const ALL: [FormatKind; 17] = [
         FormatKind::ChromeJson,
         FormatKind::SpeedscopeJson,
         FormatKind::ChromeCpuProfile,
@@ -42,6 +52,10 @@ impl FormatKind {
         FormatKind::NsightArrowDir,
         FormatKind::NsightReport,
         FormatKind::Sqlite,
+        FormatKind::PyperfJson,
+        FormatKind::HyperfineJson,
+        FormatKind::GoogleBenchmarkJson,
+        FormatKind::CriterionDir,
         FormatKind::Unknown,
     ];
 
@@ -60,6 +74,10 @@ impl FormatKind {
             FormatKind::NsightArrowDir => "nsight_systems_arrowdir",
             FormatKind::NsightReport => "nsys_rep",
             FormatKind::Sqlite => "sqlite",
+            FormatKind::PyperfJson => "pyperf_json",
+            FormatKind::HyperfineJson => "hyperfine_json",
+            FormatKind::GoogleBenchmarkJson => "google_benchmark_json",
+            FormatKind::CriterionDir => "criterion_dir",
             FormatKind::Unknown => "unknown",
         }
     }
@@ -78,6 +96,12 @@ impl FormatKind {
             "perfetto" => Some(FormatKind::PerfettoProtobuf),
             "nsys_sqlite" | "nsight_sqlite" => Some(FormatKind::NsightSqlite),
             "nsys-rep" | "nsight_report" => Some(FormatKind::NsightReport),
+            "pyperf" => Some(FormatKind::PyperfJson),
+            "hyperfine" => Some(FormatKind::HyperfineJson),
+            "gbench" | "google_benchmark" | "google-benchmark" => {
+                Some(FormatKind::GoogleBenchmarkJson)
+            }
+            "criterion" => Some(FormatKind::CriterionDir),
             _ => None,
         };
         alias.or_else(|| FormatKind::ALL.into_iter().find(|k| k.name() == lower))
@@ -265,6 +289,9 @@ fn detect_json(body: &[u8], start: usize) -> Option<Detection> {
             Some("v8"),
             "V8 cpuprofile (`nodes`, `startTime`)",
         ));
+    }
+    if let Some(d) = crate::benchmarks::detect_benchmark_json(&scan.keys, body) {
+        return Some(d);
     }
     if let Some(reason) = gecko_evidence(&scan, body) {
         // No producer hint: the engine would force it; the extractor names
@@ -563,112 +590,5 @@ fn detect_protobuf(head: &[u8], name: &str) -> Option<Detection> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn names_round_trip_and_aliases() {
-        for k in FormatKind::ALL {
-            assert_eq!(FormatKind::from_name(k.name()), Some(k));
-        }
-        for alias in ["execution_trace", "chrome", "kineto"] {
-            assert_eq!(FormatKind::from_name(alias), Some(FormatKind::ChromeJson));
-        }
-        assert_eq!(FormatKind::from_name("nope"), None);
-    }
-
-    #[test]
-    fn small_inputs() {
-        let k = |s: &str| detect(s.as_bytes(), None).kind;
-        assert_eq!(k("[]"), FormatKind::ChromeJson);
-        assert_eq!(k(" [ {\"ph\":\"X\"} ]"), FormatKind::ChromeJson);
-        assert_eq!(k("{\"traceEvents\":[]}"), FormatKind::ChromeJson);
-        assert_eq!(
-            k("{\"schemaVersion\":1,\"deviceProperties\":[{\"id\":0"),
-            FormatKind::ChromeJson
-        );
-        assert_eq!(k("{\"a\":1}"), FormatKind::Unknown);
-        assert_eq!(
-            k("{\"nodes\":[],\"startTime\":1}"),
-            FormatKind::ChromeCpuProfile
-        );
-        assert_eq!(
-            k("{\"shared\":{},\"profiles\":[]}"),
-            FormatKind::SpeedscopeJson
-        );
-        assert_eq!(k("a;b;c 10\na;b 3\n"), FormatKind::FoldedStacks);
-        assert_eq!(k(""), FormatKind::Unknown);
-        assert_eq!(k("hello world"), FormatKind::Unknown);
-        assert_eq!(
-            detect(b"{\"schemaVersion\":1,\"traceEvents\":[", None)
-                .producer_hint
-                .as_deref(),
-            Some("torch.profiler")
-        );
-    }
-
-    #[test]
-    fn stack_json_formats_by_their_keys() {
-        let k = |s: &str| detect(s.as_bytes(), None).kind;
-        let sampled = r#"{"profiles":[{"type":"sampled","unit":"none","samples":[[0]],"weights":[1]}],"shared":{"frames":[{"name":"a"}]}}"#;
-        assert_eq!(k(sampled), FormatKind::SpeedscopeJson);
-        // Heads cut inside `profiles` (py-spy's order) or inside `shared`.
-        assert_eq!(
-            k(r#"{"profiles":[{"type":"evented","events":[{"type":"O","#),
-            FormatKind::SpeedscopeJson
-        );
-        assert_eq!(
-            k(r#"{"shared":{"frames":[{"name":"a"},{"name":"b"#),
-            FormatKind::SpeedscopeJson
-        );
-        assert_eq!(
-            k(r#"{"$schema":"https://www.speedscope.app/file-format-schema.json","profiles":["#),
-            FormatKind::SpeedscopeJson
-        );
-        assert_eq!(k(r#"{"profiles":[]}"#), FormatKind::Unknown);
-        assert_eq!(k(r#"{"shared":{}}"#), FormatKind::Unknown);
-        assert_eq!(
-            k(r#"{"nodes":[{"id":1,"callFrame":{}}],"samples":[1],"timeDeltas":[0]}"#),
-            FormatKind::ChromeCpuProfile
-        );
-        assert_eq!(
-            k(r#"{"nodes":[{"id":1,"callFrame":{"#),
-            FormatKind::ChromeCpuProfile
-        );
-        assert_eq!(k(r#"{"nodes":[]}"#), FormatKind::Unknown);
-    }
-
-    #[test]
-    fn gecko_profiles_by_their_keys() {
-        let k = |s: &str| detect(s.as_bytes(), None).kind;
-        let g = FormatKind::GeckoProfile;
-        assert_eq!(k(r#"{"meta":{"interval":1},"threads":[]}"#), g);
-        assert_eq!(
-            k(r#"{"label":"a","duration":7,"markers":[],"profile":{"libs":[]},"fileType":"x"}"#),
-            g
-        );
-        // Heads cut inside the recording's markers, the profile's libs or meta.
-        assert_eq!(k(r#"{"label":"a","duration":7,"markers":[[1,"#), g);
-        assert_eq!(k(r#"{"libs":[{"start":1,"breakpadId":"AB","#), g);
-        assert_eq!(
-            k(r#"{"meta":{"version":9,"interval":1,"stackwalk":0,"categories":["#),
-            g
-        );
-        assert_eq!(k(r#"{"threads":[{"stackTable":{},"frameTable":{"#), g);
-        assert_eq!(
-            k(r#"{"meta":{"version":1},"files":{},"totals":{}}"#),
-            FormatKind::Unknown
-        );
-        assert_eq!(k(r#"{"profile":{}}"#), FormatKind::Unknown);
-        assert_eq!(FormatKind::from_name("firefox"), Some(g));
-        assert_eq!(FormatKind::from_name("gecko"), Some(g));
-        assert_eq!(g.name(), "gecko_profile");
-    }
-
-    #[test]
-    fn deep_nesting_in_head_is_fine() {
-        let mut s = String::from("{\"traceEvents\":[{\"args\":");
-        s.push_str(&"[".repeat(100_000));
-        assert_eq!(detect(s.as_bytes(), None).kind, FormatKind::ChromeJson);
-    }
-}
+#[path = "detect_tests.rs"]
+mod tests;

@@ -8,6 +8,7 @@
 
 pub mod api;
 mod arrow_util;
+pub mod benchmarks;
 pub mod chrome;
 pub mod cpuprofile;
 pub mod detect;
@@ -35,6 +36,11 @@ pub use api::{
     BatchSink, CountingSink, ExtractError, ExtractObserver, ExtractOptions, ExtractionSummary,
     Limitation, LimitationLog, NoObserver, SinkError,
 };
+pub use benchmarks::BENCHMARK_EXTRACTOR_VERSION;
+pub use benchmarks::criterion::{CRITERION_EXTRACTOR_NAME, extract_criterion_dir};
+pub use benchmarks::gbench::{GBENCH_EXTRACTOR_NAME, extract_gbench};
+pub use benchmarks::hyperfine::{HYPERFINE_EXTRACTOR_NAME, extract_hyperfine};
+pub use benchmarks::pyperf::{PYPERF_EXTRACTOR_NAME, extract_pyperf};
 pub use chrome::{CHROME_EXTRACTOR_NAME, CHROME_EXTRACTOR_VERSION, extract_chrome_json};
 pub use cpuprofile::{CPUPROFILE_EXTRACTOR_NAME, CPUPROFILE_EXTRACTOR_VERSION, extract_cpuprofile};
 pub use detect::{Detection, FormatKind, detect};

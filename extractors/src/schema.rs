@@ -299,7 +299,8 @@ static LAUNCH_LATENCY: LazyLock<SchemaRef> = LazyLock::new(|| {
 static MEASUREMENTS: LazyLock<SchemaRef> = LazyLock::new(|| {
     use DataType::*;
     scoped(vec![
-        // Digest of (artifact, name, sample_index): stable across re-extraction.
+        // Digest of (artifact, name, parameters_json, variant, sample_index):
+        // unique in the table, stable across re-extraction.
         col("measurement_id", Utf8, false),
         // `wall_time`, `peak_rss`, `cpu_time`, `pyperf.<bench>`, …
         dict("name", false),

@@ -5,6 +5,9 @@
 //! The writer emits regular files only, in the order given (callers sort by
 //! name), with mode 0444, uid/gid 0, empty owner names and mtime 0, so the
 //! same folder content always gives the same bytes and the same artifact id.
+//! Member names are relative `/`-separated paths (a criterion tree keeps
+//! its `<group>/<bench>/new/` folders); a name longer than 100 bytes is
+//! split into ustar's 155-byte prefix field at a `/`.
 //! Members are stored uncompressed, so each is a contiguous byte range of the
 //! archive: [`index`] lists `(name, offset, len)` and readers open the range
 //! in place (Parquet needs random access to its footer).
@@ -13,8 +16,10 @@ use std::io::{self, Read, Write};
 
 /// Tar block size.
 pub const BLOCK: u64 = 512;
-/// Longest member name a plain ustar header holds (no prefix field used).
+/// Longest name field of a ustar header.
 pub const MAX_NAME_BYTES: usize = 100;
+/// Longest prefix field of a ustar header (the folders of a long name).
+pub const MAX_PREFIX_BYTES: usize = 155;
 /// Largest member a 11-digit octal size field holds (8 GiB − 1).
 pub const MAX_MEMBER_BYTES: u64 = 0o777_7777_7777;
 
@@ -35,14 +40,36 @@ fn octal(field: &mut [u8], value: u64) {
     field[digits] = 0;
 }
 
+/// Splits a member name into ustar's `(prefix, name)` fields; `None` when
+/// it is not a clean relative path (empty, `/`-rooted, empty/`.`/`..`
+/// components, NUL) or does not fit.
+fn split_name(name: &str) -> Option<(&str, &str)> {
+    let clean = !name.contains('\0')
+        && name
+            .split('/')
+            .all(|part| !part.is_empty() && part != "." && part != "..");
+    if !clean {
+        return None;
+    }
+    if name.len() <= MAX_NAME_BYTES {
+        return Some(("", name));
+    }
+    name.match_indices('/')
+        .map(|(at, _)| (&name[..at], &name[at + 1..]))
+        .find(|(prefix, rest)| prefix.len() <= MAX_PREFIX_BYTES && rest.len() <= MAX_NAME_BYTES)
+}
+
 /// The 512-byte ustar header of a regular file.
 pub fn header(name: &str, len: u64) -> io::Result<[u8; BLOCK as usize]> {
-    if name.is_empty() || name.len() > MAX_NAME_BYTES || name.contains('/') {
+    let Some((prefix, short)) = split_name(name) else {
         return Err(io::Error::new(
             io::ErrorKind::InvalidInput,
-            format!("member name {name:?} must be 1..={MAX_NAME_BYTES} bytes without '/'"),
+            format!(
+                "member name {name:?} must be a relative path of clean components \
+                 ({MAX_NAME_BYTES} bytes, or {MAX_PREFIX_BYTES} bytes of folders + {MAX_NAME_BYTES})"
+            ),
         ));
-    }
+    };
     if len > MAX_MEMBER_BYTES {
         return Err(io::Error::new(
             io::ErrorKind::InvalidInput,
@@ -50,7 +77,8 @@ pub fn header(name: &str, len: u64) -> io::Result<[u8; BLOCK as usize]> {
         ));
     }
     let mut h = [0u8; BLOCK as usize];
-    h[..name.len()].copy_from_slice(name.as_bytes());
+    h[..short.len()].copy_from_slice(short.as_bytes());
+    h[345..345 + prefix.len()].copy_from_slice(prefix.as_bytes());
     octal(&mut h[100..108], 0o444);
     octal(&mut h[108..116], 0);
     octal(&mut h[116..124], 0);
@@ -136,10 +164,19 @@ pub fn index(archive: &mut (impl Read + io::Seek)) -> io::Result<Vec<Member>> {
         if stored != Some(sum) {
             return Err(bad(format!("bad header checksum at offset {at}")));
         }
-        let name_end = h[..100].iter().position(|&b| b == 0).unwrap_or(100);
-        let name = std::str::from_utf8(&h[..name_end])
-            .map_err(|_| bad(format!("member name at {at} is not UTF-8")))?
-            .to_string();
+        let field = |range: std::ops::Range<usize>| {
+            let bytes = &h[range];
+            let end = bytes.iter().position(|&b| b == 0).unwrap_or(bytes.len());
+            std::str::from_utf8(&bytes[..end])
+                .map(str::to_owned)
+                .map_err(|_| bad(format!("member name at {at} is not UTF-8")))
+        };
+        let (short, prefix) = (field(0..100)?, field(345..500)?);
+        let name = if prefix.is_empty() {
+            short
+        } else {
+            format!("{prefix}/{short}")
+        };
         let len =
             parse_octal(&h[124..136]).ok_or_else(|| bad(format!("bad size field for {name}")))?;
         let offset = at + BLOCK;
@@ -159,6 +196,23 @@ pub fn index(archive: &mut (impl Read + io::Seek)) -> io::Result<Vec<Member>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn nested_and_long_names_round_trip_through_the_prefix_field() {
+        let long = format!("{}/{}/new/sample.json", "g".repeat(90), "b".repeat(60));
+        assert!(long.len() > MAX_NAME_BYTES);
+        let mut out = Vec::new();
+        for name in ["group/bench/new/benchmark.json", long.as_str()] {
+            write_member(&mut out, name, 2, &mut &b"{}"[..]).unwrap();
+        }
+        finish(&mut out).unwrap();
+        let names: Vec<String> = index(&mut io::Cursor::new(&out))
+            .unwrap()
+            .into_iter()
+            .map(|m| m.name)
+            .collect();
+        assert_eq!(names, ["group/bench/new/benchmark.json", long.as_str()]);
+    }
 
     #[test]
     fn members_round_trip_and_the_bytes_are_deterministic() {
@@ -186,7 +240,10 @@ mod tests {
         // A short source is refused, never padded silently.
         let mut out = Vec::new();
         assert!(write_member(&mut out, "x", 10, &mut &b"abc"[..]).is_err());
-        assert!(header("a/b", 1).is_err());
+        for bad in ["", "/a", "a//b", "a/../b", "./a", "a/"] {
+            assert!(header(bad, 1).is_err(), "{bad:?}");
+        }
+        assert!(header(&"x".repeat(101), 1).is_err());
         // A flipped byte in a header is caught by the checksum.
         let mut broken = bytes.clone();
         broken[3] ^= 1;

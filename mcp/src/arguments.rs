@@ -107,6 +107,20 @@ fn check_value(rule: &Value, value: &Value) -> Option<String> {
             return Some(format!("must be ≤ {}", rule["maximum"]));
         }
     }
+    if let Some(entries) = value.as_object() {
+        if let Some(max) = rule.get("maxProperties").and_then(Value::as_u64)
+            && entries.len() as u64 > max
+        {
+            return Some(format!("has more than {max} entries"));
+        }
+        if let Some(entry_rule) = rule.get("additionalProperties").filter(|r| r.is_object()) {
+            for (key, entry) in entries {
+                if let Some(problem) = check_value(entry_rule, entry) {
+                    return Some(format!("entry {key} {problem}"));
+                }
+            }
+        }
+    }
     if let Some(items) = value.as_array() {
         let count = items.len() as u64;
         if let Some(min) = rule.get("minItems").and_then(Value::as_u64)

@@ -107,14 +107,16 @@ pub fn tools() -> Vec<ToolSpec> {
         ToolSpec {
             name: "import_artifact",
             title: "Import artifact",
-            description: "Import a trace file as a new run and extract its evidence. Content decides the format unless kind is given.",
+            description: "Import a trace or benchmark result (pyperf, hyperfine, criterion, Google Benchmark) as a new run. Content decides the format unless kind is given.",
             group: Additive,
             input_schema: object(
                 json!({
                     "path": { "type": "string", "minLength": 1, "maxLength": 4096, "description": "File path, relative to source_root (or absolute inside it)." },
                     "source_root": { "type": "string", "enum": ["project", "temp"], "description": "Root the path must resolve inside after symlinks (default project)." },
                     "kind": { "type": "string", "maxLength": 64, "description": "Force a format, e.g. execution_trace (Chrome/Kineto JSON)." },
-                    "producer": { "type": "string", "maxLength": 64, "description": "Force the producer, e.g. kineto, chromium." }
+                    "producer": { "type": "string", "maxLength": 64, "description": "Force the producer, e.g. kineto, chromium." },
+                    "variant": { "type": "string", "minLength": 1, "maxLength": 64, "description": "Variant label, e.g. base." },
+                    "parameters": { "type": "object", "maxProperties": 32, "additionalProperties": { "type": "string", "maxLength": 200 }, "description": "Workload parameters (string values), kept on the run and its measurements." }
                 }),
                 &["path"],
             ),
@@ -322,6 +324,22 @@ pub fn tools() -> Vec<ToolSpec> {
                     "cursor": cursor_prop()
                 }),
                 &["artifact_id", "start_ns", "end_ns"],
+            ),
+        },
+        ToolSpec {
+            name: "query_measurements",
+            title: "Query measurements",
+            description: "Benchmark samples and run resources (name, value, unit, variant, parameters), paged. Warmups only with include_warmups.",
+            group: ReadOnly,
+            input_schema: object(
+                json!({
+                    "run_id": id_prop("Run or artifact id; default all runs."),
+                    "name_prefix": { "type": "string", "minLength": 1, "maxLength": ID, "description": "Name prefix, e.g. pyperf." },
+                    "include_warmups": { "type": "boolean" },
+                    "limit": limit_prop(),
+                    "cursor": cursor_prop()
+                }),
+                &[],
             ),
         },
         ToolSpec {

@@ -6,6 +6,7 @@ pub mod arguments;
 pub mod catalog;
 pub mod envelope;
 pub mod instructions;
+mod measurements_tool;
 pub mod progress;
 pub mod requests;
 pub mod server;

@@ -34,6 +34,9 @@ pub struct ImportArgs {
     pub source_root: Option<String>,
     pub kind: Option<String>,
     pub producer: Option<String>,
+    pub variant: Option<String>,
+    #[serde(default)]
+    pub parameters: std::collections::BTreeMap<String, String>,
 }
 #[derive(serde::Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -125,6 +128,15 @@ pub struct WindowArgs {
     pub kind: Option<String>,
     pub name: Option<String>,
     pub track_id: Option<u64>,
+    pub limit: Option<usize>,
+    pub cursor: Option<String>,
+}
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MeasurementsArgs {
+    pub run_id: Option<String>,
+    pub name_prefix: Option<String>,
+    pub include_warmups: Option<bool>,
     pub limit: Option<usize>,
     pub cursor: Option<String>,
 }

@@ -54,7 +54,7 @@ pub struct FlameoxServer {
     tools: Arc<Vec<ToolSpec>>,
 }
 
-type ToolResult = Result<Reply, FlameoxError>;
+pub(crate) type ToolResult = Result<Reply, FlameoxError>;
 
 impl FlameoxServer {
     pub fn new(options: ServerOptions) -> FlameoxServer {
@@ -392,6 +392,7 @@ impl FlameoxServer {
                 );
                 Ok(scope_links(reply, &result.scope))
             }
+            "query_measurements" => crate::measurements_tool::query(&qc, decode(args)?).await,
             "get_trace_window" => {
                 let a: WindowArgs = decode(args)?;
                 let request = WindowRequest {
@@ -436,6 +437,8 @@ impl FlameoxServer {
             more_paths: Vec::new(),
             kind: a.kind,
             producer: a.producer,
+            variant: a.variant,
+            parameters: a.parameters,
         };
         let (reporter, forwarder) = McpProgress::start(ctx);
         let ws = ws.clone();
@@ -453,7 +456,10 @@ impl FlameoxServer {
     }
 }
 
-fn scope_links(mut reply: Reply, scope: &flameox_engine::services::ResolvedScope) -> Reply {
+pub(crate) fn scope_links(
+    mut reply: Reply,
+    scope: &flameox_engine::services::ResolvedScope,
+) -> Reply {
     if let Some(run) = &scope.run_id {
         reply = reply.link_run(run);
     }
@@ -471,7 +477,7 @@ fn short(id: &str) -> String {
     }
 }
 
-fn to_value<T: serde::Serialize>(value: &T) -> Result<Value, FlameoxError> {
+pub(crate) fn to_value<T: serde::Serialize>(value: &T) -> Result<Value, FlameoxError> {
     serde_json::to_value(value)
         .map_err(|e| FlameoxError::internal(format!("serializing a result: {e}")))
 }

@@ -21,6 +21,7 @@ pub mod gpu_summary;
 pub mod host_activity;
 pub mod hotspots;
 pub mod input_shapes;
+pub mod measurements;
 pub mod memory;
 pub mod memory_allocations;
 pub mod pytorch;

@@ -23,7 +23,7 @@ EXPECTED_TOOLS = {
     "list_capabilities", "import_artifact", "list_runs", "get_run",
     "list_artifacts", "get_artifact", "get_native_viewer_plan",
     "analyze_hotspots", "get_frame_callers", "get_frame_callees",
-    "get_stack_examples", "compare_hotspots", "analyze_gpu_summary", "analyze_accelerator_launches", "analyze_pytorch", "analyze_gpu_breakdown", "analyze_gpu_gaps", "analyze_memory", "get_trace_window", "get_evidence",
+    "get_stack_examples", "compare_hotspots", "analyze_gpu_summary", "analyze_accelerator_launches", "analyze_pytorch", "analyze_gpu_breakdown", "analyze_gpu_gaps", "analyze_memory", "get_trace_window", "query_measurements", "get_evidence",
 }
 
 

@@ -50,7 +50,7 @@ pub struct HotspotsResult {
 }
 
 /// Pins the cursor's commit (or HEAD) and decodes the cursor's key.
-fn pin_for_cursor(
+pub(super) fn pin_for_cursor(
     qc: &QueryContext<'_>,
     family: &str,
     params: &Value,
@@ -85,7 +85,8 @@ fn frame_narrowing(req: &FrameRequest, direction: Option<Direction>) -> Narrowin
     }
 }
 
-fn stale_key() -> FlameoxError {
+/// A cursor whose signed position does not decode.
+pub(super) fn stale_key() -> FlameoxError {
     FlameoxError::new(
         crate::error::ErrorCode::StaleCursor,
         "the cursor's position is malformed",

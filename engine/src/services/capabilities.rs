@@ -43,6 +43,10 @@ pub fn capabilities() -> Capabilities {
                 FormatKind::NsightParquetDir => (true, "Nsight Systems export folder (nsys export --type parquetdir): the SQLite export's tables as <TABLE>.parquet files; imported as one folder artifact"),
                 FormatKind::NsightArrowDir => (true, "Nsight Systems export folder (nsys export --type arrowdir): the SQLite export's tables as <TABLE>.arrow (Arrow IPC file or stream) files; imported as one folder artifact"),
                 FormatKind::NsightReport => (false, "export first: nsys export --type sqlite (or --type parquetdir)"),
+                FormatKind::PyperfJson => (true, "pyperf JSON results (format 1.0): values and marked warmups per benchmark → measurements (ns)"),
+                FormatKind::HyperfineJson => (true, "hyperfine --export-json: per-run times and exit codes per command, parameters → measurements (ns)"),
+                FormatKind::GoogleBenchmarkJson => (true, "Google Benchmark JSON: real_time and cpu_time per repetition (aggregates skipped) → measurements (ns)"),
+                FormatKind::CriterionDir => (true, "criterion output folder (one benchmark's new/ folder or target/criterion): time per iteration per sample → measurements (ns); imported as one folder artifact"),
                 _ => (false, "detected; no extractor in this build yet"),
             };
             FormatCapability { kind: k.name().to_owned(), extract, note: note.to_owned() }
@@ -67,6 +71,7 @@ pub fn capabilities() -> Capabilities {
             "callees".into(),
             "stack_examples".into(),
             "trace_window".into(),
+            "measurements".into(),
         ],
     }
 }

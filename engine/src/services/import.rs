@@ -12,6 +12,10 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
+use flameox_extractors::benchmarks::criterion::extract_criterion_dir;
+use flameox_extractors::benchmarks::gbench::extract_gbench;
+use flameox_extractors::benchmarks::hyperfine::extract_hyperfine;
+use flameox_extractors::benchmarks::pyperf::extract_pyperf;
 use flameox_extractors::chrome::extract_chrome_json;
 use flameox_extractors::cpuprofile::extract_cpuprofile;
 use flameox_extractors::detect::FormatKind;
@@ -30,8 +34,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use super::import_plan::{
-    AUTO, InputShape, PlannedInput, extract_error, extractor_of, for_input, input_limits,
-    plan_inputs,
+    AUTO, InputShape, PlannedInput, check_run_labels, extract_error, extractor_of, for_input,
+    input_limits, plan_inputs, stamps_run_labels,
 };
 use crate::catalog::OperationKey;
 use crate::error::{ErrorCode, FlameoxError, Result};
@@ -53,6 +57,12 @@ pub struct ImportRequest {
     pub kind: Option<String>,
     /// Forced producer (`torch.profiler`, …); `auto` = detect.
     pub producer: Option<String>,
+    /// The variant this run measures (`--variant base`): recorded in the
+    /// run manifest and on every `measurements` row.
+    pub variant: Option<String>,
+    /// Workload parameters (`--param n=1024`): recorded in the run manifest
+    /// and merged into every `measurements` row's `parameters_json`.
+    pub parameters: BTreeMap<String, String>,
 }
 
 /// Progress and cancellation for long imports.
@@ -209,8 +219,14 @@ fn run_format_extractor(
             FormatKind::NsightParquetDir | FormatKind::NsightArrowDir,
             ExtractSource::Stored(path),
         ) => extract_nsight_export_dir(&path, kind, options, sink, &observer),
+        (FormatKind::CriterionDir, ExtractSource::Stored(path)) => {
+            extract_criterion_dir(&path, options, sink, &observer)
+        }
         (
-            FormatKind::NsightSqlite | FormatKind::NsightParquetDir | FormatKind::NsightArrowDir,
+            FormatKind::NsightSqlite
+            | FormatKind::NsightParquetDir
+            | FormatKind::NsightArrowDir
+            | FormatKind::CriterionDir,
             _,
         ) => {
             return Err(FlameoxError::internal(format!(
@@ -234,6 +250,9 @@ fn run_format_extractor(
                 FormatKind::SpeedscopeJson => extract_speedscope(input, options, sink, &observer),
                 FormatKind::ChromeCpuProfile => extract_cpuprofile(input, options, sink, &observer),
                 FormatKind::GeckoProfile => extract_gecko_profile(input, options, sink, &observer),
+                FormatKind::PyperfJson => extract_pyperf(input, options, sink, &observer),
+                FormatKind::HyperfineJson => extract_hyperfine(input, options, sink, &observer),
+                FormatKind::GoogleBenchmarkJson => extract_gbench(input, options, sink, &observer),
                 _ => extract_chrome_json(input, options, sink, &observer),
             }
         }
@@ -264,6 +283,8 @@ struct ImportCall<'a> {
     ws: &'a Workspace,
     run_id: String,
     forced_producer: Option<String>,
+    variant: Option<String>,
+    parameters: BTreeMap<String, String>,
     progress: &'a dyn ImportProgress,
     total_bytes: u64,
 }
@@ -286,16 +307,29 @@ impl ImportCall<'_> {
         let payload =
             payload.unwrap_or_else(|| ExtractSource::Stored(store::payload_path(self.ws, record)));
         let (extractor, extractor_version) = extractor_of(input.kind);
+        let mut operation_options = json!({
+            "producer": self.forced_producer,
+            "reductions": REDUCTIONS_VERSION,
+        });
+        let mut options = ExtractOptions::new(self.run_id.clone(), record.artifact_id.clone());
+        // Only rows that carry the labels make them part of the identity
+        // (keys added only when set, so unlabelled imports keep their key).
+        if stamps_run_labels(input.kind) {
+            if let Some(variant) = &self.variant {
+                operation_options["variant"] = json!(variant);
+            }
+            if !self.parameters.is_empty() {
+                operation_options["parameters"] = json!(self.parameters);
+            }
+            options.variant = self.variant.clone();
+            options.parameters = self.parameters.clone();
+        }
         let operation = OperationKey {
             extractor: extractor.into(),
             extractor_version: extractor_version.into(),
             artifact_id: record.artifact_id.clone(),
-            options: json!({
-                "producer": self.forced_producer,
-                "reductions": REDUCTIONS_VERSION,
-            }),
+            options: operation_options,
         };
-        let mut options = ExtractOptions::new(self.run_id.clone(), record.artifact_id.clone());
         options.producer = self
             .forced_producer
             .clone()
@@ -342,6 +376,7 @@ pub fn import_artifact(
     progress: &dyn ImportProgress,
 ) -> Result<ImportResult> {
     progress.phase("validating_artifact");
+    check_run_labels(request.variant.as_deref(), &request.parameters)?;
     let mut paths = vec![request.path.clone()];
     paths.extend(request.more_paths.iter().cloned());
     let inputs = plan_inputs(ws, &paths, request.kind.as_deref())?;
@@ -359,6 +394,8 @@ pub fn import_artifact(
     }
     let mut run = RunManifest::new_import();
     run.collector = collector_of(&inputs);
+    run.variant = request.variant.clone();
+    run.parameters = request.parameters.clone();
     run.artifacts = inputs
         .iter()
         .zip(storing.iter().map(StoringFile::record))
@@ -383,6 +420,8 @@ pub fn import_artifact(
         ws,
         run_id: run.run_id.clone(),
         forced_producer: request.producer.clone().filter(|p| p != AUTO),
+        variant: request.variant.clone(),
+        parameters: request.parameters.clone(),
         progress,
         total_bytes: storing.iter().map(|s| s.record().bytes).sum(),
     };

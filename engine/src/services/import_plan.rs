@@ -1,14 +1,15 @@
 //! What one import call reads, decided before any byte is stored: regular
 //! files (one artifact each), a folder of trace files (one artifact per file,
 //! sorted by name — e.g. one Kineto file per rank), or an `nsys export
-//! --type parquetdir` / `arrowdir` folder (ONE artifact). Shapes and formats
+//! --type parquetdir` / `arrowdir` folder or a criterion output folder
+//! (ONE artifact each). Shapes and formats
 //! are checked up front, so a refusal leaves nothing behind.
 
 use std::fs;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
-use flameox_extractors::ExtractError;
+use flameox_extractors::benchmarks::criterion::criterion_members;
 use flameox_extractors::chrome::{CHROME_EXTRACTOR_NAME, CHROME_EXTRACTOR_VERSION};
 use flameox_extractors::cpuprofile::{CPUPROFILE_EXTRACTOR_NAME, CPUPROFILE_EXTRACTOR_VERSION};
 use flameox_extractors::detect::{FormatKind, detect};
@@ -24,6 +25,10 @@ use flameox_extractors::nsight::{
 use flameox_extractors::perfetto::{PERFETTO_EXTRACTOR_NAME, PERFETTO_EXTRACTOR_VERSION};
 use flameox_extractors::pprof::{PPROF_EXTRACTOR_NAME, PPROF_EXTRACTOR_VERSION};
 use flameox_extractors::speedscope::{SPEEDSCOPE_EXTRACTOR_NAME, SPEEDSCOPE_EXTRACTOR_VERSION};
+use flameox_extractors::{
+    BENCHMARK_EXTRACTOR_VERSION, CRITERION_EXTRACTOR_NAME, ExtractError, GBENCH_EXTRACTOR_NAME,
+    HYPERFINE_EXTRACTOR_NAME, PYPERF_EXTRACTOR_NAME,
+};
 
 use crate::error::{ErrorCode, FlameoxError, Result};
 use crate::store::check_regular_file;
@@ -33,7 +38,7 @@ use crate::workspace::Workspace;
 pub const AUTO: &str = "auto";
 
 /// Formats this build extracts.
-pub const SUPPORTED_KINDS: [&str; 10] = [
+pub const SUPPORTED_KINDS: [&str; 14] = [
     "chrome_json",
     "folded_stacks",
     "perfetto_protobuf",
@@ -44,13 +49,30 @@ pub const SUPPORTED_KINDS: [&str; 10] = [
     "nsight_systems_sqlite",
     "nsight_systems_parquetdir",
     "nsight_systems_arrowdir",
+    "pyperf_json",
+    "hyperfine_json",
+    "google_benchmark_json",
+    "criterion_dir",
 ];
+
+/// Kinds whose rows carry the import-time variant and parameters
+/// (`measurements`), so those belong to the extraction's identity.
+pub fn stamps_run_labels(kind: FormatKind) -> bool {
+    matches!(
+        kind,
+        FormatKind::PyperfJson
+            | FormatKind::HyperfineJson
+            | FormatKind::GoogleBenchmarkJson
+            | FormatKind::CriterionDir
+    )
+}
 
 /// Where one artifact's bytes come from.
 #[derive(Debug, Clone, PartialEq)]
 pub enum InputShape {
     File(PathBuf),
-    /// An nsys export folder and its regular files, sorted by name.
+    /// A folder stored as one archive (an nsys export, a criterion
+    /// folder) and the relative paths of its files, sorted.
     ExportDir {
         dir: PathBuf,
         files: Vec<String>,
@@ -115,6 +137,20 @@ pub fn plan_inputs(
             planned.push((InputShape::File(path.clone()), None));
             continue;
         }
+        let criterion = criterion_members(path).map_err(|e| {
+            name_err(FlameoxError::invalid_argument(
+                "path",
+                format!("cannot list the folder: {}", e.kind()),
+            ))
+        })?;
+        if let Some(files) = criterion {
+            let dir = path.clone();
+            planned.push((
+                InputShape::ExportDir { dir, files },
+                Some(FormatKind::CriterionDir),
+            ));
+            continue;
+        }
         let files = list_folder(path).map_err(name_err)?;
         match classify_folder(path, &files).map_err(name_err)? {
             Some(kind) => planned.push((
@@ -132,7 +168,12 @@ pub fn plan_inputs(
     for (shape, folder_kind) in planned {
         let (name, kind, producer_hint) = match (&shape, folder_kind) {
             (InputShape::ExportDir { dir, .. }, Some(kind)) => {
-                (display_name(dir), kind, Some("nsys".to_owned()))
+                let producer = if kind == FormatKind::CriterionDir {
+                    "criterion"
+                } else {
+                    "nsys"
+                };
+                (display_name(dir), kind, Some(producer.to_owned()))
             }
             (InputShape::File(path), _) | (InputShape::ExportDir { dir: path, .. }, None) => {
                 let name = display_name(path);
@@ -327,6 +368,10 @@ pub fn extractor_of(kind: FormatKind) -> (&'static str, &'static str) {
         FormatKind::NsightParquetDir | FormatKind::NsightArrowDir => {
             (NSIGHT_EXPORT_DIR_EXTRACTOR_NAME, NSIGHT_EXTRACTOR_VERSION)
         }
+        FormatKind::PyperfJson => (PYPERF_EXTRACTOR_NAME, BENCHMARK_EXTRACTOR_VERSION),
+        FormatKind::HyperfineJson => (HYPERFINE_EXTRACTOR_NAME, BENCHMARK_EXTRACTOR_VERSION),
+        FormatKind::GoogleBenchmarkJson => (GBENCH_EXTRACTOR_NAME, BENCHMARK_EXTRACTOR_VERSION),
+        FormatKind::CriterionDir => (CRITERION_EXTRACTOR_NAME, BENCHMARK_EXTRACTOR_VERSION),
         _ => (CHROME_EXTRACTOR_NAME, CHROME_EXTRACTOR_VERSION),
     }
 }
@@ -341,7 +386,10 @@ fn require_extractor(kind: FormatKind) -> Result<()> {
         | FormatKind::SpeedscopeJson
         | FormatKind::ChromeCpuProfile
         | FormatKind::GeckoProfile
-        | FormatKind::NsightSqlite => Ok(()),
+        | FormatKind::NsightSqlite
+        | FormatKind::PyperfJson
+        | FormatKind::HyperfineJson
+        | FormatKind::GoogleBenchmarkJson => Ok(()),
         FormatKind::NsightReport => Err(FlameoxError::new(
             ErrorCode::CapabilityUnavailable,
             "an .nsys-rep report is a proprietary container; export it to SQLite first",
@@ -349,6 +397,13 @@ fn require_extractor(kind: FormatKind) -> Result<()> {
         .detail("kind", kind.name())
         .remedy("nsys export --type sqlite --output report.sqlite report.nsys-rep")
         .remedy("then: flameox import report.sqlite")),
+        FormatKind::CriterionDir => Err(FlameoxError::invalid_argument(
+            "path",
+            "this is one file of a criterion benchmark folder; import the folder",
+        )
+        .detail("kind", kind.name())
+        .remedy("flameox import target/criterion/<group>/<bench>/new   (one benchmark)")
+        .remedy("flameox import target/criterion   (every benchmark)")),
         FormatKind::NsightParquetDir | FormatKind::NsightArrowDir => {
             Err(FlameoxError::invalid_argument(
                 "kind",
@@ -368,4 +423,52 @@ fn require_extractor(kind: FormatKind) -> Result<()> {
         .detail("kind", other.name())
         .detail("supported_kinds", SUPPORTED_KINDS.to_vec())),
     }
+}
+
+/// Most import-time parameters one run takes.
+pub const MAX_PARAMETERS: usize = 32;
+
+/// Checks the import-time labels of a run: a variant (1..=64 printable
+/// characters) and parameters (at most [`MAX_PARAMETERS`]; names of 1..=64
+/// ASCII letters, digits, `_`, `.` or `-`; values of at most 200 printable
+/// characters).
+pub fn check_run_labels(
+    variant: Option<&str>,
+    parameters: &std::collections::BTreeMap<String, String>,
+) -> Result<()> {
+    let printable =
+        |text: &str, max: usize| text.chars().count() <= max && !text.chars().any(char::is_control);
+    if let Some(variant) = variant
+        && (variant.is_empty() || !printable(variant, 64))
+    {
+        return Err(FlameoxError::invalid_argument(
+            "variant",
+            "must be 1..=64 printable characters",
+        ));
+    }
+    if parameters.len() > MAX_PARAMETERS {
+        return Err(FlameoxError::invalid_argument(
+            "parameters",
+            format!("at most {MAX_PARAMETERS} parameters"),
+        ));
+    }
+    for (name, value) in parameters {
+        let name_ok = (1..=64).contains(&name.len())
+            && name
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'.' | b'-'));
+        if !name_ok {
+            return Err(FlameoxError::invalid_argument(
+                "parameters",
+                format!("parameter name {name:?} must be 1..=64 of A-Z a-z 0-9 _ . -"),
+            ));
+        }
+        if !printable(value, 200) {
+            return Err(FlameoxError::invalid_argument(
+                "parameters",
+                format!("the value of {name} must be at most 200 printable characters"),
+            ));
+        }
+    }
+    Ok(())
 }

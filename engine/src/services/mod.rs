@@ -15,6 +15,7 @@ pub mod import;
 pub mod import_plan;
 pub mod import_totals;
 pub mod inventory;
+pub mod measurements;
 pub mod memory;
 mod narrower;
 pub mod pytorch;
