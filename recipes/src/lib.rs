@@ -24,6 +24,7 @@ pub mod input_shapes;
 pub mod memory;
 pub mod memory_allocations;
 pub mod pytorch;
+pub mod stats;
 pub mod window;
 
 pub use common::{ArtifactScope, RecipeError};
