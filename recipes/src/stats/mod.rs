@@ -10,6 +10,7 @@
 
 pub mod bootstrap;
 pub mod compare;
+pub mod interval;
 pub mod rank;
 pub mod rng;
 pub mod scaling;
