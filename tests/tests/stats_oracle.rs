@@ -23,6 +23,11 @@ use serde_json::Value;
 
 const OUR_RESAMPLES: usize = 50_000;
 const OUR_SEED: u64 = 7;
+const OUR_SETTINGS: BootstrapSettings = BootstrapSettings {
+    confidence_level: 0.95,
+    resamples: OUR_RESAMPLES,
+    seed: OUR_SEED,
+};
 /// Standard errors of Monte-Carlo slack.
 const MC_SIGMAS: f64 = 4.0;
 
@@ -261,16 +266,11 @@ fn check_quantile_band(
 #[test]
 fn one_sample_bca_intervals_match_scipy_within_monte_carlo_error() {
     let f = fixture();
-    let settings = BootstrapSettings {
-        confidence_level: 0.95,
-        resamples: OUR_RESAMPLES,
-        seed: OUR_SEED,
-    };
     let cases = f["bootstrap_median"].as_object().unwrap();
     assert!(cases.len() >= 4);
     for (name, case) in cases {
         let values = nums(&case["values"]);
-        let ours = median_interval(&values, &settings).unwrap();
+        let ours = median_interval(&values, &OUR_SETTINGS).unwrap();
         check_bootstrap(name, &values, &ours, case);
     }
 }
@@ -278,16 +278,11 @@ fn one_sample_bca_intervals_match_scipy_within_monte_carlo_error() {
 #[test]
 fn paired_bca_intervals_match_scipy_within_monte_carlo_error() {
     let f = fixture();
-    let settings = BootstrapSettings {
-        confidence_level: 0.95,
-        resamples: OUR_RESAMPLES,
-        seed: OUR_SEED,
-    };
     let cases = f["bootstrap_paired"].as_object().unwrap();
     assert!(cases.len() >= 2);
     for (name, case) in cases {
         let (baseline, candidate) = (nums(&case["baseline"]), nums(&case["candidate"]));
-        let ours = paired_median_log_ratio_interval(&baseline, &candidate, &settings).unwrap();
+        let ours = paired_median_log_ratio_interval(&baseline, &candidate, &OUR_SETTINGS).unwrap();
         let log_ratios = paired_log_ratios(&baseline, &candidate).unwrap();
         check_bootstrap(name, &log_ratios, &ours, case);
     }

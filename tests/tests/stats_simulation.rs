@@ -135,24 +135,6 @@ struct GrowthCase {
 }
 
 impl GrowthCase {
-    fn new(
-        name: &'static str,
-        truth: fn(f64) -> f64,
-        model: ScalingModel,
-        true_k: Option<f64>,
-        min_right: f64,
-        max_wrong: f64,
-    ) -> Self {
-        GrowthCase {
-            name,
-            truth,
-            model,
-            true_k,
-            min_right,
-            max_wrong,
-        }
-    }
-
     /// The named model is this case's, or the power law whose interval on
     /// `k` holds the true exponent (the same curve, see `stats::scaling`).
     fn accepts(&self, fit: &ScalingFit, named: ScalingModel) -> bool {
@@ -205,43 +187,50 @@ fn scaling_fits_recognize_the_true_growth() {
         // Measured 0.868 / 0.021: a growth model ranks first but within 2 of
         // its rival in 11 % of flat data sets and wins by >= 2 in 2 %
         // (AICc's liberal side, docs/statistics.md).
-        GrowthCase::new(
-            "constant",
-            |_| 3e-3,
-            ScalingModel::Constant,
-            Some(0.0),
-            0.79,
-            0.06,
-        ),
+        GrowthCase {
+            name: "constant",
+            truth: |_| 3e-3,
+            model: ScalingModel::Constant,
+            true_k: Some(0.0),
+            min_right: 0.79,
+            max_wrong: 0.06,
+        },
         // 0.956 / 0.024
-        GrowthCase::new("n", |x| 2e-6 * x, ScalingModel::N, Some(1.0), 0.90, 0.06),
+        GrowthCase {
+            name: "n",
+            truth: |x| 2e-6 * x,
+            model: ScalingModel::N,
+            true_k: Some(1.0),
+            min_right: 0.90,
+            max_wrong: 0.06,
+        },
         // 0.841 / 0.042
-        GrowthCase::new(
-            "n log n",
-            |x| 2e-7 * x * x.ln(),
-            ScalingModel::NLogN,
-            None,
-            0.75,
-            0.09,
-        ),
+        GrowthCase {
+            name: "n log n",
+            truth: |x| 2e-7 * x * x.ln(),
+            model: ScalingModel::NLogN,
+            true_k: None,
+            min_right: 0.75,
+            max_wrong: 0.09,
+        },
         // 0.954 / 0.034
-        GrowthCase::new(
-            "n^2",
-            |x| 1e-9 * x * x,
-            ScalingModel::NSquared,
-            Some(2.0),
-            0.90,
-            0.08,
-        ),
+        GrowthCase {
+            name: "n^2",
+            truth: |x| 1e-9 * x * x,
+            model: ScalingModel::NSquared,
+            true_k: Some(2.0),
+            min_right: 0.90,
+            max_wrong: 0.08,
+        },
         // 1.000 / 0.000
-        GrowthCase::new(
-            "n^1.5",
-            |x| 1e-7 * x.powf(1.5),
-            ScalingModel::PowerLaw,
-            Some(1.5),
-            0.98,
-            0.01,
-        ),
+        GrowthCase {
+            name: "n^1.5",
+            truth: |x| 1e-7 * x.powf(1.5),
+            model: ScalingModel::PowerLaw,
+            true_k: Some(1.5),
+            min_right: 0.98,
+            max_wrong: 0.01,
+        },
     ];
     for (seed, case) in cases.iter().enumerate() {
         let r = recognize(case, n, 100 + seed as u64);

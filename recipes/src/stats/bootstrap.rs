@@ -19,7 +19,7 @@ pub use super::interval::{BcaInterval, Interval, PercentileInterval, Unavailable
 use super::rng::Xoshiro256StarStar;
 use super::special::{normal_cdf, normal_quantile};
 use super::summary::{median_of_buffer, quantile_of_sorted};
-use super::{StatsError, check_confidence, check_values};
+use super::{StatsError, check_confidence, check_same_length, check_values};
 
 /// Fewer observations than this cannot support a bootstrap interval of a
 /// median (with two, every resample median is one of three values).
@@ -117,13 +117,7 @@ pub fn median_interval(
 
 /// `ln(candidate_i / baseline_i)` for each block; both sides positive.
 pub fn paired_log_ratios(baseline: &[f64], candidate: &[f64]) -> Result<Vec<f64>, StatsError> {
-    if baseline.len() != candidate.len() {
-        return Err(StatsError::LengthMismatch {
-            what: "paired samples",
-            left: baseline.len(),
-            right: candidate.len(),
-        });
-    }
+    check_same_length("paired samples", baseline, candidate)?;
     check_values("baseline", baseline, true)?;
     check_values("candidate", candidate, true)?;
     Ok(baseline

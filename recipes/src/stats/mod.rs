@@ -79,6 +79,23 @@ pub(crate) fn check_values(
     Ok(())
 }
 
+/// Checks that paired slices have the same length.
+pub(crate) fn check_same_length(
+    what: &'static str,
+    left: &[f64],
+    right: &[f64],
+) -> Result<(), StatsError> {
+    if left.len() == right.len() {
+        Ok(())
+    } else {
+        Err(StatsError::LengthMismatch {
+            what,
+            left: left.len(),
+            right: right.len(),
+        })
+    }
+}
+
 /// Checks a confidence level (strictly between 0 and 1).
 pub(crate) fn check_confidence(level: f64) -> Result<(), StatsError> {
     if level > 0.0 && level < 1.0 {

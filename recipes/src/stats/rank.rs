@@ -5,7 +5,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::special::student_t_two_sided_p;
-use super::{StatsError, check_values};
+use super::{StatsError, check_same_length, check_values};
 
 /// Spearman's ρ needs at least this many pairs for a p-value (n - 2 df).
 pub const MIN_CORRELATION_PAIRS: usize = 3;
@@ -44,13 +44,7 @@ pub enum CorrelationUnavailable {
 /// `I_{1-rho^2}((n-2)/2, 1/2)` (the same quantity, computed without
 /// cancellation); `|rho| = 1` gives 0.
 pub fn spearman(x: &[f64], y: &[f64]) -> Result<Correlation, StatsError> {
-    if x.len() != y.len() {
-        return Err(StatsError::LengthMismatch {
-            what: "spearman",
-            left: x.len(),
-            right: y.len(),
-        });
-    }
+    check_same_length("spearman", x, y)?;
     check_values("spearman x", x, false)?;
     check_values("spearman y", y, false)?;
     let n = x.len();
