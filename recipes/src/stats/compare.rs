@@ -211,6 +211,15 @@ mod tests {
         assert_eq!(same.relative_change, 0.0);
         assert_eq!(same.decision, Decision::Inconclusive);
 
+        let json = serde_json::to_value(&result).unwrap();
+        assert_eq!(json["decision"], "improvement");
+        assert_eq!(json["validity"], "valid");
+        assert_eq!(json["polarity"], "lower_is_better");
+        assert_eq!(json["log_ratio_interval"]["status"], "available");
+        assert!(json["relative_interval"]["lower"].is_number());
+        let reason = serde_json::to_value(&two.log_ratio_interval).unwrap();
+        assert_eq!(reason["reason"]["kind"], "too_few_observations");
+
         let bad = CompareSettings {
             practical_threshold: 1.0,
             ..settings

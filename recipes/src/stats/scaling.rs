@@ -320,3 +320,88 @@ fn conclude(ranked: &[ModelFit], exponent: &ExponentInterval) -> ScalingConclusi
         },
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn points(sizes: &[f64], f: impl Fn(f64) -> f64) -> Vec<ScalingPoint> {
+        sizes
+            .iter()
+            .map(|&n| ScalingPoint { n, value: f(n) })
+            .collect()
+    }
+
+    #[test]
+    fn exact_curves_are_named_and_perfect_fits_stay_finite() {
+        let sizes = [10.0, 30.0, 100.0, 300.0, 1000.0, 3000.0];
+        let flat = fit_scaling(&points(&sizes, |_| 4.0), 0.95).unwrap();
+        assert!(flat.models.iter().all(|m| m.aicc.is_finite()));
+        assert!(matches!(
+            flat.conclusion,
+            ScalingConclusion::Best {
+                model: ScalingModel::Constant,
+                ..
+            }
+        ));
+        let quadratic = fit_scaling(&points(&sizes, |n| 5.0 + 0.01 * n * n), 0.95).unwrap();
+        assert_eq!(quadratic.models[0].model, ScalingModel::NSquared);
+        assert!(matches!(
+            quadratic.conclusion,
+            ScalingConclusion::Best {
+                model: ScalingModel::NSquared,
+                ..
+            }
+        ));
+        assert_eq!(
+            quadratic.supported_range,
+            SizeRange {
+                min_n: 10.0,
+                max_n: 3000.0
+            }
+        );
+        let deltas: Vec<f64> = quadratic.models.iter().map(|m| m.delta_aicc).collect();
+        assert!(deltas[0] == 0.0 && deltas.windows(2).all(|w| w[0] <= w[1]));
+    }
+
+    #[test]
+    fn too_little_data_is_an_error_not_a_guess() {
+        let few = points(&[1.0, 2.0, 3.0, 4.0], |n| n);
+        assert!(matches!(
+            fit_scaling(&few, 0.95),
+            Err(StatsError::TooFewPoints { needed: 5, .. })
+        ));
+        let two_sizes = points(&[1.0, 1.0, 1.0, 2.0, 2.0, 2.0], |n| n);
+        assert!(matches!(
+            fit_scaling(&two_sizes, 0.95),
+            Err(StatsError::TooFewPoints {
+                what: "distinct sizes",
+                ..
+            })
+        ));
+        let zero = points(&[0.0, 1.0, 2.0, 3.0, 4.0], |n| n + 1.0);
+        assert!(matches!(
+            fit_scaling(&zero, 0.95),
+            Err(StatsError::NonPositive { .. })
+        ));
+    }
+
+    #[test]
+    fn field_names_are_stable() {
+        let fit = fit_scaling(&points(&[1.0, 2.0, 4.0, 8.0, 16.0], |n| n), 0.95).unwrap();
+        let json = serde_json::to_value(&fit).unwrap();
+        for key in [
+            "points",
+            "distinct_sizes",
+            "supported_range",
+            "models",
+            "power_law_exponent",
+            "conclusion",
+        ] {
+            assert!(json.get(key).is_some(), "{key}");
+        }
+        assert!(json["conclusion"]["status"].is_string());
+        assert!(json["models"][0]["model"].is_string());
+        assert!(json["power_law_exponent"]["lower"].is_number());
+    }
+}
