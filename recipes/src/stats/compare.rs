@@ -217,7 +217,7 @@ mod tests {
         assert_eq!(json["polarity"], "lower_is_better");
         assert_eq!(json["log_ratio_interval"]["status"], "available");
         assert!(json["relative_interval"]["lower"].is_number());
-        let reason = serde_json::to_value(&two.log_ratio_interval).unwrap();
+        let reason = serde_json::to_value(two.log_ratio_interval).unwrap();
         assert_eq!(reason["reason"]["kind"], "too_few_observations");
 
         let bad = CompareSettings {

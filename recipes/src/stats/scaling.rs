@@ -18,7 +18,8 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::scaling_fit::{LogScaleFit, fit_constant, fit_linear_family, fit_power_law};
+pub use super::scaling_fit::RESIDUAL_VARIANCE_FLOOR;
+use super::scaling_fit::{fit_constant, fit_linear_family, fit_power_law, model_fit};
 use super::special::student_t_quantile;
 use super::{StatsError, check_confidence, check_values};
 
@@ -28,9 +29,6 @@ pub const MIN_POINTS: usize = 5;
 pub const MIN_DISTINCT_SIZES: usize = 3;
 /// A best model must beat its rival by this much AICc to be named.
 pub const AICC_MARGIN: f64 = 2.0;
-/// The residual variance floor on the log scale (relative error 1e-9,
-/// beyond any timer): keeps a perfect fit's likelihood finite.
-pub const RESIDUAL_VARIANCE_FLOOR: f64 = 1e-18;
 
 /// One candidate model.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -255,29 +253,6 @@ fn rank_of(model: ScalingModel) -> usize {
         .iter()
         .position(|&m| m == model)
         .unwrap_or(usize::MAX)
-}
-
-/// AICc of a log-scale fit: `m (ln(2 pi s2) + 1) + 2p + 2p(p+1)/(m-p-1)`
-/// with `s2 = max(rss/m, floor)` (the Gaussian maximum likelihood).
-fn model_fit(model: ScalingModel, fit: LogScaleFit, m: usize) -> ModelFit {
-    let p = model.parameter_count();
-    let mf = m as f64;
-    let variance = (fit.rss / mf).max(RESIDUAL_VARIANCE_FLOOR);
-    let pf = p as f64;
-    let aicc = mf * ((2.0 * std::f64::consts::PI * variance).ln() + 1.0)
-        + 2.0 * pf
-        + 2.0 * pf * (pf + 1.0) / (mf - pf - 1.0);
-    ModelFit {
-        model,
-        a: fit.a,
-        b: fit.b,
-        k: fit.k,
-        parameters: p,
-        log_residual_rms: (fit.rss / mf).sqrt(),
-        aicc,
-        delta_aicc: 0.0,
-        at_bound: fit.at_bound,
-    }
 }
 
 /// The rule of this module's documentation over AICc-ranked fits.

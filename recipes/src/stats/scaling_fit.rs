@@ -2,6 +2,12 @@
 //! fitted by minimizing `sum (ln y_i - ln f(n_i))^2`, so their residual sums
 //! are likelihoods of the same data and AICc compares them fairly.
 
+use super::scaling::{ModelFit, ScalingModel};
+
+/// The residual variance floor on the log scale (relative error 1e-9,
+/// beyond any timer): keeps a perfect fit's likelihood finite.
+pub const RESIDUAL_VARIANCE_FLOOR: f64 = 1e-18;
+
 /// One model's fitted parameters and log-scale residual sum of squares.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct LogScaleFit {
@@ -145,6 +151,29 @@ pub(crate) fn fit_linear_family(g: &[f64], y: &[f64], ln_y: &[f64]) -> Option<Lo
         rss,
         at_bound: c == 0.0,
     })
+}
+
+/// AICc of a log-scale fit: `m (ln(2 pi s2) + 1) + 2p + 2p(p+1)/(m-p-1)`
+/// with `s2 = max(rss/m, floor)` (the Gaussian maximum likelihood).
+pub(crate) fn model_fit(model: ScalingModel, fit: LogScaleFit, m: usize) -> ModelFit {
+    let p = model.parameter_count();
+    let mf = m as f64;
+    let variance = (fit.rss / mf).max(RESIDUAL_VARIANCE_FLOOR);
+    let pf = p as f64;
+    let aicc = mf * ((2.0 * std::f64::consts::PI * variance).ln() + 1.0)
+        + 2.0 * pf
+        + 2.0 * pf * (pf + 1.0) / (mf - pf - 1.0);
+    ModelFit {
+        model,
+        a: fit.a,
+        b: fit.b,
+        k: fit.k,
+        parameters: p,
+        log_residual_rms: (fit.rss / mf).sqrt(),
+        aicc,
+        delta_aicc: 0.0,
+        at_bound: fit.at_bound,
+    }
 }
 
 /// Weighted least squares of `y` on `(1, h)` with weights `1/y^2`.
