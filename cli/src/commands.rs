@@ -188,6 +188,7 @@ pub fn run(cli: Cli) -> Result<()> {
         } => crate::open::open_command(g, &artifact, launch, wait),
         Command::Analyze { analysis } => crate::analyze::analyze_command(g, analysis),
         Command::Mcp { action } => mcp_command(g, action),
+        Command::Workload { action } => crate::workload::workload_command(g, action),
         Command::Stacks { action } => stacks_command(g, action),
         Command::Trace { action } => trace_command(g, action),
         Command::Runs { action } => {

@@ -8,6 +8,7 @@ mod gaps_memory_view;
 mod gpu_breakdown;
 mod open;
 mod render;
+mod workload;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -120,10 +121,32 @@ pub enum Command {
         #[command(subcommand)]
         action: ArtifactsCommand,
     },
+    /// Declared workloads of flameox.toml. Example: `flameox workload show sort`
+    Workload {
+        #[command(subcommand)]
+        action: WorkloadCommand,
+    },
     /// The MCP server over stdio. Example: `flameox mcp serve --project-root .`
     Mcp {
         #[command(subcommand)]
         action: McpCommand,
+    },
+}
+
+#[derive(Subcommand, Debug)]
+pub enum WorkloadCommand {
+    /// Declared workloads (or experiments with --kind experiment). Example: `flameox workload list`
+    List {
+        /// workload (default) or experiment.
+        #[arg(long)]
+        kind: Option<String>,
+    },
+    /// One workload's definition, parameters and requirements. Example: `flameox workload show sort`
+    Show {
+        name: String,
+        /// workload (default) or experiment.
+        #[arg(long)]
+        kind: Option<String>,
     },
 }
 

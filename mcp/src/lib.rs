@@ -4,11 +4,13 @@
 
 pub mod arguments;
 pub mod catalog;
+pub mod catalog_workloads;
 pub mod envelope;
 pub mod instructions;
 pub mod progress;
 pub mod requests;
 pub mod server;
+pub mod workload_tools;
 
 pub use server::{FlameoxServer, ServerOptions};
 

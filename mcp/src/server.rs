@@ -414,9 +414,12 @@ impl FlameoxServer {
                 .paged("events")
                 .link_artifact(&artifact))
             }
-            other => Err(FlameoxError::internal(format!(
-                "tool {other} has no handler"
-            ))),
+            other => match crate::workload_tools::call(other, &ws, args).await {
+                Some(outcome) => outcome,
+                None => Err(FlameoxError::internal(format!(
+                    "tool {other} has no handler"
+                ))),
+            },
         }
     }
 
@@ -471,12 +474,12 @@ fn short(id: &str) -> String {
     }
 }
 
-fn to_value<T: serde::Serialize>(value: &T) -> Result<Value, FlameoxError> {
+pub(crate) fn to_value<T: serde::Serialize>(value: &T) -> Result<Value, FlameoxError> {
     serde_json::to_value(value)
         .map_err(|e| FlameoxError::internal(format!("serializing a result: {e}")))
 }
 
-fn decode<T: DeserializeOwned>(args: Value) -> Result<T, FlameoxError> {
+pub(crate) fn decode<T: DeserializeOwned>(args: Value) -> Result<T, FlameoxError> {
     serde_json::from_value(args)
         .map_err(|e| FlameoxError::invalid_argument("arguments", e.to_string()))
 }

@@ -20,6 +20,7 @@ mod narrower;
 pub mod pytorch;
 pub mod viewer;
 pub mod views;
+pub mod workloads;
 
 use std::sync::Arc;
 use std::time::Duration;

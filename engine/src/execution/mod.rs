@@ -1,0 +1,6 @@
+//! Running a declared workload as a process: argv directly (never a shell),
+//! a filtered environment, its own process group, a timeout, bounded output
+//! capture, and resource accounting of the whole process tree. See
+//! `docs/workloads.md`.
+
+pub mod env;
