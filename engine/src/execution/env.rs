@@ -19,9 +19,18 @@ pub fn is_allowed(name: &str) -> bool {
     ALLOWED_VARIABLES.contains(&name) || name.starts_with(ALLOWED_PREFIX)
 }
 
-/// The filtered inherited environment plus `declared` (declared wins).
+/// flameox's own environment, filtered, plus `declared` (declared wins).
 pub fn child_environment(declared: &BTreeMap<String, String>) -> BTreeMap<String, String> {
-    let mut env: BTreeMap<String, String> = std::env::vars()
+    child_environment_from(std::env::vars(), declared)
+}
+
+/// `inherited` filtered by the allowlist, plus `declared` (declared wins).
+pub fn child_environment_from(
+    inherited: impl IntoIterator<Item = (String, String)>,
+    declared: &BTreeMap<String, String>,
+) -> BTreeMap<String, String> {
+    let mut env: BTreeMap<String, String> = inherited
+        .into_iter()
         .filter(|(name, _)| is_allowed(name))
         .collect();
     for (name, value) in declared {

@@ -4,3 +4,11 @@
 //! `docs/workloads.md`.
 
 pub mod env;
+pub mod output;
+pub mod process;
+pub mod tree;
+
+pub use output::CapturedOutput;
+pub use process::{
+    ProcessOutcome, ProcessSpec, Supervision, Termination, Unsupervised, run_process,
+};
