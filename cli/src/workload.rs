@@ -9,8 +9,24 @@ use crate::render::{Table, cut};
 use crate::{GlobalOptions, WorkloadCommand};
 
 pub(crate) fn workload_command(g: &GlobalOptions, action: WorkloadCommand) -> Result<()> {
+    if let WorkloadCommand::Run {
+        name,
+        params,
+        adapter,
+    } = action
+    {
+        let request = flameox_engine::services::capture::CaptureRequest {
+            adapter,
+            workload: name,
+            parameters: crate::capture::parse_param_pairs(&params)?,
+            variant: None,
+            trial_id: None,
+        };
+        return crate::capture::capture_command(g, request, true);
+    }
     let ws = open(g)?;
     match action {
+        WorkloadCommand::Run { .. } => Ok(()),
         WorkloadCommand::List { kind } => {
             let listing = workloads::list_declared(&ws, kind.as_deref())?;
             emit(g, &listing, |l| {

@@ -68,5 +68,29 @@ pub fn tools() -> Vec<ToolSpec> {
                 &["name"],
             ),
         },
+        ToolSpec {
+            name: "plan_capture",
+            title: "Plan capture",
+            description: "Resolve a declared workload, parameter choices and adapter into the exact command, without running it. Returns a single-use, short-lived plan_id.",
+            group: ReadOnly,
+            input_schema: object(
+                json!({
+                    "workload_name": name_prop("Declared workload."),
+                    "adapter": { "type": "string", "enum": ["process", "py-spy", "viztracer", "perf", "nsys"], "description": "Default process; list_capabilities says which work." },
+                    "parameters": { "type": "object", "description": "Parameter → one of its declared choices (default: the first)." }
+                }),
+                &["workload_name"],
+            ),
+        },
+        ToolSpec {
+            name: "execute_capture_plan",
+            title: "Execute capture plan",
+            description: "Run a plan_id once: the workload's process tree with timing, CPU, peak RSS and the adapter's profile, recorded as a run. Progress; cancel kills the tree.",
+            group: Execute,
+            input_schema: object(
+                json!({ "plan_id": { "type": "string", "minLength": 64, "maxLength": 64, "description": "plan_id from plan_capture." } }),
+                &["plan_id"],
+            ),
+        },
     ]
 }

@@ -7,6 +7,7 @@ pub mod catalog;
 pub mod catalog_workloads;
 pub mod envelope;
 pub mod instructions;
+pub mod plans;
 pub mod progress;
 pub mod requests;
 pub mod server;

@@ -52,6 +52,7 @@ pub struct FlameoxServer {
     workspace_dir: PathBuf,
     cache: SessionCache,
     tools: Arc<Vec<ToolSpec>>,
+    pub(crate) plans: Arc<crate::plans::PlanStore>,
 }
 
 type ToolResult = Result<Reply, FlameoxError>;
@@ -70,7 +71,15 @@ impl FlameoxServer {
             workspace_dir,
             cache: SessionCache::default(),
             tools: Arc::new(catalog::tools()),
+            plans: Arc::new(crate::plans::PlanStore::new(crate::plans::DEFAULT_PLAN_TTL)),
         }
+    }
+
+    /// The same server with capture plans valid for `ttl` (tests use a
+    /// short one to prove expiry).
+    pub fn with_plan_ttl(mut self, ttl: std::time::Duration) -> FlameoxServer {
+        self.plans = Arc::new(crate::plans::PlanStore::new(ttl));
+        self
     }
 
     /// The tools as rmcp advertises them.
@@ -414,7 +423,7 @@ impl FlameoxServer {
                 .paged("events")
                 .link_artifact(&artifact))
             }
-            other => match crate::workload_tools::call(other, &ws, args).await {
+            other => match crate::workload_tools::call(self, other, &ws, args, ctx).await {
                 Some(outcome) => outcome,
                 None => Err(FlameoxError::internal(format!(
                     "tool {other} has no handler"

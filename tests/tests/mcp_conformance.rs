@@ -13,7 +13,7 @@ use flameox_mcp::{FlameoxServer, ServerOptions, catalog, instructions};
 use serde_json::{Value, json};
 
 /// Bytes of the whole tool list as a client receives it (compact JSON).
-const SURFACE_CEILING: usize = 24_000;
+const SURFACE_CEILING: usize = 25_500;
 /// Bytes of the `initialize` instructions.
 const INSTRUCTIONS_CEILING: usize = 640;
 /// Characters of any one tool description.
@@ -44,11 +44,12 @@ const READ_ONLY: &[&str] = &[
     "workload_configuration_status",
     "list_declared_workflows",
     "get_declared_workflow",
+    "plan_capture",
 ];
 /// Mutating but non-executing and idempotent for an identical definition.
 const CONFIGURE: &[&str] = &["configure_workload"];
 /// Command-executing: destructive and open-world.
-const EXECUTE: &[&str] = &[];
+const EXECUTE: &[&str] = &["execute_capture_plan"];
 const ADDITIVE: &[&str] = &["initialize_workspace", "import_artifact"];
 
 fn advertised() -> Vec<Value> {

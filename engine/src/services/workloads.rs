@@ -122,6 +122,8 @@ pub struct WorkloadDetail {
     pub summary: WorkloadSummary,
     pub definition: WorkloadDef,
     pub requirements: Vec<RequirementView>,
+    /// Capture adapters (passive status; plan_capture probes actively).
+    pub adapters: Vec<super::adapters::AdapterStatus>,
 }
 
 /// `get_declared_workflow` for an experiment.
@@ -257,6 +259,7 @@ pub fn show_workload(ws: &Workspace, name: &str) -> Result<WorkloadDetail> {
         summary: summarize(ws, name, def),
         definition: def.clone(),
         requirements: requirement_views(def),
+        adapters: super::adapters::adapter_statuses(),
     })
 }
 
