@@ -5,12 +5,11 @@
 //! argv / cwd / trailing `-- argv`, the child environment is filtered,
 //! declared outputs are imported, and Ctrl-C kills the tree.
 
-use std::path::Path;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-use flameox_engine::execution::tree::parse_stat;
 use flameox_tests::Project;
+use flameox_tests::workloads::{assert_tree_gone, hang_workload, wait_for_pids};
 use serde_json::Value;
 
 const CONFIG: &str = r#"
@@ -23,10 +22,6 @@ oracle = { stdout_contains = "0" }
 [workloads.fail]
 argv = ["python3", "-c", "import sys; print('partial'); sys.exit(3)"]
 timeout_seconds = 30
-
-[workloads.hang]
-argv = ["python3", "-c", "import os, subprocess, sys, time\nk = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(120)'])\nopen('pids.txt', 'w').write(f'{{os.getpid()}} {{k.pid}}')\ntime.sleep(120)"]
-timeout_seconds = 1.5
 
 [workloads.env]
 argv = ["python3", "-c", "import json, os; print(json.dumps(dict(os.environ)))"]
@@ -42,8 +37,13 @@ outputs = { trace = { path = "out/t-{n}.json" }, missing = { path = "out/none.js
 "#;
 
 fn project() -> Project {
+    project_with_hang_timeout(1.5)
+}
+
+fn project_with_hang_timeout(seconds: f64) -> Project {
     let project = Project::new();
-    std::fs::write(project.path().join("flameox.toml"), CONFIG).expect("config");
+    let config = format!("{CONFIG}{}", hang_workload(seconds));
+    std::fs::write(project.path().join("flameox.toml"), config).expect("config");
     project
 }
 
@@ -114,13 +114,6 @@ fn measurements(project: &Project, run_id: &str) -> Vec<Vec<String>> {
     }
     rows.sort();
     rows
-}
-
-fn alive(pid: u32) -> bool {
-    std::fs::read_to_string(format!("/proc/{pid}/stat"))
-        .ok()
-        .and_then(|t| parse_stat(&t))
-        .is_some_and(|(_, _, state)| state != 'Z')
 }
 
 fn run_manifest(project: &Project, run_id: &str) -> Value {
@@ -219,13 +212,7 @@ fn a_timed_out_workload_is_killed_as_a_tree_and_recorded() {
     let run = run_manifest(&project, err["run_id"].as_str().expect("run id"));
     assert_eq!(run["status"]["execution"], "timed_out");
     assert_eq!(run["rows"]["measurements"], 3);
-    let pids = std::fs::read_to_string(project.path().join("pids.txt")).expect("pids");
-    for pid in pids
-        .split_whitespace()
-        .map(|p| p.parse::<u32>().expect("pid"))
-    {
-        assert!(!alive(pid), "{pid} survived the timeout");
-    }
+    assert_tree_gone(&project.path().join("pids.txt"));
 }
 
 #[test]
@@ -382,10 +369,8 @@ fn declared_outputs_are_imported_into_the_run() {
 
 #[test]
 fn ctrl_c_cancels_the_run_and_kills_the_tree() {
-    let project = project();
     // A long timeout so only the interrupt can end it.
-    let config = CONFIG.replace("timeout_seconds = 1.5", "timeout_seconds = 120");
-    std::fs::write(project.path().join("flameox.toml"), config).expect("config");
+    let project = project_with_hang_timeout(120.0);
     let child = project
         .command(&["workload", "run", "hang", "--json"])
         .stdout(Stdio::piped())
@@ -393,8 +378,8 @@ fn ctrl_c_cancels_the_run_and_kills_the_tree() {
         .spawn()
         .expect("spawn");
     let pids_file = project.path().join("pids.txt");
-    wait_for(&pids_file);
-    // SAFETY-free: `kill -INT <pid>` through the kill program.
+    wait_for_pids(&pids_file);
+    // SIGINT to the CLI only (the workload is in its own process group).
     let status = std::process::Command::new("kill")
         .args(["-INT", &child.id().to_string()])
         .status()
@@ -411,19 +396,5 @@ fn ctrl_c_cancels_the_run_and_kills_the_tree() {
     assert_eq!(body["code"], "PROCESS_CANCELLED");
     let run = run_manifest(&project, body["run_id"].as_str().unwrap());
     assert_eq!(run["status"]["execution"], "cancelled");
-    let pids = std::fs::read_to_string(&pids_file).expect("pids");
-    for pid in pids
-        .split_whitespace()
-        .map(|p| p.parse::<u32>().expect("pid"))
-    {
-        assert!(!alive(pid), "{pid} survived Ctrl-C");
-    }
-}
-
-fn wait_for(path: &Path) {
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while !std::fs::read_to_string(path).is_ok_and(|t| t.split_whitespace().count() == 2) {
-        assert!(Instant::now() < deadline, "the workload never started");
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    assert_tree_gone(&pids_file);
 }

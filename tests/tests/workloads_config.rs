@@ -8,9 +8,9 @@ use flameox_engine::error::ErrorCode;
 use flameox_engine::project::edit::{ConfigureRequest, Operation, configure_workload};
 use flameox_engine::project::{self, WorkloadDef, parse};
 use flameox_engine::services::workloads;
-use flameox_mcp::{FlameoxServer, ServerOptions};
 use flameox_tests::Project;
-use serde_json::{Value, json};
+use flameox_tests::workloads::{call_tool as call, in_process_server};
+use serde_json::json;
 
 const ORIGINAL: &str = r#"# Project workloads. Keep this comment.
 [workloads.other]   # trailing comment on a header
@@ -478,25 +478,10 @@ fn cli_lists_and_shows_workloads_and_reports_unknown_names() {
     assert_eq!(err["details"]["closest"][0], "other");
 }
 
-fn server(project: &Project) -> FlameoxServer {
-    FlameoxServer::new(ServerOptions {
-        project_root: project.path().to_path_buf(),
-        workspace: None,
-    })
-}
-
-async fn call(server: &FlameoxServer, name: &str, args: Value) -> Value {
-    let result = server
-        .call(name, args.as_object().cloned().unwrap_or_default(), None)
-        .await
-        .expect("tool exists");
-    serde_json::to_value(result.structured_content).expect("json")
-}
-
 #[tokio::test]
 async fn mcp_first_run_sequence_configures_then_discovers() {
     let project = Project::new();
-    let server = server(&project);
+    let server = in_process_server(project.path());
     let status = call(&server, "workload_configuration_status", json!({})).await;
     assert_eq!(status["result"]["status"], "missing");
     assert_eq!(status["result"]["next_tool"], "configure_workload");

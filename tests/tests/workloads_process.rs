@@ -15,6 +15,7 @@ use flameox_engine::execution::tree::parse_stat;
 use flameox_engine::execution::{
     ProcessOutcome, ProcessSpec, Supervision, Termination, Unsupervised, run_process,
 };
+use flameox_tests::workloads::process_alive;
 
 const MIB: u64 = 1 << 20;
 
@@ -32,14 +33,6 @@ fn python_spec(code: &str, timeout: Duration) -> ProcessSpec {
 
 fn run(code: &str, timeout: Duration) -> ProcessOutcome {
     run_process(&python_spec(code, timeout), &Unsupervised).expect("run")
-}
-
-/// A live (non-zombie) process with this pid, per /proc.
-fn alive(pid: u32) -> bool {
-    std::fs::read_to_string(format!("/proc/{pid}/stat"))
-        .ok()
-        .and_then(|text| parse_stat(&text))
-        .is_some_and(|(_, _, state)| state != 'Z')
 }
 
 /// Every live process whose process group is `pgid`.
@@ -88,7 +81,7 @@ fn timeout_kills_the_whole_tree_even_children_that_ignore_sigterm() {
     assert_eq!(pids.len(), 3, "stdout: {:?}", outcome.stdout);
     assert!(outcome.max_processes >= 3, "{}", outcome.max_processes);
     for pid in pids {
-        assert!(!alive(pid), "process {pid} survived the timeout");
+        assert!(!process_alive(pid), "process {pid} survived the timeout");
     }
     assert!(group_members(outcome.pid).is_empty());
     // The leader died of a signal, reported as such.
@@ -118,7 +111,7 @@ fn cancellation_kills_the_tree() {
     assert_eq!(outcome.termination, Termination::Cancelled);
     assert!(cancel.asked.load(Ordering::SeqCst));
     for pid in printed_pids(&outcome) {
-        assert!(!alive(pid), "process {pid} survived cancellation");
+        assert!(!process_alive(pid), "process {pid} survived cancellation");
     }
     assert!(group_members(outcome.pid).is_empty());
 }
@@ -138,7 +131,7 @@ print(k.pid, flush=True)
     assert_eq!(outcome.survivors_killed, 1);
     let pids = printed_pids(&outcome);
     assert_eq!(pids.len(), 1);
-    assert!(!alive(pids[0]));
+    assert!(!process_alive(pids[0]));
 }
 
 #[test]

@@ -79,7 +79,8 @@ pub struct CapturePlan {
     pub writable_paths: Vec<String>,
     pub containment: String,
     pub warnings: Vec<String>,
-    /// Digest of every bound input above (not of the warnings).
+    /// Digest of every bound input above (not of the warnings or the
+    /// configuration id: the definition hash binds the workload itself).
     pub binding_digest: String,
 }
 
@@ -247,6 +248,9 @@ pub fn binding_digest(plan: &CapturePlan) -> String {
     if let Value::Object(map) = &mut value {
         map.remove("warnings");
         map.remove("binding_digest");
+        // Informational: an edit elsewhere in flameox.toml (a comment,
+        // another workload) does not invalidate this workload's plans.
+        map.remove("configuration_id");
     }
     format!("sha256:{}", digest_json(&value))
 }

@@ -302,3 +302,23 @@ pub fn keep_outputs(
     }
     Ok(kept)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn partial_profiles_move_to_the_run_quarantine_folder() {
+        let project = tempfile::tempdir().unwrap();
+        let (ws, _) = Workspace::init(project.path()).unwrap();
+        let partial = project.path().join("profile.speedscope.json");
+        std::fs::write(&partial, b"{\"truncated").unwrap();
+        let names = quarantine(&ws, "run-1", std::slice::from_ref(&partial)).unwrap();
+        assert_eq!(names, ["profile.speedscope.json"]);
+        assert!(!partial.exists());
+        let kept = ws
+            .dir()
+            .join("quarantine/capture-run-1/profile.speedscope.json");
+        assert_eq!(std::fs::read(kept).unwrap(), b"{\"truncated");
+    }
+}
