@@ -1,5 +1,6 @@
-//! `flameox workload list|show`: the declared workloads and experiments of
-//! `flameox.toml` (engine: `services::workloads`). Rendering only.
+//! `flameox workload list|show|run`: the declared workloads and experiments
+//! of `flameox.toml` (engine: `services::workloads`; `run` is a capture under
+//! the process adapter, see `capture.rs`). Rendering only.
 
 use flameox_engine::error::Result;
 use flameox_engine::services::workloads;
@@ -9,25 +10,23 @@ use crate::render::{Table, cut};
 use crate::{GlobalOptions, WorkloadCommand};
 
 pub(crate) fn workload_command(g: &GlobalOptions, action: WorkloadCommand) -> Result<()> {
-    if let WorkloadCommand::Run {
-        name,
-        params,
-        adapter,
-    } = action
-    {
-        let request = flameox_engine::services::capture::CaptureRequest {
-            adapter,
-            workload: name,
-            parameters: crate::capture::parse_param_pairs(&params)?,
-            variant: None,
-            trial_id: None,
-        };
-        return crate::capture::capture_command(g, request, true);
-    }
-    let ws = open(g)?;
     match action {
-        WorkloadCommand::Run { .. } => Ok(()),
+        WorkloadCommand::Run {
+            name,
+            params,
+            adapter,
+        } => {
+            let request = flameox_engine::services::capture::CaptureRequest {
+                adapter,
+                workload: name,
+                parameters: crate::capture::parse_param_pairs(&params)?,
+                variant: None,
+                trial_id: None,
+            };
+            crate::capture::capture_command(g, request, true)
+        }
         WorkloadCommand::List { kind } => {
+            let ws = open(g)?;
             let listing = workloads::list_declared(&ws, kind.as_deref())?;
             emit(g, &listing, |l| {
                 let mut out = String::new();
@@ -63,6 +62,7 @@ pub(crate) fn workload_command(g: &GlobalOptions, action: WorkloadCommand) -> Re
             })
         }
         WorkloadCommand::Show { name, kind } => {
+            let ws = open(g)?;
             if kind.as_deref() == Some("experiment") {
                 let detail = workloads::show_experiment(&ws, &name)?;
                 return emit(g, &detail, |d| {

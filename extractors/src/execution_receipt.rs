@@ -152,3 +152,69 @@ pub fn extract_execution_receipt(
         ..Default::default()
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    struct Collect(Vec<RecordBatch>);
+    impl BatchSink for Collect {
+        fn write_batch(
+            &mut self,
+            _table: EvidenceTable,
+            batch: RecordBatch,
+        ) -> Result<(), crate::api::SinkError> {
+            self.0.push(batch);
+            Ok(())
+        }
+    }
+
+    fn receipt() -> serde_json::Value {
+        serde_json::json!({
+            "schema": RECEIPT_SCHEMA, "run_id": "r", "workload": "w", "definition_hash": "h",
+            "adapter": "process", "argv": ["p"], "command": ["p"], "cwd": ".",
+            "parameters": { "n": 10 }, "variant": null, "trial_id": "t", "started_at": "now",
+            "status": "failed", "exit_code": 1, "signal": null, "wall_time_ns": 5000,
+            "cpu_time_ns": 3000, "user_cpu_ns": 2000, "system_cpu_ns": 1000,
+            "peak_rss_bytes": 4096, "peak_tree_rss_bytes": 4096, "rusage_max_rss_bytes": 2048,
+            "rss_samples": 3, "max_processes": 1, "survivors_killed": 0,
+            "stdout": { "total_bytes": 0, "kept_bytes": 0, "truncated": false },
+            "stderr": { "total_bytes": 0, "kept_bytes": 0, "truncated": false }
+        })
+    }
+
+    #[test]
+    fn a_receipt_becomes_three_measurement_rows_with_stable_ids() {
+        let bytes = serde_json::to_vec(&receipt()).unwrap();
+        let options = ExtractOptions::new("run-1", "sha256:aa");
+        let mut sink = Collect(Vec::new());
+        let summary = extract_execution_receipt(&bytes, &options, &mut sink).unwrap();
+        assert_eq!(summary.rows["measurements"], 3);
+        let batch = &sink.0[0];
+        assert_eq!(batch.schema(), EvidenceTable::Measurements.schema());
+        let values = batch
+            .column_by_name("value")
+            .unwrap()
+            .as_any()
+            .downcast_ref::<Float64Array>()
+            .unwrap();
+        assert_eq!(values.values(), &[5000.0, 3000.0, 4096.0]);
+        let ids = batch.column_by_name("measurement_id").unwrap();
+        let ids = ids.as_any().downcast_ref::<StringArray>().unwrap();
+        assert_eq!(ids.value(0), measurement_id("sha256:aa", "wall_time", 0));
+        assert_ne!(ids.value(0), ids.value(1));
+    }
+
+    #[test]
+    fn other_json_is_a_parse_error() {
+        let mut wrong = receipt();
+        wrong["schema"] = "something/9".into();
+        let mut sink = Collect(Vec::new());
+        let options = ExtractOptions::new("run-1", "sha256:aa");
+        for bytes in [serde_json::to_vec(&wrong).unwrap(), b"{}".to_vec()] {
+            let err = extract_execution_receipt(&bytes, &options, &mut sink).unwrap_err();
+            assert!(matches!(err, ExtractError::Parse { .. }));
+        }
+        assert!(sink.0.is_empty());
+    }
+}

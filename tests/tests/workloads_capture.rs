@@ -398,3 +398,17 @@ fn ctrl_c_cancels_the_run_and_kills_the_tree() {
     assert_eq!(run["status"]["execution"], "cancelled");
     assert_tree_gone(&pids_file);
 }
+
+#[test]
+fn recover_marks_an_execution_that_died_mid_run_as_interrupted() {
+    let project = project();
+    let ws = flameox_engine::Workspace::open(&project.path().join(".flameox")).expect("workspace");
+    // What a flameox killed while its workload ran leaves behind.
+    let mut run = flameox_engine::runs::RunManifest::new_execution();
+    flameox_engine::runs::save_run(&ws, &mut run).expect("save");
+    let report = project.json(&["recover"]);
+    assert_eq!(report["interrupted_runs"][0], run.run_id.as_str());
+    let shown = run_manifest(&project, &run.run_id);
+    assert_eq!(shown["status"]["execution"], "interrupted");
+    assert_eq!(shown["status"]["capture"], "interrupted");
+}
