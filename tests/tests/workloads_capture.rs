@@ -37,7 +37,7 @@ outputs = { trace = { path = "out/t-{n}.json" }, missing = { path = "out/none.js
 "#;
 
 fn project() -> Project {
-    project_with_hang_timeout(1.5)
+    project_with_hang_timeout(4.0)
 }
 
 fn project_with_hang_timeout(seconds: f64) -> Project {
