@@ -107,6 +107,7 @@ pub fn run(cli: Cli) -> Result<()> {
                 out
             })
         }
+        Command::Capabilities => crate::capture::capabilities_command(g),
         Command::Config {
             action: ConfigAction::Show,
         } => {
@@ -193,6 +194,8 @@ pub fn run(cli: Cli) -> Result<()> {
         } => crate::open::open_command(g, &artifact, launch, wait),
         Command::Analyze { analysis } => crate::analyze::analyze_command(g, analysis),
         Command::Mcp { action } => mcp_command(g, action),
+        Command::Workload { action } => crate::workload::workload_command(g, action),
+        Command::Capture { action } => crate::capture::capture_dispatch(g, action),
         Command::Stacks { action } => stacks_command(g, action),
         Command::Trace { action } => trace_command(g, action),
         Command::Measurements { action } => crate::measurements::measurements_command(g, action),
@@ -445,13 +448,13 @@ fn trace_command(g: &GlobalOptions, action: TraceCommand) -> Result<()> {
 }
 
 /// Progress bar on a TTY, nothing on a pipe; Ctrl-C cancels.
-struct CliProgress {
+pub(crate) struct CliProgress {
     bar: Option<indicatif::ProgressBar>,
     cancelled: Arc<AtomicBool>,
 }
 
 impl CliProgress {
-    fn new(show: bool) -> CliProgress {
+    pub(crate) fn new(show: bool) -> CliProgress {
         let cancelled = Arc::new(AtomicBool::new(false));
         let flag = cancelled.clone();
         let _ = ctrlc::set_handler(move || flag.store(true, Ordering::SeqCst));
@@ -467,7 +470,7 @@ impl CliProgress {
         CliProgress { bar, cancelled }
     }
 
-    fn finish(&self) {
+    pub(crate) fn finish(&self) {
         if let Some(bar) = &self.bar {
             bar.finish_and_clear();
         }

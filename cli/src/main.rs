@@ -3,12 +3,14 @@
 //! domain logic lives here.
 
 mod analyze;
+mod capture;
 mod commands;
 mod gaps_memory_view;
 mod gpu_breakdown;
 mod measurements;
 mod open;
 mod render;
+mod workload;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -56,6 +58,8 @@ pub enum Command {
     Init,
     /// Workspace identity, HEAD, evidence sizes. Example: `flameox status`
     Status,
+    /// Formats, analyses and capture adapters this machine supports (passive). Example: `flameox capabilities`
+    Capabilities,
     /// Show configuration. Example: `flameox config show`
     Config {
         #[command(subcommand)]
@@ -133,10 +137,82 @@ pub enum Command {
         #[command(subcommand)]
         action: ArtifactsCommand,
     },
+    /// Declared workloads of flameox.toml. Example: `flameox workload show sort`
+    Workload {
+        #[command(subcommand)]
+        action: WorkloadCommand,
+    },
+    /// Plan or run a capture of a declared workload. Example: `flameox capture run py-spy --workload sort --parameters '{"size": 1000}'`
+    Capture {
+        #[command(subcommand)]
+        action: CaptureCommand,
+    },
     /// The MCP server over stdio. Example: `flameox mcp serve --project-root .`
     Mcp {
         #[command(subcommand)]
         action: McpCommand,
+    },
+}
+
+/// Options of `capture plan|run`: a declared workload, never an argv or cwd.
+#[derive(Args, Debug, Clone)]
+pub struct CaptureOptions {
+    /// Declared workload name (flameox.toml).
+    #[arg(long)]
+    pub workload: String,
+    /// Parameter choices as a JSON object, e.g. '{"size": 1000}'.
+    #[arg(long, value_name = "JSON")]
+    pub parameters: Option<String>,
+    /// Variant label recorded on the run and its measurements.
+    #[arg(long)]
+    pub variant: Option<String>,
+    /// Trial id recorded on the run and its measurements.
+    #[arg(long)]
+    pub trial_id: Option<String>,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum CaptureCommand {
+    /// Resolve the exact command without running it. Example: `flameox capture plan process --workload sort`
+    Plan {
+        /// process, py-spy, viztracer, perf or nsys.
+        adapter: String,
+        #[command(flatten)]
+        options: CaptureOptions,
+    },
+    /// Plan, then run it and record the run. Example: `flameox capture run process --workload sort`
+    Run {
+        /// process, py-spy, viztracer, perf or nsys.
+        adapter: String,
+        #[command(flatten)]
+        options: CaptureOptions,
+    },
+}
+
+#[derive(Subcommand, Debug)]
+pub enum WorkloadCommand {
+    /// Declared workloads (or experiments with --kind experiment). Example: `flameox workload list`
+    List {
+        /// workload (default) or experiment.
+        #[arg(long)]
+        kind: Option<String>,
+    },
+    /// Run a declared workload (process adapter) and record its run. Example: `flameox workload run sort --param size=1000`
+    Run {
+        name: String,
+        /// name=value of a declared parameter (repeatable).
+        #[arg(long = "param", value_name = "NAME=VALUE")]
+        params: Vec<String>,
+        /// Adapter to run it under (default process).
+        #[arg(long, default_value = "process")]
+        adapter: String,
+    },
+    /// One workload's definition, parameters and requirements. Example: `flameox workload show sort`
+    Show {
+        name: String,
+        /// workload (default) or experiment.
+        #[arg(long)]
+        kind: Option<String>,
     },
 }
 

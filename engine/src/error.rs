@@ -28,6 +28,18 @@ pub enum ErrorCode {
     StaleCursor,
     RunNotFound,
     OperationCancelled,
+    /// A capture plan is unknown, expired, already used, or no longer
+    /// matches the workload, parameters or adapter it was made for.
+    InvalidCapturePlan,
+    /// Execution was refused before any process started (e.g. the program's
+    /// identity does not match its pinned sha256).
+    ExecutionRefused,
+    /// The workload could not start or exited unsuccessfully.
+    ProcessFailed,
+    /// The workload ran past its timeout; its process tree was killed.
+    ProcessTimeout,
+    /// The caller cancelled the workload; its process tree was killed.
+    ProcessCancelled,
     /// A policy refusal: the artifact lies outside what this caller may read
     /// (outside the project or temp root, or a symlink leading out of it).
     SensitiveArtifactRefused,
@@ -40,8 +52,9 @@ impl ErrorCode {
         use ErrorCode::*;
         match self {
             RunNotFound | InternalError => 1,
-            InvalidArguments | WorkspaceNotFound => 2,
+            InvalidArguments | WorkspaceNotFound | InvalidCapturePlan => 2,
             CapabilityUnavailable => 3,
+            ProcessFailed => 4,
             WorkspaceInvalid
             | ArtifactTooLarge
             | ArtifactIntegrityFailed
@@ -51,8 +64,8 @@ impl ErrorCode {
             | QueryBudgetExceeded => 5,
             ComparisonInvalid => 6,
             WriteLockTimeout | RevisionConflict | StaleCursor => 7,
-            OperationCancelled => 8,
-            SensitiveArtifactRefused => 9,
+            OperationCancelled | ProcessTimeout | ProcessCancelled => 8,
+            SensitiveArtifactRefused | ExecutionRefused => 9,
         }
     }
 
@@ -239,6 +252,13 @@ mod tests {
         assert_eq!(ErrorCode::CapabilityUnavailable.exit_code(), 3);
         assert_eq!(ErrorCode::OperationCancelled.exit_code(), 8);
         assert_eq!(ErrorCode::StaleCursor.as_str(), "STALE_CURSOR");
+        assert_eq!(ErrorCode::ProcessFailed.exit_code(), 4);
+        assert_eq!(ErrorCode::ProcessTimeout.exit_code(), 8);
+        assert_eq!(ErrorCode::ExecutionRefused.exit_code(), 9);
+        assert_eq!(
+            ErrorCode::InvalidCapturePlan.as_str(),
+            "INVALID_CAPTURE_PLAN"
+        );
     }
 
     #[test]

@@ -105,6 +105,15 @@ impl RunManifest {
             error: None,
         }
     }
+
+    /// A new execution run: the workload is about to start.
+    pub fn new_execution() -> RunManifest {
+        let mut run = RunManifest::new_import();
+        run.run_type = "execution".to_owned();
+        run.status.execution = "running".to_owned();
+        run.status.capture = "running".to_owned();
+        run
+    }
 }
 
 /// Writes the next revision of a run and makes it the current manifest.

@@ -282,7 +282,7 @@ pub struct RecoverReport {
 }
 
 /// Removes dead writers' staging, moves orphans to `trash/`, and marks runs
-/// whose import never finished as interrupted. Holds the write lock.
+/// whose import or execution never finished as interrupted. Holds the write lock.
 pub fn recover(ws: &Workspace) -> Result<RecoverReport> {
     let _lock = crate::lock::FileLock::acquire(
         &ws.locks_dir().join("write.lock"),
@@ -308,6 +308,11 @@ pub fn recover(ws: &Workspace) -> Result<RecoverReport> {
         if run.status.extraction == "pending" && !run_is_active(ws, &run.run_id) {
             run.status.extraction = "interrupted".into();
             run.status.validation = "failed".into();
+            // An execution whose flameox died mid-run (see docs/workloads.md).
+            if run.status.execution == "running" {
+                run.status.execution = "interrupted".into();
+                run.status.capture = "interrupted".into();
+            }
             crate::runs::save_run(ws, &mut run)?;
             interrupted.push(run.run_id);
         }

@@ -13,6 +13,7 @@ pub mod chrome;
 pub mod cpuprofile;
 pub mod detect;
 pub mod device_work;
+pub mod execution_receipt;
 pub mod folded;
 pub mod gecko;
 pub mod input;

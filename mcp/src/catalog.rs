@@ -10,6 +10,10 @@ pub enum ToolGroup {
     ReadOnly,
     /// Imports and records: not read-only, not destructive, not idempotent, closed world.
     Additive,
+    /// configure_workload: mutating, non-executing, idempotent, closed world.
+    Configure,
+    /// Capture execution: mutating, destructive, not idempotent, open world.
+    Execute,
 }
 
 impl ToolGroup {
@@ -18,6 +22,8 @@ impl ToolGroup {
         match self {
             ToolGroup::ReadOnly => (true, false, true, false),
             ToolGroup::Additive => (false, false, false, false),
+            ToolGroup::Configure => (false, false, true, false),
+            ToolGroup::Execute => (false, true, false, true),
         }
     }
 }
@@ -32,9 +38,9 @@ pub struct ToolSpec {
     pub input_schema: Value,
 }
 
-const ID: u64 = 200;
+pub(crate) const ID: u64 = 200;
 
-fn id_prop(description: &str) -> Value {
+pub(crate) fn id_prop(description: &str) -> Value {
     json!({ "type": "string", "minLength": 1, "maxLength": ID, "description": description })
 }
 
@@ -50,7 +56,7 @@ fn metric_prop() -> Value {
     json!({ "type": "string", "maxLength": 64, "description": "Metric; default the artifact's primary one (answers list the others)." })
 }
 
-fn object(properties: Value, required: &[&str]) -> Value {
+pub(crate) fn object(properties: Value, required: &[&str]) -> Value {
     json!({ "type": "object", "properties": properties, "required": required, "additionalProperties": false })
 }
 
@@ -71,6 +77,18 @@ pub fn output_schema() -> Value {
 
 /// Every tool, in the order clients see them.
 pub fn tools() -> Vec<ToolSpec> {
+    let mut tools = core_tools();
+    let at = tools
+        .iter()
+        .position(|t| t.name == "list_capabilities")
+        .map_or(tools.len(), |i| i + 1);
+    let workload_tools = crate::catalog_workloads::tools();
+    tools.splice(at..at, workload_tools);
+    tools
+}
+
+/// The tools that came before workloads (traces, imports, analyses).
+fn core_tools() -> Vec<ToolSpec> {
     use ToolGroup::*;
     let target = || id_prop("Run id (UUID) or artifact id (sha256:…).");
     let frame =

@@ -4,12 +4,15 @@
 
 pub mod arguments;
 pub mod catalog;
+pub mod catalog_workloads;
 pub mod envelope;
 pub mod instructions;
 mod measurements_tool;
+pub mod plans;
 pub mod progress;
 pub mod requests;
 pub mod server;
+pub mod workload_tools;
 
 pub use server::{FlameoxServer, ServerOptions};
 

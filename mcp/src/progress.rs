@@ -22,6 +22,17 @@ const PHASES: [(&str, f64); 4] = [
     ("completed", 100.0),
 ];
 
+/// Where each capture phase starts; capturing has no known duration, so
+/// it reports the phase only (no invented percentage).
+pub const CAPTURE_PHASES: [(&str, f64); 6] = [
+    ("planning", 1.0),
+    ("capturing", 5.0),
+    ("validating_artifact", 60.0),
+    ("extracting", 70.0),
+    ("publishing", 92.0),
+    ("completed", 100.0),
+];
+
 /// The smallest step worth a notification while bytes stream in.
 const MIN_STEP: f64 = 1.0;
 
@@ -30,6 +41,7 @@ pub struct McpProgress {
     sender: Option<mpsc::UnboundedSender<(f64, String)>>,
     cancel: Option<CancellationToken>,
     state: Mutex<Stream>,
+    phases: &'static [(&'static str, f64)],
 }
 
 #[derive(Default)]
@@ -54,6 +66,14 @@ impl McpProgress {
     /// A reporter for one request. Without a progress token nothing is sent;
     /// cancellation still works.
     pub fn start(ctx: Option<&RequestContext<RoleServer>>) -> (McpProgress, Forwarder) {
+        McpProgress::start_with(ctx, &PHASES)
+    }
+
+    /// A reporter whose phases start at the given points of 0..100.
+    pub fn start_with(
+        ctx: Option<&RequestContext<RoleServer>>,
+        phases: &'static [(&'static str, f64)],
+    ) -> (McpProgress, Forwarder) {
         let cancel = ctx.map(|c| c.ct.clone());
         let token = ctx.and_then(|c| c.meta.get_progress_token());
         let (Some(ctx), Some(token)) = (ctx, token) else {
@@ -61,6 +81,7 @@ impl McpProgress {
                 sender: None,
                 cancel,
                 state: Mutex::default(),
+                phases,
             };
             return (quiet, Forwarder(None));
         };
@@ -80,6 +101,7 @@ impl McpProgress {
             sender: Some(sender),
             cancel,
             state: Mutex::default(),
+            phases,
         };
         (reporter, Forwarder(Some(handle)))
     }
@@ -104,7 +126,7 @@ impl McpProgress {
 
 impl ImportProgress for McpProgress {
     fn phase(&self, phase: &str) {
-        if let Some((_, start)) = PHASES.iter().find(|(name, _)| *name == phase) {
+        if let Some((_, start)) = self.phases.iter().find(|(name, _)| *name == phase) {
             self.advance(*start, Some(phase));
         }
     }
@@ -114,7 +136,10 @@ impl ImportProgress for McpProgress {
             return;
         }
         let fraction = (done as f64 / total as f64).clamp(0.0, 1.0);
-        let (from, to) = (PHASES[1].1, PHASES[2].1);
+        let position = |name: &str| self.phases.iter().find(|(n, _)| *n == name).map(|p| p.1);
+        let (Some(from), Some(to)) = (position("extracting"), position("publishing")) else {
+            return;
+        };
         // Stay strictly below the next phase so `publishing` still advances.
         let value = (from + fraction * (to - from - MIN_STEP)).floor();
         self.advance(value, None);

@@ -52,6 +52,7 @@ pub struct FlameoxServer {
     workspace_dir: PathBuf,
     cache: SessionCache,
     tools: Arc<Vec<ToolSpec>>,
+    pub(crate) plans: Arc<crate::plans::PlanStore>,
 }
 
 pub(crate) type ToolResult = Result<Reply, FlameoxError>;
@@ -70,7 +71,15 @@ impl FlameoxServer {
             workspace_dir,
             cache: SessionCache::default(),
             tools: Arc::new(catalog::tools()),
+            plans: Arc::new(crate::plans::PlanStore::new(crate::plans::DEFAULT_PLAN_TTL)),
         }
+    }
+
+    /// The same server with capture plans valid for `ttl` (tests use a
+    /// short one to prove expiry).
+    pub fn with_plan_ttl(mut self, ttl: std::time::Duration) -> FlameoxServer {
+        self.plans = Arc::new(crate::plans::PlanStore::new(ttl));
+        self
     }
 
     /// The tools as rmcp advertises them.
@@ -415,9 +424,12 @@ impl FlameoxServer {
                 .paged("events")
                 .link_artifact(&artifact))
             }
-            other => Err(FlameoxError::internal(format!(
-                "tool {other} has no handler"
-            ))),
+            other => match crate::workload_tools::call(self, other, &ws, args, ctx).await {
+                Some(outcome) => outcome,
+                None => Err(FlameoxError::internal(format!(
+                    "tool {other} has no handler"
+                ))),
+            },
         }
     }
 
@@ -482,7 +494,7 @@ pub(crate) fn to_value<T: serde::Serialize>(value: &T) -> Result<Value, FlameoxE
         .map_err(|e| FlameoxError::internal(format!("serializing a result: {e}")))
 }
 
-fn decode<T: DeserializeOwned>(args: Value) -> Result<T, FlameoxError> {
+pub(crate) fn decode<T: DeserializeOwned>(args: Value) -> Result<T, FlameoxError> {
     serde_json::from_value(args)
         .map_err(|e| FlameoxError::invalid_argument("arguments", e.to_string()))
 }

@@ -1,6 +1,8 @@
 //! Helpers for flameox's end-to-end tests: find (or build) the real `flameox`
 //! binary, run it in a scratch project, and locate the shared corpus.
 
+pub mod workloads;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::OnceLock;

@@ -10,11 +10,7 @@ mod support;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use rmcp::model::{
-    CallToolRequest, CallToolRequestParams, ClientRequest, ReadResourceRequestParams,
-    ResourceContents,
-};
-use rmcp::service::PeerRequestOptions;
+use rmcp::model::{CallToolRequestParams, ReadResourceRequestParams, ResourceContents};
 use serde_json::{Value, json};
 use support::mcp::{Session, assert_protocol_only};
 
@@ -386,20 +382,9 @@ async fn cancelling_an_import_cleans_up_and_releases_the_lock() {
     let small = copy_corpus_trace(&root);
     let mut s = Session::start(&root, &["--init"]).await;
 
-    let params = CallToolRequestParams::new("import_artifact").with_arguments(
-        json!({ "path": "big.json" })
-            .as_object()
-            .cloned()
-            .unwrap_or_default(),
-    );
     let handle = s
-        .client
-        .send_cancellable_request(
-            ClientRequest::CallToolRequest(CallToolRequest::new(params)),
-            PeerRequestOptions::no_options(),
-        )
-        .await
-        .expect("send import");
+        .send_cancellable("import_artifact", json!({ "path": "big.json" }))
+        .await;
     // Cancel once extraction is visibly under way.
     let deadline = Instant::now() + Duration::from_secs(120);
     loop {

@@ -1,5 +1,6 @@
-//! What this build can read and answer, reported passively (nothing is probed
-//! or installed), and how to view an artifact in its native viewer.
+//! What this build can read and answer and which capture adapters work on
+//! this machine, reported passively (nothing is probed or installed), and
+//! how to view an artifact in its native viewer.
 
 use flameox_extractors::detect::FormatKind;
 use serde::{Deserialize, Serialize};
@@ -23,6 +24,9 @@ pub struct Capabilities {
     pub formats: Vec<FormatCapability>,
     pub analyses: Vec<String>,
     pub drilldowns: Vec<String>,
+    /// Capture adapters and whether they work on this machine (passive:
+    /// a PATH lookup; nothing is executed).
+    pub adapters: Vec<super::adapters::AdapterStatus>,
 }
 
 /// The formats detection knows, and which have an extractor in this build.
@@ -73,6 +77,7 @@ pub fn capabilities() -> Capabilities {
             "trace_window".into(),
             "measurements".into(),
         ],
+        adapters: super::adapters::adapter_statuses(),
     }
 }
 

@@ -560,6 +560,56 @@ fn complete_run(
     }
 }
 
+/// One file stored and staged for an existing run (a capture imports its
+/// profile and declared outputs into its execution run this way).
+pub struct StagedForRun {
+    pub artifact: RunArtifact,
+    pub staged: StagedGeneration,
+}
+
+/// Stores `path`, detects (or forces) its kind and extracts it into
+/// staging for `run_id`; publishing is the caller's (one commit per run).
+pub fn stage_file_for_run(
+    ws: &Workspace,
+    run_id: &str,
+    path: &Path,
+    kind: Option<&str>,
+    role: &str,
+    progress: &dyn ImportProgress,
+) -> Result<StagedForRun> {
+    let input = plan_inputs(ws, &[path.to_path_buf()], kind)?
+        .into_iter()
+        .next()
+        .ok_or_else(|| FlameoxError::internal("planning an input produced nothing"))?;
+    let mut storing = store_input(ws, &input)?;
+    let call = ImportCall {
+        ws,
+        run_id: run_id.to_owned(),
+        forced_producer: None,
+        variant: None,
+        parameters: BTreeMap::new(),
+        progress,
+        total_bytes: storing.record().bytes,
+    };
+    let extracted = call.stage(&input, &mut storing, 0);
+    // Placed (and verified) before the caller can publish anything naming it.
+    let record = storing.finish(ws)?;
+    let staged = extracted?;
+    let summary = staged.summary();
+    Ok(StagedForRun {
+        artifact: RunArtifact {
+            artifact_id: record.artifact_id.clone(),
+            kind: input.kind.name().into(),
+            producer: Some(summary.producer.clone()),
+            role: role.to_owned(),
+            original_name: record.original_name.clone(),
+            bytes: record.bytes,
+            metadata: summary.metadata.clone(),
+        },
+        staged,
+    })
+}
+
 /// True when `path` resolves (after symlinks) inside `root`.
 pub fn is_inside(path: &Path, root: &Path) -> bool {
     match (path.canonicalize(), root.canonicalize()) {

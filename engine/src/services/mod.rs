@@ -5,8 +5,12 @@
 //! carry `total`, `returned`, `truncated`, `next_cursor` and an `evidence`
 //! status. Transports only parse arguments and render.
 
+pub mod adapters;
 pub mod analyze;
 pub mod capabilities;
+pub mod capture;
+pub mod capture_outputs;
+pub mod capture_run;
 pub mod confine;
 pub mod gpu;
 pub mod gpu_breakdown;
@@ -21,6 +25,7 @@ mod narrower;
 pub mod pytorch;
 pub mod viewer;
 pub mod views;
+pub mod workloads;
 
 use std::sync::Arc;
 use std::time::Duration;

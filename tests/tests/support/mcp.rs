@@ -100,6 +100,25 @@ impl Session {
         result
     }
 
+    /// Sends a tool call that the test can cancel.
+    pub async fn send_cancellable(
+        &self,
+        name: &str,
+        args: Value,
+    ) -> rmcp::service::RequestHandle<RoleClient> {
+        let params = CallToolRequestParams::new(name.to_owned())
+            .with_arguments(args.as_object().cloned().unwrap_or_default());
+        self.client
+            .send_cancellable_request(
+                rmcp::model::ClientRequest::CallToolRequest(rmcp::model::CallToolRequest::new(
+                    params,
+                )),
+                rmcp::service::PeerRequestOptions::no_options(),
+            )
+            .await
+            .expect("send a cancellable call")
+    }
+
     /// Calls a tool that must succeed; returns `structuredContent.result`.
     pub async fn ok(&mut self, name: &str, args: Value) -> Value {
         let result = self.call(name, args).await;

@@ -1,0 +1,203 @@
+//! `flameox capture plan|run <adapter> --workload NAME [--parameters JSON]`
+//! and `flameox workload run <name> [--param k=v …]` (engine:
+//! `services::capture`, `services::capture_run`). The CLI names a declared
+//! workload; it has no argv, cwd or trailing `-- argv` of its own (clap
+//! refuses them). Ctrl-C cancels: the workload's process tree is killed and
+//! the run recorded.
+
+use std::collections::BTreeMap;
+use std::io::IsTerminal;
+
+use flameox_engine::FlameoxError;
+use flameox_engine::error::{ErrorCode, Result};
+use flameox_engine::services::capture::{CapturePlan, CaptureRequest, plan_capture};
+use flameox_engine::services::capture_run::{CaptureResult, execute_capture};
+use serde_json::{Value, json};
+
+use crate::commands::{CliProgress, emit, open};
+use crate::render::{Table, bytes, cut, duration_ns};
+use crate::{CaptureCommand, GlobalOptions};
+
+/// `--parameters '{"size": 10}'` as a map.
+pub(crate) fn parse_parameters(text: Option<&str>) -> Result<BTreeMap<String, Value>> {
+    match text {
+        None => Ok(BTreeMap::new()),
+        Some(text) => match serde_json::from_str::<Value>(text) {
+            Ok(Value::Object(map)) => Ok(map.into_iter().collect()),
+            _ => Err(FlameoxError::invalid_argument(
+                "parameters",
+                "must be a JSON object of parameter names to declared choices",
+            )),
+        },
+    }
+}
+
+/// `--param size=10` pairs as a map (values matched against choices as text).
+pub(crate) fn parse_param_pairs(pairs: &[String]) -> Result<BTreeMap<String, Value>> {
+    let mut map = BTreeMap::new();
+    for pair in pairs {
+        let Some((k, v)) = pair.split_once('=') else {
+            return Err(FlameoxError::invalid_argument(
+                "param",
+                format!("`{pair}` is not name=value"),
+            ));
+        };
+        map.insert(k.to_owned(), Value::String(v.to_owned()));
+    }
+    Ok(map)
+}
+
+fn render_plan(p: &CapturePlan) -> String {
+    let mut out = format!(
+        "plan: workload {} under {} ({})\n  command  {}\n  cwd      {}\n  timeout  {} s\n",
+        p.request.workload,
+        p.request.adapter,
+        p.adapter.reason,
+        p.command.join(" "),
+        p.cwd,
+        p.timeout_seconds
+    );
+    for (k, v) in &p.parameters {
+        out += &format!("  param    {k} = {v}\n");
+    }
+    for a in &p.expected_artifacts {
+        out += &format!("  keeps    {a}\n");
+    }
+    for w in &p.warnings {
+        out += &format!("  warning  {w}\n");
+    }
+    out + &format!(
+        "  bound to {} (definition {})\n",
+        p.binding_digest, p.definition_hash
+    )
+}
+
+fn render_result(r: &CaptureResult) -> String {
+    let mut out = format!(
+        "run {} {}: exit {}, wall {}, cpu {}, peak RSS {}\n  capture {}, validation {}, {} measurements\n",
+        r.run_id,
+        r.status,
+        r.exit_code
+            .map_or_else(|| format!("signal {:?}", r.signal), |c| c.to_string()),
+        duration_ns(r.wall_time_ns as i64),
+        duration_ns(r.cpu_time_ns as i64),
+        bytes(r.peak_rss_bytes),
+        r.capture,
+        r.validation,
+        r.measurements
+    );
+    for a in &r.artifacts {
+        out += &format!(
+            "  {:<10} {} ({}, {})\n",
+            a.role,
+            a.artifact_id,
+            a.kind,
+            bytes(a.bytes)
+        );
+    }
+    for l in &r.limitations {
+        out += &format!("  limitation {l}\n");
+    }
+    out
+}
+
+/// The error a run that did not complete becomes (after it was recorded).
+fn run_error(result: &CaptureResult) -> Option<FlameoxError> {
+    let code = match result.status.as_str() {
+        "completed" => return None,
+        "timed_out" => ErrorCode::ProcessTimeout,
+        "cancelled" => ErrorCode::ProcessCancelled,
+        _ => ErrorCode::ProcessFailed,
+    };
+    let how = match (result.exit_code, result.signal) {
+        (Some(code), _) => format!("exit code {code}"),
+        (None, Some(signal)) => format!("signal {signal}"),
+        _ => "no exit status".to_owned(),
+    };
+    Some(
+        FlameoxError::new(
+            code,
+            format!(
+                "the workload {} ({how}); run {} recorded",
+                result.status.replace('_', " "),
+                result.run_id
+            ),
+        )
+        .with_run(result.run_id.clone())
+        .detail("result", serde_json::to_value(result).unwrap_or_default())
+        .recover_with(
+            "get_run",
+            json!({ "run_id": result.run_id }),
+            format!("flameox runs show {}", result.run_id),
+        ),
+    )
+}
+
+/// Plans (and with `execute`, runs) one capture.
+pub(crate) fn capture_command(
+    g: &GlobalOptions,
+    request: CaptureRequest,
+    execute: bool,
+) -> Result<()> {
+    let ws = open(g)?;
+    let plan = plan_capture(&ws, &request)?;
+    if !execute {
+        return emit(g, &plan, render_plan);
+    }
+    if !g.json && !g.quiet {
+        eprint!("{}", render_plan(&plan));
+    }
+    let progress = CliProgress::new(!g.json && !g.quiet && std::io::stderr().is_terminal());
+    let result = execute_capture(&ws, &plan, &progress);
+    progress.finish();
+    let result = result?;
+    if let Some(err) = run_error(&result) {
+        if !g.json && !g.quiet {
+            eprint!("{}", render_result(&result));
+        }
+        return Err(err);
+    }
+    emit(g, &json!({ "plan": plan, "result": result }), |v| {
+        serde_json::from_value::<CaptureResult>(v["result"].clone())
+            .map(|r| render_result(&r))
+            .unwrap_or_default()
+    })
+}
+
+/// `flameox capture plan|run`.
+pub(crate) fn capture_dispatch(g: &GlobalOptions, action: CaptureCommand) -> Result<()> {
+    let (adapter, options, execute) = match action {
+        CaptureCommand::Plan { adapter, options } => (adapter, options, false),
+        CaptureCommand::Run { adapter, options } => (adapter, options, true),
+    };
+    let request = CaptureRequest {
+        adapter,
+        workload: options.workload,
+        parameters: parse_parameters(options.parameters.as_deref())?,
+        variant: options.variant,
+        trial_id: options.trial_id,
+    };
+    capture_command(g, request, execute)
+}
+
+/// `flameox capabilities`: adapters (passive) and the formats extracted.
+pub(crate) fn capabilities_command(g: &GlobalOptions) -> Result<()> {
+    let caps = flameox_engine::services::capabilities::capabilities();
+    emit(g, &caps, |c| {
+        let mut t = Table::new(&["adapter", "available", "why"], &[]);
+        for a in &c.adapters {
+            t.row(vec![
+                a.name.clone(),
+                a.available.to_string(),
+                cut(&a.reason, 70),
+            ]);
+        }
+        let readable: Vec<&str> = c
+            .formats
+            .iter()
+            .filter(|f| f.extract)
+            .map(|f| f.kind.as_str())
+            .collect();
+        t.render() + &format!("formats extracted: {}\n", readable.join(", "))
+    })
+}
