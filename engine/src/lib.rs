@@ -11,6 +11,7 @@ pub mod fsutil;
 pub mod lock;
 pub mod publish;
 pub mod query;
+pub mod records;
 pub mod runs;
 pub mod services;
 pub mod staging;

@@ -5,8 +5,11 @@
 //! carry `total`, `returned`, `truncated`, `next_cursor` and an `evidence`
 //! status. Transports only parse arguments and render.
 
+pub mod analysis_records;
 pub mod analyze;
 pub mod capabilities;
+pub mod compare;
+pub mod compare_checks;
 pub mod confine;
 pub mod gpu;
 pub mod gpu_breakdown;
@@ -19,6 +22,9 @@ pub mod measurements;
 pub mod memory;
 mod narrower;
 pub mod pytorch;
+pub mod run_set_samples;
+pub mod run_sets;
+pub mod scaling;
 pub mod viewer;
 pub mod views;
 
