@@ -9,6 +9,7 @@ pub mod instructions;
 mod measurements_tool;
 pub mod progress;
 pub mod requests;
+mod run_set_tools;
 pub mod server;
 
 pub use server::{FlameoxServer, ServerOptions};
