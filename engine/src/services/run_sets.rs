@@ -101,7 +101,10 @@ pub fn run_failed(status: &RunStatus) -> bool {
     matches!(
         status.execution.as_str(),
         "failed" | "timed_out" | "cancelled" | "interrupted"
-    ) || matches!(status.extraction.as_str(), "failed" | "interrupted")
+    ) || matches!(
+        status.extraction.as_str(),
+        "failed" | "interrupted" | "cancelled"
+    )
         || status.validation == "failed"
 }
 
