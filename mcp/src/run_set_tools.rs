@@ -54,9 +54,9 @@ fn set_prop(what: &str) -> Value {
 
 fn stats_props() -> (Value, Value, Value) {
     (
-        json!({ "type": "string", "maxLength": 200, "description": "Measurement name; default wall_time or the one shared." }),
-        json!({ "type": "number", "minimum": 0, "maximum": 1 }),
-        json!({ "type": "integer", "minimum": 0 }),
+        json!({ "type": "string", "maxLength": 200, "description": "Measurement name (default wall_time)." }),
+        json!({ "type": "number", "minimum": 0, "maximum": 1, "description": "Default 0.95." }),
+        json!({ "type": "integer", "minimum": 0, "description": "Bootstrap seed (default 0)." }),
     )
 }
 
@@ -64,10 +64,10 @@ fn compare_schema() -> Value {
     let (metric, confidence, seed) = stats_props();
     object(
         json!({
-            "baseline": set_prop("Run set id (rs_…) or run id."),
-            "candidate": set_prop("Run set id or run id."),
+            "baseline": set_prop("Run set (rs_…) or run id."),
+            "candidate": set_prop("Run set or run id."),
             "metric": metric,
-            "polarity": { "type": "string", "enum": ["lower_is_better", "higher_is_better"] },
+            "polarity": { "type": "string", "enum": ["lower_is_better", "higher_is_better"], "description": "Default lower_is_better." },
             "threshold": { "type": "number", "minimum": 0, "maximum": 1, "description": "Practical threshold (default 0.02)." },
             "confidence": confidence,
             "seed": seed
@@ -80,7 +80,7 @@ fn scaling_schema() -> Value {
     let (metric, confidence, seed) = stats_props();
     object(
         json!({
-            "target": set_prop("Run set id (rs_…) or run id."),
+            "target": set_prop("Run set (rs_…) or run id."),
             "parameter": { "type": "string", "minLength": 1, "maxLength": 200, "description": "Numeric size parameter, e.g. n." },
             "metric": metric,
             "confidence": confidence,
@@ -97,13 +97,13 @@ pub fn tools() -> Vec<ToolSpec> {
         ToolSpec {
             name: "freeze_run_set",
             title: "Freeze run set",
-            description: "Freeze an immutable run set from run_ids and/or variant and parameters filters (all must match). Blocks: block parameter, else run order.",
+            description: "Freeze an immutable run set from run_ids and/or variant/parameters filters. Blocks: the block parameter, else run order.",
             group: Additive,
             input_schema: object(
                 json!({
-                    "run_ids": { "type": "array", "maxItems": 1000, "items": { "type": "string", "minLength": 1, "maxLength": 200 } },
-                    "variant": { "type": "string", "minLength": 1, "maxLength": 64 },
-                    "parameters": { "type": "object", "maxProperties": 32, "additionalProperties": { "type": "string", "maxLength": 200 } }
+                    "run_ids": { "type": "array", "maxItems": 1000, "items": { "type": "string", "minLength": 1, "maxLength": 200 }, "description": "Runs to include." },
+                    "variant": { "type": "string", "minLength": 1, "maxLength": 64, "description": "Only runs of this variant." },
+                    "parameters": { "type": "object", "maxProperties": 32, "additionalProperties": { "type": "string", "maxLength": 200 }, "description": "Only runs with these parameter values." }
                 }),
                 &[],
             ),
@@ -111,28 +111,28 @@ pub fn tools() -> Vec<ToolSpec> {
         ToolSpec {
             name: "compare_run_sets",
             title: "Compare run sets",
-            description: "Candidate vs baseline: median paired log ratio over blocks, seeded BCa interval, decision by polarity and threshold, validity, compatibility checks, frame changes.",
+            description: "Candidate vs baseline run set: median paired log ratio over blocks, seeded BCa interval, decision, validity, compatibility checks, frame changes.",
             group: ReadOnly,
             input_schema: compare_schema(),
         },
         ToolSpec {
             name: "analyze_scaling",
             title: "Scaling",
-            description: "How a metric grows with a numeric parameter per variant: medians with MAD and BCa, fits (constant…n², power law with CI on k), AICc, growing hotspots.",
+            description: "How a metric grows with a numeric parameter per variant: medians, MAD, BCa; fits (constant…n², power law with CI on k) by AICc; growing hotspots.",
             group: ReadOnly,
             input_schema: scaling_schema(),
         },
         ToolSpec {
             name: "record_comparison",
             title: "Record comparison",
-            description: "Run compare_run_sets and store it as a comparison record with its result digest.",
+            description: "compare_run_sets, stored as a comparison record with its result digest.",
             group: Additive,
             input_schema: compare_schema(),
         },
         ToolSpec {
             name: "record_analysis",
             title: "Record analysis",
-            description: "Run analyze_scaling and store it as an analysis record with its result digest.",
+            description: "analyze_scaling, stored as an analysis record with its result digest.",
             group: Additive,
             input_schema: scaling_schema(),
         },

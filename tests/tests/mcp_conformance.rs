@@ -13,7 +13,7 @@ use flameox_mcp::{FlameoxServer, ServerOptions, catalog, instructions};
 use serde_json::{Value, json};
 
 /// Bytes of the whole tool list as a client receives it (compact JSON).
-const SURFACE_CEILING: usize = 21_500;
+const SURFACE_CEILING: usize = 27_000;
 /// Bytes of the `initialize` instructions.
 const INSTRUCTIONS_CEILING: usize = 640;
 /// Characters of any one tool description.
@@ -42,8 +42,16 @@ const READ_ONLY: &[&str] = &[
     "get_trace_window",
     "query_measurements",
     "get_evidence",
+    "compare_run_sets",
+    "analyze_scaling",
 ];
-const ADDITIVE: &[&str] = &["initialize_workspace", "import_artifact"];
+const ADDITIVE: &[&str] = &[
+    "initialize_workspace",
+    "import_artifact",
+    "freeze_run_set",
+    "record_comparison",
+    "record_analysis",
+];
 
 fn advertised() -> Vec<Value> {
     let server = FlameoxServer::new(ServerOptions {
