@@ -123,7 +123,11 @@ fn render_freeze(r: &FreezeResult) -> String {
     }
     format!(
         "{} run set {} ({} runs, blocks by {:?})\n",
-        if r.created { "froze" } else { "already frozen:" },
+        if r.created {
+            "froze"
+        } else {
+            "already frozen:"
+        },
         set.run_set_id,
         set.members.len(),
         set.pairing_key
@@ -177,7 +181,11 @@ fn percent(x: f64) -> String {
 fn render_record(o: &RecordOutcome) -> String {
     format!(
         "{} {} {} (commit {}, result digest {})\n",
-        if o.created { "recorded" } else { "already recorded:" },
+        if o.created {
+            "recorded"
+        } else {
+            "already recorded:"
+        },
         o.record.kind,
         o.record.record_id,
         o.record.commit_id,
@@ -243,10 +251,7 @@ fn render_scaling(r: &ScalingResult) -> String {
             Some(ScalingConclusion::Inconclusive {
                 best, runner_up, ..
             }) => format!("inconclusive ({best:?} vs {runner_up:?})"),
-            None => format!(
-                "no fit: {}",
-                v.fit_unavailable.clone().unwrap_or_default()
-            ),
+            None => format!("no fit: {}", v.fit_unavailable.clone().unwrap_or_default()),
         };
         out += &format!(
             "variant {}: {} runs, {}\n",

@@ -105,7 +105,10 @@ pub fn record_exists(ws: &Workspace, kind: RecordKind, id: &str) -> bool {
 /// Reads a record; an unknown id is `RUN_NOT_FOUND` with the closest ids.
 pub fn read_record<T: DeserializeOwned>(ws: &Workspace, kind: RecordKind, id: &str) -> Result<T> {
     check_record_id(kind, id)?;
-    let path = ws.records_dir().join(kind.folder()).join(format!("{id}.json"));
+    let path = ws
+        .records_dir()
+        .join(kind.folder())
+        .join(format!("{id}.json"));
     if !path.is_file() {
         let ids = list_record_ids(ws, kind);
         let near = closest(id, ids.iter().map(String::as_str), 3);
@@ -132,7 +135,10 @@ pub fn write_record_once<T: Serialize + DeserializeOwned>(
         &ws.locks_dir().join("write.lock"),
         std::time::Duration::from_millis(ws.config.locks.write_timeout_ms),
     )?;
-    let path = ws.records_dir().join(kind.folder()).join(format!("{id}.json"));
+    let path = ws
+        .records_dir()
+        .join(kind.folder())
+        .join(format!("{id}.json"));
     if path.is_file() {
         return Ok((read_json(&path, "a record")?, false));
     }

@@ -164,7 +164,11 @@ fn scaling_request(a: ScalingArgs) -> ScalingRequest {
 fn recorded(o: RecordOutcome) -> ToolResult {
     let what = format!(
         "{} {} {}",
-        if o.created { "recorded" } else { "already recorded" },
+        if o.created {
+            "recorded"
+        } else {
+            "already recorded"
+        },
         o.record.kind,
         o.record.record_id
     );

@@ -53,7 +53,12 @@ pub async fn metric_names(
     let df = scoped(table(ctx, "measurements").await?, scope)?
         .filter(col("is_warmup").eq(lit(false)))?
         .aggregate(
-            vec![text("run_id"), text("artifact_id"), text("name"), text("unit")],
+            vec![
+                text("run_id"),
+                text("artifact_id"),
+                text("name"),
+                text("unit"),
+            ],
             vec![count(lit(1)).alias("samples")],
         )?;
     let mut out = Vec::new();

@@ -24,6 +24,7 @@ EXPECTED_TOOLS = {
     "list_artifacts", "get_artifact", "get_native_viewer_plan",
     "analyze_hotspots", "get_frame_callers", "get_frame_callees",
     "get_stack_examples", "compare_hotspots", "analyze_gpu_summary", "analyze_accelerator_launches", "analyze_pytorch", "analyze_gpu_breakdown", "analyze_gpu_gaps", "analyze_memory", "get_trace_window", "query_measurements", "get_evidence",
+    "freeze_run_set", "compare_run_sets", "analyze_scaling", "record_comparison", "record_analysis",
 }
 
 

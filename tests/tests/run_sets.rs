@@ -47,7 +47,9 @@ fn freeze(project: &Project, args: &[&str]) -> Value {
 }
 
 fn compare(project: &Project, base: &str, cand: &str) -> Value {
-    project.json(&["analyze", "compare", base, cand, "--metric", BENCH, "--seed", "7"])
+    project.json(&[
+        "analyze", "compare", base, cand, "--metric", BENCH, "--seed", "7",
+    ])
 }
 
 #[test]
@@ -99,7 +101,10 @@ fn known_speedup_no_change_and_regression_get_the_documented_decisions() {
         assert_eq!(result["baseline"]["failed"], 0);
         assert_eq!(result["unit"], "ns");
         let checks = result["compatibility"].as_array().unwrap();
-        let collector = checks.iter().find(|c| c["check"] == "collector_name").unwrap();
+        let collector = checks
+            .iter()
+            .find(|c| c["check"] == "collector_name")
+            .unwrap();
         assert_eq!(collector["status"], "consistent");
         assert_eq!(result["profile_changes"]["status"], "unavailable");
     }
@@ -118,7 +123,12 @@ fn few_pairs_are_exploratory_and_one_pair_adds_the_sample_level_comparison() {
     );
     assert_eq!(two["validity"], "exploratory");
     assert_eq!(two["decision"], "inconclusive");
-    assert!(two["validity_reasons"][0].as_str().unwrap().contains("2 pair"));
+    assert!(
+        two["validity_reasons"][0]
+            .as_str()
+            .unwrap()
+            .contains("2 pair")
+    );
     assert_eq!(two["sample_level"]["validity"], "exploratory");
 
     // Run ids are one-element run sets: one pair.
@@ -149,7 +159,11 @@ fn sets_are_frozen_results_deterministic_and_records_idempotent() {
     assert_eq!(again["created"], false);
     assert_eq!(again["run_set"], first["run_set"]);
     // A new matching run changes a new freeze, never the frozen set.
-    let extra = write_file(&project, "extra.json", &pyperf_json("work", &[1e-3, 1.1e-3, 0.9e-3]));
+    let extra = write_file(
+        &project,
+        "extra.json",
+        &pyperf_json("work", &[1e-3, 1.1e-3, 0.9e-3]),
+    );
     import_run(&project, &[extra], "base", &[("block", "9".into())]);
     let later = freeze(&project, &["--variant", "base"]);
     assert_ne!(later["run_set"]["run_set_id"].as_str().unwrap(), id);
@@ -167,7 +181,9 @@ fn sets_are_frozen_results_deterministic_and_records_idempotent() {
 
     let c = freeze(&project, &["--variant", "cand"]);
     let cand_id = c["run_set"]["run_set_id"].as_str().unwrap().to_owned();
-    let args = ["analyze", "compare", &id, &cand_id, "--metric", BENCH, "--json"];
+    let args = [
+        "analyze", "compare", &id, &cand_id, "--metric", BENCH, "--json",
+    ];
     let once = project.run(&args);
     let twice = project.run(&args);
     assert!(once.status.success());
@@ -175,9 +191,19 @@ fn sets_are_frozen_results_deterministic_and_records_idempotent() {
     let reseeded = project.run(&[
         "analyze", "compare", &id, &cand_id, "--metric", BENCH, "--seed", "99", "--json",
     ]);
-    assert_ne!(once.stdout, reseeded.stdout, "the seed reaches the bootstrap");
+    assert_ne!(
+        once.stdout, reseeded.stdout,
+        "the seed reaches the bootstrap"
+    );
 
-    let record_args = ["analyze", "record-comparison", &id, &cand_id, "--metric", BENCH];
+    let record_args = [
+        "analyze",
+        "record-comparison",
+        &id,
+        &cand_id,
+        "--metric",
+        BENCH,
+    ];
     let recorded = project.json(&record_args);
     assert_eq!(recorded["created"], true);
     let record = &recorded["record"];
@@ -235,27 +261,56 @@ fn incompatible_or_unpaired_inputs_are_typed_errors_and_failures_are_counted() {
         "COMPARISON_INVALID",
         6,
     );
-    assert!(err["details"]["baseline_metrics"].as_array().unwrap().iter().any(|m| m == BENCH));
+    assert!(
+        err["details"]["baseline_metrics"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|m| m == BENCH)
+    );
     project.json_err(
-        &["analyze", "compare", &base[0], &cand[0], "--metric", "pyperf.nope"],
+        &[
+            "analyze",
+            "compare",
+            &base[0],
+            &cand[0],
+            "--metric",
+            "pyperf.nope",
+        ],
         "COMPARISON_INVALID",
         6,
     );
-    for (flag, value) in [("--threshold", "1.5"), ("--confidence", "1"), ("--polarity", "faster")] {
+    for (flag, value) in [
+        ("--threshold", "1.5"),
+        ("--confidence", "1"),
+        ("--polarity", "faster"),
+    ] {
         let e = project.json_err(
             &["analyze", "compare", &base[0], &cand[0], flag, value],
             "INVALID_ARGUMENTS",
             2,
         );
-        assert!(!e["remediation"].as_array().unwrap().is_empty() || flag == "--polarity", "{e}");
+        assert!(
+            !e["remediation"].as_array().unwrap().is_empty() || flag == "--polarity",
+            "{e}"
+        );
     }
     project.json_err(
-        &["analyze", "compare", "rs_00000000000000000000000000000000", &cand[0]],
+        &[
+            "analyze",
+            "compare",
+            "rs_00000000000000000000000000000000",
+            &cand[0],
+        ],
         "RUN_NOT_FOUND",
         1,
     );
     // A failed import in the candidate set is attempted, failed, left out.
-    let broken = write_file(&project, "broken.json", "{\"version\": \"1.0\", \"benchmarks\": [");
+    let broken = write_file(
+        &project,
+        "broken.json",
+        "{\"version\": \"1.0\", \"benchmarks\": [",
+    );
     let out = project.run(&[
         "import",
         broken.to_str().unwrap(),
@@ -269,11 +324,18 @@ fn incompatible_or_unpaired_inputs_are_typed_errors_and_failures_are_counted() {
     ]);
     assert!(!out.status.success());
     let failure: Value = serde_json::from_slice(&out.stdout).unwrap();
-    let failed_run = failure["run_id"].as_str().expect("failed run id").to_owned();
+    let failed_run = failure["run_id"]
+        .as_str()
+        .expect("failed run id")
+        .to_owned();
     let b = freeze(&project, &["--variant", "base"]);
     let c = freeze(&project, &["--variant", "cand"]);
     let members = c["run_set"]["members"].as_array().unwrap();
-    assert!(members.iter().any(|m| m["run_id"] == failed_run.as_str() && m["failed"] == true));
+    assert!(
+        members
+            .iter()
+            .any(|m| m["run_id"] == failed_run.as_str() && m["failed"] == true)
+    );
     let result = compare(
         &project,
         b["run_set"]["run_set_id"].as_str().unwrap(),

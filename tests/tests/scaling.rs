@@ -35,7 +35,11 @@ fn generate(project: &Project, variants: &[&str]) {
                 let center = curve(variant, n as f64) * noise.factor(0.02);
                 let values = samples(&mut noise, center, 5, 0.01);
                 let stem = format!("{variant}-{n}-{rep}");
-                let bench = write_file(project, &format!("{stem}.json"), &pyperf_json("work", &values));
+                let bench = write_file(
+                    project,
+                    &format!("{stem}.json"),
+                    &pyperf_json("work", &values),
+                );
                 let weight = match *variant {
                     "linear" => 10,
                     "nlogn" => 20,
@@ -125,7 +129,10 @@ fn known_growth_is_recognized_with_the_exponent_inside_its_interval() {
             assert_eq!(p["runs"], 2);
             let truth = curve(name, n as f64) * 1e9;
             let got = p["median"].as_f64().unwrap();
-            assert!((got / truth - 1.0).abs() < 0.08, "{name} n={n}: {got} vs {truth}");
+            assert!(
+                (got / truth - 1.0).abs() < 0.08,
+                "{name} n={n}: {got} vs {truth}"
+            );
             assert_eq!(p["interval"]["reason"]["kind"], "too_few_observations");
         }
         // Hotspots: `work` grows with n; `setup` and `io` shrink.
@@ -136,15 +143,28 @@ fn known_growth_is_recognized_with_the_exponent_inside_its_interval() {
         assert_eq!(rows.len(), 1, "{hot:#}");
         assert_eq!(rows[0]["function"], "work");
         assert!(rows[0]["q_value"].as_f64().unwrap() < 0.05);
-        assert!(rows[0]["share_at_max_n"].as_f64().unwrap() > rows[0]["share_at_min_n"].as_f64().unwrap());
+        assert!(
+            rows[0]["share_at_max_n"].as_f64().unwrap()
+                > rows[0]["share_at_min_n"].as_f64().unwrap()
+        );
     }
     // A single variant's set answers the same for that variant.
     let linear = project.json(&["analyze", "scaling", &ids[0], "--parameter", "n"]);
     assert_eq!(linear["variants"].as_array().unwrap().len(), 1);
-    assert_eq!(variant(&linear, "linear")["fit"], variant(&result, "linear")["fit"]);
+    assert_eq!(
+        variant(&linear, "linear")["fit"],
+        variant(&result, "linear")["fit"]
+    );
 
     // Profiles on both sides: compare lists the frame changes.
-    let cmp = project.json(&["analyze", "compare", &ids[0], &ids[2], "--metric", "pyperf.work"]);
+    let cmp = project.json(&[
+        "analyze",
+        "compare",
+        &ids[0],
+        &ids[2],
+        "--metric",
+        "pyperf.work",
+    ]);
     assert_eq!(cmp["pairing"]["method"], "run_order");
     assert_eq!(cmp["profile_changes"]["status"], "available");
     // main (no self value), setup, work, io.
@@ -166,7 +186,11 @@ fn non_numeric_or_missing_parameters_are_typed_errors() {
     let mut runs = Vec::new();
     for (i, n) in ["10", "100", "big"].iter().enumerate() {
         let values = samples(&mut noise, 1e-3, 3, 0.01);
-        let file = write_file(&project, &format!("r{i}.json"), &pyperf_json("work", &values));
+        let file = write_file(
+            &project,
+            &format!("r{i}.json"),
+            &pyperf_json("work", &values),
+        );
         runs.push(import_run(&project, &[file], "v", &[("n", n.to_string())]));
     }
     let set = freeze(&project, &["--variant", "v"]);
@@ -192,7 +216,10 @@ fn non_numeric_or_missing_parameters_are_typed_errors() {
         "COMPARISON_INVALID",
         6,
     );
-    assert!(few["message"].as_str().unwrap().contains("at least 5"), "{few}");
+    assert!(
+        few["message"].as_str().unwrap().contains("at least 5"),
+        "{few}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -205,7 +232,9 @@ async fn the_run_set_tools_answer_over_mcp() {
         .await;
     let id = frozen["run_set"]["run_set_id"].as_str().unwrap().to_owned();
     assert_eq!(frozen["run_set"]["members"].as_array().unwrap().len(), 12);
-    let again = session.ok("freeze_run_set", json!({ "variant": "linear" })).await;
+    let again = session
+        .ok("freeze_run_set", json!({ "variant": "linear" }))
+        .await;
     assert_eq!(again["created"], false);
     let scaling = session
         .ok("analyze_scaling", json!({ "target": id, "parameter": "n" }))
@@ -213,12 +242,19 @@ async fn the_run_set_tools_answer_over_mcp() {
     let cli = project.json(&["analyze", "scaling", &id, "--parameter", "n"]);
     assert_eq!(scaling, cli, "the transports answer the same");
     let compared = session
-        .ok("compare_run_sets", json!({ "baseline": id, "candidate": id, "metric": "pyperf.work" }))
+        .ok(
+            "compare_run_sets",
+            json!({ "baseline": id, "candidate": id, "metric": "pyperf.work" }),
+        )
         .await;
     assert_eq!(compared["estimate"]["relative_change"], 0.0);
     assert_eq!(compared["decision"], "inconclusive");
     let err = session
-        .err("analyze_scaling", json!({ "target": id, "parameter": "n", "confidence": 1.0 }), "INVALID_ARGUMENTS")
+        .err(
+            "analyze_scaling",
+            json!({ "target": id, "parameter": "n", "confidence": 1.0 }),
+            "INVALID_ARGUMENTS",
+        )
         .await;
     assert_eq!(err["details"]["fields"][0]["field"], "confidence");
     let rec = session
@@ -226,20 +262,31 @@ async fn the_run_set_tools_answer_over_mcp() {
         .await;
     assert_eq!(rec["record"]["result"], scaling);
     let cmp = session
-        .ok("record_comparison", json!({ "baseline": id, "candidate": id, "metric": "pyperf.work" }))
+        .ok(
+            "record_comparison",
+            json!({ "baseline": id, "candidate": id, "metric": "pyperf.work" }),
+        )
         .await;
     assert_eq!(cmp["record"]["kind"], "comparison");
     let got = session
         .ok("get_evidence", json!({ "reference": format!("analysis:{}", rec["record"]["record_id"].as_str().unwrap()) }))
         .await;
-    assert_eq!(got["record"]["result_digest"], rec["record"]["result_digest"]);
+    assert_eq!(
+        got["record"]["result_digest"],
+        rec["record"]["result_digest"]
+    );
     let resource = session
         .client
-        .read_resource(rmcp::model::ReadResourceRequestParams::new(format!("flameox://run-sets/{id}")))
+        .read_resource(rmcp::model::ReadResourceRequestParams::new(format!(
+            "flameox://run-sets/{id}"
+        )))
         .await
         .expect("run set resource");
     let text = serde_json::to_string(&resource).unwrap();
     assert!(text.contains(&id));
-    assert!(!text.contains(project.path().to_str().unwrap()), "no host paths");
+    assert!(
+        !text.contains(project.path().to_str().unwrap()),
+        "no host paths"
+    );
     session.close().await;
 }

@@ -91,7 +91,10 @@ pub async fn record_scaling(qc: &QueryContext<'_>, req: &ScalingRequest) -> Resu
     let result = analyze_scaling(qc, req).await?;
     let mut limitations = Vec::new();
     if !result.failed_runs.is_empty() {
-        limitations.push(format!("{} failed run(s) left out", result.failed_runs.len()));
+        limitations.push(format!(
+            "{} failed run(s) left out",
+            result.failed_runs.len()
+        ));
     }
     if !result.missing_metric_runs.is_empty() {
         limitations.push(format!(
@@ -136,7 +139,10 @@ pub async fn record_comparison(
 ) -> Result<RecordOutcome> {
     let result = compare_run_sets(qc, req).await?;
     let mut limitations = result.validity_reasons.clone();
-    for (side, counts) in [("baseline", &result.baseline), ("candidate", &result.candidate)] {
+    for (side, counts) in [
+        ("baseline", &result.baseline),
+        ("candidate", &result.candidate),
+    ] {
         if counts.failed > 0 {
             limitations.push(format!("{side}: {} failed run(s) left out", counts.failed));
         }

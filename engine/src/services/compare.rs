@@ -376,7 +376,10 @@ pub async fn compare_run_sets(
     };
     let sample_level = if ratios.len() < MIN_OBSERVATIONS {
         let pooled = |runs: &mut dyn Iterator<Item = &String>| -> Vec<f64> {
-            runs.filter_map(|r| samples.get(r)).flatten().copied().collect()
+            runs.filter_map(|r| samples.get(r))
+                .flatten()
+                .copied()
+                .collect()
         };
         let b = pooled(&mut pairing.pairs.iter().flat_map(|p| &p.baseline_runs));
         let c = pooled(&mut pairing.pairs.iter().flat_map(|p| &p.candidate_runs));

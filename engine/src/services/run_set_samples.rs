@@ -45,14 +45,9 @@ pub fn stats_error(err: StatsError) -> FlameoxError {
         }
         StatsError::InvalidThreshold(_) => FlameoxError::invalid_argument("threshold", message)
             .remedy("pass a practical threshold in [0, 1), e.g. 0.02 for 2 %"),
-        StatsError::TooFewResamples { .. } => {
-            FlameoxError::invalid_argument("resamples", message)
-        }
-        StatsError::TooFewPoints { .. } => {
-            FlameoxError::new(ErrorCode::ComparisonInvalid, message).remedy(
-                "add runs at more parameter values (at least 5 runs over 3 distinct values)",
-            )
-        }
+        StatsError::TooFewResamples { .. } => FlameoxError::invalid_argument("resamples", message),
+        StatsError::TooFewPoints { .. } => FlameoxError::new(ErrorCode::ComparisonInvalid, message)
+            .remedy("add runs at more parameter values (at least 5 runs over 3 distinct values)"),
         StatsError::NonPositive { .. } | StatsError::NonFinite { .. } => {
             FlameoxError::new(ErrorCode::ComparisonInvalid, message)
                 .remedy("the metric must be positive and finite in every run used")
@@ -168,7 +163,10 @@ impl MemberEvidence {
         let mut by_run: BTreeMap<&str, BTreeSet<String>> = BTreeMap::new();
         for (run_id, artifact_id, metric) in &rows {
             for run in self.owners_of(run_id, artifact_id) {
-                by_run.entry(run.as_str()).or_default().insert(metric.clone());
+                by_run
+                    .entry(run.as_str())
+                    .or_default()
+                    .insert(metric.clone());
             }
         }
         let mut shared: Option<BTreeSet<String>> = None;

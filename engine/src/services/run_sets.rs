@@ -104,8 +104,7 @@ pub fn run_failed(status: &RunStatus) -> bool {
     ) || matches!(
         status.extraction.as_str(),
         "failed" | "interrupted" | "cancelled"
-    )
-        || status.validation == "failed"
+    ) || status.validation == "failed"
 }
 
 fn metadata_text(run: &RunManifest, key: &str) -> Option<String> {
@@ -178,7 +177,9 @@ pub fn select_runs(ws: &Workspace, selection: &RunSelection) -> Result<Vec<RunMa
             "select",
             "give run ids, a variant or parameters to select runs",
         )
-        .remedy("e.g. `flameox runs freeze --variant base` or `flameox runs freeze <run-id> <run-id>`"));
+        .remedy(
+            "e.g. `flameox runs freeze --variant base` or `flameox runs freeze <run-id> <run-id>`",
+        ));
     }
     let candidates = if selection.run_ids.is_empty() {
         runs::list_runs(ws)?
@@ -210,7 +211,10 @@ pub fn select_runs(ws: &Workspace, selection: &RunSelection) -> Result<Vec<RunMa
         let mut variants: Vec<String> = all.iter().filter_map(|r| r.variant.clone()).collect();
         variants.sort();
         variants.dedup();
-        let mut names: Vec<String> = all.iter().flat_map(|r| r.parameters.keys().cloned()).collect();
+        let mut names: Vec<String> = all
+            .iter()
+            .flat_map(|r| r.parameters.keys().cloned())
+            .collect();
         names.sort();
         names.dedup();
         return Err(

@@ -169,9 +169,11 @@ fn growing_hotspots(
         return Ok(GrowingHotspots::unavailable("some_runs_have_no_profile"));
     }
     let ns: Vec<f64> = with.iter().map(|(_, n)| *n).collect();
-    let (min_n, max_n) = ns.iter().fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), &n| {
-        (lo.min(n), hi.max(n))
-    });
+    let (min_n, max_n) = ns
+        .iter()
+        .fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), &n| {
+            (lo.min(n), hi.max(n))
+        });
     let mut tested = Vec::new();
     for (frame, function) in leading_frames(with.iter().map(|(s, _)| *s)) {
         let share: Vec<f64> = with
@@ -319,7 +321,11 @@ pub async fn analyze_scaling(qc: &QueryContext<'_>, req: &ScalingRequest) -> Res
     for (variant, runs) in &by_variant {
         let mut per_n: BTreeMap<u64, (f64, Vec<f64>)> = BTreeMap::new();
         for (_, n, value) in runs {
-            per_n.entry(n.to_bits()).or_insert((*n, Vec::new())).1.push(*value);
+            per_n
+                .entry(n.to_bits())
+                .or_insert((*n, Vec::new()))
+                .1
+                .push(*value);
         }
         let mut values = Vec::new();
         let mut ordered: Vec<(f64, Vec<f64>)> = per_n.into_values().collect();
@@ -338,7 +344,10 @@ pub async fn analyze_scaling(qc: &QueryContext<'_>, req: &ScalingRequest) -> Res
         }
         let points: Vec<ScalingPoint> = runs
             .iter()
-            .map(|(_, n, value)| ScalingPoint { n: *n, value: *value })
+            .map(|(_, n, value)| ScalingPoint {
+                n: *n,
+                value: *value,
+            })
             .collect();
         let (fit, fit_unavailable) = match fit_scaling(&points, bootstrap.confidence_level) {
             Ok(fit) => (Some(fit), None),
@@ -362,10 +371,10 @@ pub async fn analyze_scaling(qc: &QueryContext<'_>, req: &ScalingRequest) -> Res
             hotspots,
         });
     }
-    if variants.iter().all(|v| v.fit.is_none()) {
-        if let Some(e) = last_error {
-            return Err(stats_error(e));
-        }
+    if variants.iter().all(|v| v.fit.is_none())
+        && let Some(e) = last_error
+    {
+        return Err(stats_error(e));
     }
     let failed_runs: Vec<String> = set
         .members

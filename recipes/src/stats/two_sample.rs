@@ -53,9 +53,8 @@ pub fn compare_two_samples(
             minimum: super::bootstrap::MIN_RESAMPLES,
         });
     }
-    let log_ratio = (median_of_buffer(&mut candidate.to_vec())
-        / median_of_buffer(&mut baseline.to_vec()))
-    .ln();
+    let log_ratio =
+        (median_of_buffer(&mut candidate.to_vec()) / median_of_buffer(&mut baseline.to_vec())).ln();
     let base = bootstrap_medians(baseline, settings.resamples, settings.seed);
     let cand = bootstrap_medians(
         candidate,
@@ -99,8 +98,8 @@ mod tests {
     fn a_clear_shift_is_seen_and_labelled_exploratory() {
         let base: Vec<f64> = (0..40).map(|i| 100.0 + (i % 7) as f64).collect();
         let fast: Vec<f64> = base.iter().map(|v| v * 0.8).collect();
-        let r = compare_two_samples(&base, &fast, Polarity::LowerIsBetter, 0.02, &settings())
-            .unwrap();
+        let r =
+            compare_two_samples(&base, &fast, Polarity::LowerIsBetter, 0.02, &settings()).unwrap();
         assert_eq!(r.decision, Decision::Improvement);
         assert_eq!(r.validity, Validity::Exploratory);
         assert!((r.relative_change + 0.2).abs() < 1e-12, "{r:?}");
@@ -109,8 +108,7 @@ mod tests {
             compare_two_samples(&base, &fast, Polarity::LowerIsBetter, 0.02, &settings()).unwrap();
         assert_eq!(r, again);
         assert!(
-            compare_two_samples(&base, &[0.0], Polarity::LowerIsBetter, 0.02, &settings())
-                .is_err()
+            compare_two_samples(&base, &[0.0], Polarity::LowerIsBetter, 0.02, &settings()).is_err()
         );
     }
 }
