@@ -2,6 +2,8 @@
 //! `analyze_scaling`, `record_comparison`, `record_analysis` — and their
 //! catalog entries: decode arguments into the engine's requests, wrap the
 //! answers (kept out of `server.rs` and `catalog.rs`, which hold the tables).
+//! Compare and scaling arguments decode straight into the engine's requests
+//! (the strict schema check has already refused unknown fields).
 
 use std::collections::BTreeMap;
 
@@ -24,28 +26,6 @@ pub struct FreezeArgs {
     pub variant: Option<String>,
     #[serde(default)]
     pub parameters: BTreeMap<String, String>,
-}
-
-#[derive(serde::Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct CompareArgs {
-    pub baseline: String,
-    pub candidate: String,
-    pub metric: Option<String>,
-    pub polarity: Option<String>,
-    pub threshold: Option<f64>,
-    pub confidence: Option<f64>,
-    pub seed: Option<u64>,
-}
-
-#[derive(serde::Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct ScalingArgs {
-    pub target: String,
-    pub parameter: String,
-    pub metric: Option<String>,
-    pub confidence: Option<f64>,
-    pub seed: Option<u64>,
 }
 
 fn set_prop(what: &str) -> Value {
@@ -139,28 +119,6 @@ pub fn tools() -> Vec<ToolSpec> {
     ]
 }
 
-fn compare_request(a: CompareArgs) -> CompareRequest {
-    CompareRequest {
-        baseline: a.baseline,
-        candidate: a.candidate,
-        metric: a.metric,
-        polarity: a.polarity,
-        threshold: a.threshold,
-        confidence: a.confidence,
-        seed: a.seed,
-    }
-}
-
-fn scaling_request(a: ScalingArgs) -> ScalingRequest {
-    ScalingRequest {
-        target: a.target,
-        parameter: a.parameter,
-        metric: a.metric,
-        confidence: a.confidence,
-        seed: a.seed,
-    }
-}
-
 fn recorded(o: RecordOutcome) -> ToolResult {
     let what = format!(
         "{} {} {}",
@@ -199,8 +157,11 @@ pub(crate) fn freeze(qc: &QueryContext<'_>, a: FreezeArgs) -> ToolResult {
 }
 
 /// `compare_run_sets` / `record_comparison`.
-pub(crate) async fn compare(qc: &QueryContext<'_>, a: CompareArgs, record: bool) -> ToolResult {
-    let request = compare_request(a);
+pub(crate) async fn compare(
+    qc: &QueryContext<'_>,
+    request: CompareRequest,
+    record: bool,
+) -> ToolResult {
     if record {
         return recorded(analysis_records::record_comparison(qc, &request).await?);
     }
@@ -217,8 +178,11 @@ pub(crate) async fn compare(qc: &QueryContext<'_>, a: CompareArgs, record: bool)
 }
 
 /// `analyze_scaling` / `record_analysis`.
-pub(crate) async fn scaling(qc: &QueryContext<'_>, a: ScalingArgs, record: bool) -> ToolResult {
-    let request = scaling_request(a);
+pub(crate) async fn scaling(
+    qc: &QueryContext<'_>,
+    request: ScalingRequest,
+    record: bool,
+) -> ToolResult {
     if record {
         return recorded(analysis_records::record_scaling(qc, &request).await?);
     }

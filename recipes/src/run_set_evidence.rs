@@ -41,6 +41,14 @@ fn scoped(df: DataFrame, scope: &MeasurementScope) -> RecipeResult<DataFrame> {
     })
 }
 
+fn text_cell(
+    batch: &datafusion::arrow::array::RecordBatch,
+    name: &str,
+    row: usize,
+) -> RecipeResult<String> {
+    Ok(string_at(column(batch, name)?, row).unwrap_or_default())
+}
+
 fn text(name: &str) -> Expr {
     utf8(name).alias(name)
 }
@@ -64,9 +72,7 @@ pub async fn metric_names(
     let mut out = Vec::new();
     for batch in collect(df).await? {
         for i in 0..batch.num_rows() {
-            let get = |name: &str| -> RecipeResult<String> {
-                Ok(string_at(column(&batch, name)?, i).unwrap_or_default())
-            };
+            let get = |name: &str| text_cell(&batch, name, i);
             out.push(ExtractionMetric {
                 run_id: get("run_id")?,
                 artifact_id: get("artifact_id")?,
@@ -123,9 +129,7 @@ pub async fn frame_metrics(
     let mut out = Vec::new();
     for batch in collect(df).await? {
         for i in 0..batch.num_rows() {
-            let get = |name: &str| -> RecipeResult<String> {
-                Ok(string_at(column(&batch, name)?, i).unwrap_or_default())
-            };
+            let get = |name: &str| text_cell(&batch, name, i);
             out.push((get("run_id")?, get("artifact_id")?, get("metric")?));
         }
     }
@@ -155,9 +159,7 @@ pub async fn frame_self_totals(
     let mut out = Vec::new();
     for batch in collect(df).await? {
         for i in 0..batch.num_rows() {
-            let get = |name: &str| -> RecipeResult<String> {
-                Ok(string_at(column(&batch, name)?, i).unwrap_or_default())
-            };
+            let get = |name: &str| text_cell(&batch, name, i);
             out.push(ExtractionFrame {
                 run_id: get("run_id")?,
                 artifact_id: get("artifact_id")?,

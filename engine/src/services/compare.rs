@@ -23,7 +23,7 @@ use flameox_recipes::stats::{
 use serde::{Deserialize, Serialize};
 
 use super::compare_checks::{CompatibilityCheck, ProfileChanges, compatibility, profile_changes};
-use super::run_set_samples::{MemberEvidence, stats_error};
+use super::run_set_samples::{MemberEvidence, MetricNames, single_unit, stats_error};
 use super::run_sets::{PairingKey, ResolvedRunSet, RunSetMember, resolve_run_set};
 use super::{EvidenceStatus, QueryContext};
 use crate::error::{ErrorCode, FlameoxError, Result};
@@ -133,7 +133,7 @@ pub fn bootstrap_settings(confidence: Option<f64>, seed: Option<u64>) -> Bootstr
 /// shared name) and its one unit.
 fn choose_metric(
     requested: Option<&str>,
-    names: &BTreeMap<String, BTreeMap<String, std::collections::BTreeSet<String>>>,
+    names: &MetricNames,
     base: &[&RunSetMember],
     cand: &[&RunSetMember],
 ) -> Result<(String, String)> {
@@ -186,23 +186,8 @@ fn choose_metric(
             .detail("valid", shared));
         }
     };
-    let mut units: Vec<String> = base
-        .iter()
-        .chain(cand)
-        .filter_map(|m| names.get(&m.run_id).and_then(|n| n.get(&metric)))
-        .flatten()
-        .cloned()
-        .collect();
-    units.sort();
-    units.dedup();
-    if units.len() != 1 {
-        return Err(FlameoxError::new(
-            ErrorCode::ComparisonInvalid,
-            format!("metric {metric} has different units in the runs compared"),
-        )
-        .detail("units", units));
-    }
-    Ok((metric, units.remove(0)))
+    let runs = base.iter().chain(cand).map(|m| m.run_id.as_str());
+    single_unit(names, runs, metric)
 }
 
 /// Block key → (runs, median of per-run medians), for the usable members.

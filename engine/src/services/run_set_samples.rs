@@ -60,6 +60,32 @@ pub fn stats_error(err: StatsError) -> FlameoxError {
     }
 }
 
+/// Measurement name → units seen, per member run.
+pub type MetricNames = BTreeMap<String, BTreeMap<String, BTreeSet<String>>>;
+
+/// The one unit `metric` has in `runs`; several → `COMPARISON_INVALID`.
+pub fn single_unit<'a>(
+    names: &MetricNames,
+    runs: impl Iterator<Item = &'a str>,
+    metric: String,
+) -> Result<(String, String)> {
+    let mut units: BTreeSet<String> = BTreeSet::new();
+    for run in runs {
+        if let Some(seen) = names.get(run).and_then(|n| n.get(&metric)) {
+            units.extend(seen.iter().cloned());
+        }
+    }
+    let mut units: Vec<String> = units.into_iter().collect();
+    if units.len() != 1 {
+        return Err(FlameoxError::new(
+            ErrorCode::ComparisonInvalid,
+            format!("metric {metric} has different units across the runs"),
+        )
+        .detail("units", units));
+    }
+    Ok((metric, units.remove(0)))
+}
+
 impl MemberEvidence {
     /// The extractions of `members` in the session's commit.
     pub fn new(
@@ -97,11 +123,8 @@ impl MemberEvidence {
     }
 
     /// Per member run: measurement name → units seen.
-    pub async fn metric_names(
-        &self,
-        session: &PinnedSession,
-    ) -> Result<BTreeMap<String, BTreeMap<String, BTreeSet<String>>>> {
-        let mut out: BTreeMap<String, BTreeMap<String, BTreeSet<String>>> = BTreeMap::new();
+    pub async fn metric_names(&self, session: &PinnedSession) -> Result<MetricNames> {
+        let mut out = MetricNames::new();
         if self.owners.is_empty() {
             return Ok(out);
         }

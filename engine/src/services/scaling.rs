@@ -22,10 +22,12 @@ use flameox_recipes::stats::{
 use serde::{Deserialize, Serialize};
 
 use super::compare::bootstrap_settings;
-use super::run_set_samples::{FrameShare, MemberEvidence, leading_frames, stats_error};
+use super::run_set_samples::{
+    FrameShare, MemberEvidence, MetricNames, leading_frames, single_unit, stats_error,
+};
 use super::run_sets::{RunSetMember, resolve_run_set};
 use super::{EvidenceStatus, QueryContext, check_id};
-use crate::error::{ErrorCode, FlameoxError, Result};
+use crate::error::{FlameoxError, Result};
 
 /// Growing hotspots listed per variant.
 pub const GROWING_HOTSPOTS_LIMIT: usize = 20;
@@ -237,10 +239,7 @@ fn growing_hotspots(
 
 /// The metric every usable run has: requested, `wall_time`, or the single
 /// shared name.
-fn shared_metric(
-    requested: Option<&str>,
-    names: &BTreeMap<String, BTreeMap<String, std::collections::BTreeSet<String>>>,
-) -> Result<(String, String)> {
+fn shared_metric(requested: Option<&str>, names: &MetricNames) -> Result<(String, String)> {
     let mut shared: Option<Vec<String>> = None;
     for run in names.values() {
         let mine: Vec<String> = run.keys().cloned().collect();
@@ -266,22 +265,7 @@ fn shared_metric(
             .detail("closest", near));
         }
     };
-    let mut units: Vec<String> = names
-        .values()
-        .filter_map(|n| n.get(&metric))
-        .flatten()
-        .cloned()
-        .collect();
-    units.sort();
-    units.dedup();
-    if units.len() != 1 {
-        return Err(FlameoxError::new(
-            ErrorCode::ComparisonInvalid,
-            format!("metric {metric} has different units across the runs"),
-        )
-        .detail("units", units));
-    }
-    Ok((metric, units.remove(0)))
+    single_unit(names, names.keys().map(String::as_str), metric)
 }
 
 /// Fits how the metric scales with the parameter, per variant.
