@@ -150,6 +150,12 @@ pub(crate) fn analyze_command(g: &GlobalOptions, analysis: AnalyzeCommand) -> Re
             let result = block_on(gpu_gaps::gpu_gaps(&qc, &request))??;
             emit(g, &result, crate::gaps_memory_view::render_gpu_gaps)
         }
+        AnalyzeCommand::Compare(args) => crate::run_sets::compare_command(g, &qc, args, false),
+        AnalyzeCommand::RecordComparison(args) => {
+            crate::run_sets::compare_command(g, &qc, args, true)
+        }
+        AnalyzeCommand::Scaling(args) => crate::run_sets::scaling_command(g, &qc, args, false),
+        AnalyzeCommand::Record(args) => crate::run_sets::scaling_command(g, &qc, args, true),
         AnalyzeCommand::Memory { target, limit } => {
             let request = MemoryRequest { target, limit };
             let result = block_on(memory::memory(&qc, &request))??;

@@ -199,6 +199,9 @@ pub fn run(cli: Cli) -> Result<()> {
         Command::Stacks { action } => stacks_command(g, action),
         Command::Trace { action } => trace_command(g, action),
         Command::Measurements { action } => crate::measurements::measurements_command(g, action),
+        Command::Evidence {
+            action: crate::EvidenceCommand::Get { reference },
+        } => crate::run_sets::evidence_command(g, &reference),
         Command::Runs { action } => {
             let ws = open(g)?;
             match action {
@@ -223,6 +226,7 @@ pub fn run(cli: Cli) -> Result<()> {
                         t.render() + &render::footer(l.returned, l.total, next) + "\n"
                     })
                 }
+                RunsCommand::Freeze(args) => crate::run_sets::freeze_command(g, args),
                 RunsCommand::Show { run_id } => {
                     let run = inventory::show_run(&ws, &run_id)?;
                     emit(g, &run, |r| {

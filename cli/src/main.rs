@@ -10,6 +10,7 @@ mod gpu_breakdown;
 mod measurements;
 mod open;
 mod render;
+mod run_sets;
 mod workload;
 
 use std::path::PathBuf;
@@ -126,6 +127,11 @@ pub enum Command {
     Measurements {
         #[command(subcommand)]
         action: MeasurementsCommand,
+    },
+    /// One record by typed reference (run:, artifact:, generation:, run_set:, analysis:, comparison:). Example: `flameox evidence get run_set:rs_…`
+    Evidence {
+        #[command(subcommand)]
+        action: EvidenceCommand,
     },
     /// Import runs. Example: `flameox runs list`
     Runs {
@@ -356,6 +362,14 @@ pub enum AnalyzeCommand {
         #[arg(long, value_name = "US")]
         launch_delay_outlier_us: Option<f64>,
     },
+    /// Paired comparison of two run sets (or runs): median log ratio over blocks, BCa interval, decision. Example: `flameox analyze compare rs_… rs_… --threshold 0.02`
+    Compare(run_sets::CompareArgs),
+    /// Growth of a metric with a numeric parameter per variant: model fits, AICc, growing hotspots. Example: `flameox analyze scaling rs_… --parameter n`
+    Scaling(run_sets::ScalingArgs),
+    /// Run `analyze scaling` and store it as an analysis record. Example: `flameox analyze record rs_… --parameter n`
+    Record(run_sets::ScalingArgs),
+    /// Run `analyze compare` and store it as a comparison record. Example: `flameox analyze record-comparison rs_… rs_…`
+    RecordComparison(run_sets::CompareArgs),
 }
 
 #[derive(Subcommand, Debug)]
@@ -440,6 +454,14 @@ pub enum RunsCommand {
     },
     /// One run's manifest. Example: `flameox runs show <run-id>`
     Show { run_id: String },
+    /// Freeze a run set (immutable) from run ids and/or --variant/--param filters. Example: `flameox runs freeze --variant base`
+    Freeze(run_sets::FreezeArgs),
+}
+
+#[derive(Subcommand, Debug)]
+pub enum EvidenceCommand {
+    /// Print one record. Example: `flameox evidence get comparison:cmp_…`
+    Get { reference: String },
 }
 
 #[derive(Subcommand, Debug)]

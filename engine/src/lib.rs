@@ -13,6 +13,7 @@ pub mod lock;
 pub mod project;
 pub mod publish;
 pub mod query;
+pub mod records;
 pub mod runs;
 pub mod services;
 pub mod staging;

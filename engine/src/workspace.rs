@@ -190,6 +190,10 @@ impl Workspace {
     pub fn staging_dir(&self) -> PathBuf {
         self.dir.join("staging")
     }
+    /// `records/`: JSON records (run sets, analyses, comparisons, …).
+    pub fn records_dir(&self) -> PathBuf {
+        self.dir.join("records")
+    }
     pub fn trash_dir(&self) -> PathBuf {
         self.dir.join("trash")
     }

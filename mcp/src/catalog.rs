@@ -363,12 +363,15 @@ fn core_tools() -> Vec<ToolSpec> {
         ToolSpec {
             name: "get_evidence",
             title: "Get evidence",
-            description: "One run, artifact or generation record by typed reference.",
+            description: "One run, artifact, generation, run set, analysis or comparison by typed reference.",
             group: ReadOnly,
             input_schema: object(
-                json!({ "reference": { "type": "string", "minLength": 1, "maxLength": ID, "description": "run:<uuid>, artifact:sha256:<hex> or generation:<uuid>." } }),
+                json!({ "reference": { "type": "string", "minLength": 1, "maxLength": ID, "description": "run:<uuid>, artifact:sha256:<hex>, generation:<uuid>, run_set:rs_…, analysis:an_…, comparison:cmp_…." } }),
                 &["reference"],
             ),
         },
     ]
+    .into_iter()
+    .chain(crate::run_set_tools::tools())
+    .collect()
 }

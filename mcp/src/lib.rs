@@ -11,6 +11,7 @@ mod measurements_tool;
 pub mod plans;
 pub mod progress;
 pub mod requests;
+mod run_set_tools;
 pub mod server;
 pub mod workload_tools;
 

@@ -402,6 +402,13 @@ impl FlameoxServer {
                 Ok(scope_links(reply, &result.scope))
             }
             "query_measurements" => crate::measurements_tool::query(&qc, decode(args)?).await,
+            "freeze_run_set" => crate::run_set_tools::freeze(&qc, decode(args)?),
+            "compare_run_sets" | "record_comparison" => {
+                crate::run_set_tools::compare(&qc, decode(args)?, name == "record_comparison").await
+            }
+            "analyze_scaling" | "record_analysis" => {
+                crate::run_set_tools::scaling(&qc, decode(args)?, name == "record_analysis").await
+            }
             "get_trace_window" => {
                 let a: WindowArgs = decode(args)?;
                 let request = WindowRequest {
@@ -551,6 +558,8 @@ impl ServerHandler for FlameoxServer {
                 .with_mime_type("application/json"),
             ResourceTemplate::new("flameox://artifacts/{artifact_id}", "artifact")
                 .with_mime_type("application/json"),
+            ResourceTemplate::new("flameox://run-sets/{run_set_id}", "run set")
+                .with_mime_type("application/json"),
         ]))
     }
 
@@ -579,6 +588,9 @@ impl FlameoxServer {
         }
         if let Some(id) = uri.strip_prefix("flameox://artifacts/") {
             return to_value(&inventory::show_artifact(&ws, id)?);
+        }
+        if let Some(id) = uri.strip_prefix("flameox://run-sets/") {
+            return crate::run_set_tools::run_set_resource(&ws, id);
         }
         Err(FlameoxError::invalid_argument("uri", "unknown resource"))
     }

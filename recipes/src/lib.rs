@@ -25,6 +25,7 @@ pub mod measurements;
 pub mod memory;
 pub mod memory_allocations;
 pub mod pytorch;
+pub mod run_set_evidence;
 pub mod stats;
 pub mod window;
 

@@ -77,7 +77,9 @@ pub struct MeasurementAnswer {
     pub has_more: bool,
 }
 
-fn scope_filter(scope: &MeasurementScope) -> Option<Expr> {
+/// The filter selecting a scope's rows (`None` for every row); any table
+/// with `run_id` and `artifact_id` columns.
+pub fn scope_filter(scope: &MeasurementScope) -> Option<Expr> {
     match scope {
         MeasurementScope::All => None,
         MeasurementScope::Artifacts(ids) => Some(
@@ -130,30 +132,12 @@ fn after(key: &MeasurementKey) -> Expr {
         ))
 }
 
-/// Runs one page of a measurements query.
-pub async fn query_measurements(
-    ctx: &SessionContext,
-    q: &MeasurementQuery,
-) -> RecipeResult<MeasurementAnswer> {
-    let base = matching(ctx, q).await?;
-    let total = match q.known_total {
-        Some(total) => total,
-        None => count_rows(base.clone()).await?,
-    };
-    let mut page = base;
-    if let Some(key) = &q.after {
-        page = page.filter(after(key))?;
-    }
-    let page = page
-        .sort(vec![
-            utf8("name").sort(true, false),
-            utf8("artifact_id").sort(true, false),
-            col("sample_index").sort(true, false),
-            col("measurement_id").sort(true, false),
-        ])?
-        .limit(0, Some(q.limit + 1))?;
+/// Measurement rows from batches of the `measurements` table.
+pub fn decode_rows(
+    batches: Vec<datafusion::arrow::array::RecordBatch>,
+) -> RecipeResult<Vec<MeasurementRow>> {
     let mut rows = Vec::new();
-    for batch in collect(page).await? {
+    for batch in batches {
         let warmups = column(&batch, "is_warmup")?;
         let warmups = warmups
             .as_any()
@@ -179,6 +163,32 @@ pub async fn query_measurements(
             });
         }
     }
+    Ok(rows)
+}
+
+/// Runs one page of a measurements query.
+pub async fn query_measurements(
+    ctx: &SessionContext,
+    q: &MeasurementQuery,
+) -> RecipeResult<MeasurementAnswer> {
+    let base = matching(ctx, q).await?;
+    let total = match q.known_total {
+        Some(total) => total,
+        None => count_rows(base.clone()).await?,
+    };
+    let mut page = base;
+    if let Some(key) = &q.after {
+        page = page.filter(after(key))?;
+    }
+    let page = page
+        .sort(vec![
+            utf8("name").sort(true, false),
+            utf8("artifact_id").sort(true, false),
+            col("sample_index").sort(true, false),
+            col("measurement_id").sort(true, false),
+        ])?
+        .limit(0, Some(q.limit + 1))?;
+    let mut rows = decode_rows(collect(page).await?)?;
     let has_more = rows.len() > q.limit;
     rows.truncate(q.limit);
     Ok(MeasurementAnswer {

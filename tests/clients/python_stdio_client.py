@@ -27,6 +27,7 @@ EXPECTED_TOOLS = {
     "workload_configuration_status", "configure_workload",
     "list_declared_workflows", "get_declared_workflow", "plan_capture",
     "execute_capture_plan",
+    "freeze_run_set", "compare_run_sets", "analyze_scaling", "record_comparison", "record_analysis",
 }
 
 

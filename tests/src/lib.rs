@@ -187,3 +187,5 @@ pub fn micros_to_ns(v: &serde_json::Value) -> i64 {
     }
     if negative { -ns } else { ns }
 }
+
+pub mod generated_runs;

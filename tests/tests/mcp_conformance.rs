@@ -13,7 +13,7 @@ use flameox_mcp::{FlameoxServer, ServerOptions, catalog, instructions};
 use serde_json::{Value, json};
 
 /// Bytes of the whole tool list as a client receives it (compact JSON).
-const SURFACE_CEILING: usize = 27_000;
+const SURFACE_CEILING: usize = 32_500;
 /// Bytes of the `initialize` instructions.
 const INSTRUCTIONS_CEILING: usize = 640;
 /// Characters of any one tool description.
@@ -46,12 +46,20 @@ const READ_ONLY: &[&str] = &[
     "list_declared_workflows",
     "get_declared_workflow",
     "plan_capture",
+    "compare_run_sets",
+    "analyze_scaling",
 ];
 /// Mutating but non-executing and idempotent for an identical definition.
 const CONFIGURE: &[&str] = &["configure_workload"];
 /// Command-executing: destructive and open-world.
 const EXECUTE: &[&str] = &["execute_capture_plan"];
-const ADDITIVE: &[&str] = &["initialize_workspace", "import_artifact"];
+const ADDITIVE: &[&str] = &[
+    "initialize_workspace",
+    "import_artifact",
+    "freeze_run_set",
+    "record_comparison",
+    "record_analysis",
+];
 
 fn advertised() -> Vec<Value> {
     let server = FlameoxServer::new(ServerOptions {

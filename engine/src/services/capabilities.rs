@@ -69,6 +69,8 @@ pub fn capabilities() -> Capabilities {
             "pytorch".into(),
             "gpu_gaps".into(),
             "memory".into(),
+            "compare".into(),
+            "scaling".into(),
         ],
         drilldowns: vec![
             "callers".into(),

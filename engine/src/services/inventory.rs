@@ -214,8 +214,19 @@ pub fn show_artifact(ws: &Workspace, artifact_id: &str) -> Result<ArtifactDetail
     })
 }
 
+/// The kinds `evidence get` accepts.
+pub const EVIDENCE_KINDS: [&str; 6] = [
+    "run",
+    "artifact",
+    "generation",
+    "run_set",
+    "analysis",
+    "comparison",
+];
+
 /// `get_evidence` / `evidence get`: one record by typed reference
-/// (`run:<uuid>`, `artifact:sha256:<hex>`, `generation:<uuid>`).
+/// (`run:<uuid>`, `artifact:sha256:<hex>`, `generation:<uuid>`,
+/// `run_set:rs_…`, `analysis:an_…`, `comparison:cmp_…`).
 pub fn evidence_get(ws: &Workspace, reference: &str) -> Result<serde_json::Value> {
     use crate::error::{ErrorCode, FlameoxError};
     let to_value = |v: serde_json::Result<serde_json::Value>| {
@@ -223,7 +234,7 @@ pub fn evidence_get(ws: &Workspace, reference: &str) -> Result<serde_json::Value
     };
     let (kind, id) = reference.split_once(':').ok_or_else(|| {
         FlameoxError::invalid_argument("reference", "expected <kind>:<id>, e.g. run:<uuid>")
-            .detail("valid_kinds", vec!["run", "artifact", "generation"])
+            .detail("valid_kinds", EVIDENCE_KINDS.to_vec())
     })?;
     check_id("reference", id)?;
     let value = match kind {
@@ -241,14 +252,22 @@ pub fn evidence_get(ws: &Workspace, reference: &str) -> Result<serde_json::Value
                 })?;
             to_value(serde_json::to_value(generation))?
         }
+        "run_set" | "analysis" | "comparison" => {
+            let kind = match kind {
+                "run_set" => crate::records::RecordKind::RunSets,
+                "analysis" => crate::records::RecordKind::Analyses,
+                _ => crate::records::RecordKind::Comparisons,
+            };
+            crate::records::read_record::<serde_json::Value>(ws, kind, id)?
+        }
         other => {
-            let near = crate::error::closest(other, ["run", "artifact", "generation"], 1);
+            let near = crate::error::closest(other, EVIDENCE_KINDS, 1);
             return Err(FlameoxError::invalid_argument(
                 "reference",
                 format!("unknown kind {other}"),
             )
             .detail("closest", near)
-            .detail("valid_kinds", vec!["run", "artifact", "generation"]));
+            .detail("valid_kinds", EVIDENCE_KINDS.to_vec()));
         }
     };
     Ok(serde_json::json!({ "reference": reference, "kind": kind, "record": value }))

@@ -6,11 +6,14 @@
 //! status. Transports only parse arguments and render.
 
 pub mod adapters;
+pub mod analysis_records;
 pub mod analyze;
 pub mod capabilities;
 pub mod capture;
 pub mod capture_outputs;
 pub mod capture_run;
+pub mod compare;
+pub mod compare_checks;
 pub mod confine;
 pub mod gpu;
 pub mod gpu_breakdown;
@@ -23,6 +26,9 @@ pub mod measurements;
 pub mod memory;
 mod narrower;
 pub mod pytorch;
+pub mod run_set_samples;
+pub mod run_sets;
+pub mod scaling;
 pub mod viewer;
 pub mod views;
 pub mod workloads;

@@ -17,6 +17,7 @@ pub mod scaling;
 mod scaling_fit;
 pub mod special;
 pub mod summary;
+pub mod two_sample;
 
 pub use bootstrap::{
     BcaInterval, BootstrapSettings, MedianBootstrap, PercentileInterval, UnavailableReason,
@@ -25,6 +26,7 @@ pub use compare::{CompareSettings, Decision, PairedComparison, Polarity, Validit
 pub use rank::{Correlation, benjamini_hochberg, spearman};
 pub use scaling::{ScalingConclusion, ScalingFit, ScalingModel, ScalingPoint, fit_scaling};
 pub use summary::{RobustSummary, mad_normal, mad_raw, median, robust_summary};
+pub use two_sample::{TwoSampleComparison, compare_two_samples};
 
 /// Why a statistics call rejected its input (the engine reports these as
 /// `INVALID_ARGUMENTS`). Valid input that merely cannot support an interval
