@@ -7,7 +7,7 @@
 //! aggregates `samples`, and derives `frame_totals` (self / inclusive, with
 //! recursion counted once per stack) and `call_edges` when finished.
 
-use std::collections::HashMap;
+use crate::FastHashMap;
 use std::sync::Arc;
 
 use arrow::array::{ArrayRef, BooleanArray, Int32Array, Int64Array, StringArray, UInt64Array};
@@ -75,16 +75,16 @@ pub struct ReductionSpec {
 #[derive(Default)]
 pub struct StackAggregator {
     frames: Vec<Frame>,
-    frame_by_key: HashMap<String, u32>,
+    frame_by_key: FastHashMap<String, u32>,
     /// (parent stack, frame, depth) per stack id.
     nodes: Vec<(u32, u32, i32)>,
-    node_by_edge: HashMap<(u32, u32), u32>,
+    node_by_edge: FastHashMap<(u32, u32), u32>,
     threads: Vec<ThreadInfo>,
-    thread_by_info: HashMap<ThreadInfo, u32>,
+    thread_by_info: FastHashMap<ThreadInfo, u32>,
     /// Declared metrics; a sample's metric is an index into this list.
     metrics: Vec<ReductionSpec>,
     /// (stack, thread, metric) → (weight, count).
-    aggregated: HashMap<(u32, u32, u16), (i64, i64)>,
+    aggregated: FastHashMap<(u32, u32, u16), (i64, i64)>,
     /// (ts, stack, thread, weight, count, metric).
     timed: Vec<(i64, u32, u32, i64, i64, u16)>,
 }
@@ -375,8 +375,8 @@ impl StackAggregator {
         scope: &impl Fn(usize) -> Vec<ArrayRef>,
         batch_rows: usize,
     ) -> Result<(), ExtractError> {
-        let mut totals: HashMap<(u32, u32), [i64; 3]> = HashMap::new();
-        let mut edges: HashMap<(u32, u32), [i64; 2]> = HashMap::new();
+        let mut totals: FastHashMap<(u32, u32), [i64; 3]> = FastHashMap::default();
+        let mut edges: FastHashMap<(u32, u32), [i64; 2]> = FastHashMap::default();
         let mut seen = vec![u64::MAX; self.frames.len()];
         let mut path: Vec<u32> = Vec::new();
         for (n, &(_, stack, thread, weight, count, _)) in samples.enumerate() {

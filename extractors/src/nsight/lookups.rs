@@ -73,7 +73,7 @@ impl Reader<'_> {
             &["smCount"],
             &["chipName"],
         ];
-        let mut gpu_name: HashMap<i64, String> = HashMap::new();
+        let mut gpu_name: FastHashMap<i64, String> = FastHashMap::default();
         {
             let source = self.source;
             source.for_each_row(&t, &fields, &mut |row| {
@@ -146,7 +146,7 @@ impl Reader<'_> {
 
     /// Tables holding events that this extractor does not read.
     pub(super) fn tables_not_extracted(&self) -> Result<Vec<String>, ExtractError> {
-        let read: HashSet<String> = READ_TABLES
+        let read: FastHashSet<String> = READ_TABLES
             .iter()
             .map(|t| t.to_ascii_lowercase())
             .chain(["export_meta_data".to_string()])

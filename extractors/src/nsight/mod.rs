@@ -36,7 +36,9 @@ pub mod schema;
 mod source;
 mod tables;
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::BTreeMap;
+
+use crate::{FastHashMap, FastHashSet};
 use std::path::Path;
 
 use rusqlite::{Connection, OpenFlags};
@@ -200,16 +202,16 @@ struct Reader<'a> {
     max_args: usize,
     p: Processor,
     /// `StringIds.id` → interned string.
-    ids: HashMap<i64, u32>,
-    gpu_tracks: HashMap<(i64, i64, i64, i64), u32>,
-    sync_tracks: HashMap<(i64, i64, i64, i64), u32>,
-    range_tracks: HashMap<(i64, i64), u32>,
+    ids: FastHashMap<i64, u32>,
+    gpu_tracks: FastHashMap<(i64, i64, i64, i64), u32>,
+    sync_tracks: FastHashMap<(i64, i64, i64, i64), u32>,
+    range_tracks: FastHashMap<(i64, i64), u32>,
     /// CUDA device id → device name.
-    device_names: HashMap<i64, String>,
+    device_names: FastHashMap<i64, String>,
     next_event: u64,
     /// Rows read per table.
     read: BTreeMap<String, u64>,
-    cats: HashMap<&'static str, u32>,
+    cats: FastHashMap<&'static str, u32>,
 }
 
 impl<'a> Reader<'a> {
@@ -525,14 +527,14 @@ fn extract_tables(
         observer,
         max_args: options.max_args_bytes,
         p,
-        ids: HashMap::new(),
-        gpu_tracks: HashMap::new(),
-        sync_tracks: HashMap::new(),
-        range_tracks: HashMap::new(),
-        device_names: HashMap::new(),
+        ids: FastHashMap::default(),
+        gpu_tracks: FastHashMap::default(),
+        sync_tracks: FastHashMap::default(),
+        range_tracks: FastHashMap::default(),
+        device_names: FastHashMap::default(),
         next_event: 0,
         read: BTreeMap::new(),
-        cats: HashMap::new(),
+        cats: FastHashMap::default(),
     };
     r.read_strings()?;
     r.read_names()?;
@@ -634,7 +636,7 @@ fn extract_tables(
 
     // Kernels whose correlation id matches a runtime or driver call.
     let s = &p.store;
-    let launches: HashSet<i64> = (0..s.len())
+    let launches: FastHashSet<i64> = (0..s.len())
         .filter(|&i| !s.device_activity[i] && s.kind[i].is_launch() && s.correlation[i] != NONE)
         .map(|i| s.correlation[i])
         .collect();
@@ -763,7 +765,7 @@ fn extract_tables(
 /// on; `None` for device streams, counters and unknown threads.
 fn thread_of_track(
     tracks: &Tracks,
-    range_tracks: &HashMap<(i64, i64), u32>,
+    range_tracks: &FastHashMap<(i64, i64), u32>,
 ) -> Vec<Option<(i64, i64)>> {
     let mut out: Vec<Option<(i64, i64)>> = tracks
         .list

@@ -424,7 +424,7 @@ impl Reader<'_> {
 
     pub(super) fn read_nvtx(&mut self, t: &TableSel) -> Result<(), ExtractError> {
         // Domain names first: ranges refer to them by id.
-        let mut domains: HashMap<i64, String> = HashMap::new();
+        let mut domains: FastHashMap<i64, String> = FastHashMap::default();
         if t.table.has(&["domainId"]) && t.table.has(&["eventType"]) {
             let source = self.source;
             let fields: [&[&str]; 4] = [&["domainId"], &["text"], &["textId"], &["eventType"]];

@@ -6,7 +6,7 @@
 //! Markers are replayed in time order after the input is read (see
 //! `ftrace`), so a slice that begins and ends on different CPUs still pairs.
 
-use std::collections::HashMap;
+use crate::FastHashMap;
 
 use super::decoder::{Decoder, EventRow, SlotKey};
 use crate::chrome::kinds::EventKind;
@@ -15,9 +15,9 @@ use crate::chrome::store::NONE;
 #[derive(Default)]
 pub struct Atrace {
     /// Open `B` slices per thread (store rows).
-    open: HashMap<i32, Vec<usize>>,
+    open: FastHashMap<i32, Vec<usize>>,
     /// Open async slices by `(pid, track name, cookie)`.
-    open_async: HashMap<(i32, u32, String), usize>,
+    open_async: FastHashMap<(i32, u32, String), usize>,
 }
 
 impl Atrace {

@@ -9,7 +9,7 @@
 //! limitation and its packets are kept at their raw value only when no
 //! snapshot was ever seen (a trace with one clock needs none).
 
-use std::collections::HashMap;
+use crate::FastHashMap;
 
 use super::proto::ClockSnapshot;
 
@@ -28,11 +28,11 @@ pub struct Clocks {
     trace_clock: Option<u32>,
     /// Per clock: `(clock value in ns, trace clock value)` pairs, in
     /// snapshot order (clock values only grow within a trace).
-    points: HashMap<ClockKey, Vec<(i64, i64)>>,
+    points: FastHashMap<ClockKey, Vec<(i64, i64)>>,
     /// Sequence-scoped clock definitions: unit and incremental flag.
-    units: HashMap<ClockKey, (u64, bool)>,
+    units: FastHashMap<ClockKey, (u64, bool)>,
     /// Last absolute value of each incremental clock, in its units.
-    last_incremental: HashMap<ClockKey, u64>,
+    last_incremental: FastHashMap<ClockKey, u64>,
     pub snapshots: u64,
 }
 

@@ -6,7 +6,9 @@
 //! describe a track after its first event, so slots are turned into real
 //! tracks only when the input has been read (see `finish`).
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
+
+use crate::FastHashMap;
 
 use super::clocks::{ClockError, Clocks};
 use super::ftrace::FtraceRecord;
@@ -44,28 +46,28 @@ pub struct PendingSample {
 
 pub struct Decoder {
     pub p: Processor,
-    pub sequences: HashMap<u32, Sequence>,
+    pub sequences: FastHashMap<u32, Sequence>,
     pub clocks: Clocks,
     pub slots: Vec<SlotKey>,
-    slot_of: HashMap<SlotKey, u32>,
-    pub descriptors: HashMap<u64, TrackDescriptor>,
+    slot_of: FastHashMap<SlotKey, u32>,
+    pub descriptors: FastHashMap<u64, TrackDescriptor>,
     /// Counter tracks that saw counter values (uuid → slot).
-    pub counter_uuids: HashMap<u64, u32>,
+    pub counter_uuids: FastHashMap<u64, u32>,
     /// Incremental counter tracks: last accumulated value.
-    pub counter_totals: HashMap<u64, f64>,
+    pub counter_totals: FastHashMap<u64, f64>,
     /// Open track-event slices per slot (store rows).
-    pub open: HashMap<u32, Vec<usize>>,
-    pub process_names: HashMap<i32, String>,
+    pub open: FastHashMap<u32, Vec<usize>>,
+    pub process_names: FastHashMap<i32, String>,
     /// tid → (pid, name).
-    pub threads: HashMap<i32, (Option<i32>, Option<String>)>,
+    pub threads: FastHashMap<i32, (Option<i32>, Option<String>)>,
     pub ftrace: Vec<FtraceRecord>,
     pub agg: StackAggregator,
     pub samples: Vec<PendingSample>,
     /// Callstack samples were seen (set when tables are written).
     pub sampled: bool,
-    pub gpu_counter_names: HashMap<u32, String>,
+    pub gpu_counter_names: FastHashMap<u32, String>,
     /// Packets per top-level data field number (named in the summary).
-    pub field_counts: HashMap<u32, u64>,
+    pub field_counts: FastHashMap<u32, u64>,
     /// ftrace events of kinds flameox does not read.
     pub ftrace_other_events: u64,
     pub packets: u64,
@@ -81,22 +83,22 @@ impl Decoder {
         p.store.arena = crate::chrome::store::ArgsArena::new(spill_dir);
         Decoder {
             p,
-            sequences: HashMap::new(),
+            sequences: FastHashMap::default(),
             clocks: Clocks::default(),
             slots: Vec::new(),
-            slot_of: HashMap::new(),
-            descriptors: HashMap::new(),
-            counter_uuids: HashMap::new(),
-            counter_totals: HashMap::new(),
-            open: HashMap::new(),
-            process_names: HashMap::new(),
-            threads: HashMap::new(),
+            slot_of: FastHashMap::default(),
+            descriptors: FastHashMap::default(),
+            counter_uuids: FastHashMap::default(),
+            counter_totals: FastHashMap::default(),
+            open: FastHashMap::default(),
+            process_names: FastHashMap::default(),
+            threads: FastHashMap::default(),
             ftrace: Vec::new(),
             agg: StackAggregator::new(),
             samples: Vec::new(),
             sampled: false,
-            gpu_counter_names: HashMap::new(),
-            field_counts: HashMap::new(),
+            gpu_counter_names: FastHashMap::default(),
+            field_counts: FastHashMap::default(),
             ftrace_other_events: 0,
             packets: 0,
             compressed_packets: 0,

@@ -1,7 +1,7 @@
 //! Turning slots into tracks once every descriptor has been read, then
 //! handing the store to the shared nesting, emission and reductions.
 
-use std::collections::{HashMap, HashSet};
+use crate::{FastHashMap, FastHashSet};
 
 use super::decoder::{Decoder, SlotKey};
 use super::proto::{UNIT_COUNT, UNIT_SIZE_BYTES, UNIT_TIME_NS};
@@ -71,7 +71,7 @@ impl Decoder {
         for t in self.p.store.track.iter_mut() {
             *t = map[*t as usize];
         }
-        let counter_slots: HashSet<u32> = self.counter_uuids.values().copied().collect();
+        let counter_slots: FastHashSet<u32> = self.counter_uuids.values().copied().collect();
         let units = self.counter_units();
         for row in self.p.counters.iter_mut() {
             let slot = row.track;
@@ -199,8 +199,8 @@ impl Decoder {
     }
 
     /// Units of uuid counters from their descriptors, by slot.
-    fn counter_units(&mut self) -> HashMap<u32, u32> {
-        let mut units = HashMap::new();
+    fn counter_units(&mut self) -> FastHashMap<u32, u32> {
+        let mut units = FastHashMap::default();
         for (uuid, &slot) in &self.counter_uuids {
             let Some(c) = self.descriptors.get(uuid).and_then(|d| d.counter.as_ref()) else {
                 continue;

@@ -12,7 +12,7 @@
 //! `thread_state` rows — Running, Runnable (woken or preempted, waiting for
 //! a CPU), Sleeping, Uninterruptible Sleep, … — on a thread-state track.
 
-use std::collections::HashMap;
+use crate::FastHashMap;
 
 use serde_json::json;
 
@@ -379,9 +379,9 @@ struct OpenState {
 
 #[derive(Default)]
 struct Sched {
-    running: HashMap<u32, Running>,
-    states: HashMap<i32, OpenState>,
-    wake_args: HashMap<i32, String>,
+    running: FastHashMap<u32, Running>,
+    states: FastHashMap<i32, OpenState>,
+    wake_args: FastHashMap<i32, String>,
 }
 
 /// The name of a task state written by `sched_switch` (`prev_state`).

@@ -8,7 +8,7 @@
 //! were dropped since) cannot be decoded faithfully; it is skipped and
 //! counted, as Perfetto's own trace processor does.
 
-use std::collections::HashMap;
+use crate::FastHashMap;
 
 use super::proto::{
     InternedData, Mapping, SEQ_INCREMENTAL_STATE_CLEARED, SEQ_NEEDS_INCREMENTAL_STATE,
@@ -31,18 +31,18 @@ pub struct ResolvedFrame {
 pub struct Sequence {
     /// Incremental state is known (cleared at least once, no loss since).
     pub valid: bool,
-    pub event_names: HashMap<u64, String>,
-    pub categories: HashMap<u64, String>,
-    pub annotation_names: HashMap<u64, String>,
-    pub annotation_strings: HashMap<u64, String>,
-    pub source_locations: HashMap<u64, SourceLocation>,
-    pub function_names: HashMap<u64, String>,
-    pub mapping_paths: HashMap<u64, String>,
-    pub mappings: HashMap<u64, Mapping>,
-    pub frames: HashMap<u64, super::proto::Frame>,
-    pub callstacks: HashMap<u64, Vec<u64>>,
+    pub event_names: FastHashMap<u64, String>,
+    pub categories: FastHashMap<u64, String>,
+    pub annotation_names: FastHashMap<u64, String>,
+    pub annotation_strings: FastHashMap<u64, String>,
+    pub source_locations: FastHashMap<u64, SourceLocation>,
+    pub function_names: FastHashMap<u64, String>,
+    pub mapping_paths: FastHashMap<u64, String>,
+    pub mappings: FastHashMap<u64, Mapping>,
+    pub frames: FastHashMap<u64, super::proto::Frame>,
+    pub callstacks: FastHashMap<u64, Vec<u64>>,
     /// Callstack iid → aggregator stack id, valid until the next reset.
-    pub stack_cache: HashMap<u64, Option<u32>>,
+    pub stack_cache: FastHashMap<u64, Option<u32>>,
     pub defaults: Option<TracePacketDefaults>,
     /// Legacy `ThreadDescriptor` packet: `(pid, tid)` and the reference
     /// time for delta timestamps (µs).
@@ -93,7 +93,7 @@ impl Sequence {
     }
 
     fn intern(&mut self, d: &InternedData) {
-        let names = |map: &mut HashMap<u64, String>, items: &[super::proto::InternedName]| {
+        let names = |map: &mut FastHashMap<u64, String>, items: &[super::proto::InternedName]| {
             for item in items {
                 if let (Some(iid), Some(name)) = (item.iid, &item.name) {
                     map.insert(iid, lossy(name));
@@ -103,7 +103,8 @@ impl Sequence {
         names(&mut self.event_names, &d.event_names);
         names(&mut self.categories, &d.event_categories);
         names(&mut self.annotation_names, &d.debug_annotation_names);
-        let strings = |map: &mut HashMap<u64, String>, items: &[super::proto::InternedString]| {
+        let strings = |map: &mut FastHashMap<u64, String>,
+                       items: &[super::proto::InternedString]| {
             for item in items {
                 if let (Some(iid), Some(s)) = (item.iid, &item.str) {
                     map.insert(iid, lossy(s));

@@ -7,7 +7,9 @@
 //! and counted as a limitation here, never a panic.
 
 use std::borrow::Cow;
-use std::collections::{BTreeSet, HashMap};
+use std::collections::BTreeSet;
+
+use crate::FastHashMap;
 
 use super::proto::{Function, Label, Location, Mapping, Profile};
 use crate::api::LimitationLog;
@@ -20,11 +22,11 @@ const MAX_LABEL_KEYS: usize = 64;
 /// cache of the frames it expands to.
 pub struct Symbols<'p> {
     strings: Vec<Cow<'p, str>>,
-    functions: HashMap<u64, &'p Function>,
-    mappings: HashMap<u64, &'p Mapping>,
-    locations: HashMap<u64, &'p Location>,
+    functions: FastHashMap<u64, &'p Function>,
+    mappings: FastHashMap<u64, &'p Mapping>,
+    locations: FastHashMap<u64, &'p Location>,
     /// Frame ids per location id, outermost (the caller) first.
-    frames_of: HashMap<u64, Vec<u32>>,
+    frames_of: FastHashMap<u64, Vec<u32>>,
     /// Frames are Go code (`language = go`).
     pub go: bool,
     /// Locations resolved to at least one unsymbolized frame.
@@ -40,8 +42,8 @@ fn index_by_id<'p, T>(
     id: impl Fn(&T) -> u64,
     what: &'static str,
     log: &mut LimitationLog,
-) -> HashMap<u64, &'p T> {
-    let mut map = HashMap::with_capacity(items.len());
+) -> FastHashMap<u64, &'p T> {
+    let mut map = FastHashMap::with_capacity_and_hasher(items.len(), Default::default());
     for item in items {
         let key = id(item);
         if map.contains_key(&key) {
@@ -82,7 +84,7 @@ impl<'p> Symbols<'p> {
             functions: index_by_id(&profile.function, |f| f.id, "function", log),
             mappings: index_by_id(&profile.mapping, |m| m.id, "mapping", log),
             locations: index_by_id(&profile.location, |l| l.id, "location", log),
-            frames_of: HashMap::new(),
+            frames_of: FastHashMap::default(),
             go: false,
             unsymbolized_locations: 0,
             inlined_locations: 0,
