@@ -179,7 +179,7 @@ pub fn execute_capture(
             plan.request.experiment_id.as_ref().map(|e| json!(e)),
         ),
         ("block_index", plan.request.block_index.map(|b| json!(b))),
-        ("warmup", plan.request.warmup.then(|| json!(true))),
+        ("warmup", plan.request.warmup.then_some(json!(true))),
     ] {
         let Some(value) = value else { continue };
         run.metadata.insert(key.to_owned(), value);
