@@ -176,6 +176,7 @@ pub(crate) fn capture_dispatch(g: &GlobalOptions, action: CaptureCommand) -> Res
         parameters: parse_parameters(options.parameters.as_deref())?,
         variant: options.variant,
         trial_id: options.trial_id,
+        ..Default::default()
     };
     capture_command(g, request, execute)
 }

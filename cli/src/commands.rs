@@ -196,6 +196,7 @@ pub fn run(cli: Cli) -> Result<()> {
         Command::Mcp { action } => mcp_command(g, action),
         Command::Workload { action } => crate::workload::workload_command(g, action),
         Command::Capture { action } => crate::capture::capture_dispatch(g, action),
+        Command::Experiment { action } => crate::experiment::experiment_command(g, action),
         Command::Stacks { action } => stacks_command(g, action),
         Command::Trace { action } => trace_command(g, action),
         Command::Measurements { action } => crate::measurements::measurements_command(g, action),

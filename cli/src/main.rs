@@ -5,6 +5,7 @@
 mod analyze;
 mod capture;
 mod commands;
+mod experiment;
 mod gaps_memory_view;
 mod gpu_breakdown;
 mod measurements;
@@ -152,6 +153,11 @@ pub enum Command {
     Capture {
         #[command(subcommand)]
         action: CaptureCommand,
+    },
+    /// Declared experiments: plan, run (randomized complete blocks), show, trials. Example: `flameox experiment run sort_scaling`
+    Experiment {
+        #[command(subcommand)]
+        action: experiment::ExperimentCommand,
     },
     /// The MCP server over stdio. Example: `flameox mcp serve --project-root .`
     Mcp {

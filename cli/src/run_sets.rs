@@ -55,11 +55,12 @@ pub struct CompareArgs {
 /// `analyze scaling` / `record` arguments.
 #[derive(Args, Debug, Clone)]
 pub struct ScalingArgs {
-    /// Run set (rs_…) or run id.
+    /// Run set (rs_…), run id, or experiment id (ex_…: all its variants).
     pub target: String,
-    /// The numeric size parameter (e.g. n).
+    /// The numeric size parameter (e.g. n); optional for an experiment
+    /// (its declared scaling parameter).
     #[arg(long)]
-    pub parameter: String,
+    pub parameter: Option<String>,
     /// Measurement name (default wall_time, else the one all runs share).
     #[arg(long)]
     pub metric: Option<String>,
@@ -89,7 +90,7 @@ impl ScalingArgs {
     fn request(self) -> ScalingRequest {
         ScalingRequest {
             target: self.target,
-            parameter: self.parameter,
+            parameter: self.parameter.unwrap_or_default(),
             metric: self.metric,
             confidence: self.confidence,
             seed: self.seed,

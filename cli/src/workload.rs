@@ -22,6 +22,7 @@ pub(crate) fn workload_command(g: &GlobalOptions, action: WorkloadCommand) -> Re
                 parameters: crate::capture::parse_param_pairs(&params)?,
                 variant: None,
                 trial_id: None,
+                ..Default::default()
             };
             crate::capture::capture_command(g, request, true)
         }

@@ -1,6 +1,6 @@
 //! Records: `.flameox/records/<kind>/<id>.json`, the authority for run
-//! sets, analyses and comparisons (experiments and trials will live beside
-//! them). A record is written once — atomically, under the workspace write
+//! sets, analyses, comparisons, experiments (protocol and outcome) and
+//! trials. A record is written once — atomically, under the workspace write
 //! lock — and never rewritten: writing an id that exists returns the stored
 //! record untouched, so a frozen run set cannot change and a digest-named
 //! record is idempotent.
@@ -25,6 +25,8 @@ pub enum RecordKind {
     Analyses,
     Comparisons,
     Experiments,
+    /// How an experiment ended (written once, after its trials).
+    ExperimentOutcomes,
     Trials,
 }
 
@@ -36,6 +38,7 @@ impl RecordKind {
             RecordKind::Analyses => "analyses",
             RecordKind::Comparisons => "comparisons",
             RecordKind::Experiments => "experiments",
+            RecordKind::ExperimentOutcomes => "experiment_outcomes",
             RecordKind::Trials => "trials",
         }
     }
@@ -47,6 +50,7 @@ impl RecordKind {
             RecordKind::Analyses => "analysis",
             RecordKind::Comparisons => "comparison",
             RecordKind::Experiments => "experiment",
+            RecordKind::ExperimentOutcomes => "experiment_outcome",
             RecordKind::Trials => "trial",
         }
     }

@@ -88,6 +88,7 @@ fn plan(server: &FlameoxServer, ws: &Workspace, args: Value) -> Result<Reply, Fl
         parameters: a.parameters.unwrap_or_default().into_iter().collect(),
         variant: None,
         trial_id: None,
+        ..Default::default()
     };
     let plan = plan_capture(ws, &request)?;
     let summary = format!("plan for {} under {}", request.workload, request.adapter);

@@ -33,6 +33,15 @@ pub struct CaptureRequest {
     pub parameters: BTreeMap<String, Value>,
     pub variant: Option<String>,
     pub trial_id: Option<String>,
+    /// The experiment that runs this capture as one of its trials.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub experiment_id: Option<String>,
+    /// The experiment's randomized block (absent for warmups and plain runs).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub block_index: Option<u64>,
+    /// A warmup trial: its measurements are marked `is_warmup`.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub warmup: bool,
 }
 
 /// A declared output as the plan resolved it.

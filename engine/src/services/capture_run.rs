@@ -173,6 +173,17 @@ pub fn execute_capture(
     ] {
         run.metadata.insert(key.to_owned(), value);
     }
+    for (key, value) in [
+        (
+            "experiment_id",
+            plan.request.experiment_id.as_ref().map(|e| json!(e)),
+        ),
+        ("block_index", plan.request.block_index.map(|b| json!(b))),
+        ("warmup", plan.request.warmup.then_some(json!(true))),
+    ] {
+        let Some(value) = value else { continue };
+        run.metadata.insert(key.to_owned(), value);
+    }
     save_run(ws, &mut run)?;
     match run_recorded(ws, &plan, &def, &cwd, &mut run, progress) {
         Ok(result) => Ok(result),
@@ -262,7 +273,7 @@ fn run_recorded(
             .collect(),
         variant: plan.request.variant.clone(),
         trial_id: plan.request.trial_id.clone(),
-        is_warmup: false,
+        is_warmup: plan.request.warmup,
         started_at,
         status: status.to_owned(),
         exit_code: outcome.exit_code,

@@ -22,10 +22,11 @@ use flameox_recipes::stats::{
 use serde::{Deserialize, Serialize};
 
 use super::compare::bootstrap_settings;
+use super::experiments::resolve_analysis_target;
 use super::run_set_samples::{
     FrameShare, MemberEvidence, MetricNames, leading_frames, single_unit, stats_error,
 };
-use super::run_sets::{RunSetMember, resolve_run_set};
+use super::run_sets::RunSetMember;
 use super::{EvidenceStatus, QueryContext, check_id};
 use crate::error::{FlameoxError, Result};
 
@@ -37,9 +38,11 @@ pub const HOTSPOT_Q_THRESHOLD: f64 = 0.05;
 /// What `analyze scaling` asks.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct ScalingRequest {
-    /// Run-set id (`rs_…`) or run id.
+    /// Run-set id (`rs_…`), run id, or experiment id (`ex_…`: every
+    /// variant's frozen run set).
     pub target: String,
-    /// The numeric parameter that is the size (e.g. `n`).
+    /// The numeric parameter that is the size (e.g. `n`); empty for an
+    /// experiment means its declared scaling parameter.
     pub parameter: String,
     /// Measurement name; default `wall_time`, else the one name all runs share.
     pub metric: Option<String>,
@@ -270,9 +273,24 @@ fn shared_metric(requested: Option<&str>, names: &MetricNames) -> Result<(String
 
 /// Fits how the metric scales with the parameter, per variant.
 pub async fn analyze_scaling(qc: &QueryContext<'_>, req: &ScalingRequest) -> Result<ScalingResult> {
+    let (set, experiment) = resolve_analysis_target(qc.ws, "target", &req.target)?;
+    // An experiment supplies what the request leaves out: its scaling
+    // parameter, primary metric, confidence level and seed.
+    let req = &match experiment {
+        Some(plan) => ScalingRequest {
+            target: req.target.clone(),
+            parameter: match req.parameter.as_str() {
+                "" => plan.scaling_parameter.unwrap_or_default(),
+                given => given.to_owned(),
+            },
+            metric: req.metric.clone().or(Some(plan.primary_metric)),
+            confidence: req.confidence.or(Some(plan.confidence_level)),
+            seed: req.seed.or(Some(plan.seed)),
+        },
+        None => req.clone(),
+    };
     check_id("parameter", &req.parameter)?;
     let bootstrap = bootstrap_settings(req.confidence, req.seed);
-    let set = resolve_run_set(qc.ws, "target", &req.target)?;
     let usable: Vec<&RunSetMember> = set.members.iter().filter(|m| !m.failed).collect();
     let size_of = sizes(&usable, &req.parameter)?;
     let session = qc.session(None)?;

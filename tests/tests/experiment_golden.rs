@@ -1,0 +1,110 @@
+//! The end-to-end golden experiment: a real Python workload
+//! (`tests/workloads/pair_count.py`, O(n²) in both variants, `half` doing
+//! half the inner-loop work of `full`) declared in a temp project's
+//! `flameox.toml`, run through the CLI binary as
+//! `init → experiment run → analyze scaling <experiment> → analyze compare
+//! <base set> <candidate set>`. Scaling must name n² for each variant (or
+//! hold k = 2 in the power-law interval); compare must call `half` an
+//! improvement over `full` (the first declared variant is the baseline).
+
+use flameox_tests::{Project, repo_root};
+use serde_json::Value;
+
+/// The experiment: 2 variants × 5 sizes × 3 blocks = 30 trials.
+fn config() -> String {
+    let script = repo_root().join("tests/workloads/pair_count.py");
+    format!(
+        r#"
+[workloads.pairs]
+argv = ["python3", "-S", "{script}", "{{n}}", "{{algorithm}}"]
+timeout_seconds = 120
+parameters = {{ n = [500, 1000, 2000, 4000, 6000], algorithm = ["full", "half"] }}
+oracle = {{ stdout_contains = "pairs" }}
+
+[experiments.pairs_scaling]
+workload = "pairs"
+variants = {{ full = {{ algorithm = "full" }}, half = {{ algorithm = "half" }} }}
+scaling = {{ parameter = "n", values = [500, 1000, 2000, 4000, 6000] }}
+repetitions = 3
+seed = 7
+primary_metric = "cpu_time"
+polarity = "lower_is_better"
+practical_threshold = 0.05
+confidence_level = 0.95
+"#,
+        script = script.display()
+    )
+}
+
+/// Asserts a variant's scaling fit says quadratic.
+pub fn assert_quadratic(variant: &Value) {
+    let fit = &variant["fit"];
+    let conclusion = &fit["conclusion"];
+    let k = &fit["power_law_exponent"];
+    let named_n2 = conclusion["status"] == "best" && conclusion["model"] == "n_squared";
+    let k_holds_2 = k["lower"].as_f64().unwrap() <= 2.0 && 2.0 <= k["upper"].as_f64().unwrap();
+    assert!(
+        named_n2 || k_holds_2,
+        "variant {} is not recognized as quadratic: {conclusion} k = {k}",
+        variant["variant"]
+    );
+}
+
+#[test]
+fn cli_experiment_scaling_names_n_squared_and_compare_finds_the_improvement() {
+    let project = Project::bare();
+    std::fs::write(project.path().join("flameox.toml"), config()).unwrap();
+    assert!(project.run(&["init"]).status.success());
+    let started = std::time::Instant::now();
+    let experiment = project.json(&["experiment", "run", "pairs_scaling"]);
+    eprintln!("experiment run took {:?}", started.elapsed());
+    assert_eq!(experiment["status"], "completed", "{experiment}");
+    let outcome = &experiment["outcome"];
+    assert_eq!(outcome["counts"]["attempted"], 30);
+    assert_eq!(outcome["counts"]["completed"], 30);
+    let sets = outcome["run_sets"].as_array().unwrap();
+    assert_eq!(sets.len(), 2);
+    assert_eq!(
+        sets[0]["variant"], "full",
+        "the first declared variant is the baseline"
+    );
+    assert_eq!(sets[0]["members"], 15);
+    let id = experiment["experiment_id"].as_str().unwrap();
+
+    let scaling = project.json(&["analyze", "scaling", id]);
+    assert_eq!(scaling["parameter"], "n");
+    assert_eq!(
+        scaling["metric"], "cpu_time",
+        "the experiment's primary metric is the default"
+    );
+    let variants = scaling["variants"].as_array().unwrap();
+    assert_eq!(variants.len(), 2);
+    for v in variants {
+        assert_eq!(v["runs"], 15, "{v}");
+        assert_quadratic(v);
+    }
+
+    let base = sets[0]["run_set_id"].as_str().unwrap();
+    let cand = sets[1]["run_set_id"].as_str().unwrap();
+    let compare = project.json(&[
+        "analyze",
+        "compare",
+        base,
+        cand,
+        "--metric",
+        "cpu_time",
+        "--threshold",
+        "0.05",
+    ]);
+    assert_eq!(compare["pairing"]["method"], "experiment_block");
+    assert_eq!(compare["pairing"]["pairs"].as_array().unwrap().len(), 3);
+    assert_eq!(
+        compare["decision"], "improvement",
+        "{}",
+        compare["estimate"]
+    );
+    // The suggested comparison is the same request.
+    let suggested = &outcome["analyses"]["compare"];
+    assert_eq!(suggested["baseline"], base);
+    assert_eq!(suggested["candidate"], cand);
+}
