@@ -97,7 +97,19 @@ fn cli_experiment_scaling_names_n_squared_and_compare_finds_the_improvement() {
         "0.05",
     ]);
     assert_eq!(compare["pairing"]["method"], "experiment_block");
-    assert_eq!(compare["pairing"]["pairs"].as_array().unwrap().len(), 3);
+    // One pair per block and size: like is compared with like, the sizes
+    // are not mixed inside a block.
+    let pairs = compare["pairing"]["pairs"].as_array().unwrap();
+    assert_eq!(pairs.len(), 15, "{compare}");
+    for block in 0..3 {
+        for n in [500, 1000, 2000, 4000, 6000] {
+            let key = format!("{block} n={n}");
+            let pair = pairs.iter().find(|p| p["block"] == key.as_str());
+            let pair = pair.unwrap_or_else(|| panic!("no pair {key}: {compare}"));
+            assert_eq!(pair["baseline_runs"].as_array().unwrap().len(), 1);
+            assert_eq!(pair["candidate_runs"].as_array().unwrap().len(), 1);
+        }
+    }
     assert_eq!(
         compare["decision"], "improvement",
         "{}",

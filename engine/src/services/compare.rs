@@ -9,11 +9,14 @@
 //! kernel `compare_log_ratios`. Blocks pair by the sets' block keys when
 //! both sets use the same kind (experiment block index, or `block`
 //! parameter), else by position in run order; the result names which.
+//! Inside a block, runs pair by the parameters both sets share (a scaling
+//! experiment's `n`), so each pair compares like with like; parameters
+//! whose values differ entirely between the sets define the variants.
 //! With fewer than 3 pairs a sample-level two-sample bootstrap is added,
 //! labelled exploratory. Read-only; deterministic for the same commit and
 //! parameters (no clocks in the result).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use flameox_recipes::stats::bootstrap::{DEFAULT_RESAMPLES, MIN_OBSERVATIONS};
 use flameox_recipes::stats::{
@@ -190,19 +193,52 @@ fn choose_metric(
     single_unit(names, runs, metric)
 }
 
-/// Block key → (runs, median of per-run medians), for the usable members.
+/// The parameters that place a run inside a block (e.g. the scaling
+/// parameter `n`): those with a value both sets use. A parameter whose values
+/// on the two sides never meet defines the variants (e.g. `algorithm`) and
+/// does not place runs; `block` is the block itself.
+fn shared_parameter_names(base: &[&RunSetMember], cand: &[&RunSetMember]) -> Vec<String> {
+    fn values<'m>(side: &[&'m RunSetMember]) -> BTreeMap<&'m str, BTreeSet<&'m str>> {
+        let mut out: BTreeMap<&str, BTreeSet<&str>> = BTreeMap::new();
+        for m in side {
+            for (k, v) in &m.parameters {
+                out.entry(k.as_str()).or_default().insert(v.as_str());
+            }
+        }
+        out
+    }
+    let (b, c) = (values(base), values(cand));
+    b.iter()
+        .filter(|(k, _)| **k != super::run_sets::BLOCK_PARAMETER)
+        .filter(|(k, vs)| c.get(*k).is_some_and(|cv| !vs.is_disjoint(cv)))
+        .map(|(k, _)| (*k).to_owned())
+        .collect()
+}
+
+/// Pairing key → (runs, median of per-run medians), for the usable members.
+/// Within a block, runs pair by their shared parameters (one pair per block
+/// and scaling value in a scaling experiment): the key is the block, then
+/// `name=value` of each shared parameter.
 fn block_statistics(
     side: &[&RunSetMember],
     medians: &BTreeMap<String, f64>,
     by_order: bool,
+    cell_keys: &[String],
 ) -> BTreeMap<String, (Vec<String>, f64)> {
     let mut blocks: BTreeMap<String, Vec<&RunSetMember>> = BTreeMap::new();
     for (position, m) in side.iter().enumerate() {
-        let key = if by_order {
+        let mut key = if by_order {
             position.to_string()
         } else {
             m.block.clone()
         };
+        if !by_order {
+            for name in cell_keys {
+                if let Some(value) = m.parameters.get(name) {
+                    key.push_str(&format!(" {name}={value}"));
+                }
+            }
+        }
         blocks.entry(key).or_default().push(m);
     }
     blocks
@@ -215,13 +251,35 @@ fn block_statistics(
         .collect()
 }
 
-/// Numeric keys in numeric order, others after them in text order.
+/// Pairing keys in order: word by word (`3 n=500`), numbers (also the
+/// value after `=`) in numeric order before text, else text order.
 fn block_order(a: &str, b: &str) -> std::cmp::Ordering {
-    match (a.parse::<f64>(), b.parse::<f64>()) {
-        (Ok(x), Ok(y)) => x.total_cmp(&y).then_with(|| a.cmp(b)),
-        (Ok(_), Err(_)) => std::cmp::Ordering::Less,
-        (Err(_), Ok(_)) => std::cmp::Ordering::Greater,
-        _ => a.cmp(b),
+    fn word_order(a: &str, b: &str) -> std::cmp::Ordering {
+        let value = |w: &str| -> Option<f64> { w.rsplit('=').next()?.parse().ok() };
+        match (value(a), value(b)) {
+            (Some(x), Some(y)) => a
+                .split('=')
+                .next()
+                .cmp(&b.split('=').next())
+                .then(x.total_cmp(&y))
+                .then_with(|| a.cmp(b)),
+            (Some(_), None) => std::cmp::Ordering::Less,
+            (None, Some(_)) => std::cmp::Ordering::Greater,
+            _ => a.cmp(b),
+        }
+    }
+    let mut left = a.split(' ');
+    let mut right = b.split(' ');
+    loop {
+        match (left.next(), right.next()) {
+            (Some(x), Some(y)) => match word_order(x, y) {
+                std::cmp::Ordering::Equal => continue,
+                other => return other,
+            },
+            (None, None) => return std::cmp::Ordering::Equal,
+            (None, Some(_)) => return std::cmp::Ordering::Less,
+            (Some(_), None) => return std::cmp::Ordering::Greater,
+        }
     }
 }
 
@@ -300,8 +358,9 @@ pub async fn compare_run_sets(
         PairingKey::RunOrder
     };
     let by_order = method == PairingKey::RunOrder;
-    let base_blocks = block_statistics(&base_used, &medians, by_order);
-    let cand_blocks = block_statistics(&cand_used, &medians, by_order);
+    let cell_keys = shared_parameter_names(&base_used, &cand_used);
+    let base_blocks = block_statistics(&base_used, &medians, by_order, &cell_keys);
+    let cand_blocks = block_statistics(&cand_used, &medians, by_order, &cell_keys);
     let mut pairs: Vec<BlockPair> = base_blocks
         .iter()
         .filter_map(|(block, (b_runs, b))| {
