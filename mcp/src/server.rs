@@ -431,12 +431,14 @@ impl FlameoxServer {
                 .paged("events")
                 .link_artifact(&artifact))
             }
-            other => match crate::workload_tools::call(self, other, &ws, args, ctx).await {
-                Some(outcome) => outcome,
-                None => Err(FlameoxError::internal(format!(
-                    "tool {other} has no handler"
-                ))),
-            },
+            other if other.contains("experiment") => {
+                crate::experiment_tools::call(other, &ws, args, ctx)
+                    .await
+                    .unwrap_or_else(|| Err(no_handler(other)))
+            }
+            other => crate::workload_tools::call(self, other, &ws, args, ctx)
+                .await
+                .unwrap_or_else(|| Err(no_handler(other))),
         }
     }
 
@@ -473,6 +475,10 @@ impl FlameoxServer {
                 .link_artifact(&result.artifact_id),
         )
     }
+}
+
+fn no_handler(tool: &str) -> FlameoxError {
+    FlameoxError::internal(format!("tool {tool} has no handler"))
 }
 
 pub(crate) fn scope_links(
@@ -560,6 +566,18 @@ impl ServerHandler for FlameoxServer {
                 .with_mime_type("application/json"),
             ResourceTemplate::new("flameox://run-sets/{run_set_id}", "run set")
                 .with_mime_type("application/json"),
+            ResourceTemplate::new("flameox://experiments/{experiment_id}", "experiment")
+                .with_mime_type("application/json"),
+            ResourceTemplate::new(
+                "flameox://experiments/{experiment_id}/trials",
+                "experiment trials (first page and next_cursor)",
+            )
+            .with_mime_type("application/json"),
+            ResourceTemplate::new(
+                "flameox://experiments/{experiment_id}/trials/{trial_id}",
+                "experiment trial",
+            )
+            .with_mime_type("application/json"),
         ]))
     }
 
@@ -591,6 +609,9 @@ impl FlameoxServer {
         }
         if let Some(id) = uri.strip_prefix("flameox://run-sets/") {
             return crate::run_set_tools::run_set_resource(&ws, id);
+        }
+        if let Some(found) = crate::experiment_tools::resource(&ws, uri) {
+            return found;
         }
         Err(FlameoxError::invalid_argument("uri", "unknown resource"))
     }
