@@ -13,7 +13,8 @@ use flameox_engine::services::experiment_plan::{
 };
 use flameox_engine::services::experiment_run::{TrialRecord, run_experiment};
 use flameox_engine::services::experiments::{
-    ExperimentView, TrialsPage, TrialsRequest, cancelled_error, get_experiment, get_trial, list_trials,
+    ExperimentView, TrialsPage, TrialsRequest, cancelled_error, get_experiment, get_trial,
+    list_trials,
 };
 
 use crate::GlobalOptions;

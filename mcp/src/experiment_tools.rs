@@ -55,10 +55,7 @@ pub fn tools() -> Vec<ToolSpec> {
             title: "Plan experiment",
             description: "A declared experiment's trial matrix (variants × sizes × seeded blocks). Runs nothing.",
             group: ReadOnly,
-            input_schema: object(
-                json!({ "name": name, "parameters": parameters }),
-                &["name"],
-            ),
+            input_schema: object(json!({ "name": name, "parameters": parameters }), &["name"]),
         },
         ToolSpec {
             name: "run_experiment",
@@ -104,9 +101,10 @@ pub fn tools() -> Vec<ToolSpec> {
 /// The resource links of an experiment's receipt.
 fn experiment_links(mut reply: Reply, view: &ExperimentView) -> Reply {
     let id = &view.experiment_id;
-    reply
-        .links
-        .push((format!("flameox://experiments/{id}"), format!("experiment {id}")));
+    reply.links.push((
+        format!("flameox://experiments/{id}"),
+        format!("experiment {id}"),
+    ));
     reply
         .links
         .push((view.trials_resource.clone(), format!("trials of {id}")));
@@ -132,11 +130,7 @@ fn receipt(view: &ExperimentView) -> ToolResult {
 
 /// `run_experiment`: the engine runs off the async runtime; a cancelled
 /// request stops it through the reporter, which the trial's capture polls.
-async fn run(
-    ws: &Workspace,
-    args: Value,
-    ctx: Option<&RequestContext<RoleServer>>,
-) -> ToolResult {
+async fn run(ws: &Workspace, args: Value, ctx: Option<&RequestContext<RoleServer>>) -> ToolResult {
     let a: RunArgs = decode(args)?;
     let request = ExperimentRequest {
         name: a.name,
@@ -187,11 +181,7 @@ pub async fn call(
             .and_then(|request| list_trials(ws, &request))
             .and_then(|page| {
                 Ok(Reply::new(
-                    format!(
-                        "{} trials of {}",
-                        page.trials.len(),
-                        page.experiment_id
-                    ),
+                    format!("{} trials of {}", page.trials.len(), page.experiment_id),
                     to_value(&page)?,
                 ))
             }),
