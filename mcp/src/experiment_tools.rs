@@ -190,6 +190,19 @@ pub async fn call(
     Some(outcome)
 }
 
+/// The resource templates below: `(uri template, name)`.
+pub const RESOURCE_TEMPLATES: [(&str, &str); 3] = [
+    ("flameox://experiments/{experiment_id}", "experiment"),
+    (
+        "flameox://experiments/{experiment_id}/trials",
+        "experiment trials (first page and next_cursor)",
+    ),
+    (
+        "flameox://experiments/{experiment_id}/trials/{trial_id}",
+        "experiment trial",
+    ),
+];
+
 /// `flameox://experiments/{id}`, `…/{id}/trials` (first page and cursor)
 /// and `…/{id}/trials/{trial_id}`; `None` for other URIs.
 pub fn resource(ws: &Workspace, uri: &str) -> Option<Result<Value, FlameoxError>> {

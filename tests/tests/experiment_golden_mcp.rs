@@ -200,6 +200,11 @@ async fn mcp_experiment_reaches_the_cli_conclusions_with_per_trial_progress() {
     assert_eq!(trials["trials"].as_array().map(Vec::len), Some(30));
     let trial = read_resource(&s, &format!("flameox://experiments/{id}/trials/t000001")).await;
     assert_eq!(trial, trials["trials"][0]);
+    let handled = s.recorder.progress.lock().expect("progress").len();
+    assert!(
+        handled >= 30,
+        "the client handler saw {handled} notifications"
+    );
     let (stdout, _, _) = s.close().await;
     support::mcp::assert_protocol_only(&stdout);
 }
