@@ -7,14 +7,14 @@
 use std::io::IsTerminal;
 
 use clap::Subcommand;
-use flameox_engine::FlameoxError;
-use flameox_engine::error::{ErrorCode, Result};
+use flameox_engine::error::Result;
 use flameox_engine::services::experiment_plan::{
     ExperimentPlan, ExperimentRequest, plan_experiment,
 };
 use flameox_engine::services::experiment_run::{TrialRecord, run_experiment};
 use flameox_engine::services::experiments::{
-    ExperimentView, TrialsPage, TrialsRequest, get_experiment, get_trial, list_trials,
+    ExperimentView, TrialsPage, TrialsRequest, cancelled_error, get_experiment, get_trial,
+    list_trials,
 };
 
 use crate::GlobalOptions;
@@ -83,19 +83,11 @@ pub(crate) fn experiment_command(g: &GlobalOptions, action: ExperimentCommand) -
             let view = run_experiment(&ws, &req, adapter.as_deref(), &progress);
             progress.finish();
             let view = view?;
-            if view.status == "cancelled" {
+            if let Some(error) = cancelled_error(&view) {
                 if !g.json && !g.quiet {
                     eprint!("{}", render_view(&view));
                 }
-                return Err(FlameoxError::new(
-                    ErrorCode::ProcessCancelled,
-                    format!(
-                        "experiment {} was cancelled; finished trials are kept",
-                        view.experiment_id
-                    ),
-                )
-                .detail("experiment_id", view.experiment_id.clone())
-                .detail("result", serde_json::to_value(&view).unwrap_or_default()));
+                return Err(error);
             }
             emit(g, &view, render_view)
         }

@@ -6,6 +6,7 @@ pub mod arguments;
 pub mod catalog;
 pub mod catalog_workloads;
 pub mod envelope;
+mod experiment_tools;
 pub mod instructions;
 mod measurements_tool;
 pub mod plans;

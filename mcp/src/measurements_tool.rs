@@ -5,9 +5,9 @@
 use flameox_engine::services::QueryContext;
 use flameox_engine::services::measurements::{self, MeasurementsRequest};
 
-use crate::envelope::Reply;
+use crate::envelope::{Reply, scope_links};
 use crate::requests::MeasurementsArgs;
-use crate::server::{ToolResult, scope_links, to_value};
+use crate::server::{ToolResult, to_value};
 
 /// One page of measurements as an envelope reply.
 pub(crate) async fn query(qc: &QueryContext<'_>, a: MeasurementsArgs) -> ToolResult {

@@ -33,6 +33,19 @@ pub const CAPTURE_PHASES: [(&str, f64); 6] = [
     ("completed", 100.0),
 ];
 
+/// Where each experiment phase starts. Trials (warmups included) fill
+/// `capturing` up to `publishing` one equal step per finished trial; a
+/// phase transition that would not move the stream forward is carried by
+/// the next notification's message instead.
+pub const EXPERIMENT_PHASES: [(&str, f64); 6] = [
+    ("planning", 1.0),
+    ("warming_up", 3.0),
+    ("capturing", 5.0),
+    ("publishing", 90.0),
+    ("analyzing", 95.0),
+    ("completed", 100.0),
+];
+
 /// The smallest step worth a notification while bytes stream in.
 const MIN_STEP: f64 = 1.0;
 
@@ -108,6 +121,16 @@ impl McpProgress {
 
     /// Sends `value` with a message if it moves the stream forward enough.
     fn advance(&self, value: f64, phase: Option<&str>) {
+        self.advance_with(value, phase, None);
+    }
+
+    /// The start of a named phase on the 0..100 scale.
+    fn start_of(&self, name: &str) -> Option<f64> {
+        self.phases.iter().find(|(n, _)| *n == name).map(|p| p.1)
+    }
+
+    /// [`Self::advance`] with a detail appended to the phase message.
+    fn advance_with(&self, value: f64, phase: Option<&str>, detail: Option<String>) {
         let Some(sender) = &self.sender else { return };
         let Ok(mut stream) = self.state.lock() else {
             return;
@@ -120,7 +143,11 @@ impl McpProgress {
             return;
         }
         stream.last_sent = value;
-        let _ = sender.send((value, stream.phase.clone()));
+        let message = match detail {
+            Some(detail) => format!("{}: {detail}", stream.phase),
+            None => stream.phase.clone(),
+        };
+        let _ = sender.send((value, message));
     }
 }
 
@@ -136,13 +163,27 @@ impl ImportProgress for McpProgress {
             return;
         }
         let fraction = (done as f64 / total as f64).clamp(0.0, 1.0);
-        let position = |name: &str| self.phases.iter().find(|(n, _)| *n == name).map(|p| p.1);
-        let (Some(from), Some(to)) = (position("extracting"), position("publishing")) else {
+        let (Some(from), Some(to)) = (self.start_of("extracting"), self.start_of("publishing"))
+        else {
             return;
         };
         // Stay strictly below the next phase so `publishing` still advances.
         let value = (from + fraction * (to - from - MIN_STEP)).floor();
         self.advance(value, None);
+    }
+
+    fn steps(&self, done: u64, total: u64) {
+        let (Some(from), Some(to)) = (self.start_of("capturing"), self.start_of("publishing"))
+        else {
+            return;
+        };
+        if total == 0 {
+            return;
+        }
+        let fraction = (done as f64 / total as f64).clamp(0.0, 1.0);
+        // Below `publishing` so that phase still advances.
+        let value = from + fraction * (to - from - MIN_STEP);
+        self.advance_with(value, None, Some(format!("trial {done} of {total}")));
     }
 
     fn cancelled(&self) -> bool {

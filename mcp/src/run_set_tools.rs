@@ -60,13 +60,13 @@ fn scaling_schema() -> Value {
     let (metric, confidence, seed) = stats_props();
     object(
         json!({
-            "target": set_prop("Run set (rs_…) or run id."),
-            "parameter": { "type": "string", "minLength": 1, "maxLength": 200, "description": "Numeric size parameter, e.g. n." },
+            "target": set_prop("Run set (rs_…), run or experiment (ex_…) id."),
+            "parameter": { "type": "string", "minLength": 1, "maxLength": 200, "description": "Numeric size parameter, e.g. n; required unless target is an experiment." },
             "metric": metric,
             "confidence": confidence,
             "seed": seed
         }),
-        &["target", "parameter"],
+        &["target"],
     )
 }
 

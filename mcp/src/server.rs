@@ -32,7 +32,7 @@ use serde_json::{Map, Value};
 
 use crate::arguments;
 use crate::catalog::{self, ToolSpec};
-use crate::envelope::{self, Reply};
+use crate::envelope::{self, Reply, scope_links};
 use crate::instructions::instructions;
 use crate::progress::McpProgress;
 use crate::requests::*;
@@ -431,12 +431,12 @@ impl FlameoxServer {
                 .paged("events")
                 .link_artifact(&artifact))
             }
-            other => match crate::workload_tools::call(self, other, &ws, args, ctx).await {
-                Some(outcome) => outcome,
-                None => Err(FlameoxError::internal(format!(
-                    "tool {other} has no handler"
-                ))),
-            },
+            other => if other.contains("experiment") {
+                crate::experiment_tools::call(other, &ws, args, ctx).await
+            } else {
+                crate::workload_tools::call(self, other, &ws, args, ctx).await
+            }
+            .unwrap_or_else(|| Err(FlameoxError::internal(format!("no handler: {other}")))),
         }
     }
 
@@ -473,19 +473,6 @@ impl FlameoxServer {
                 .link_artifact(&result.artifact_id),
         )
     }
-}
-
-pub(crate) fn scope_links(
-    mut reply: Reply,
-    scope: &flameox_engine::services::ResolvedScope,
-) -> Reply {
-    if let Some(run) = &scope.run_id {
-        reply = reply.link_run(run);
-    }
-    for artifact in &scope.artifact_ids {
-        reply = reply.link_artifact(artifact);
-    }
-    reply
 }
 
 fn short(id: &str) -> String {
@@ -553,14 +540,16 @@ impl ServerHandler for FlameoxServer {
         _request: Option<PaginatedRequestParams>,
         _ctx: RequestContext<RoleServer>,
     ) -> Result<ListResourceTemplatesResult, ErrorData> {
-        Ok(ListResourceTemplatesResult::with_all_items(vec![
-            ResourceTemplate::new("flameox://runs/{run_id}", "run")
-                .with_mime_type("application/json"),
-            ResourceTemplate::new("flameox://artifacts/{artifact_id}", "artifact")
-                .with_mime_type("application/json"),
-            ResourceTemplate::new("flameox://run-sets/{run_set_id}", "run set")
-                .with_mime_type("application/json"),
-        ]))
+        let templates = [
+            ("flameox://runs/{run_id}", "run"),
+            ("flameox://artifacts/{artifact_id}", "artifact"),
+            ("flameox://run-sets/{run_set_id}", "run set"),
+        ]
+        .into_iter()
+        .chain(crate::experiment_tools::RESOURCE_TEMPLATES)
+        .map(|(uri, name)| ResourceTemplate::new(uri, name).with_mime_type("application/json"))
+        .collect();
+        Ok(ListResourceTemplatesResult::with_all_items(templates))
     }
 
     async fn read_resource(
@@ -591,6 +580,9 @@ impl FlameoxServer {
         }
         if let Some(id) = uri.strip_prefix("flameox://run-sets/") {
             return crate::run_set_tools::run_set_resource(&ws, id);
+        }
+        if let Some(found) = crate::experiment_tools::resource(&ws, uri) {
+            return found;
         }
         Err(FlameoxError::invalid_argument("uri", "unknown resource"))
     }

@@ -28,6 +28,7 @@ EXPECTED_TOOLS = {
     "list_declared_workflows", "get_declared_workflow", "plan_capture",
     "execute_capture_plan",
     "freeze_run_set", "compare_run_sets", "analyze_scaling", "record_comparison", "record_analysis",
+    "plan_experiment", "run_experiment", "get_experiment", "list_experiment_trials",
 }
 
 

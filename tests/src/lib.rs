@@ -1,6 +1,7 @@
 //! Helpers for flameox's end-to-end tests: find (or build) the real `flameox`
 //! binary, run it in a scratch project, and locate the shared corpus.
 
+pub mod golden_experiment;
 pub mod workloads;
 
 use std::path::{Path, PathBuf};

@@ -6,49 +6,10 @@
 //! <base set> <candidate set>`. Scaling must name n² for each variant (or
 //! hold k = 2 in the power-law interval); compare must call `half` an
 //! improvement over `full` (the first declared variant is the baseline).
+//! `experiment_golden_mcp.rs` is the same experiment through MCP.
 
-use flameox_tests::{Project, repo_root};
-use serde_json::Value;
-
-/// The experiment: 2 variants × 5 sizes × 3 blocks = 30 trials.
-fn config() -> String {
-    let script = repo_root().join("tests/workloads/pair_count.py");
-    format!(
-        r#"
-[workloads.pairs]
-argv = ["python3", "-S", "{script}", "{{n}}", "{{algorithm}}"]
-timeout_seconds = 120
-parameters = {{ n = [500, 1000, 2000, 4000, 6000], algorithm = ["full", "half"] }}
-oracle = {{ stdout_contains = "pairs" }}
-
-[experiments.pairs_scaling]
-workload = "pairs"
-variants = {{ full = {{ algorithm = "full" }}, half = {{ algorithm = "half" }} }}
-scaling = {{ parameter = "n", values = [500, 1000, 2000, 4000, 6000] }}
-repetitions = 3
-seed = 7
-primary_metric = "cpu_time"
-polarity = "lower_is_better"
-practical_threshold = 0.05
-confidence_level = 0.95
-"#,
-        script = script.display()
-    )
-}
-
-/// Asserts a variant's scaling fit says quadratic.
-pub fn assert_quadratic(variant: &Value) {
-    let fit = &variant["fit"];
-    let conclusion = &fit["conclusion"];
-    let k = &fit["power_law_exponent"];
-    let named_n2 = conclusion["status"] == "best" && conclusion["model"] == "n_squared";
-    let k_holds_2 = k["lower"].as_f64().unwrap() <= 2.0 && 2.0 <= k["upper"].as_f64().unwrap();
-    assert!(
-        named_n2 || k_holds_2,
-        "variant {} is not recognized as quadratic: {conclusion} k = {k}",
-        variant["variant"]
-    );
-}
+use flameox_tests::Project;
+use flameox_tests::golden_experiment::{assert_quadratic, config};
 
 #[test]
 fn cli_experiment_scaling_names_n_squared_and_compare_finds_the_improvement() {

@@ -13,7 +13,7 @@ use flameox_mcp::{FlameoxServer, ServerOptions, catalog, instructions};
 use serde_json::{Value, json};
 
 /// Bytes of the whole tool list as a client receives it (compact JSON).
-const SURFACE_CEILING: usize = 32_500;
+const SURFACE_CEILING: usize = 35_500;
 /// Bytes of the `initialize` instructions.
 const INSTRUCTIONS_CEILING: usize = 640;
 /// Characters of any one tool description.
@@ -48,11 +48,14 @@ const READ_ONLY: &[&str] = &[
     "plan_capture",
     "compare_run_sets",
     "analyze_scaling",
+    "plan_experiment",
+    "get_experiment",
+    "list_experiment_trials",
 ];
 /// Mutating but non-executing and idempotent for an identical definition.
 const CONFIGURE: &[&str] = &["configure_workload"];
 /// Command-executing: destructive and open-world.
-const EXECUTE: &[&str] = &["execute_capture_plan"];
+const EXECUTE: &[&str] = &["execute_capture_plan", "run_experiment"];
 const ADDITIVE: &[&str] = &[
     "initialize_workspace",
     "import_artifact",

@@ -362,6 +362,7 @@ pub fn run_experiment(
         records::write_record_once(ws, RecordKind::Trials, &id, &record)?;
         cancelled = record.status == "cancelled";
         trials.push(record);
+        progress.steps(trials.len() as u64, plan.trials.len() as u64);
         if cancelled {
             break;
         }

@@ -94,6 +94,26 @@ pub fn get_experiment(ws: &Workspace, experiment_id: &str) -> Result<ExperimentV
     })
 }
 
+/// The error a cancelled experiment run becomes (CLI exit 8, MCP
+/// `PROCESS_CANCELLED`): finished trials stay recorded; `details` carry the
+/// experiment id and the receipt. `None` unless `view` is cancelled.
+pub fn cancelled_error(view: &ExperimentView) -> Option<FlameoxError> {
+    if view.status != "cancelled" {
+        return None;
+    }
+    Some(
+        FlameoxError::new(
+            crate::error::ErrorCode::ProcessCancelled,
+            format!(
+                "experiment {} was cancelled; finished trials are kept",
+                view.experiment_id
+            ),
+        )
+        .detail("experiment_id", view.experiment_id.clone())
+        .detail("result", serde_json::to_value(view).unwrap_or_default()),
+    )
+}
+
 /// The trial record ids of an experiment, in execution order.
 fn trial_ids(ws: &Workspace, experiment_id: &str) -> Vec<String> {
     let prefix = format!("{experiment_id}-");

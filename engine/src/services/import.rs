@@ -71,6 +71,8 @@ pub trait ImportProgress: Sync {
     fn phase(&self, _phase: &str) {}
     /// Input bytes processed of the total.
     fn bytes(&self, _done: u64, _total: u64) {}
+    /// Countable work items finished of the total (an experiment's trials).
+    fn steps(&self, _done: u64, _total: u64) {}
     fn cancelled(&self) -> bool {
         false
     }

@@ -43,6 +43,7 @@ pub struct ScalingRequest {
     pub target: String,
     /// The numeric parameter that is the size (e.g. `n`); empty for an
     /// experiment means its declared scaling parameter.
+    #[serde(default)]
     pub parameter: String,
     /// Measurement name; default `wall_time`, else the one name all runs share.
     pub metric: Option<String>,
