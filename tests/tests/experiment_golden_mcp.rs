@@ -156,9 +156,10 @@ async fn mcp_experiment_reaches_the_cli_conclusions_with_per_trial_progress() {
         )
         .await;
     assert_eq!(compare["pairing"]["method"], "experiment_block");
+    // One pair per block and size, as through the CLI.
     assert_eq!(
         compare["pairing"]["pairs"].as_array().map(Vec::len),
-        Some(3)
+        Some(15)
     );
     assert_eq!(
         compare["decision"], "improvement",
