@@ -47,16 +47,12 @@ fn cli_experiment_scaling_names_n_squared_and_compare_finds_the_improvement() {
 
     let base = sets[0]["run_set_id"].as_str().unwrap();
     let cand = sets[1]["run_set_id"].as_str().unwrap();
-    let compare = project.json(&[
-        "analyze",
-        "compare",
-        base,
-        cand,
-        "--metric",
-        "cpu_time",
-        "--threshold",
-        "0.05",
-    ]);
+    // No settings given: the experiment's declared metric, threshold and
+    // seed are the defaults of a comparison between its run sets.
+    let compare = project.json(&["analyze", "compare", base, cand]);
+    assert_eq!(compare["metric"], "cpu_time", "{compare}");
+    assert_eq!(compare["estimate"]["practical_threshold"], 0.05);
+    assert_eq!(compare["estimate"]["seed"], 7);
     assert_eq!(compare["pairing"]["method"], "experiment_block");
     // One pair per block and size: like is compared with like, the sizes
     // are not mixed inside a block.

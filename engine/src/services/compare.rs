@@ -26,6 +26,8 @@ use flameox_recipes::stats::{
 use serde::{Deserialize, Serialize};
 
 use super::compare_checks::{CompatibilityCheck, ProfileChanges, compatibility, profile_changes};
+use super::experiment_plan::ExperimentPlan;
+use super::experiments::shared_experiment_plan;
 use super::run_set_samples::{MemberEvidence, MetricNames, single_unit, stats_error};
 use super::run_sets::{PairingKey, ResolvedRunSet, RunSetMember, resolve_run_set};
 use super::{EvidenceStatus, QueryContext};
@@ -312,19 +314,44 @@ fn split_by_metric<'a>(
     (with, without.iter().map(|m| m.run_id.clone()).collect())
 }
 
+/// `req` with every unset setting taken from the experiment both sets came
+/// from (its primary metric, polarity, practical threshold, confidence level
+/// and seed); explicit settings always win.
+fn with_declared_defaults(req: &CompareRequest, plan: Option<&ExperimentPlan>) -> CompareRequest {
+    let mut req = req.clone();
+    if let Some(plan) = plan {
+        req.metric
+            .get_or_insert_with(|| plan.primary_metric.clone());
+        req.polarity.get_or_insert_with(|| {
+            match plan.polarity {
+                crate::project::schema::Polarity::LowerIsBetter => "lower_is_better",
+                crate::project::schema::Polarity::HigherIsBetter => "higher_is_better",
+            }
+            .to_owned()
+        });
+        req.threshold.get_or_insert(plan.practical_threshold);
+        req.confidence.get_or_insert(plan.confidence_level);
+        req.seed.get_or_insert(plan.seed);
+    }
+    req
+}
+
 /// Compares a candidate run set against a baseline.
 pub async fn compare_run_sets(
     qc: &QueryContext<'_>,
     req: &CompareRequest,
 ) -> Result<ComparisonResult> {
+    let base_set = resolve_run_set(qc.ws, "baseline", &req.baseline)?;
+    let cand_set = resolve_run_set(qc.ws, "candidate", &req.candidate)?;
+    let members = base_set.members.iter().chain(&cand_set.members);
+    let declared = shared_experiment_plan(qc.ws, members.map(|m| m.run_id.as_str()));
+    let req = &with_declared_defaults(req, declared.as_ref());
     let polarity = parse_polarity(req.polarity.as_deref())?;
     let settings = CompareSettings {
         polarity,
         practical_threshold: req.threshold.unwrap_or(0.02),
         bootstrap: bootstrap_settings(req.confidence, req.seed),
     };
-    let base_set = resolve_run_set(qc.ws, "baseline", &req.baseline)?;
-    let cand_set = resolve_run_set(qc.ws, "candidate", &req.candidate)?;
     let session = qc.session(None)?;
     let usable = |set: &ResolvedRunSet| -> Vec<RunSetMember> {
         set.members.iter().filter(|m| !m.failed).cloned().collect()

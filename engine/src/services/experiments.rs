@@ -237,3 +237,26 @@ pub fn resolve_analysis_target(
         None => Ok((resolve_run_set(ws, field, target)?, None)),
     }
 }
+
+/// The plan of the experiment every one of `run_ids` was a trial of, when
+/// they all share one (`None` otherwise): a comparison between its run sets
+/// takes the experiment's declared metric, polarity, threshold, confidence
+/// and seed as its defaults.
+pub fn shared_experiment_plan<'a>(
+    ws: &Workspace,
+    run_ids: impl IntoIterator<Item = &'a str>,
+) -> Option<ExperimentPlan> {
+    let mut shared: Option<String> = None;
+    for run_id in run_ids {
+        let run = crate::runs::read_run(ws, run_id).ok()?;
+        let experiment = run.metadata.get("experiment_id")?.as_str()?;
+        match &shared {
+            Some(id) if id != experiment => return None,
+            Some(_) => {}
+            None => shared = Some(experiment.to_owned()),
+        }
+    }
+    let protocol: ExperimentProtocol =
+        records::read_record(ws, RecordKind::Experiments, &shared?).ok()?;
+    Some(protocol.plan)
+}
