@@ -343,8 +343,12 @@ pub async fn compare_run_sets(
 ) -> Result<ComparisonResult> {
     let base_set = resolve_run_set(qc.ws, "baseline", &req.baseline)?;
     let cand_set = resolve_run_set(qc.ws, "candidate", &req.candidate)?;
-    let members = base_set.members.iter().chain(&cand_set.members);
-    let declared = shared_experiment_plan(qc.ws, members.map(|m| m.run_id.as_str()));
+    let members = || base_set.members.iter().chain(&cand_set.members);
+    // Only trials carry a trial id: other sets skip the manifest reads.
+    let declared = members()
+        .all(|m| m.trial_id.is_some())
+        .then(|| shared_experiment_plan(qc.ws, members().map(|m| m.run_id.as_str())))
+        .flatten();
     let req = &with_declared_defaults(req, declared.as_ref());
     let polarity = parse_polarity(req.polarity.as_deref())?;
     let settings = CompareSettings {
