@@ -9,6 +9,7 @@ pub mod cursor;
 pub mod error;
 pub mod execution;
 pub mod fsutil;
+pub mod late_identity;
 pub mod lock;
 pub mod project;
 pub mod publish;

@@ -12,6 +12,7 @@ use std::collections::BTreeMap;
 use std::fs::{self, File};
 use std::io::Read;
 use std::path::Path;
+use std::sync::Arc;
 use std::time::Duration;
 
 use flameox_extractors::{BatchSink, ExtractionSummary, SCHEMA_VERSION};
@@ -23,6 +24,7 @@ use crate::catalog::{
 };
 use crate::error::{FlameoxError, Result, io_error};
 use crate::fsutil::{now_rfc3339, sync_dir};
+use crate::late_identity::{LateArtifactId, LateIdSink};
 use crate::lock::FileLock;
 use crate::staging::{BackgroundParquetSink, StagedFile, StagingArea, clean_abandoned};
 use crate::workspace::Workspace;
@@ -96,11 +98,72 @@ pub fn stage_extraction(
             &before, existing,
         ))));
     }
+    let mut staging = start_staging(ws)?;
+    let summary = extract(&mut staging.sink, staging.area.dir())?;
+    finish_staging(staging, operation, digest, run_id, summary)
+}
+
+/// [`stage_extraction`] for an artifact whose id arrives in `id` while it
+/// is extracted (the copier's hash): batches are stamped by
+/// [`LateIdSink`], and the check for an operation HEAD already has runs
+/// once the id is known.
+pub fn stage_extraction_with_late_id(
+    ws: &Workspace,
+    mut operation: OperationKey,
+    id: Arc<LateArtifactId>,
+    run_id: &str,
+    extract: impl FnOnce(&mut dyn BatchSink, &Path) -> Result<ExtractionSummary>,
+) -> Result<StagedGeneration> {
+    let _ = clean_abandoned(ws);
+    let mut staging = start_staging(ws)?;
+    let mut stamping = LateIdSink::new(&mut staging.sink, id);
+    let summary = extract(&mut stamping, staging.area.dir())?;
+    operation.artifact_id = stamping
+        .finish()
+        .map_err(|e| FlameoxError::internal(format!("naming the staged evidence: {e}")))?;
+    let digest = operation.digest();
+    let head = catalog::pin_head(ws)?;
+    if let Some(existing) = head.find_operation(&digest) {
+        return Ok(StagedGeneration::AlreadyPublished(Box::new(reuse(
+            &head, existing,
+        ))));
+    }
+    finish_staging(staging, operation, digest, run_id, summary)
+}
+
+/// A new generation's id, its private folder and the Parquet writer.
+struct Staging {
+    generation_id: String,
+    area: StagingArea,
+    sink: BackgroundParquetSink,
+}
+
+fn start_staging(ws: &Workspace) -> Result<Staging> {
     let generation_id = uuid::Uuid::now_v7().to_string();
-    let staging = StagingArea::create(ws, &format!("generation-{generation_id}"))?;
-    let mut sink = BackgroundParquetSink::new(staging.dir())
+    let area = StagingArea::create(ws, &format!("generation-{generation_id}"))?;
+    let sink = BackgroundParquetSink::new(area.dir())
         .map_err(|e| FlameoxError::internal(format!("starting the Parquet writer: {e}")))?;
-    let summary = extract(&mut sink, staging.dir())?;
+    Ok(Staging {
+        generation_id,
+        area,
+        sink,
+    })
+}
+
+/// Closes the Parquet files, checks them against the summary and hashes
+/// them.
+fn finish_staging(
+    staging: Staging,
+    operation: OperationKey,
+    digest: String,
+    run_id: &str,
+    summary: ExtractionSummary,
+) -> Result<StagedGeneration> {
+    let Staging {
+        generation_id,
+        area,
+        sink,
+    } = staging;
     let staged = sink
         .finish()
         .map_err(|e| FlameoxError::internal(format!("finishing staged Parquet: {e}")))?;
@@ -118,7 +181,7 @@ pub fn stage_extraction(
         run_id: run_id.to_owned(),
         summary,
         files,
-        _staging: staging,
+        _staging: area,
     })))
 }
 

@@ -224,6 +224,11 @@ impl HashingWriter {
         })
     }
 
+    /// The hex digest and byte count of what was written so far.
+    pub(crate) fn digest(&self) -> (String, u64) {
+        (hex::encode(self.hasher.clone().finalize()), self.bytes)
+    }
+
     /// Syncs the file; returns the hex digest and the byte count.
     pub(crate) fn finish(self) -> std::io::Result<(String, u64)> {
         self.out.sync_all()?;

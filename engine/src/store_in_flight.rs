@@ -7,21 +7,29 @@
 //! through a bounded channel — so the bytes extracted are exactly the bytes
 //! stored, and the second core pays for the copy.
 //!
-//! The artifact id is needed before extraction (rows carry it and the
-//! operation digest names it), so a read-only hash pass over the source
-//! comes first (about 0.1 s per 200 MB from the page cache). The copier's
-//! own hash must equal it before the artifact is placed: a file that
-//! changed during the import is `ARTIFACT_INTEGRITY_FAILED` and nothing is
-//! stored or published. Bytes already in the store are not copied again.
+//! The artifact id (sha256) is normally the copier's own hash, known when
+//! the copy ends: extraction runs meanwhile with a pending id that
+//! [`crate::late_identity::LateIdSink`] replaces in every batch. The size and
+//! modification time of the source are checked again when the copy ends; a
+//! file that changed during the import is `ARTIFACT_INTEGRITY_FAILED` and
+//! nothing is stored or published.
+//!
+//! When the store already holds an artifact of the same size (likely the
+//! same file imported again) or the caller needs the id up front, a
+//! read-only hash pass comes first instead, so bytes already stored are
+//! neither copied nor extracted again; the copier's hash must then equal it.
 
 use std::fs::File;
 use std::io::{self, Read, Write};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::sync::mpsc::{Receiver, Sender, SyncSender, channel, sync_channel};
 use std::thread::JoinHandle;
+use std::time::SystemTime;
 
 use crate::error::{ErrorCode, FlameoxError, Result, io_error};
 use crate::fsutil::now_rfc3339;
+use crate::late_identity::{LateArtifactId, PENDING_ARTIFACT_ID, ResolveOnDrop};
 use crate::staging::StagingArea;
 use crate::store::{
     self, ArtifactRecord, COPY_BLOCK_BYTES, HashingWriter, NewArtifact, check_regular_file,
@@ -45,7 +53,16 @@ pub struct Copying {
     tmp: PathBuf,
     blocks: Option<BlockReader>,
     thread: Option<JoinHandle<io::Result<(String, u64)>>>,
+    /// Set when the id is the copier's hash (not known before the copy).
+    late: Option<LateIdentity>,
     _staging: StagingArea,
+}
+
+/// What a copy whose id comes from the copier checks when it ends.
+struct LateIdentity {
+    id: Arc<LateArtifactId>,
+    source: PathBuf,
+    modified: Option<SystemTime>,
 }
 
 impl StoringFile {
@@ -74,7 +91,13 @@ impl StoringFile {
                     .map_err(|_| FlameoxError::internal("the artifact copier thread panicked"))?
                     .map_err(|e| io_error("copying the input into the artifact store", e))?;
                 let expected = c.record.artifact_id.trim_start_matches("sha256:");
-                if copied.0 != expected || copied.1 != c.record.bytes {
+                let changed = match &c.late {
+                    Some(late) => {
+                        copied.1 != c.record.bytes || source_state(&late.source).1 != late.modified
+                    }
+                    None => copied.0 != expected || copied.1 != c.record.bytes,
+                };
+                if changed {
                     return Err(FlameoxError::new(
                         ErrorCode::ArtifactIntegrityFailed,
                         "the input file changed while it was being imported",
@@ -99,20 +122,67 @@ impl Copying {
     pub fn take_reader(&mut self) -> Option<BlockReader> {
         self.blocks.take()
     }
+
+    /// The slot the id arrives in when it is the copier's hash (the record
+    /// then says [`PENDING_ARTIFACT_ID`] until [`StoringFile::finish`]).
+    pub fn late_id(&self) -> Option<Arc<LateArtifactId>> {
+        self.late.as_ref().map(|l| l.id.clone())
+    }
 }
 
-/// Hashes `source` (read-only), then either finds its bytes already stored
-/// or starts the copier thread.
-pub fn begin_store_file(ws: &Workspace, source: &Path, kind: &str) -> Result<StoringFile> {
-    check_regular_file(source)?;
-    let (hex, bytes) =
-        store::sha256_file(source).map_err(|e| io_error("reading the input file", e))?;
-    let artifact_id = format!("sha256:{hex}");
-    if let Ok(existing) = store::read_artifact(ws, &artifact_id)
-        && store::payload_path(ws, &existing).is_file()
-    {
-        return Ok(StoringFile::Placed(existing));
+/// When the id may come from the copier instead of a hash pass first.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum IdTiming {
+    /// The extractor's rows name the artifact only in `artifact_id`
+    /// columns, which [`crate::late_identity::LateIdSink`] stamps.
+    LateAllowed,
+    /// The id is needed before extraction (e.g. hashed into row ids).
+    UpFront,
+}
+
+/// Size and modification time of `path` (`(0, None)` when unreadable).
+fn source_state(path: &Path) -> (u64, Option<SystemTime>) {
+    match std::fs::metadata(path) {
+        Ok(m) => (m.len(), m.modified().ok()),
+        Err(_) => (0, None),
     }
+}
+
+/// True when the store may already hold these bytes: an artifact of the
+/// same size exists (or the store cannot be listed).
+fn maybe_stored(ws: &Workspace, bytes: u64) -> bool {
+    store::list_artifacts(ws).map_or(true, |all| all.iter().any(|a| a.bytes == bytes))
+}
+
+/// Starts the copier thread. The id is the copier's hash when `timing`
+/// allows and the bytes cannot be stored already; otherwise a read-only
+/// hash pass comes first and bytes already stored are found, not copied.
+pub fn begin_store_file(
+    ws: &Workspace,
+    source: &Path,
+    kind: &str,
+    timing: IdTiming,
+) -> Result<StoringFile> {
+    check_regular_file(source)?;
+    let (size, modified) = source_state(source);
+    let (artifact_id, bytes, late) = if timing == IdTiming::LateAllowed && !maybe_stored(ws, size) {
+        let late = LateIdentity {
+            id: LateArtifactId::new(),
+            source: source.to_path_buf(),
+            modified,
+        };
+        (PENDING_ARTIFACT_ID.to_string(), size, Some(late))
+    } else {
+        let (hex, bytes) =
+            store::sha256_file(source).map_err(|e| io_error("reading the input file", e))?;
+        let artifact_id = format!("sha256:{hex}");
+        if let Ok(existing) = store::read_artifact(ws, &artifact_id)
+            && store::payload_path(ws, &existing).is_file()
+        {
+            return Ok(StoringFile::Placed(existing));
+        }
+        (artifact_id, bytes, None)
+    };
     let original_name = store::original_name(source);
     let record = ArtifactRecord {
         schema_version: 1,
@@ -130,9 +200,10 @@ pub fn begin_store_file(ws: &Workspace, source: &Path, kind: &str) -> Result<Sto
         .map_err(|e| io_error("copying the input into the artifact store", e))?;
     let (full_tx, full_rx) = sync_channel(BLOCKS_IN_FLIGHT);
     let (empty_tx, empty_rx) = channel();
+    let announce = late.as_ref().map(|l| ResolveOnDrop(l.id.clone()));
     let thread = std::thread::Builder::new()
         .name("flameox-store-copy".into())
-        .spawn(move || copy_and_forward(input, out, full_tx, empty_rx))
+        .spawn(move || copy_and_forward(input, out, full_tx, empty_rx, announce))
         .map_err(|e| io_error("starting the artifact copier", e))?;
     Ok(StoringFile::Copying(Box::new(Copying {
         record,
@@ -144,6 +215,7 @@ pub fn begin_store_file(ws: &Workspace, source: &Path, kind: &str) -> Result<Sto
             empty: empty_tx,
         }),
         thread: Some(thread),
+        late,
         _staging: staging,
     })))
 }
@@ -151,11 +223,14 @@ pub fn begin_store_file(ws: &Workspace, source: &Path, kind: &str) -> Result<Sto
 /// The copier: every block is written (and hashed) and, while the reader
 /// is still listening, forwarded to it. Runs to the end of the file even
 /// when the extractor stops early, so the stored copy is always whole.
+/// `announce` gets the id as soon as the last block is hashed (before the
+/// file is synced); dropped unresolved, it reports the copy as failed.
 fn copy_and_forward(
     mut input: File,
     mut out: HashingWriter,
     full: SyncSender<Vec<u8>>,
     empty: Receiver<Vec<u8>>,
+    announce: Option<ResolveOnDrop>,
 ) -> io::Result<(String, u64)> {
     let mut forward = Some(full);
     loop {
@@ -171,6 +246,10 @@ fn copy_and_forward(
             }
         };
         if n == 0 {
+            if let Some(announce) = &announce {
+                let (hex, _) = out.digest();
+                announce.0.resolve(Ok(format!("sha256:{hex}")));
+            }
             return out.finish();
         }
         block.truncate(n);
@@ -232,9 +311,14 @@ mod tests {
             .map(|i| (i * 7 % 251) as u8)
             .collect();
         std::fs::write(&source, &bytes).unwrap();
-        let StoringFile::Copying(mut copying) = begin_store_file(&ws, &source, "x").unwrap() else {
+        let StoringFile::Copying(mut copying) =
+            begin_store_file(&ws, &source, "x", IdTiming::LateAllowed).unwrap()
+        else {
             panic!("a new file must be copied");
         };
+        // A new size in an empty store: the id is the copier's hash.
+        assert_eq!(copying.record.artifact_id, PENDING_ARTIFACT_ID);
+        let late = copying.late_id().unwrap();
         let mut read = Vec::new();
         copying
             .take_reader()
@@ -242,7 +326,9 @@ mod tests {
             .read_to_end(&mut read)
             .unwrap();
         assert_eq!(read, bytes);
+        let announced = late.wait().unwrap();
         let record = StoringFile::Copying(copying).finish(&ws).unwrap();
+        assert_eq!(announced, record.artifact_id);
         assert_eq!(record.bytes, bytes.len() as u64);
         assert_eq!(
             std::fs::read(store::payload_path(&ws, &record)).unwrap(),
@@ -250,7 +336,7 @@ mod tests {
         );
         assert!(store::verify_payload(&ws, &record).unwrap());
         // The same bytes again are found, not copied.
-        let again = begin_store_file(&ws, &source, "x").unwrap();
+        let again = begin_store_file(&ws, &source, "x", IdTiming::LateAllowed).unwrap();
         assert!(matches!(again, StoringFile::Placed(_)));
         assert_eq!(again.finish(&ws).unwrap().artifact_id, record.artifact_id);
     }
@@ -261,7 +347,9 @@ mod tests {
         let source = project.path().join("t.json");
         let bytes = vec![b'x'; 10 * COPY_BLOCK_BYTES];
         std::fs::write(&source, &bytes).unwrap();
-        let StoringFile::Copying(mut copying) = begin_store_file(&ws, &source, "x").unwrap() else {
+        let StoringFile::Copying(mut copying) =
+            begin_store_file(&ws, &source, "x", IdTiming::LateAllowed).unwrap()
+        else {
             panic!("a new file must be copied");
         };
         let mut reader = copying.take_reader().unwrap();
@@ -273,32 +361,48 @@ mod tests {
         assert_eq!(record.bytes, bytes.len() as u64);
     }
 
-    #[test]
-    fn a_file_that_changes_during_the_import_is_an_integrity_failure() {
-        let (project, ws) = workspace();
-        let source = project.path().join("growing.json");
-        // Larger than the blocks in flight: the copier cannot reach the end
-        // of the file before the stream is read or dropped.
-        std::fs::write(
-            &source,
-            vec![b'a'; (BLOCKS_IN_FLIGHT + 4) * COPY_BLOCK_BYTES],
-        )
-        .unwrap();
-        let storing = begin_store_file(&ws, &source, "x").unwrap();
-        let StoringFile::Copying(mut copying) = storing else {
+    /// Starts a copy of `source`, holds the stream so the copier waits,
+    /// runs `change` on the file, then finishes.
+    fn copy_while(source: &Path, timing: IdTiming, change: impl FnOnce(&Path)) -> FlameoxError {
+        let (_project, ws) = workspace();
+        let StoringFile::Copying(mut copying) = begin_store_file(&ws, source, "x", timing).unwrap()
+        else {
             panic!("a new file must be copied");
         };
-        // Hold the stream so the copier waits, then append to the file.
+        assert_eq!(copying.late.is_some(), timing == IdTiming::LateAllowed);
         let reader = copying.take_reader().unwrap();
-        let mut f = std::fs::OpenOptions::new()
-            .append(true)
-            .open(&source)
-            .unwrap();
-        f.write_all(&vec![b'b'; 3 * COPY_BLOCK_BYTES]).unwrap();
-        drop(f);
+        change(source);
         drop(reader);
         let err = StoringFile::Copying(copying).finish(&ws).unwrap_err();
-        assert_eq!(err.code, ErrorCode::ArtifactIntegrityFailed);
         assert!(store::list_artifacts(&ws).unwrap().is_empty());
+        err
+    }
+
+    #[test]
+    fn a_file_that_changes_during_the_import_is_an_integrity_failure() {
+        let project = tempfile::tempdir().unwrap();
+        // Larger than the blocks in flight: the copier cannot reach the end
+        // of the file before the stream is read or dropped.
+        let len = (BLOCKS_IN_FLIGHT + 4) * COPY_BLOCK_BYTES;
+        for timing in [IdTiming::LateAllowed, IdTiming::UpFront] {
+            let source = project.path().join("growing.json");
+            std::fs::write(&source, vec![b'a'; len]).unwrap();
+            let err = copy_while(&source, timing, |path| {
+                let mut f = std::fs::OpenOptions::new().append(true).open(path).unwrap();
+                f.write_all(&vec![b'b'; 3 * COPY_BLOCK_BYTES]).unwrap();
+            });
+            assert_eq!(err.code, ErrorCode::ArtifactIntegrityFailed, "{timing:?}");
+            // Same size, other bytes near the end (after the blocks the
+            // copier has read): caught by the hash pass, or by the
+            // modification time when the id is the copier's hash.
+            let source = project.path().join("rewritten.json");
+            std::fs::write(&source, vec![b'a'; len]).unwrap();
+            let err = copy_while(&source, timing, |path| {
+                std::thread::sleep(std::time::Duration::from_millis(30));
+                let f = std::fs::OpenOptions::new().write(true).open(path).unwrap();
+                std::os::unix::fs::FileExt::write_all_at(&f, b"zzzz", (len - 10) as u64).unwrap();
+            });
+            assert_eq!(err.code, ErrorCode::ArtifactIntegrityFailed, "{timing:?}");
+        }
     }
 }

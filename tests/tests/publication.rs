@@ -183,6 +183,60 @@ fn spawn_paused_import(project: &Project, point: &str, file: &str) -> std::proce
     child
 }
 
+/// Distinct `artifact_id` values in every Parquet file of the workspace.
+fn artifact_ids_in_evidence(project: &Project) -> std::collections::BTreeSet<String> {
+    use arrow::array::{Array, StringArray};
+    use arrow::datatypes::DataType;
+    let mut ids = std::collections::BTreeSet::new();
+    let mut folders = vec![project.path().join(".flameox")];
+    while let Some(dir) = folders.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                folders.push(path);
+            } else if path.extension().is_some_and(|e| e == "parquet") {
+                let file = std::fs::File::open(&path).unwrap();
+                let reader =
+                    parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(file)
+                        .unwrap()
+                        .build()
+                        .unwrap();
+                for batch in reader {
+                    let batch = batch.unwrap();
+                    let column = batch.column_by_name("artifact_id").expect("artifact_id");
+                    let text = arrow::compute::cast(column, &DataType::Utf8).unwrap();
+                    let text = text.as_any().downcast_ref::<StringArray>().unwrap();
+                    ids.extend((0..text.len()).map(|i| text.value(i).to_owned()));
+                }
+            }
+        }
+    }
+    ids
+}
+
+#[test]
+fn the_id_the_copier_computes_names_every_row_and_the_run() {
+    use sha2::{Digest, Sha256};
+    let project = Project::new();
+    let path = alexnet();
+    let expected = format!(
+        "sha256:{}",
+        hex::encode(Sha256::digest(std::fs::read(&path).unwrap()))
+    );
+    // A new size in an empty store: extraction starts before the id is
+    // known, and the rows are stamped once the copy's hash is.
+    let imported = project.json(&["import", &path]);
+    assert_eq!(imported["artifact_id"], expected.as_str());
+    let ids = artifact_ids_in_evidence(&project);
+    assert_eq!(ids.into_iter().collect::<Vec<_>>(), vec![expected.clone()]);
+    let run = project.json(&["runs", "show", imported["run_id"].as_str().unwrap()]);
+    assert_eq!(run["artifacts"][0]["artifact_id"], expected.as_str(), "{run}");
+    let stored = project.json(&["artifacts", "list"]);
+    assert!(stored.to_string().contains(&expected), "{stored}");
+    assert!(!stored.to_string().contains("pending"), "{stored}");
+    assert_valid(&project);
+}
+
 #[test]
 fn sigkill_at_every_publication_step_leaves_a_valid_workspace() {
     for point in ["staged", "moved", "generation_written", "commit_written"] {

@@ -39,10 +39,13 @@ use super::import_plan::{
 };
 use crate::catalog::OperationKey;
 use crate::error::{ErrorCode, FlameoxError, Result};
-use crate::publish::{PublishOutcome, StagedGeneration, commit_staged, stage_extraction};
+use crate::publish::{
+    PublishOutcome, StagedGeneration, commit_staged, stage_extraction,
+    stage_extraction_with_late_id,
+};
 use crate::runs::{Collector, RunArtifact, RunManifest, save_run};
 use crate::store::{self, ArtifactRecord};
-use crate::store_in_flight::{StoringFile, begin_store_file};
+use crate::store_in_flight::{IdTiming, StoringFile, begin_store_file};
 use crate::workspace::Workspace;
 
 /// What `flameox import` / `import_artifact` asks.
@@ -270,13 +273,27 @@ fn store_input(ws: &Workspace, input: &PlannedInput) -> Result<StoringFile> {
         InputShape::File(path) if input.kind == FormatKind::NsightSqlite => Ok(
             StoringFile::Placed(store::store_file(ws, path, input.kind.name())?),
         ),
-        InputShape::File(path) => begin_store_file(ws, path, input.kind.name()),
+        InputShape::File(path) => {
+            begin_store_file(ws, path, input.kind.name(), id_timing(input.kind))
+        }
         InputShape::ExportDir { dir, files } => Ok(StoringFile::Placed(store::store_directory(
             ws,
             dir,
             files,
             input.kind.name(),
         )?)),
+    }
+}
+
+/// Benchmark extractors hash the artifact id into measurement ids, so they
+/// need it before extraction; every other streamed extractor only writes
+/// it in `artifact_id` columns, which can be stamped once the copy ends.
+fn id_timing(kind: FormatKind) -> IdTiming {
+    match kind {
+        FormatKind::PyperfJson | FormatKind::HyperfineJson | FormatKind::GoogleBenchmarkJson => {
+            IdTiming::UpFront
+        }
+        _ => IdTiming::LateAllowed,
     }
 }
 
@@ -299,11 +316,15 @@ impl ImportCall<'_> {
         storing: &mut StoringFile,
         done_before: u64,
     ) -> Result<StagedGeneration> {
-        let payload = match storing {
-            StoringFile::Copying(copying) => copying
-                .take_reader()
-                .map(|blocks| ExtractSource::Copying(Box::new(blocks), storing.record().bytes)),
-            StoringFile::Placed(_) => None,
+        let bytes = storing.record().bytes;
+        let (payload, late_id) = match storing {
+            StoringFile::Copying(copying) => (
+                copying
+                    .take_reader()
+                    .map(|blocks| ExtractSource::Copying(Box::new(blocks), bytes)),
+                copying.late_id(),
+            ),
+            StoringFile::Placed(_) => (None, None),
         };
         let record = storing.record();
         let payload =
@@ -336,7 +357,7 @@ impl ImportCall<'_> {
             .forced_producer
             .clone()
             .or_else(|| input.producer_hint.clone());
-        stage_extraction(self.ws, operation, &self.run_id, |sink, spill_dir| {
+        let extract = |sink: &mut dyn BatchSink, spill_dir: &Path| {
             let mut options = options.clone();
             options.spill_dir = Some(spill_dir.to_path_buf());
             let observer = ObserverAdapter {
@@ -347,7 +368,13 @@ impl ImportCall<'_> {
                 stored_bytes_read: None,
             };
             run_extractor(self.ws, input.kind, payload, &options, sink, observer)
-        })
+        };
+        match late_id {
+            Some(id) => {
+                stage_extraction_with_late_id(self.ws, operation, id, &self.run_id, extract)
+            }
+            None => stage_extraction(self.ws, operation, &self.run_id, extract),
+        }
     }
 }
 
@@ -411,7 +438,9 @@ pub fn import_artifact(
             metadata: BTreeMap::new(),
         })
         .collect();
-    // One file: recorded now, so a failure stays visible as a failed run.
+    // One file: recorded now, so a failure (or a kill) stays visible as a
+    // failed run. An id the copier computes says `sha256:pending` until
+    // the copy ends and is filled in then.
     let mut recorded = !several;
     if recorded {
         save_run(ws, &mut run)?;
@@ -430,11 +459,14 @@ pub fn import_artifact(
     let mut staged = Vec::with_capacity(inputs.len());
     let mut records = Vec::with_capacity(inputs.len());
     let mut done = 0;
-    for (input, mut storing) in inputs.iter().zip(storing) {
+    for (index, (input, mut storing)) in inputs.iter().zip(storing).enumerate() {
         let extracted = call.stage(input, &mut storing, done);
         // The copy must be whole and verified before anything names it; a
         // copy failure explains an extraction that saw the input end early.
         let stored = storing.finish(ws);
+        if let (Ok(record), Some(artifact)) = (&stored, run.artifacts.get_mut(index)) {
+            artifact.artifact_id = record.artifact_id.clone();
+        }
         match (extracted, stored) {
             (Ok(s), Ok(record)) => {
                 done += record.bytes;
