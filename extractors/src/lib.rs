@@ -25,6 +25,7 @@ pub mod schema;
 pub mod speedscope;
 pub mod stacks;
 pub mod stream_gaps;
+pub mod stream_gaps_thread;
 pub mod ustar;
 
 /// The hash map of the extractors' per-event paths: foldhash (seeded per

@@ -230,7 +230,11 @@ fn the_id_the_copier_computes_names_every_row_and_the_run() {
     let ids = artifact_ids_in_evidence(&project);
     assert_eq!(ids.into_iter().collect::<Vec<_>>(), vec![expected.clone()]);
     let run = project.json(&["runs", "show", imported["run_id"].as_str().unwrap()]);
-    assert_eq!(run["artifacts"][0]["artifact_id"], expected.as_str(), "{run}");
+    assert_eq!(
+        run["artifacts"][0]["artifact_id"],
+        expected.as_str(),
+        "{run}"
+    );
     let stored = project.json(&["artifacts", "list"]);
     assert!(stored.to_string().contains(&expected), "{stored}");
     assert!(!stored.to_string().contains("pending"), "{stored}");

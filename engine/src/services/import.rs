@@ -26,9 +26,10 @@ use flameox_extractors::nsight::{extract_nsight_export_dir, extract_nsight_sqlit
 use flameox_extractors::perfetto::extract_perfetto;
 use flameox_extractors::pprof::extract_pprof;
 use flameox_extractors::speedscope::extract_speedscope;
-use flameox_extractors::stream_gaps::{ReducingSink, StreamGapsReducer};
+use flameox_extractors::stream_gaps::StreamGapsReducer;
+use flameox_extractors::stream_gaps_thread::ThreadedReducingSink;
 use flameox_extractors::{
-    BatchSink, ExtractObserver, ExtractOptions, ExtractionSummary, Limitation,
+    BatchSink, ExtractObserver, ExtractOptions, ExtractionSummary, Limitation, SinkError,
 };
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
@@ -180,15 +181,11 @@ fn run_extractor(
     observer: ObserverAdapter<'_>,
 ) -> Result<ExtractionSummary> {
     let reducer = StreamGapsReducer::new(&options.run_id, &options.artifact_id, options.batch_rows);
-    let mut reducing = ReducingSink {
-        inner: sink,
-        reducer,
-    };
+    let reduction_error =
+        |e: SinkError| FlameoxError::internal(format!("writing accelerator reductions: {e}"));
+    let mut reducing = ThreadedReducingSink::start(sink, reducer).map_err(reduction_error)?;
     let mut summary = run_format_extractor(ws, kind, payload, options, &mut reducing, observer)?;
-    let reduced = reducing
-        .reducer
-        .finish(reducing.inner)
-        .map_err(|e| FlameoxError::internal(format!("writing accelerator reductions: {e}")))?;
+    let reduced = reducing.finish().map_err(reduction_error)?;
     summary
         .rows
         .insert("stream_gaps".into(), reduced.stream_gaps);

@@ -46,6 +46,8 @@ pub struct Processor {
     pub kineto_seen: bool,
     pub pyspy_seen: bool,
     pub bytes_unit: u32,
+    /// Reused buffer for composed keys (no allocation per flow event).
+    key_text: String,
 }
 
 fn ident(v: Option<&RawValue>, strings: &mut Interner) -> Ident {
@@ -76,6 +78,7 @@ impl Processor {
             kineto_seen: false,
             pyspy_seen: false,
             bytes_unit,
+            key_text: String::new(),
         }
     }
 
@@ -205,9 +208,11 @@ impl Processor {
         let Some(id) = raw.id.and_then(scalar_text) else {
             return;
         };
-        let key = self
-            .strings
-            .intern(&format!("{}\u{1}{}", cat.unwrap_or(""), id));
+        self.key_text.clear();
+        self.key_text.push_str(cat.unwrap_or(""));
+        self.key_text.push('\u{1}');
+        self.key_text.push_str(&id);
+        let key = self.strings.intern(&self.key_text);
         let enclosing = ph == b's' || raw.bp.and_then(raw_str).is_some_and(|b| b == "e");
         let tid = ident(raw.tid, &mut self.strings);
         self.flows.push(FlowPoint {
@@ -223,7 +228,10 @@ impl Processor {
 
     fn async_key(&mut self, raw: &RawEvent) -> u32 {
         if let Some(id) = raw.id.and_then(scalar_text) {
-            return self.strings.intern(&format!("id:{id}"));
+            self.key_text.clear();
+            self.key_text.push_str("id:");
+            self.key_text.push_str(&id);
+            return self.strings.intern(&self.key_text);
         }
         let pairs = raw.id2.and_then(args_pairs).unwrap_or_default();
         if let Some((scope, v)) = pairs.first() {
