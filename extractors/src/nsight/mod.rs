@@ -201,6 +201,30 @@ struct Ev {
     bytes: Option<i64>,
 }
 
+impl Ev {
+    /// A host slice from fields 0 (start) and 1 (end) of `row`, with no
+    /// device, stream, correlation, graph or bytes (callers add theirs).
+    fn at(row: &dyn RowView, name: u32, cat: u32, kind: EventKind, track: u32) -> Ev {
+        Ev {
+            ts: int(row, 0),
+            end: int(row, 1),
+            instant: false,
+            name,
+            cat,
+            kind,
+            track,
+            device_activity: false,
+            device: None,
+            context: None,
+            stream: None,
+            correlation: None,
+            graph_id: None,
+            graph_node_id: None,
+            bytes: None,
+        }
+    }
+}
+
 struct Reader<'a> {
     source: &'a TableSource,
     schema: Schema,

@@ -199,7 +199,9 @@ mod tests {
     fn sample_db(dir: &Path) -> std::path::PathBuf {
         let path = dir.join("rows.sqlite");
         let conn = Connection::open(&path).unwrap();
-        conn.execute_batch("CREATE TABLE t (a, b, c)").unwrap();
+        // One transaction: a commit per row would sync per row.
+        conn.execute_batch("CREATE TABLE t (a, b, c); BEGIN")
+            .unwrap();
         let mut insert = conn.prepare("INSERT INTO t VALUES (?1, ?2, ?3)").unwrap();
         for k in 0..(BATCH_ROWS as i64 * 3 + 17) {
             let text = "é".repeat((k as usize * 37) % 3000);
@@ -211,6 +213,8 @@ mod tests {
             }
             .unwrap();
         }
+        drop(insert);
+        conn.execute_batch("COMMIT").unwrap();
         path
     }
 

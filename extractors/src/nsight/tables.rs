@@ -49,14 +49,8 @@ impl Reader<'_> {
                 self.p.strings.intern("<unknown kernel>")
             });
             let kind = self.kind_of("kernel", cat, name, false);
-            let (device, context, stream) = (int(row, 2), int(row, 3), int(row, 4));
-            let track = self.stream_track(
-                false,
-                int(row, 6),
-                device.unwrap_or(NONE),
-                context.unwrap_or(NONE),
-                stream.unwrap_or(NONE),
-            );
+            // The track (its name interned) before the short name, as always.
+            let on_stream = self.stream_row(row, false, name, cat, kind, true);
             let short = self.name_at(row, 8).filter(|&short| short != name);
             let dims = |a: usize| -> Option<[i64; 3]> {
                 Some([int(row, a)?, int(row, a + 1)?, int(row, a + 2)?])
@@ -74,30 +68,47 @@ impl Reader<'_> {
                 args.str("short_name", self.p.strings.get(short));
             }
             args.opt_int("static_shared_memory", int(row, 18));
-            self.push(
-                Ev {
-                    ts: int(row, 0),
-                    end: int(row, 1),
-                    instant: false,
-                    name,
-                    cat,
-                    kind,
-                    track,
-                    device_activity: true,
-                    device,
-                    context,
-                    stream,
-                    correlation: int(row, 5),
-                    graph_id: int(row, 20),
-                    graph_node_id: int(row, 21),
-                    bytes: None,
-                },
-                args.finish(),
-            );
+            let ev = Ev {
+                graph_id: int(row, 20),
+                graph_node_id: int(row, 21),
+                ..on_stream
+            };
+            self.push(ev, args.finish());
             Ok(())
         })?;
         self.count(t.name, n);
         Ok(())
+    }
+
+    /// A row of a per-stream table (kernel, memcpy, memset, sync, graph
+    /// trace): times in fields 0–1, device / context / stream 2–4,
+    /// correlation 5, `globalPid` 6; on the stream's track (`sync`: its
+    /// synchronization track). Graph ids and bytes are the caller's.
+    fn stream_row(
+        &mut self,
+        row: &dyn RowView,
+        sync: bool,
+        name: u32,
+        cat: u32,
+        kind: EventKind,
+        device_activity: bool,
+    ) -> Ev {
+        let (device, context, stream) = (int(row, 2), int(row, 3), int(row, 4));
+        let track = self.stream_track(
+            sync,
+            int(row, 6),
+            device.unwrap_or(NONE),
+            context.unwrap_or(NONE),
+            stream.unwrap_or(NONE),
+        );
+        Ev {
+            device_activity,
+            device,
+            context,
+            stream,
+            correlation: int(row, 5),
+            ..Ev::at(row, name, cat, kind, track)
+        }
     }
 
     pub(super) fn read_api(&mut self, t: &TableSel, driver: bool) -> Result<(), ExtractError> {
@@ -133,26 +144,11 @@ impl Reader<'_> {
             let track = self.thread_track(int(row, 2));
             args.clear();
             args.opt_int("return_value", int(row, 6).filter(|&r| r != 0));
-            self.push(
-                Ev {
-                    ts: int(row, 0),
-                    end: int(row, 1),
-                    instant: false,
-                    name,
-                    cat,
-                    kind,
-                    track,
-                    device_activity: false,
-                    device: None,
-                    context: None,
-                    stream: None,
-                    correlation: int(row, 3),
-                    graph_id: None,
-                    graph_node_id: None,
-                    bytes: None,
-                },
-                args.finish(),
-            );
+            let ev = Ev {
+                correlation: int(row, 3),
+                ..Ev::at(row, name, cat, kind, track)
+            };
+            self.push(ev, args.finish());
             Ok(())
         })?;
         self.count(t.name, n);
@@ -194,40 +190,18 @@ impl Reader<'_> {
                 ),
                 _ => format!("Memcpy {}", copy_kind(copy)),
             });
-            let (device, context, stream) = (int(row, 2), int(row, 3), int(row, 4));
-            let track = self.stream_track(
-                false,
-                int(row, 6),
-                device.unwrap_or(NONE),
-                context.unwrap_or(NONE),
-                stream.unwrap_or(NONE),
-            );
             args.clear();
             args.opt_int("copy_kind", copy);
             args.opt_int("dst_device", int(row, 13));
             args.opt_int("dst_kind", dst);
             args.opt_int("src_device", int(row, 12));
             args.opt_int("src_kind", src);
-            self.push(
-                Ev {
-                    ts: int(row, 0),
-                    end: int(row, 1),
-                    instant: false,
-                    name,
-                    cat,
-                    kind: EventKind::Memcpy,
-                    track,
-                    device_activity: true,
-                    device,
-                    context,
-                    stream,
-                    correlation: int(row, 5),
-                    graph_id: None,
-                    graph_node_id: int(row, 11),
-                    bytes: int(row, 7),
-                },
-                args.finish(),
-            );
+            let ev = Ev {
+                graph_node_id: int(row, 11),
+                bytes: int(row, 7),
+                ..self.stream_row(row, false, name, cat, EventKind::Memcpy, true)
+            };
+            self.push(ev, args.finish());
             Ok(())
         })?;
         self.count(t.name, n);
@@ -260,37 +234,15 @@ impl Reader<'_> {
                 Some(k) => format!("Memset ({})", mem_kind(k)),
                 None => "Memset".to_string(),
             });
-            let (device, context, stream) = (int(row, 2), int(row, 3), int(row, 4));
-            let track = self.stream_track(
-                false,
-                int(row, 6),
-                device.unwrap_or(NONE),
-                context.unwrap_or(NONE),
-                stream.unwrap_or(NONE),
-            );
             args.clear();
             args.opt_int("mem_kind", mem);
             args.opt_int("value", int(row, 8));
-            self.push(
-                Ev {
-                    ts: int(row, 0),
-                    end: int(row, 1),
-                    instant: false,
-                    name,
-                    cat,
-                    kind: EventKind::Memset,
-                    track,
-                    device_activity: true,
-                    device,
-                    context,
-                    stream,
-                    correlation: int(row, 5),
-                    graph_id: None,
-                    graph_node_id: int(row, 10),
-                    bytes: int(row, 7),
-                },
-                args.finish(),
-            );
+            let ev = Ev {
+                graph_node_id: int(row, 10),
+                bytes: int(row, 7),
+                ..self.stream_row(row, false, name, cat, EventKind::Memset, true)
+            };
+            self.push(ev, args.finish());
             Ok(())
         })?;
         self.count(t.name, n);
@@ -320,37 +272,11 @@ impl Reader<'_> {
             let name = self.label((SYNC_TABLE, sync_type, None, None), || {
                 sync_name(sync_type).to_string()
             });
-            let (device, context, stream) = (int(row, 2), int(row, 3), int(row, 4));
-            let track = self.stream_track(
-                true,
-                int(row, 6),
-                device.unwrap_or(NONE),
-                context.unwrap_or(NONE),
-                stream.unwrap_or(NONE),
-            );
             args.clear();
             args.opt_int("event_id", int(row, 8));
             args.opt_int("sync_type", sync_type);
-            self.push(
-                Ev {
-                    ts: int(row, 0),
-                    end: int(row, 1),
-                    instant: false,
-                    name,
-                    cat,
-                    kind: EventKind::Sync,
-                    track,
-                    device_activity: false,
-                    device,
-                    context,
-                    stream,
-                    correlation: int(row, 5),
-                    graph_id: None,
-                    graph_node_id: None,
-                    bytes: None,
-                },
-                args.finish(),
-            );
+            let ev = self.stream_row(row, true, name, cat, EventKind::Sync, false);
+            self.push(ev, args.finish());
             Ok(())
         })?;
         self.count(t.name, n);
@@ -381,36 +307,13 @@ impl Reader<'_> {
                 Some(g) => format!("CUDA graph {g}"),
                 None => "CUDA graph".to_string(),
             });
-            let (device, context, stream) = (int(row, 2), int(row, 3), int(row, 4));
-            let track = self.stream_track(
-                false,
-                int(row, 6),
-                device.unwrap_or(NONE),
-                context.unwrap_or(NONE),
-                stream.unwrap_or(NONE),
-            );
             args.clear();
             args.opt_int("graph_exec_id", int(row, 8));
-            self.push(
-                Ev {
-                    ts: int(row, 0),
-                    end: int(row, 1),
-                    instant: false,
-                    name,
-                    cat,
-                    kind: EventKind::GraphLaunch,
-                    track,
-                    device_activity: true,
-                    device,
-                    context,
-                    stream,
-                    correlation: int(row, 5),
-                    graph_id: graph,
-                    graph_node_id: None,
-                    bytes: None,
-                },
-                args.finish(),
-            );
+            let ev = Ev {
+                graph_id: graph,
+                ..self.stream_row(row, false, name, cat, EventKind::GraphLaunch, true)
+            };
+            self.push(ev, args.finish());
             Ok(())
         })?;
         self.count(t.name, n);
@@ -492,30 +395,16 @@ impl Reader<'_> {
             {
                 args.int("end_tid", tid_of(b));
             }
-            self.push(
-                Ev {
-                    ts: int(row, 0),
-                    end: int(row, 1),
-                    instant,
-                    name,
-                    cat,
-                    kind: if instant {
-                        EventKind::Instant
-                    } else {
-                        EventKind::NvtxRange
-                    },
-                    track,
-                    device_activity: false,
-                    device: None,
-                    context: None,
-                    stream: None,
-                    correlation: None,
-                    graph_id: None,
-                    graph_node_id: None,
-                    bytes: None,
-                },
-                args.finish(),
-            );
+            let kind = if instant {
+                EventKind::Instant
+            } else {
+                EventKind::NvtxRange
+            };
+            let ev = Ev {
+                instant,
+                ..Ev::at(row, name, cat, kind, track)
+            };
+            self.push(ev, args.finish());
             Ok(())
         })?;
         self.p
