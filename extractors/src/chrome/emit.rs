@@ -19,7 +19,7 @@ use super::process::Processor;
 use super::store::{NO_ID, NONE, opt, opt_id};
 use super::tracks::{Ident, Track, TrackKind};
 use crate::api::{BatchSink, ExtractError};
-use crate::arrow_util::{DictColumn, const_dict};
+use crate::arrow_util::{DictColumn, IdDictColumn, const_dict};
 use crate::schema::EvidenceTable;
 use crate::stacks::{MetricId, StackAggregator, ThreadInfo};
 
@@ -68,23 +68,31 @@ pub fn emit_trace_events(em: &mut Emitter, p: &Processor, d: &Derived) -> Result
     let on_gpu = |i: usize| track_of(i).kind == TrackKind::GpuStream;
     for chunk in order.chunks(em.batch_rows.max(1)) {
         let idx: Vec<usize> = chunk.iter().map(|&i| i as usize).collect();
-        let args = s.args_many(&idx)?;
-        let mut name = DictColumn::new();
-        let mut cat = DictColumn::new();
-        let mut kind = DictColumn::new();
-        let mut phase = DictColumn::new();
-        let mut phase_source = DictColumn::new();
+        let args = s.args_array(&idx)?;
+        // Interned ids (and enum codes) stand for their texts, one-to-one.
+        let empty = p.strings.lookup("").unwrap_or(NO_ID);
+        let interned = |id: u32| opt_id(id).map(|id| (id, move || p.strings.get(id)));
+        let mut name = IdDictColumn::new();
+        let mut cat = IdDictColumn::new();
+        let mut kind = IdDictColumn::new();
+        let mut phase = IdDictColumn::new();
+        let mut phase_source = IdDictColumn::new();
         for &i in &idx {
-            name.push(Some(p.strings.get(s.name[i])));
-            cat.push(opt_id(s.cat[i]).map(|c| p.strings.get(c)));
-            kind.push(Some(s.kind[i].name()));
-            phase.push(opt_id(d.phase[i]).map(|c| p.strings.get(c)));
-            phase_source.push(match d.phase_source[i] {
+            // A missing name is written as "" (what `Interner::get` gives).
+            let n = if s.name[i] == NO_ID { empty } else { s.name[i] };
+            name.push(Some((n, move || p.strings.get(n))));
+            cat.push(interned(s.cat[i]));
+            let k = s.kind[i];
+            kind.push(Some((k as u32, move || k.name())));
+            phase.push(interned(d.phase[i]));
+            let source = d.phase_source[i];
+            let source_name = match source {
                 PHASE_PROFILER_STEP => Some("profiler_step"),
                 PHASE_CORRELATION => Some("correlation"),
                 PHASE_RANGE => Some("nvtx_range"),
                 _ => None,
-            });
+            };
+            phase_source.push(source_name.map(|t| (u32::from(source), move || t)));
         }
         let cols: Vec<ArrayRef> = vec![
             Arc::new(UInt64Array::from_iter_values(
@@ -147,7 +155,7 @@ pub fn emit_trace_events(em: &mut Emitter, p: &Processor, d: &Derived) -> Result
             opt_col(idx.iter().map(|&i| s.bytes[i])),
             phase.finish(),
             phase_source.finish(),
-            Arc::new(args.iter().map(Option::as_deref).collect::<StringArray>()),
+            args,
         ];
         em.write(EvidenceTable::TraceEvents, cols, idx.len())?;
     }

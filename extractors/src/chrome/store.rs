@@ -13,6 +13,9 @@ use std::fs::File;
 use std::io::{self, BufWriter, Write};
 use std::os::unix::fs::FileExt;
 use std::path::PathBuf;
+use std::sync::Arc;
+
+use arrow::array::{ArrayRef, StringBuilder};
 
 use super::kinds::EventKind;
 
@@ -174,18 +177,36 @@ impl ArgsArena {
         String::from_utf8(bytes).map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))
     }
 
-    /// Reads many `(start, len)` pieces, merging nearby pieces of a spill
-    /// file into few large reads. Results keep the request order.
-    pub fn read_many(&self, pieces: &[(u64, u32)]) -> io::Result<Vec<String>> {
+    /// Calls `each` with the text of every `(start, len)` piece in request
+    /// order, without a `String` per piece: in memory the text is lent
+    /// in place; from a spill file nearby pieces are read together.
+    pub fn for_each_piece(
+        &self,
+        pieces: &[(u64, u32)],
+        mut each: impl FnMut(&str),
+    ) -> io::Result<()> {
+        let text = |bytes: &[u8]| -> io::Result<()> {
+            let s = std::str::from_utf8(bytes)
+                .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))?;
+            each(s);
+            Ok(())
+        };
+        let mut text = text;
         let Some(writer) = &self.spill else {
-            return pieces
-                .iter()
-                .map(|&(start, len)| self.read(start, len))
-                .collect();
+            for &(start, len) in pieces {
+                let from = start as usize;
+                text(
+                    self.memory
+                        .get(from..from + len as usize)
+                        .unwrap_or_default(),
+                )?;
+            }
+            return Ok(());
         };
         let mut order: Vec<usize> = (0..pieces.len()).collect();
         order.sort_unstable_by_key(|&k| pieces[k].0);
-        let mut out = vec![String::new(); pieces.len()];
+        // Each piece's place in `buf`, filled span by span.
+        let mut at = vec![0usize; pieces.len()];
         let mut buf = Vec::new();
         let mut j = 0;
         while j < order.len() {
@@ -201,17 +222,21 @@ impl ArgsArena {
                 span_end = span_end.max(end);
                 k += 1;
             }
-            buf.resize((span_end - span_start) as usize, 0);
-            writer.get_ref().read_exact_at(&mut buf, span_start)?;
+            let base = buf.len();
+            buf.resize(base + (span_end - span_start) as usize, 0);
+            writer
+                .get_ref()
+                .read_exact_at(&mut buf[base..], span_start)?;
             for &piece in &order[j..k] {
-                let (start, len) = pieces[piece];
-                let from = (start - span_start) as usize;
-                out[piece] = String::from_utf8(buf[from..from + len as usize].to_vec())
-                    .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))?;
+                at[piece] = base + (pieces[piece].0 - span_start) as usize;
             }
             j = k;
         }
-        Ok(out)
+        for (piece, &(_, len)) in pieces.iter().enumerate() {
+            let from = at[piece];
+            text(&buf[from..from + len as usize])?;
+        }
+        Ok(())
     }
 
     /// Whether the text lives on disk.
@@ -317,28 +342,37 @@ impl EventStore {
         self.arena.read(self.args_start[i], len).map(Some)
     }
 
-    /// The `args_json` texts of many events at once (one batch).
-    pub fn args_many(&self, rows: &[usize]) -> io::Result<Vec<Option<String>>> {
-        let present: Vec<usize> = rows
+    /// The `args_json` column of one batch, built straight from the arena
+    /// (no `String` per row).
+    pub fn args_array(&self, rows: &[usize]) -> io::Result<ArrayRef> {
+        let mut column = StringBuilder::with_capacity(rows.len(), 0);
+        self.for_each_args(rows, |text| column.append_option(text))?;
+        Ok(Arc::new(column.finish()))
+    }
+
+    /// Calls `each` with every row's `args_json` text (`None`: no args), in
+    /// `rows` order.
+    fn for_each_args(&self, rows: &[usize], mut each: impl FnMut(Option<&str>)) -> io::Result<()> {
+        let pieces: Vec<(u64, u32)> = rows
             .iter()
-            .copied()
-            .filter(|&i| self.args_len[i] != NO_ID)
-            .collect();
-        let pieces: Vec<(u64, u32)> = present
-            .iter()
+            .filter(|&&i| self.args_len[i] != NO_ID)
             .map(|&i| (self.args_start[i], self.args_len[i]))
             .collect();
-        let mut texts = self.arena.read_many(&pieces)?.into_iter();
-        Ok(rows
-            .iter()
-            .map(|&i| {
+        // Pieces come in `rows` order, so rows without args are emitted
+        // between them as the cursor passes.
+        let mut rest = rows.iter();
+        self.arena.for_each_piece(&pieces, |text| {
+            for &i in rest.by_ref() {
                 if self.args_len[i] == NO_ID {
-                    None
+                    each(None);
                 } else {
-                    texts.next()
+                    each(Some(text));
+                    break;
                 }
-            })
-            .collect())
+            }
+        })?;
+        rest.for_each(|_| each(None));
+        Ok(())
     }
 
     /// The end of a slice (`i64::MAX` when unterminated).
@@ -416,7 +450,10 @@ mod tests {
             assert_eq!(&text.as_bytes()[1..], &chunk[1..]);
         }
         let reversed: Vec<(u64, u32)> = starts.iter().rev().map(|&s| (s, 1 << 20)).collect();
-        let many = arena.read_many(&reversed).unwrap();
+        let mut many = Vec::new();
+        arena
+            .for_each_piece(&reversed, |text| many.push(text.to_string()))
+            .unwrap();
         for (k, text) in many.iter().enumerate() {
             assert_eq!(text.as_bytes()[0], b'0' + ((39 - k) % 10) as u8);
         }

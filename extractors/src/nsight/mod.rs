@@ -30,8 +30,11 @@
 //!
 //! pid = `(globalTid >> 24) & 0xFFFFFF`, tid = `globalTid & 0xFFFFFF`.
 
+mod args;
 pub mod export_dir;
 mod lookups;
+mod names;
+mod read_ahead;
 pub mod schema;
 mod source;
 mod tables;
@@ -43,6 +46,10 @@ use std::path::Path;
 
 use rusqlite::{Connection, OpenFlags};
 use serde_json::{Map, Value, json};
+
+use args::ArgsJson;
+pub use names::api_base;
+use names::{LabelKey, copy_kind, mem_kind, sync_name};
 
 use crate::api::{
     ARGS_TRUNCATED_MARKER, BatchSink, CountingSink, ExtractError, ExtractObserver, ExtractOptions,
@@ -192,7 +199,30 @@ struct Ev {
     graph_id: Option<i64>,
     graph_node_id: Option<i64>,
     bytes: Option<i64>,
-    args: Map<String, Value>,
+}
+
+impl Ev {
+    /// A host slice from fields 0 (start) and 1 (end) of `row`, with no
+    /// device, stream, correlation, graph or bytes (callers add theirs).
+    fn at(row: &dyn RowView, name: u32, cat: u32, kind: EventKind, track: u32) -> Ev {
+        Ev {
+            ts: int(row, 0),
+            end: int(row, 1),
+            instant: false,
+            name,
+            cat,
+            kind,
+            track,
+            device_activity: false,
+            device: None,
+            context: None,
+            stream: None,
+            correlation: None,
+            graph_id: None,
+            graph_node_id: None,
+            bytes: None,
+        }
+    }
 }
 
 struct Reader<'a> {
@@ -212,6 +242,10 @@ struct Reader<'a> {
     /// Rows read per table.
     read: BTreeMap<String, u64>,
     cats: FastHashMap<&'static str, u32>,
+    /// `(category, name)` → kind, classified once per pair.
+    kinds: FastHashMap<(u32, u32), EventKind>,
+    /// Row names built from enum columns, built once per distinct key.
+    labels: FastHashMap<LabelKey, u32>,
 }
 
 impl<'a> Reader<'a> {
@@ -333,7 +367,8 @@ impl<'a> Reader<'a> {
         t
     }
 
-    fn push(&mut self, e: Ev) {
+    /// Adds one row with its `args_json` text (`None`: no args).
+    fn push(&mut self, e: Ev, args: Option<&str>) {
         let Some(ts) = e.ts else {
             self.p.log.note("missing_timestamp", || {
                 "a row has no start time and was skipped".to_string()
@@ -359,10 +394,7 @@ impl<'a> Reader<'a> {
                 Some(end) => end - ts,
             }
         };
-        let args = (!e.args.is_empty()).then(|| Value::Object(e.args).to_string());
-        let args = args
-            .as_deref()
-            .map(|t| bound_args(t, self.max_args, ARGS_TRUNCATED_MARKER));
+        let args = args.map(|t| bound_args(t, self.max_args, ARGS_TRUNCATED_MARKER));
         let o = |v: Option<i64>| v.unwrap_or(NONE);
         let event_id = self.next_event;
         self.next_event += 1;
@@ -401,67 +433,11 @@ struct TableSel {
     table: Table,
 }
 
-/// An API name without the `_v<digits>` version suffix nsys appends
-/// (`cudaGraphLaunch_v10000` → `cudaGraphLaunch`), for classification.
-pub fn api_base(name: &str) -> &str {
-    match name.rfind("_v") {
-        Some(at) if name.len() > at + 2 && name[at + 2..].bytes().all(|b| b.is_ascii_digit()) => {
-            &name[..at]
-        }
-        _ => name,
-    }
-}
-
 fn show(v: i64) -> String {
     if v == NONE {
         "?".to_string()
     } else {
         v.to_string()
-    }
-}
-
-/// `ENUM_CUDA_MEMCPY_OPER` short names.
-fn copy_kind(k: Option<i64>) -> &'static str {
-    match k {
-        Some(1) => "HtoD",
-        Some(2) => "DtoH",
-        Some(3) => "HtoA",
-        Some(4) => "AtoH",
-        Some(5) => "AtoA",
-        Some(6) => "AtoD",
-        Some(7) => "DtoA",
-        Some(8) => "DtoD",
-        Some(9) => "HtoH",
-        Some(10) => "PtoP",
-        Some(11) => "Unified HtoD",
-        Some(12) => "Unified DtoH",
-        Some(13) => "Unified DtoD",
-        _ => "Unknown",
-    }
-}
-
-/// `ENUM_CUDA_MEM_KIND` names.
-fn mem_kind(k: i64) -> &'static str {
-    match k {
-        0 => "Pageable",
-        1 => "Pinned",
-        2 => "Device",
-        3 => "Array",
-        4 => "Managed",
-        5 => "Device Static",
-        6 => "Managed Static",
-        _ => "Unknown",
-    }
-}
-
-/// `ENUM_CUPTI_SYNC_TYPE` names.
-fn sync_name(k: Option<i64>) -> &'static str {
-    match k {
-        Some(1) => "Event sync",
-        Some(2) => "Stream wait sync",
-        Some(3) => "Stream sync",
-        Some(4) => "Context sync",
-        _ => "Synchronization",
     }
 }
 
@@ -473,7 +449,10 @@ pub fn extract_nsight_sqlite(
     observer: &dyn ExtractObserver,
 ) -> Result<ExtractionSummary, ExtractError> {
     let file_len = std::fs::metadata(path)?.len();
-    let source = TableSource::Sqlite(open_readonly(path)?);
+    let source = TableSource::Sqlite {
+        conn: open_readonly(path)?,
+        path: path.to_path_buf(),
+    };
     let input = Input {
         extractor: NSIGHT_EXTRACTOR_NAME,
         format: FormatKind::NsightSqlite,
@@ -535,6 +514,8 @@ fn extract_tables(
         next_event: 0,
         read: BTreeMap::new(),
         cats: FastHashMap::default(),
+        kinds: FastHashMap::default(),
+        labels: FastHashMap::default(),
     };
     r.read_strings()?;
     r.read_names()?;

@@ -3,8 +3,9 @@
 //! [`Cell`]s addressed by field position, so both sources give identical
 //! evidence for the same table contents.
 
+use std::path::PathBuf;
+
 use rusqlite::Connection;
-use rusqlite::types::ValueRef;
 
 use super::export_dir::{Column, ExportDirTables};
 use super::schema::{Schema, Table};
@@ -23,19 +24,6 @@ pub enum Cell<'a> {
 /// One row of the fields a reader asked for, by position.
 pub trait RowView {
     fn cell(&self, i: usize) -> Cell<'_>;
-}
-
-struct SqliteRow<'r, 's>(&'r rusqlite::Row<'s>);
-
-impl RowView for SqliteRow<'_, '_> {
-    fn cell(&self, i: usize) -> Cell<'_> {
-        match self.0.get_ref(i) {
-            Ok(ValueRef::Integer(v)) => Cell::Int(v),
-            Ok(ValueRef::Real(v)) => Cell::Real(v),
-            Ok(ValueRef::Text(t)) => Cell::Text(t),
-            _ => Cell::Null,
-        }
-    }
 }
 
 struct BatchRow<'c> {
@@ -61,7 +49,12 @@ pub type EachRow<'f> = dyn FnMut(&dyn RowView) -> Result<(), ExtractError> + 'f;
 
 /// The tables of one export.
 pub enum TableSource {
-    Sqlite(Connection),
+    /// A SQLite export: `conn` answers schema questions, table rows are
+    /// read on a second connection to `path` ([`super::read_ahead`]).
+    Sqlite {
+        conn: Connection,
+        path: PathBuf,
+    },
     ExportDir(ExportDirTables),
 }
 
@@ -69,7 +62,7 @@ impl TableSource {
     /// Every table and its columns.
     pub fn schema(&self) -> Result<Schema, ExtractError> {
         match self {
-            TableSource::Sqlite(conn) => Ok(Schema::read(conn)?),
+            TableSource::Sqlite { conn, .. } => Ok(Schema::read(conn)?),
             TableSource::ExportDir(dir) => Ok(Schema::from_tables(dir.columns()?)),
         }
     }
@@ -84,14 +77,12 @@ impl TableSource {
         each: &mut EachRow<'_>,
     ) -> Result<(), ExtractError> {
         match self {
-            TableSource::Sqlite(conn) => {
-                let mut stmt = conn.prepare(&table.select(fields, None))?;
-                let mut rows = stmt.query([])?;
-                while let Some(row) = rows.next()? {
-                    each(&SqliteRow(row))?;
-                }
-                Ok(())
-            }
+            TableSource::Sqlite { path, .. } => super::read_ahead::for_each_row_read_ahead(
+                path,
+                &table.select(fields, None),
+                fields.len(),
+                each,
+            ),
             TableSource::ExportDir(dir) => {
                 let names: Vec<Option<&str>> = fields.iter().map(|c| table.column(c)).collect();
                 let wanted: Vec<&str> = names.iter().flatten().copied().collect();
@@ -115,7 +106,7 @@ impl TableSource {
     /// Whether `table` has at least one row.
     pub fn has_rows(&self, table: &Table) -> Result<bool, ExtractError> {
         match self {
-            TableSource::Sqlite(conn) => {
+            TableSource::Sqlite { conn, .. } => {
                 let sql = format!(
                     "SELECT EXISTS(SELECT 1 FROM {})",
                     super::schema::quote(&table.name)

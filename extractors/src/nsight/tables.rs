@@ -32,6 +32,7 @@ impl Reader<'_> {
         ];
         let cat = self.cat("kernel");
         let mut n = 0;
+        let mut args = ArgsJson::default();
         let source = self.source;
         source.for_each_row(&t.table, &fields, &mut |row| {
             self.poll()?;
@@ -47,62 +48,67 @@ impl Reader<'_> {
                 });
                 self.p.strings.intern("<unknown kernel>")
             });
-            let class = classify(Some("kernel"), self.p.strings.get(name), false);
-            let (device, context, stream) = (int(row, 2), int(row, 3), int(row, 4));
-            let track = self.stream_track(
-                false,
-                int(row, 6),
-                device.unwrap_or(NONE),
-                context.unwrap_or(NONE),
-                stream.unwrap_or(NONE),
-            );
-            let mut args = Map::new();
-            if let Some(short) = self.name_at(row, 8)
-                && short != name
-            {
-                args.insert("short_name".into(), json!(self.p.strings.get(short)));
-            }
-            let dims = |a: usize| -> Option<Value> {
-                let v: Vec<i64> = (a..a + 3).filter_map(|i| int(row, i)).collect();
-                (v.len() == 3).then(|| json!(v))
+            let kind = self.kind_of("kernel", cat, name, false);
+            // The track (its name interned) before the short name, as always.
+            let on_stream = self.stream_row(row, false, name, cat, kind, true);
+            let short = self.name_at(row, 8).filter(|&short| short != name);
+            let dims = |a: usize| -> Option<[i64; 3]> {
+                Some([int(row, a)?, int(row, a + 1)?, int(row, a + 2)?])
             };
-            if let Some(g) = dims(11) {
-                args.insert("grid".into(), g);
-            }
+            args.clear();
             if let Some(b) = dims(14) {
-                args.insert("block".into(), b);
+                args.int_array("block", &b);
             }
-            for (key, i) in [
-                ("registers_per_thread", 17),
-                ("static_shared_memory", 18),
-                ("dynamic_shared_memory", 19),
-            ] {
-                if let Some(v) = int(row, i) {
-                    args.insert(key.into(), json!(v));
-                }
+            args.opt_int("dynamic_shared_memory", int(row, 19));
+            if let Some(g) = dims(11) {
+                args.int_array("grid", &g);
             }
-            self.push(Ev {
-                ts: int(row, 0),
-                end: int(row, 1),
-                instant: false,
-                name,
-                cat,
-                kind: class.kind,
-                track,
-                device_activity: true,
-                device,
-                context,
-                stream,
-                correlation: int(row, 5),
+            args.opt_int("registers_per_thread", int(row, 17));
+            if let Some(short) = short {
+                args.str("short_name", self.p.strings.get(short));
+            }
+            args.opt_int("static_shared_memory", int(row, 18));
+            let ev = Ev {
                 graph_id: int(row, 20),
                 graph_node_id: int(row, 21),
-                bytes: None,
-                args,
-            });
+                ..on_stream
+            };
+            self.push(ev, args.finish());
             Ok(())
         })?;
         self.count(t.name, n);
         Ok(())
+    }
+
+    /// A row of a per-stream table (kernel, memcpy, memset, sync, graph
+    /// trace): times in fields 0–1, device / context / stream 2–4,
+    /// correlation 5, `globalPid` 6; on the stream's track (`sync`: its
+    /// synchronization track). Graph ids and bytes are the caller's.
+    fn stream_row(
+        &mut self,
+        row: &dyn RowView,
+        sync: bool,
+        name: u32,
+        cat: u32,
+        kind: EventKind,
+        device_activity: bool,
+    ) -> Ev {
+        let (device, context, stream) = (int(row, 2), int(row, 3), int(row, 4));
+        let track = self.stream_track(
+            sync,
+            int(row, 6),
+            device.unwrap_or(NONE),
+            context.unwrap_or(NONE),
+            stream.unwrap_or(NONE),
+        );
+        Ev {
+            device_activity,
+            device,
+            context,
+            stream,
+            correlation: int(row, 5),
+            ..Ev::at(row, name, cat, kind, track)
+        }
     }
 
     pub(super) fn read_api(&mut self, t: &TableSel, driver: bool) -> Result<(), ExtractError> {
@@ -122,6 +128,7 @@ impl Reader<'_> {
         };
         let cat = self.cat(category);
         let mut n = 0;
+        let mut args = ArgsJson::default();
         let source = self.source;
         source.for_each_row(&t.table, &fields, &mut |row| {
             self.poll()?;
@@ -133,30 +140,15 @@ impl Reader<'_> {
                 });
                 self.p.strings.intern("<unknown call>")
             });
-            let kind = classify(Some(category), api_base(self.p.strings.get(name)), false).kind;
+            let kind = self.kind_of(category, cat, name, true);
             let track = self.thread_track(int(row, 2));
-            let mut args = Map::new();
-            if let Some(r) = int(row, 6).filter(|&r| r != 0) {
-                args.insert("return_value".into(), json!(r));
-            }
-            self.push(Ev {
-                ts: int(row, 0),
-                end: int(row, 1),
-                instant: false,
-                name,
-                cat,
-                kind,
-                track,
-                device_activity: false,
-                device: None,
-                context: None,
-                stream: None,
+            args.clear();
+            args.opt_int("return_value", int(row, 6).filter(|&r| r != 0));
+            let ev = Ev {
                 correlation: int(row, 3),
-                graph_id: None,
-                graph_node_id: None,
-                bytes: None,
-                args,
-            });
+                ..Ev::at(row, name, cat, kind, track)
+            };
+            self.push(ev, args.finish());
             Ok(())
         })?;
         self.count(t.name, n);
@@ -182,13 +174,14 @@ impl Reader<'_> {
         ];
         let cat = self.cat("gpu_memcpy");
         let mut n = 0;
+        let mut args = ArgsJson::default();
         let source = self.source;
         source.for_each_row(&t.table, &fields, &mut |row| {
             self.poll()?;
             n += 1;
             let copy = int(row, 8);
             let (src, dst) = (int(row, 9), int(row, 10));
-            let label = match (src, dst) {
+            let name = self.label((MEMCPY_TABLE, copy, src, dst), || match (src, dst) {
                 (Some(s), Some(d)) => format!(
                     "Memcpy {} ({} -> {})",
                     copy_kind(copy),
@@ -196,46 +189,19 @@ impl Reader<'_> {
                     mem_kind(d)
                 ),
                 _ => format!("Memcpy {}", copy_kind(copy)),
-            };
-            let name = self.p.strings.intern(&label);
-            let (device, context, stream) = (int(row, 2), int(row, 3), int(row, 4));
-            let track = self.stream_track(
-                false,
-                int(row, 6),
-                device.unwrap_or(NONE),
-                context.unwrap_or(NONE),
-                stream.unwrap_or(NONE),
-            );
-            let mut args = Map::new();
-            for (key, i) in [
-                ("copy_kind", 8),
-                ("src_kind", 9),
-                ("dst_kind", 10),
-                ("src_device", 12),
-                ("dst_device", 13),
-            ] {
-                if let Some(v) = int(row, i) {
-                    args.insert(key.into(), json!(v));
-                }
-            }
-            self.push(Ev {
-                ts: int(row, 0),
-                end: int(row, 1),
-                instant: false,
-                name,
-                cat,
-                kind: EventKind::Memcpy,
-                track,
-                device_activity: true,
-                device,
-                context,
-                stream,
-                correlation: int(row, 5),
-                graph_id: None,
+            });
+            args.clear();
+            args.opt_int("copy_kind", copy);
+            args.opt_int("dst_device", int(row, 13));
+            args.opt_int("dst_kind", dst);
+            args.opt_int("src_device", int(row, 12));
+            args.opt_int("src_kind", src);
+            let ev = Ev {
                 graph_node_id: int(row, 11),
                 bytes: int(row, 7),
-                args,
-            });
+                ..self.stream_row(row, false, name, cat, EventKind::Memcpy, true)
+            };
+            self.push(ev, args.finish());
             Ok(())
         })?;
         self.count(t.name, n);
@@ -258,47 +224,25 @@ impl Reader<'_> {
         ];
         let cat = self.cat("gpu_memset");
         let mut n = 0;
+        let mut args = ArgsJson::default();
         let source = self.source;
         source.for_each_row(&t.table, &fields, &mut |row| {
             self.poll()?;
             n += 1;
-            let label = match int(row, 9) {
+            let mem = int(row, 9);
+            let name = self.label((MEMSET_TABLE, mem, None, None), || match mem {
                 Some(k) => format!("Memset ({})", mem_kind(k)),
                 None => "Memset".to_string(),
-            };
-            let name = self.p.strings.intern(&label);
-            let (device, context, stream) = (int(row, 2), int(row, 3), int(row, 4));
-            let track = self.stream_track(
-                false,
-                int(row, 6),
-                device.unwrap_or(NONE),
-                context.unwrap_or(NONE),
-                stream.unwrap_or(NONE),
-            );
-            let mut args = Map::new();
-            for (key, i) in [("value", 8), ("mem_kind", 9)] {
-                if let Some(v) = int(row, i) {
-                    args.insert(key.into(), json!(v));
-                }
-            }
-            self.push(Ev {
-                ts: int(row, 0),
-                end: int(row, 1),
-                instant: false,
-                name,
-                cat,
-                kind: EventKind::Memset,
-                track,
-                device_activity: true,
-                device,
-                context,
-                stream,
-                correlation: int(row, 5),
-                graph_id: None,
+            });
+            args.clear();
+            args.opt_int("mem_kind", mem);
+            args.opt_int("value", int(row, 8));
+            let ev = Ev {
                 graph_node_id: int(row, 10),
                 bytes: int(row, 7),
-                args,
-            });
+                ..self.stream_row(row, false, name, cat, EventKind::Memset, true)
+            };
+            self.push(ev, args.finish());
             Ok(())
         })?;
         self.count(t.name, n);
@@ -319,43 +263,20 @@ impl Reader<'_> {
         ];
         let cat = self.cat("cuda_sync");
         let mut n = 0;
+        let mut args = ArgsJson::default();
         let source = self.source;
         source.for_each_row(&t.table, &fields, &mut |row| {
             self.poll()?;
             n += 1;
-            let name = self.p.strings.intern(sync_name(int(row, 7)));
-            let (device, context, stream) = (int(row, 2), int(row, 3), int(row, 4));
-            let track = self.stream_track(
-                true,
-                int(row, 6),
-                device.unwrap_or(NONE),
-                context.unwrap_or(NONE),
-                stream.unwrap_or(NONE),
-            );
-            let mut args = Map::new();
-            for (key, i) in [("sync_type", 7), ("event_id", 8)] {
-                if let Some(v) = int(row, i) {
-                    args.insert(key.into(), json!(v));
-                }
-            }
-            self.push(Ev {
-                ts: int(row, 0),
-                end: int(row, 1),
-                instant: false,
-                name,
-                cat,
-                kind: EventKind::Sync,
-                track,
-                device_activity: false,
-                device,
-                context,
-                stream,
-                correlation: int(row, 5),
-                graph_id: None,
-                graph_node_id: None,
-                bytes: None,
-                args,
+            let sync_type = int(row, 7);
+            let name = self.label((SYNC_TABLE, sync_type, None, None), || {
+                sync_name(sync_type).to_string()
             });
+            args.clear();
+            args.opt_int("event_id", int(row, 8));
+            args.opt_int("sync_type", sync_type);
+            let ev = self.stream_row(row, true, name, cat, EventKind::Sync, false);
+            self.push(ev, args.finish());
             Ok(())
         })?;
         self.count(t.name, n);
@@ -376,46 +297,23 @@ impl Reader<'_> {
         ];
         let cat = self.cat("cuda_graph_trace");
         let mut n = 0;
+        let mut args = ArgsJson::default();
         let source = self.source;
         source.for_each_row(&t.table, &fields, &mut |row| {
             self.poll()?;
             n += 1;
             let graph = int(row, 7);
-            let label = match graph {
+            let name = self.label((GRAPH_TRACE_TABLE, graph, None, None), || match graph {
                 Some(g) => format!("CUDA graph {g}"),
                 None => "CUDA graph".to_string(),
-            };
-            let name = self.p.strings.intern(&label);
-            let (device, context, stream) = (int(row, 2), int(row, 3), int(row, 4));
-            let track = self.stream_track(
-                false,
-                int(row, 6),
-                device.unwrap_or(NONE),
-                context.unwrap_or(NONE),
-                stream.unwrap_or(NONE),
-            );
-            let mut args = Map::new();
-            if let Some(e) = int(row, 8) {
-                args.insert("graph_exec_id".into(), json!(e));
-            }
-            self.push(Ev {
-                ts: int(row, 0),
-                end: int(row, 1),
-                instant: false,
-                name,
-                cat,
-                kind: EventKind::GraphLaunch,
-                track,
-                device_activity: true,
-                device,
-                context,
-                stream,
-                correlation: int(row, 5),
-                graph_id: graph,
-                graph_node_id: None,
-                bytes: None,
-                args,
             });
+            args.clear();
+            args.opt_int("graph_exec_id", int(row, 8));
+            let ev = Ev {
+                graph_id: graph,
+                ..self.stream_row(row, false, name, cat, EventKind::GraphLaunch, true)
+            };
+            self.push(ev, args.finish());
             Ok(())
         })?;
         self.count(t.name, n);
@@ -457,6 +355,7 @@ impl Reader<'_> {
         let cat = self.cat("nvtx");
         let mut n = 0;
         let mut other = 0u64;
+        let mut args = ArgsJson::default();
         let source = self.source;
         source.for_each_row(&t.table, &fields, &mut |row| {
             self.poll()?;
@@ -482,44 +381,30 @@ impl Reader<'_> {
             } else {
                 self.thread_track(global_tid)
             };
-            let mut args = Map::new();
+            args.clear();
+            args.opt_int("category", int(row, 7));
             if let Some(d) = int(row, 6).filter(|&d| d != 0) {
                 match domains.get(&d) {
-                    Some(name) => args.insert("domain".into(), json!(name)),
-                    None => args.insert("domain_id".into(), json!(d)),
+                    Some(name) => args.str("domain", name),
+                    None => args.int("domain_id", d),
                 };
-            }
-            if let Some(c) = int(row, 7) {
-                args.insert("category".into(), json!(c));
             }
             if start_end
                 && let (Some(a), Some(b)) = (global_tid, int(row, 8))
                 && a != b
             {
-                args.insert("end_tid".into(), json!(tid_of(b)));
+                args.int("end_tid", tid_of(b));
             }
-            self.push(Ev {
-                ts: int(row, 0),
-                end: int(row, 1),
+            let kind = if instant {
+                EventKind::Instant
+            } else {
+                EventKind::NvtxRange
+            };
+            let ev = Ev {
                 instant,
-                name,
-                cat,
-                kind: if instant {
-                    EventKind::Instant
-                } else {
-                    EventKind::NvtxRange
-                },
-                track,
-                device_activity: false,
-                device: None,
-                context: None,
-                stream: None,
-                correlation: None,
-                graph_id: None,
-                graph_node_id: None,
-                bytes: None,
-                args,
-            });
+                ..Ev::at(row, name, cat, kind, track)
+            };
+            self.push(ev, args.finish());
             Ok(())
         })?;
         self.p
