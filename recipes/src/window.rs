@@ -32,6 +32,24 @@ pub struct WindowQuery {
     pub known_total: Option<u64>,
 }
 
+impl WindowQuery {
+    /// The pruning bound: no event starting before it can reach `start_ns`.
+    pub fn lower_ns(&self) -> i64 {
+        self.start_ns.saturating_sub(self.max_dur_ns.max(0))
+    }
+
+    /// The window filter of [`trace_window`] for one row (kind, name and
+    /// track aside), with the query's semantics: `ts_ns + dur_ns` wraps
+    /// like DataFusion's integer `+`, a null `dur_ns` never ends after
+    /// `start_ns`.
+    pub fn keeps(&self, ts_ns: i64, dur_ns: Option<i64>) -> bool {
+        let ends_after_start = dur_ns.is_some_and(|dur| ts_ns.wrapping_add(dur) > self.start_ns);
+        ts_ns < self.end_ns
+            && ts_ns >= self.lower_ns()
+            && (ts_ns >= self.start_ns || ends_after_start)
+    }
+}
+
 /// One event of a window page.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct WindowEvent {
@@ -66,7 +84,7 @@ pub struct WindowAnswer {
 }
 
 async fn window_frame(ctx: &SessionContext, q: &WindowQuery) -> RecipeResult<DataFrame> {
-    let lower = q.start_ns.saturating_sub(q.max_dur_ns.max(0));
+    let lower = q.lower_ns();
     let ends_after_start = (col("ts_ns") + col("dur_ns")).gt(lit(q.start_ns));
     let mut filter = ArtifactScope::one(q.artifact_id.clone())
         .filter()

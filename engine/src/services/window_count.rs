@@ -1,0 +1,333 @@
+//! Counts a trace window's rows from Parquet footers instead of scanning
+//! the artifact: the first page of `trace window` reports the window's
+//! `total`, and `count_rows` over the window filter reads every row.
+//!
+//! `trace_events` files are sorted by `ts_ns` in row groups of 64 Ki rows
+//! with min/max statistics (engine/src/staging.rs). A row group whose
+//! `ts_ns` range lies inside `[start, end)` counts all its rows; one that
+//! ends before the pruning bound (or before `start`, counting `dur_ns`'s
+//! maximum) or starts at `end` counts none; only the rest — the boundary
+//! groups — are read, two columns of them, and tested row by row with the
+//! exact predicate of `flameox_recipes::window`. The answer equals
+//! `count_rows` or there is none (`None`: the caller counts with the
+//! query), e.g. when the request filters by kind, name or track, a file
+//! holds rows of another artifact, or a footer cannot be read.
+//!
+//! Only the files of the artifact's generations are read: one extraction
+//! writes one artifact's rows (`ExtractOptions::artifact_id`), and each
+//! file is checked to hold exactly that artifact.
+
+use std::fs::File;
+use std::path::Path;
+use std::sync::Arc;
+
+use datafusion::arrow::array::{Array, Int64Array};
+use datafusion::parquet::arrow::ProjectionMask;
+use datafusion::parquet::arrow::arrow_reader::{
+    ArrowReaderMetadata, ArrowReaderOptions, ParquetRecordBatchReaderBuilder,
+};
+use datafusion::parquet::file::metadata::{
+    ParquetMetaData, ParquetMetaDataReader, RowGroupMetaData,
+};
+use datafusion::parquet::file::statistics::Statistics;
+use flameox_extractors::EvidenceTable;
+use flameox_recipes::window::WindowQuery;
+
+use crate::catalog::Snapshot;
+use crate::staging::ROW_GROUP_ROWS;
+
+/// The window's row count from footers and boundary row groups, or `None`
+/// when only the query can say it exactly.
+pub fn count_from_footers(dir: &Path, snapshot: &Snapshot, query: &WindowQuery) -> Option<u64> {
+    if query.kind.is_some() || query.name.is_some() || query.track_id.is_some() {
+        return None;
+    }
+    let mut total = 0u64;
+    for generation in snapshot.generations_for(&query.artifact_id) {
+        for file in &generation.files {
+            if file.table == EvidenceTable::TraceEvents.name() {
+                total += count_file(&dir.join(&file.path), query)?;
+            }
+        }
+    }
+    Some(total)
+}
+
+/// Leaf column positions of the columns the count reads.
+struct Columns {
+    artifact_id: usize,
+    ts_ns: usize,
+    dur_ns: usize,
+}
+
+impl Columns {
+    fn of(metadata: &ParquetMetaData) -> Option<Columns> {
+        let leaves = metadata.file_metadata().schema_descr().columns();
+        let find = |name: &str| leaves.iter().position(|c| c.path().string() == name);
+        Some(Columns {
+            artifact_id: find("artifact_id")?,
+            ts_ns: find("ts_ns")?,
+            dur_ns: find("dur_ns")?,
+        })
+    }
+}
+
+fn count_file(path: &Path, query: &WindowQuery) -> Option<u64> {
+    let file = File::open(path).ok()?;
+    let metadata = ParquetMetaDataReader::new().parse_and_finish(&file).ok()?;
+    let columns = Columns::of(&metadata)?;
+    let mut total = 0u64;
+    let mut boundary = Vec::new();
+    for (index, group) in metadata.row_groups().iter().enumerate() {
+        if !holds_only(group, columns.artifact_id, &query.artifact_id) {
+            return None;
+        }
+        match count_by_statistics(group, &columns, query) {
+            Some(rows) => total += rows,
+            None => boundary.push(index),
+        }
+    }
+    if !boundary.is_empty() {
+        total += count_boundary_rows(file, Arc::new(metadata), boundary, query)?;
+    }
+    Some(total)
+}
+
+/// Whether the group's `artifact_id` statistics say every row is `id`.
+fn holds_only(group: &RowGroupMetaData, column: usize, id: &str) -> bool {
+    group.column(column).statistics().is_some_and(|s| {
+        s.null_count_opt() == Some(0)
+            && s.min_is_exact()
+            && s.max_is_exact()
+            && s.min_bytes_opt() == Some(id.as_bytes())
+            && s.max_bytes_opt() == Some(id.as_bytes())
+    })
+}
+
+/// `(min, max)` of an `Int64` column chunk without nulls.
+fn int_range(group: &RowGroupMetaData, column: usize) -> Option<(i64, i64)> {
+    match group.column(column).statistics()? {
+        Statistics::Int64(s) if s.null_count_opt() == Some(0) => {
+            Some((*s.min_opt()?, *s.max_opt()?))
+        }
+        _ => None,
+    }
+}
+
+/// The group's window rows when its statistics decide them (all or none),
+/// `None` for a boundary group.
+fn count_by_statistics(
+    group: &RowGroupMetaData,
+    columns: &Columns,
+    q: &WindowQuery,
+) -> Option<u64> {
+    let all = u64::try_from(group.num_rows()).ok()?;
+    let (lower, start, end) = (q.lower_ns(), q.start_ns, q.end_ns);
+    let (min_ts, max_ts) = int_range(group, columns.ts_ns)?;
+    if min_ts >= end || max_ts < lower {
+        return Some(0);
+    }
+    if min_ts >= start && max_ts < end {
+        return Some(all);
+    }
+    // Every row's end `ts_ns + dur_ns` lies in `[first_end, last_end]`
+    // (no overflow: both sums fit).
+    let (min_dur, max_dur) = int_range(group, columns.dur_ns)?;
+    let first_end = min_ts.checked_add(min_dur)?;
+    let last_end = max_ts.checked_add(max_dur)?;
+    if max_ts < start && last_end <= start {
+        return Some(0);
+    }
+    if min_ts >= lower && max_ts < end && first_end > start {
+        return Some(all);
+    }
+    None
+}
+
+/// Reads `ts_ns` and `dur_ns` of the boundary groups and counts the rows
+/// the window predicate keeps.
+fn count_boundary_rows(
+    file: File,
+    metadata: Arc<ParquetMetaData>,
+    groups: Vec<usize>,
+    query: &WindowQuery,
+) -> Option<u64> {
+    // Skipping the embedded Arrow schema: only two Int64 columns are read.
+    let options = ArrowReaderOptions::new().with_skip_arrow_metadata(true);
+    let metadata = ArrowReaderMetadata::try_new(metadata, options).ok()?;
+    let mask = ProjectionMask::columns(metadata.parquet_schema(), ["ts_ns", "dur_ns"]);
+    let reader = ParquetRecordBatchReaderBuilder::new_with_metadata(file, metadata)
+        .with_row_groups(groups)
+        .with_projection(mask)
+        .with_batch_size(ROW_GROUP_ROWS)
+        .build()
+        .ok()?;
+    let mut total = 0u64;
+    for batch in reader {
+        let batch = batch.ok()?;
+        let int64 = |name: &str| {
+            batch
+                .column_by_name(name)
+                .and_then(|c| c.as_any().downcast_ref::<Int64Array>().cloned())
+        };
+        let (ts, dur) = (int64("ts_ns")?, int64("dur_ns")?);
+        for row in 0..batch.num_rows() {
+            if ts.is_null(row) {
+                continue;
+            }
+            let ends = (!dur.is_null(row)).then(|| dur.value(row));
+            if query.keeps(ts.value(row), ends) {
+                total += 1;
+            }
+        }
+    }
+    Some(total)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use datafusion::arrow::array::{DictionaryArray, Int64Array};
+    use datafusion::arrow::datatypes::{DataType, Field, Int32Type, Schema};
+    use datafusion::arrow::record_batch::RecordBatch;
+    use datafusion::parquet::arrow::ArrowWriter;
+    use datafusion::parquet::file::properties::{EnabledStatistics, WriterProperties};
+
+    const ID: &str = "sha256:aaaa";
+
+    /// Sorted rows `(ts_ns, dur_ns)`: the first 80 long (400–450 ns, two
+    /// row groups of long slices whose first row ends first, so statistics
+    /// bounds are reached), then short ones (< 12 ns) but for one of 900 ns
+    /// at row 150; some rows start at the same time.
+    fn rows() -> Vec<(i64, i64)> {
+        let mut state = 7u64;
+        let mut next = move |bound: u64| {
+            state = state
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            ((state >> 33) % bound) as i64
+        };
+        let mut ts = 1_000;
+        (0..600)
+            .map(|i| {
+                ts += next(4);
+                let dur = match i {
+                    0 | 40 => 400,
+                    1..80 => 401 + next(50),
+                    150 => 900,
+                    _ => next(12),
+                };
+                (ts, dur)
+            })
+            .collect()
+    }
+
+    /// Writes `rows` in row groups of 40 rows, `artifact_id` per row.
+    fn write(path: &Path, rows: &[(i64, i64)], artifact_of: impl Fn(usize) -> &'static str) {
+        let schema = Arc::new(Schema::new(vec![
+            Field::new(
+                "artifact_id",
+                DataType::Dictionary(Box::new(DataType::Int32), Box::new(DataType::Utf8)),
+                false,
+            ),
+            Field::new("ts_ns", DataType::Int64, false),
+            Field::new("dur_ns", DataType::Int64, false),
+        ]));
+        let ids: DictionaryArray<Int32Type> = (0..rows.len()).map(&artifact_of).collect();
+        let batch = RecordBatch::try_new(
+            schema.clone(),
+            vec![
+                Arc::new(ids),
+                Arc::new(Int64Array::from_iter_values(rows.iter().map(|r| r.0))),
+                Arc::new(Int64Array::from_iter_values(rows.iter().map(|r| r.1))),
+            ],
+        )
+        .unwrap();
+        let props = WriterProperties::builder()
+            .set_statistics_enabled(EnabledStatistics::Page)
+            .set_max_row_group_row_count(Some(40))
+            .build();
+        let mut writer =
+            ArrowWriter::try_new(File::create(path).unwrap(), schema, Some(props)).unwrap();
+        writer.write(&batch).unwrap();
+        writer.close().unwrap();
+    }
+
+    fn query(start_ns: i64, end_ns: i64, max_dur_ns: i64) -> WindowQuery {
+        WindowQuery {
+            artifact_id: ID.into(),
+            start_ns,
+            end_ns,
+            max_dur_ns,
+            kind: None,
+            name: None,
+            track_id: None,
+            limit: 10,
+            after: None,
+            known_total: None,
+        }
+    }
+
+    /// Every window over a file of 15 row groups (edges on, inside and
+    /// between groups, inside long slices, empty, whole) counts what the
+    /// predicate keeps row by row — also with a pruning bound narrower
+    /// than the longest slice, which the query would apply too.
+    #[test]
+    fn footer_counts_equal_the_row_by_row_predicate() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t.parquet");
+        let rows = rows();
+        write(&path, &rows, |_| ID);
+        let longest = rows.iter().map(|r| r.1).max().unwrap();
+        let (first, last) = (rows[0].0, rows[rows.len() - 1].0);
+        let mut checked = 0;
+        let mut decided_by_statistics = 0;
+        for start in first - 50..last + 50 {
+            for width in [1, 40, 700, 2_000] {
+                for max_dur in [longest, longest / 3] {
+                    let q = query(start, start + width, max_dur);
+                    let expected = rows.iter().filter(|r| q.keeps(r.0, Some(r.1))).count();
+                    assert_eq!(
+                        count_file(&path, &q),
+                        Some(expected as u64),
+                        "{start}+{width}"
+                    );
+                    checked += 1;
+                }
+            }
+        }
+        let metadata = ParquetMetaDataReader::new()
+            .parse_and_finish(&File::open(&path).unwrap())
+            .unwrap();
+        assert_eq!(metadata.num_row_groups(), 15);
+        let columns = Columns::of(&metadata).unwrap();
+        let whole = query(first, last + 1, longest);
+        for group in metadata.row_groups() {
+            if count_by_statistics(group, &columns, &whole).is_some() {
+                decided_by_statistics += 1;
+            }
+        }
+        assert!(checked > 5_000);
+        // The whole trace needs no row read at all.
+        assert_eq!(decided_by_statistics, 15);
+    }
+
+    /// A file holding another artifact's rows too gives no count (the
+    /// query counts instead), as does a file of another artifact only.
+    #[test]
+    fn a_file_not_only_of_the_artifact_is_not_counted() {
+        let dir = tempfile::tempdir().unwrap();
+        let rows = rows();
+        let mixed = dir.path().join("mixed.parquet");
+        write(&mixed, &rows, |i| if i < 300 { ID } else { "sha256:bbbb" });
+        let other = dir.path().join("other.parquet");
+        write(&other, &rows, |_| "sha256:bbbb");
+        let whole = query(0, i64::MAX, 1_000);
+        assert_eq!(count_file(&mixed, &whole), None);
+        assert_eq!(count_file(&other, &whole), None);
+        assert_eq!(
+            count_file(&dir.path().join("missing.parquet"), &whole),
+            None
+        );
+    }
+}
