@@ -187,13 +187,16 @@ fn count_boundary_rows(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::staging::STATISTICS_TRUNCATE_BYTES;
     use datafusion::arrow::array::{DictionaryArray, Int64Array};
     use datafusion::arrow::datatypes::{DataType, Field, Int32Type, Schema};
     use datafusion::arrow::record_batch::RecordBatch;
     use datafusion::parquet::arrow::ArrowWriter;
     use datafusion::parquet::file::properties::{EnabledStatistics, WriterProperties};
 
-    const ID: &str = "sha256:aaaa";
+    /// An artifact id of the real length (71 bytes).
+    const ID: &str = "sha256:aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa";
+    const OTHER: &str = "sha256:bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb";
 
     /// Sorted rows `(ts_ns, dur_ns)`: the first 80 long (400–450 ns, two
     /// row groups of long slices whose first row ends first, so statistics
@@ -222,8 +225,14 @@ mod tests {
             .collect()
     }
 
-    /// Writes `rows` in row groups of 40 rows, `artifact_id` per row.
-    fn write(path: &Path, rows: &[(i64, i64)], artifact_of: impl Fn(usize) -> &'static str) {
+    /// Writes `rows` in row groups of 40 rows, `artifact_id` per row, with
+    /// statistics truncated at `truncate` bytes.
+    fn write(
+        path: &Path,
+        rows: &[(i64, i64)],
+        truncate: usize,
+        artifact_of: impl Fn(usize) -> &'static str,
+    ) {
         let schema = Arc::new(Schema::new(vec![
             Field::new(
                 "artifact_id",
@@ -246,6 +255,7 @@ mod tests {
         let props = WriterProperties::builder()
             .set_statistics_enabled(EnabledStatistics::Page)
             .set_max_row_group_row_count(Some(40))
+            .set_statistics_truncate_length(Some(truncate))
             .build();
         let mut writer =
             ArrowWriter::try_new(File::create(path).unwrap(), schema, Some(props)).unwrap();
@@ -277,7 +287,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("t.parquet");
         let rows = rows();
-        write(&path, &rows, |_| ID);
+        write(&path, &rows, STATISTICS_TRUNCATE_BYTES, |_| ID);
         let longest = rows.iter().map(|r| r.1).max().unwrap();
         let (first, last) = (rows[0].0, rows[rows.len() - 1].0);
         let mut checked = 0;
@@ -313,21 +323,31 @@ mod tests {
     }
 
     /// A file holding another artifact's rows too gives no count (the
-    /// query counts instead), as does a file of another artifact only.
+    /// query counts instead), as does a file of another artifact only, and
+    /// one whose statistics truncate the id (parquet's default 64 bytes).
     #[test]
     fn a_file_not_only_of_the_artifact_is_not_counted() {
         let dir = tempfile::tempdir().unwrap();
         let rows = rows();
-        let mixed = dir.path().join("mixed.parquet");
-        write(&mixed, &rows, |i| if i < 300 { ID } else { "sha256:bbbb" });
-        let other = dir.path().join("other.parquet");
-        write(&other, &rows, |_| "sha256:bbbb");
+        let file = |name: &str, truncate: usize, artifact_of: fn(usize) -> &'static str| {
+            let path = dir.path().join(name);
+            write(&path, &rows, truncate, artifact_of);
+            path
+        };
+        let mixed = file("mixed.parquet", STATISTICS_TRUNCATE_BYTES, |i| {
+            if i < 300 { ID } else { OTHER }
+        });
+        let other = file("other.parquet", STATISTICS_TRUNCATE_BYTES, |_| OTHER);
+        let truncated = file("truncated.parquet", 64, |_| ID);
+        let exact = file("exact.parquet", STATISTICS_TRUNCATE_BYTES, |_| ID);
         let whole = query(0, i64::MAX, 1_000);
         assert_eq!(count_file(&mixed, &whole), None);
         assert_eq!(count_file(&other, &whole), None);
+        assert_eq!(count_file(&truncated, &whole), None);
         assert_eq!(
             count_file(&dir.path().join("missing.parquet"), &whole),
             None
         );
+        assert_eq!(count_file(&exact, &whole), Some(rows.len() as u64));
     }
 }
