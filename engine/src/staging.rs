@@ -25,11 +25,6 @@ use crate::workspace::Workspace;
 
 /// Rows per Parquet row group (the unit of pruning).
 pub const ROW_GROUP_ROWS: usize = 64 * 1024;
-/// Longest string kept whole in row-group statistics (parquet's default
-/// truncates at 64 bytes): `artifact_id`s (`sha256:` + 64 hex = 71 bytes)
-/// stay exact, so a file's statistics prove it holds one artifact
-/// (services/window_count.rs counts trace windows from them).
-pub const STATISTICS_TRUNCATE_BYTES: usize = 128;
 /// Rows per file before a table rolls over to the next part.
 pub const FILE_ROWS: u64 = 8 * 1024 * 1024;
 
@@ -315,7 +310,6 @@ fn writer_properties(table: EvidenceTable) -> std::result::Result<WriterProperti
         .set_compression(Compression::ZSTD(ZstdLevel::try_new(1)?))
         .set_statistics_enabled(EnabledStatistics::Page)
         .set_max_row_group_row_count(Some(ROW_GROUP_ROWS))
-        .set_statistics_truncate_length(Some(STATISTICS_TRUNCATE_BYTES))
         .set_key_value_metadata(Some(metadata));
     if !sorting.is_empty() {
         builder = builder.set_sorting_columns(Some(sorting));
