@@ -37,17 +37,6 @@ impl WindowQuery {
     pub fn lower_ns(&self) -> i64 {
         self.start_ns.saturating_sub(self.max_dur_ns.max(0))
     }
-
-    /// The window filter of [`trace_window`] for one row (kind, name and
-    /// track aside), with the query's semantics: `ts_ns + dur_ns` wraps
-    /// like DataFusion's integer `+`, a null `dur_ns` never ends after
-    /// `start_ns`.
-    pub fn keeps(&self, ts_ns: i64, dur_ns: Option<i64>) -> bool {
-        let ends_after_start = dur_ns.is_some_and(|dur| ts_ns.wrapping_add(dur) > self.start_ns);
-        ts_ns < self.end_ns
-            && ts_ns >= self.lower_ns()
-            && (ts_ns >= self.start_ns || ends_after_start)
-    }
 }
 
 /// One event of a window page.

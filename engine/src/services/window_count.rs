@@ -21,7 +21,11 @@ use std::fs::File;
 use std::path::Path;
 use std::sync::Arc;
 
-use datafusion::arrow::array::{Array, Int64Array};
+use datafusion::arrow::array::{BooleanArray, Datum, Int64Array};
+use datafusion::arrow::compute::kernels::boolean::{and_kleene, or_kleene};
+use datafusion::arrow::compute::kernels::cmp::{gt, gt_eq, lt};
+use datafusion::arrow::compute::kernels::numeric::add_wrapping;
+use datafusion::arrow::error::ArrowError;
 use datafusion::parquet::arrow::ProjectionMask;
 use datafusion::parquet::arrow::arrow_reader::{
     ArrowReaderMetadata, ArrowReaderOptions, ParquetRecordBatchReaderBuilder,
@@ -196,29 +200,41 @@ fn count_boundary_rows(
     let mut total = 0u64;
     for batch in reader {
         let batch = batch.ok()?;
-        let int64 = |name: &str| {
-            batch
-                .column_by_name(name)
-                .and_then(|c| c.as_any().downcast_ref::<Int64Array>().cloned())
-        };
-        let (ts, dur) = (int64("ts_ns")?, int64("dur_ns")?);
-        for row in 0..batch.num_rows() {
-            if ts.is_null(row) {
-                continue;
-            }
-            let ends = (!dur.is_null(row)).then(|| dur.value(row));
-            if query.keeps(ts.value(row), ends) {
-                total += 1;
-            }
-        }
+        let (ts, dur) = (
+            batch.column_by_name("ts_ns")?,
+            batch.column_by_name("dur_ns")?,
+        );
+        total += window_mask(ts, dur, query).ok()?.true_count() as u64;
     }
     Some(total)
+}
+
+/// The window filter of `flameox_recipes::window` (kind, name and track
+/// aside) over one batch, with SQL semantics: `ts_ns + dur_ns` wraps like
+/// DataFusion's integer `+`, and a null operand makes a null, which the
+/// count does not keep.
+fn window_mask(
+    ts: &dyn Datum,
+    dur: &dyn Datum,
+    q: &WindowQuery,
+) -> Result<BooleanArray, ArrowError> {
+    let scalar = |v: i64| Int64Array::new_scalar(v);
+    let ends = add_wrapping(ts, dur)?;
+    let in_range = and_kleene(
+        &lt(ts, &scalar(q.end_ns))?,
+        &gt_eq(ts, &scalar(q.lower_ns()))?,
+    )?;
+    let reaches_start = or_kleene(
+        &gt_eq(ts, &scalar(q.start_ns))?,
+        &gt(&ends, &scalar(q.start_ns))?,
+    )?;
+    and_kleene(&in_range, &reaches_start)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use datafusion::arrow::array::{DictionaryArray, Int64Array};
+    use datafusion::arrow::array::{Array, DictionaryArray, Int64Array};
     use datafusion::arrow::datatypes::{DataType, Field, Int32Type, Schema};
     use datafusion::arrow::record_batch::RecordBatch;
     use datafusion::parquet::arrow::ArrowWriter;
@@ -296,6 +312,12 @@ mod tests {
         writer.close().unwrap();
     }
 
+    /// The window filter for one row, written out (the reference).
+    fn keeps(q: &WindowQuery, ts: i64, dur: Option<i64>) -> bool {
+        let ends_after_start = dur.is_some_and(|d| ts.wrapping_add(d) > q.start_ns);
+        ts < q.end_ns && ts >= q.lower_ns() && (ts >= q.start_ns || ends_after_start)
+    }
+
     fn query(start_ns: i64, end_ns: i64, max_dur_ns: i64) -> WindowQuery {
         WindowQuery {
             artifact_id: ID.into(),
@@ -329,7 +351,7 @@ mod tests {
             for width in [1, 40, 700, 2_000] {
                 for max_dur in [longest, longest / 3] {
                     let q = query(start, start + width, max_dur);
-                    let expected = rows.iter().filter(|r| q.keeps(r.0, Some(r.1))).count();
+                    let expected = rows.iter().filter(|r| keeps(&q, r.0, Some(r.1))).count();
                     assert_eq!(
                         count_file(&path, &q),
                         Some(expected as u64),
@@ -389,5 +411,37 @@ mod tests {
             count_file(&dir.path().join("missing.parquet"), &whole),
             None
         );
+    }
+
+    /// Null `dur_ns` and wrapping `ts_ns + dur_ns` count as the query
+    /// counts them.
+    #[test]
+    fn the_batch_mask_keeps_what_the_row_predicate_keeps() {
+        let q = query(10, 20, i64::MAX);
+        let rows = [
+            (5, Some(20)),
+            (15, None),
+            (5, None),
+            (20, Some(1)),
+            (9, Some(1)),
+            (9, Some(2)),
+            (-3, Some(i64::MAX)),
+            // At the pruning bound; the end wraps past i64::MIN to a large value.
+            (i64::MIN + 11, Some(-12)),
+            (i64::MIN + 5, Some(i64::MAX)),
+        ];
+        let ts = Int64Array::from_iter_values(rows.iter().map(|r| r.0));
+        let dur: Int64Array = rows.iter().map(|r| r.1).collect();
+        let mask = window_mask(&ts, &dur, &q).unwrap();
+        let kept: Vec<bool> = (0..rows.len())
+            .map(|i| mask.is_valid(i) && mask.value(i))
+            .collect();
+        let expected: Vec<bool> = rows.iter().map(|r| keeps(&q, r.0, r.1)).collect();
+        assert_eq!(kept, expected);
+        assert_eq!(
+            expected,
+            [true, true, false, false, false, true, true, true, false]
+        );
+        assert_eq!(mask.true_count(), 5);
     }
 }
