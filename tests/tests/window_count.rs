@@ -4,7 +4,8 @@
 //! several with boundary groups, windows starting inside the longest
 //! slices, an empty window — on a generated Kineto trace of several row
 //! groups with long steps and on a real corpus trace; with a kind filter
-//! the footers give no count and the query counts.
+//! the footers give no count and the query counts. The longest slice
+//! (the pruning bound) is recorded at import and read from statistics.
 
 use std::fs::File;
 use std::io::BufWriter;
@@ -17,7 +18,7 @@ use flameox_engine::recipes::window::{self, WindowQuery};
 use flameox_engine::services::QueryContext;
 use flameox_engine::services::analyze::{WindowRequest, trace_window};
 use flameox_engine::services::import::{ImportRequest, Quiet, import_artifact};
-use flameox_engine::services::window_count::count_from_footers;
+use flameox_engine::services::window_count::{count_from_footers, longest_from_footers};
 use flameox_tests::corpus;
 use parquet::arrow::ProjectionMask;
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
@@ -190,7 +191,21 @@ impl Imported {
             self.total(rt, groups[1].0, groups[2].1, None);
             self.total(rt, groups[0].1, groups[1].0 + 1, None);
         }
-        for (ts, dur) in self.longest(3) {
+        // The longest slice: recorded at import, in the statistics, in the rows.
+        let session = QueryContext::new(&self.ws).session(None).unwrap();
+        let recorded = session
+            .snapshot
+            .generations_for(&self.artifact_id)
+            .filter_map(|g| g.summary.max_event_dur_ns)
+            .max();
+        let from_footers =
+            longest_from_footers(self.ws.dir(), &session.snapshot, &self.artifact_id);
+        let longest = self.longest(3);
+        assert_eq!(
+            (recorded, from_footers),
+            (Some(longest[0].1), Some(longest[0].1))
+        );
+        for (ts, dur) in longest {
             let start = ts + dur / 2;
             for width in [1_000, dur] {
                 let overlapping = self.total(rt, start, start + width, None);

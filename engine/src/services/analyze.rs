@@ -461,7 +461,10 @@ async fn window_page(qc: &QueryContext<'_>, req: &WindowRequest) -> Result<Windo
         .generations_for(artifact_id)
         .filter_map(|g| g.summary.max_event_dur_ns)
         .max();
-    let max_dur_ns = match recorded_max_dur {
+    let known_max_dur = recorded_max_dur.or_else(|| {
+        window_count::longest_from_footers(qc.ws.dir(), &session.snapshot, artifact_id)
+    });
+    let max_dur_ns = match known_max_dur {
         Some(longest) => longest,
         None => run_budgeted(&session, max_duration(&session, artifact_id)).await?,
     };

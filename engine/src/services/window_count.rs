@@ -18,7 +18,7 @@
 //! file is checked to hold exactly that artifact.
 
 use std::fs::File;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use datafusion::arrow::array::{BooleanArray, Datum, Int64Array};
@@ -47,14 +47,56 @@ pub fn count_from_footers(dir: &Path, snapshot: &Snapshot, query: &WindowQuery) 
         return None;
     }
     let mut total = 0u64;
-    for generation in snapshot.generations_for(&query.artifact_id) {
-        for file in &generation.files {
-            if file.table == EvidenceTable::TraceEvents.name() {
-                total += count_file(&dir.join(&file.path), query)?;
-            }
-        }
+    for path in trace_event_files(dir, snapshot, &query.artifact_id) {
+        total += count_file(&path, query)?;
     }
     Some(total)
+}
+
+/// The artifact's longest `dur_ns` from row-group statistics, or `None`
+/// (the query's `max(dur_ns)` decides): for artifacts imported before the
+/// extraction summary recorded it (`max_event_dur_ns`).
+pub fn longest_from_footers(dir: &Path, snapshot: &Snapshot, artifact_id: &str) -> Option<i64> {
+    let mut longest = None;
+    for path in trace_event_files(dir, snapshot, artifact_id) {
+        longest = longest.max(Some(longest_in_file(&path, artifact_id)?));
+    }
+    longest
+}
+
+fn trace_event_files<'a>(
+    dir: &'a Path,
+    snapshot: &'a Snapshot,
+    artifact_id: &'a str,
+) -> impl Iterator<Item = PathBuf> + 'a {
+    snapshot
+        .generations_for(artifact_id)
+        .flat_map(|g| g.files.iter())
+        .filter(|f| f.table == EvidenceTable::TraceEvents.name())
+        .map(move |f| dir.join(&f.path))
+}
+
+fn read_footer(file: &File) -> Option<(ParquetMetaData, Columns)> {
+    let metadata = ParquetMetaDataReader::new().parse_and_finish(file).ok()?;
+    let columns = Columns::of(&metadata)?;
+    Some((metadata, columns))
+}
+
+/// The longest `dur_ns` of a file holding only `artifact_id` (`None` for a
+/// file without rows, too: the query answers then).
+fn longest_in_file(path: &Path, artifact_id: &str) -> Option<i64> {
+    let (metadata, columns) = read_footer(&File::open(path).ok()?)?;
+    let mut longest = None;
+    for group in metadata.row_groups() {
+        if !holds_only(group, columns.artifact_id, artifact_id) {
+            return None;
+        }
+        let Statistics::Int64(durations) = group.column(columns.dur_ns).statistics()? else {
+            return None;
+        };
+        longest = longest.max(Some(*durations.max_opt()?));
+    }
+    longest
 }
 
 /// Leaf column positions of the columns the count reads.
@@ -78,8 +120,7 @@ impl Columns {
 
 fn count_file(path: &Path, query: &WindowQuery) -> Option<u64> {
     let file = File::open(path).ok()?;
-    let metadata = ParquetMetaDataReader::new().parse_and_finish(&file).ok()?;
-    let columns = Columns::of(&metadata)?;
+    let (metadata, columns) = read_footer(&file)?;
     let mut total = 0u64;
     let mut boundary = Vec::new();
     for (index, group) in metadata.row_groups().iter().enumerate() {
@@ -443,5 +484,21 @@ mod tests {
             [true, true, false, false, false, true, true, true, false]
         );
         assert_eq!(mask.true_count(), 5);
+    }
+
+    /// The longest slice from statistics equals the rows' longest, and a
+    /// file not only of the artifact gives none.
+    #[test]
+    fn the_longest_slice_comes_from_statistics() {
+        let dir = tempfile::tempdir().unwrap();
+        let rows = rows();
+        let own = dir.path().join("own.parquet");
+        write(&own, &rows, 64, |_| ID);
+        let longest = rows.iter().map(|r| r.1).max();
+        assert_eq!(longest, Some(900));
+        assert_eq!(longest_in_file(&own, ID), longest);
+        let mixed = dir.path().join("mixed.parquet");
+        write(&mixed, &rows, 64, |i| if i < 300 { ID } else { OTHER });
+        assert_eq!(longest_in_file(&mixed, ID), None);
     }
 }
