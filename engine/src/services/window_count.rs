@@ -7,15 +7,16 @@
 //! `ts_ns` range lies inside `[start, end)` counts all its rows; one that
 //! ends before the pruning bound (or before `start`, counting `dur_ns`'s
 //! maximum) or starts at `end` counts none; only the rest — the boundary
-//! groups — are read, two columns of them, and tested row by row with the
-//! exact predicate of `flameox_recipes::window`. The answer equals
+//! groups — are read, two columns of them, and masked with the exact
+//! predicate of `flameox_recipes::window`. The answer equals
 //! `count_rows` or there is none (`None`: the caller counts with the
 //! query), e.g. when the request filters by kind, name or track, a file
 //! holds rows of another artifact, or a footer cannot be read.
 //!
 //! Only the files of the artifact's generations are read: one extraction
 //! writes one artifact's rows (`ExtractOptions::artifact_id`), and each
-//! file is checked to hold exactly that artifact.
+//! row group's `artifact_id` statistics are checked to be that artifact's
+//! (see [`holds_only`] for what truncated statistics prove).
 
 use std::fs::File;
 use std::path::{Path, PathBuf};
