@@ -16,7 +16,7 @@
 //! Only the files of the artifact's generations are read: one extraction
 //! writes one artifact's rows (`ExtractOptions::artifact_id`), and each
 //! row group's `artifact_id` statistics are checked to be that artifact's
-//! (see [`holds_only`] for what truncated statistics prove).
+//! (see `holds_only` for what truncated statistics prove).
 
 use std::fs::File;
 use std::path::{Path, PathBuf};
