@@ -282,6 +282,13 @@ impl StreamGapsReducer {
         batch: &RecordBatch,
         sink: &mut dyn BatchSink,
     ) -> Result<(), SinkError> {
+        // The longest event, whatever the order (trace windows widen their
+        // pruning bound by it).
+        let longest = batch
+            .column_by_name("dur_ns")
+            .and_then(|c| c.as_primitive_opt::<Int64Type>())
+            .and_then(arrow::compute::max);
+        self.max_dur = self.max_dur.max(longest);
         if self.unordered || batch.num_rows() == 0 {
             return Ok(());
         }
@@ -677,6 +684,12 @@ mod tests {
         let reversed = RecordBatch::try_new(batch.schema(), columns).expect("batch");
         let (rows, out) = reduce(&reversed);
         assert!(!rows.complete);
+        // The longest event is recorded whatever the order.
+        let durations = batch.column_by_name("dur_ns").expect("dur_ns");
+        let longest = durations.as_primitive::<Int64Type>().iter().flatten().max();
+        assert!(longest.is_some_and(|d| d > 0));
+        assert_eq!(rows.max_event_dur_ns, longest);
+        assert_eq!(reduce(&batch).0.max_event_dur_ns, longest);
         assert_eq!((rows.stream_gaps, rows.launch_latency), (0, 0));
         assert!(out.0.is_empty());
     }

@@ -32,6 +32,13 @@ pub struct WindowQuery {
     pub known_total: Option<u64>,
 }
 
+impl WindowQuery {
+    /// The pruning bound: no event starting before it can reach `start_ns`.
+    pub fn lower_ns(&self) -> i64 {
+        self.start_ns.saturating_sub(self.max_dur_ns.max(0))
+    }
+}
+
 /// One event of a window page.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct WindowEvent {
@@ -66,7 +73,7 @@ pub struct WindowAnswer {
 }
 
 async fn window_frame(ctx: &SessionContext, q: &WindowQuery) -> RecipeResult<DataFrame> {
-    let lower = q.start_ns.saturating_sub(q.max_dur_ns.max(0));
+    let lower = q.lower_ns();
     let ends_after_start = (col("ts_ns") + col("dur_ns")).gt(lit(q.start_ns));
     let mut filter = ArtifactScope::one(q.artifact_id.clone())
         .filter()

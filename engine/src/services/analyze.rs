@@ -14,6 +14,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use super::narrower::{Narrowing, narrow};
+use super::window_count;
 use super::{EvidenceStatus, QueryContext, ResolvedScope, answer_status, check_id, resolve_scope};
 use crate::cursor::CursorCodec;
 use crate::error::{FlameoxError, Result};
@@ -460,11 +461,14 @@ async fn window_page(qc: &QueryContext<'_>, req: &WindowRequest) -> Result<Windo
         .generations_for(artifact_id)
         .filter_map(|g| g.summary.max_event_dur_ns)
         .max();
-    let max_dur_ns = match recorded_max_dur {
+    let known_max_dur = recorded_max_dur.or_else(|| {
+        window_count::longest_from_footers(qc.ws.dir(), &session.snapshot, artifact_id)
+    });
+    let max_dur_ns = match known_max_dur {
         Some(longest) => longest,
         None => run_budgeted(&session, max_duration(&session, artifact_id)).await?,
     };
-    let query = WindowQuery {
+    let mut query = WindowQuery {
         artifact_id: artifact_id.clone(),
         start_ns,
         end_ns,
@@ -476,6 +480,10 @@ async fn window_page(qc: &QueryContext<'_>, req: &WindowRequest) -> Result<Windo
         after,
         known_total,
     };
+    if query.known_total.is_none() {
+        query.known_total =
+            window_count::count_from_footers(qc.ws.dir(), &session.snapshot, &query);
+    }
     let answer = run_budgeted(&session, window::trace_window(&session.ctx, &query)).await?;
     let next_cursor = match (answer.has_more, answer.events.last()) {
         (true, Some(last)) => Some(codec.encode(

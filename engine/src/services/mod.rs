@@ -34,6 +34,7 @@ pub mod run_sets;
 pub mod scaling;
 pub mod viewer;
 pub mod views;
+pub mod window_count;
 pub mod workloads;
 
 use std::sync::Arc;
