@@ -3,7 +3,7 @@
 //! — so `accelerator-launches` reads a few small tables instead of sorting
 //! every kernel of a 10 M-event trace on each call.
 //!
-//! [`ReducingSink`] watches the `trace_events` batches an extractor emits
+//! [`StreamGapsReducer`] watches the `trace_events` batches an extractor emits
 //! (in `(ts_ns, event_id)` order, the sink contract) and keeps, per stream
 //! and per (stream, phase), the running maximum of kernel end times: a gap
 //! is a strictly positive distance between a kernel's start and that
@@ -590,30 +590,15 @@ fn dictionary_values<T>(
         .collect()
 }
 
-/// A sink that feeds `trace_events` batches through a [`StreamGapsReducer`]
-/// on their way to the real sink.
-pub struct ReducingSink<'s> {
-    pub inner: &'s mut dyn BatchSink,
-    pub reducer: StreamGapsReducer,
-}
-
-impl BatchSink for ReducingSink<'_> {
-    fn write_batch(&mut self, table: EvidenceTable, batch: RecordBatch) -> Result<(), SinkError> {
-        if table == EvidenceTable::TraceEvents {
-            self.reducer.observe(&batch, self.inner)?;
-        }
-        self.inner.write_batch(table, batch)
-    }
-}
-
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::{ExtractOptions, NoObserver, extract_chrome_json};
     use arrow::compute::take;
 
+    /// Every batch written, in order (shared with `stream_gaps_thread`).
     #[derive(Default)]
-    struct Collect(Vec<(EvidenceTable, RecordBatch)>);
+    pub(crate) struct Collect(pub(crate) Vec<(EvidenceTable, RecordBatch)>);
     impl BatchSink for Collect {
         fn write_batch(&mut self, t: EvidenceTable, b: RecordBatch) -> Result<(), SinkError> {
             self.0.push((t, b));

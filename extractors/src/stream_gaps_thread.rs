@@ -1,7 +1,7 @@
 //! The accelerator reductions on their own thread.
 //!
-//! [`crate::stream_gaps::ReducingSink`] runs the [`StreamGapsReducer`] on
-//! the extractor's thread, where it was ~8 % of a Kineto import's critical
+//! The [`StreamGapsReducer`] used to run inline in the sink chain on the
+//! extractor's thread, where it was ~8 % of a Kineto import's critical
 //! path (the emit loop waits for it on every `trace_events` batch).
 //! [`ThreadedReducingSink`] hands each batch (an `Arc` clone) to a reducer
 //! thread instead and writes the rows it produces into the same sink from
@@ -128,17 +128,8 @@ impl Drop for ThreadedReducingSink<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::stream_gaps::ReducingSink;
+    use crate::stream_gaps::tests::Collect;
     use crate::{ExtractOptions, NoObserver, extract_chrome_json};
-
-    #[derive(Default)]
-    struct Collect(Vec<(EvidenceTable, RecordBatch)>);
-    impl BatchSink for Collect {
-        fn write_batch(&mut self, t: EvidenceTable, b: RecordBatch) -> Result<(), SinkError> {
-            self.0.push((t, b));
-            Ok(())
-        }
-    }
 
     /// Launches on two threads and kernels on two streams with gaps, so
     /// the reducer writes gap and latency rows.
@@ -185,13 +176,18 @@ mod tests {
         let mut options = ExtractOptions::new("run", "sha256:a");
         // One row per batch: many hand-overs and reducer flushes.
         options.batch_rows = 1;
+        // Reference: the reducer called inline on each batch as it passes.
+        let mut extracted = Collect::default();
+        extract_chrome_json(doc.as_bytes(), &options, &mut extracted, &NoObserver).unwrap();
         let mut inline_out = Collect::default();
-        let mut inline = ReducingSink {
-            inner: &mut inline_out,
-            reducer: StreamGapsReducer::new("run", "sha256:a", 1),
-        };
-        extract_chrome_json(doc.as_bytes(), &options, &mut inline, &NoObserver).unwrap();
-        let inline_rows = inline.reducer.finish(inline.inner).unwrap();
+        let mut inline = StreamGapsReducer::new("run", "sha256:a", 1);
+        for (table, batch) in extracted.0 {
+            if table == EvidenceTable::TraceEvents {
+                inline.observe(&batch, &mut inline_out).unwrap();
+            }
+            inline_out.0.push((table, batch));
+        }
+        let inline_rows = inline.finish(&mut inline_out).unwrap();
 
         let mut threaded_out = Collect::default();
         let reducer = StreamGapsReducer::new("run", "sha256:a", 1);
