@@ -15,6 +15,7 @@ pub mod project;
 pub mod publish;
 pub mod query;
 pub mod records;
+pub mod row_group_writer;
 pub mod runs;
 pub mod services;
 pub mod staging;

@@ -12,7 +12,6 @@ use std::sync::mpsc::{SyncSender, sync_channel};
 use std::thread::JoinHandle;
 
 use datafusion::arrow::record_batch::RecordBatch;
-use datafusion::parquet::arrow::ArrowWriter;
 use datafusion::parquet::basic::{Compression, Encoding, ZstdLevel};
 use datafusion::parquet::file::metadata::{KeyValue, SortingColumn};
 use datafusion::parquet::file::properties::{EnabledStatistics, WriterProperties};
@@ -21,6 +20,7 @@ use flameox_extractors::{BatchSink, EvidenceTable, SCHEMA_VERSION, SinkError};
 
 use crate::error::{Result, io_error};
 use crate::lock::FileLock;
+use crate::row_group_writer::RowGroupWriter;
 use crate::workspace::Workspace;
 
 /// Rows per Parquet row group (the unit of pruning).
@@ -116,7 +116,7 @@ pub struct StagedFile {
 }
 
 struct OpenPart {
-    writer: ArrowWriter<File>,
+    writer: RowGroupWriter,
     path: PathBuf,
     part: u32,
     rows: u64,
@@ -149,7 +149,7 @@ impl ParquetStagingSink {
         fs::create_dir_all(&table_dir)?;
         let path = table_dir.join(format!("part-{part:05}.parquet"));
         let file = File::create(&path)?;
-        let writer = ArrowWriter::try_new(file, table.schema(), Some(writer_properties(table)?))?;
+        let writer = RowGroupWriter::try_new(file, table.schema(), writer_properties(table)?)?;
         Ok(OpenPart {
             writer,
             path,
@@ -210,9 +210,9 @@ impl BatchSink for ParquetStagingSink {
 }
 
 /// A [`ParquetStagingSink`] on its own thread: batches go through a short
-/// bounded queue, so Parquet encoding and zstd (about a sixth of a JSON
-/// import's CPU) run on the second core while the extractor builds the next
-/// batches. Dropped without [`finish`](Self::finish), it still waits for the
+/// bounded queue, so Parquet encoding and zstd (about a fifth of a JSON
+/// import's CPU) run beside the extractor building the next batches (and a
+/// row group's columns on two threads, see [`RowGroupWriter`]). Dropped without [`finish`](Self::finish), it still waits for the
 /// thread, so the staging folder is never removed under a live writer.
 pub struct BackgroundParquetSink {
     queue: Option<SyncSender<(EvidenceTable, RecordBatch)>>,
@@ -287,7 +287,9 @@ impl Drop for BackgroundParquetSink {
     }
 }
 
-fn writer_properties(table: EvidenceTable) -> std::result::Result<WriterProperties, SinkError> {
+pub(crate) fn writer_properties(
+    table: EvidenceTable,
+) -> std::result::Result<WriterProperties, SinkError> {
     let schema = table.schema();
     let sorting: Vec<SortingColumn> = table
         .sort_columns()
@@ -324,9 +326,24 @@ fn writer_properties(table: EvidenceTable) -> std::result::Result<WriterProperti
                 .set_column_encoding(column.clone(), Encoding::DELTA_BINARY_PACKED)
                 .set_column_compression(column, Compression::UNCOMPRESSED);
         }
+        // Nearly unique per row: a dictionary would hold the whole row
+        // group (64 Ki rows never reach the 1 MiB dictionary limit), so
+        // every value was hashed for nothing.
+        for name in UNIQUE_COLUMNS {
+            builder = builder.set_column_dictionary_enabled(ColumnPath::from(name), false);
+        }
     }
     Ok(builder.build())
 }
+
+/// `trace_events` columns written without a dictionary.
+const UNIQUE_COLUMNS: [&str; 5] = [
+    "event_id",
+    "parent_event_id",
+    "correlation_id",
+    "external_id",
+    "args_json",
+];
 
 /// `trace_events` columns stored delta-packed and uncompressed.
 const FAST_DECODE_COLUMNS: [&str; 3] = ["ts_ns", "dur_ns", "self_ns"];

@@ -1,10 +1,10 @@
-//! Parsing one captured event object with borrowed serde types.
+//! Reading the fields of one indexed event.
 //!
-//! The scanner hands over the bytes of one array element. This module turns
-//! them into a [`RawEvent`] of borrowed slices (`&RawValue` for everything
-//! whose type varies between producers) without allocating in the common
-//! case. Objects are read with hand-written visitors rather than derive so
-//! duplicated keys are accepted (last wins) and counted instead of failing.
+//! The scanner thread indexes each array element ([`super::event_index`]);
+//! this module turns the spans into a [`RawEvent`] of borrowed slices of raw
+//! JSON text (for everything whose type varies between producers) and reads
+//! numbers, strings and times out of them without allocating in the common
+//! case.
 
 use std::borrow::Cow;
 use std::fmt;
@@ -13,6 +13,7 @@ use serde::Deserialize;
 use serde::de::{self, Deserializer, MapAccess, Visitor};
 use serde_json::value::RawValue;
 
+use super::event_index::{EventIndex, arg, field};
 use super::time::{TimeError, micros_text_to_ns};
 
 /// A map key, borrowed when it has no escapes.
@@ -40,119 +41,85 @@ impl<'de> Deserialize<'de> for Key<'de> {
     }
 }
 
-/// The fields of an event flameox reads; everything else is ignored.
+/// The fields of an event flameox reads, as raw JSON text; everything else
+/// is ignored.
 #[derive(Default, Debug)]
 pub struct RawEvent<'a> {
-    pub ph: Option<&'a RawValue>,
-    pub name: Option<&'a RawValue>,
-    pub cat: Option<&'a RawValue>,
-    pub ts: Option<&'a RawValue>,
-    pub dur: Option<&'a RawValue>,
-    pub pid: Option<&'a RawValue>,
-    pub tid: Option<&'a RawValue>,
-    pub id: Option<&'a RawValue>,
-    pub id2: Option<&'a RawValue>,
-    pub args: Option<&'a RawValue>,
-    pub bp: Option<&'a RawValue>,
+    pub ph: Option<&'a str>,
+    pub name: Option<&'a str>,
+    pub cat: Option<&'a str>,
+    pub ts: Option<&'a str>,
+    pub dur: Option<&'a str>,
+    pub pid: Option<&'a str>,
+    pub tid: Option<&'a str>,
+    pub id: Option<&'a str>,
+    pub id2: Option<&'a str>,
+    pub args: Option<&'a str>,
+    pub bp: Option<&'a str>,
+    /// The mapped members of `args` (empty unless `args` is an object).
+    pub args_view: ArgsView<'a>,
     /// Known keys that appeared more than once (the last one was kept).
     pub duplicate_keys: u32,
 }
 
-impl<'de> Deserialize<'de> for RawEvent<'de> {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct EventVisitor;
-        impl<'de> Visitor<'de> for EventVisitor {
-            type Value = RawEvent<'de>;
-            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-                f.write_str("a trace event object")
-            }
-            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
-                let mut e = RawEvent::default();
-                while let Some(Key(key)) = map.next_key::<Key<'de>>()? {
-                    let value: &'de RawValue = map.next_value()?;
-                    let slot = match key.as_ref() {
-                        "ph" => &mut e.ph,
-                        "name" => &mut e.name,
-                        "cat" => &mut e.cat,
-                        "ts" => &mut e.ts,
-                        "dur" => &mut e.dur,
-                        "pid" => &mut e.pid,
-                        "tid" => &mut e.tid,
-                        "id" => &mut e.id,
-                        "id2" => &mut e.id2,
-                        "args" => &mut e.args,
-                        "bp" => &mut e.bp,
-                        _ => continue,
-                    };
-                    if slot.replace(value).is_some() {
-                        e.duplicate_keys += 1;
-                    }
-                }
-                Ok(e)
-            }
+impl<'a> RawEvent<'a> {
+    /// The event whose text is `text`, from the spans the indexer found.
+    pub fn from_index(text: &'a str, index: &EventIndex) -> Self {
+        let f = |slot: usize| index.fields[slot].text(text);
+        let a = |slot: usize| index.args[slot].text(text);
+        RawEvent {
+            ph: f(field::PH),
+            name: f(field::NAME),
+            cat: f(field::CAT),
+            ts: f(field::TS),
+            dur: f(field::DUR),
+            pid: f(field::PID),
+            tid: f(field::TID),
+            id: f(field::ID),
+            id2: f(field::ID2),
+            args: f(field::ARGS),
+            bp: f(field::BP),
+            args_view: ArgsView {
+                correlation: a(arg::CORRELATION),
+                external_id: a(arg::EXTERNAL_ID),
+                device: a(arg::DEVICE),
+                context: a(arg::CONTEXT),
+                stream: a(arg::STREAM),
+                bytes: a(arg::BYTES),
+                graph_id: a(arg::GRAPH_ID),
+                graph_node_id: a(arg::GRAPH_NODE_ID),
+                name: a(arg::NAME),
+                device_id: a(arg::DEVICE_ID),
+                total_allocated: a(arg::TOTAL_ALLOCATED),
+                total_reserved: a(arg::TOTAL_RESERVED),
+                duplicate_keys: index.args_duplicate_keys,
+            },
+            duplicate_keys: index.duplicate_keys,
         }
-        d.deserialize_map(EventVisitor)
     }
 }
 
-/// The `args` fields flameox maps to columns.
+/// The `args` fields flameox maps to columns (raw JSON text).
 #[derive(Default, Debug)]
 pub struct ArgsView<'a> {
-    pub correlation: Option<&'a RawValue>,
-    pub external_id: Option<&'a RawValue>,
-    pub device: Option<&'a RawValue>,
-    pub context: Option<&'a RawValue>,
-    pub stream: Option<&'a RawValue>,
-    pub bytes: Option<&'a RawValue>,
-    pub graph_id: Option<&'a RawValue>,
-    pub graph_node_id: Option<&'a RawValue>,
-    pub name: Option<&'a RawValue>,
-    pub device_id: Option<&'a RawValue>,
-    pub total_allocated: Option<&'a RawValue>,
-    pub total_reserved: Option<&'a RawValue>,
+    pub correlation: Option<&'a str>,
+    pub external_id: Option<&'a str>,
+    pub device: Option<&'a str>,
+    pub context: Option<&'a str>,
+    pub stream: Option<&'a str>,
+    pub bytes: Option<&'a str>,
+    pub graph_id: Option<&'a str>,
+    pub graph_node_id: Option<&'a str>,
+    pub name: Option<&'a str>,
+    pub device_id: Option<&'a str>,
+    pub total_allocated: Option<&'a str>,
+    pub total_reserved: Option<&'a str>,
     pub duplicate_keys: u32,
 }
 
-impl<'de> Deserialize<'de> for ArgsView<'de> {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct ArgsVisitor;
-        impl<'de> Visitor<'de> for ArgsVisitor {
-            type Value = ArgsView<'de>;
-            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-                f.write_str("an args object")
-            }
-            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
-                let mut a = ArgsView::default();
-                while let Some(Key(key)) = map.next_key::<Key<'de>>()? {
-                    let value: &'de RawValue = map.next_value()?;
-                    let slot = match key.as_ref() {
-                        "correlation" => &mut a.correlation,
-                        "External id" | "external id" | "External ID" => &mut a.external_id,
-                        "device" => &mut a.device,
-                        "context" => &mut a.context,
-                        "stream" => &mut a.stream,
-                        "Bytes" | "bytes" => &mut a.bytes,
-                        "graph id" | "graph_id" | "graphId" => &mut a.graph_id,
-                        "graph node id" | "graph_node_id" | "graphNodeId" => &mut a.graph_node_id,
-                        "name" => &mut a.name,
-                        "Device Id" => &mut a.device_id,
-                        "Total Allocated" => &mut a.total_allocated,
-                        "Total Reserved" => &mut a.total_reserved,
-                        _ => continue,
-                    };
-                    if slot.replace(value).is_some() {
-                        a.duplicate_keys += 1;
-                    }
-                }
-                Ok(a)
-            }
-        }
-        d.deserialize_map(ArgsVisitor)
-    }
-}
-
 /// All `args` pairs in order, duplicates resolved last-wins (for counters).
-pub fn args_pairs(args: &RawValue) -> Option<Vec<(Cow<'_, str>, &RawValue)>> {
+/// Values are raw JSON text.
+pub fn args_pairs(args: &str) -> Option<Vec<(Cow<'_, str>, &str)>> {
     struct Pairs<'a>(Vec<(Cow<'a, str>, &'a RawValue)>);
     impl<'de> Deserialize<'de> for Pairs<'de> {
         fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
@@ -178,22 +145,13 @@ pub fn args_pairs(args: &RawValue) -> Option<Vec<(Cow<'_, str>, &RawValue)>> {
             d.deserialize_map(PairsVisitor)
         }
     }
-    serde_json::from_str::<Pairs>(args.get()).ok().map(|p| p.0)
-}
-
-/// Parses the `args` object (a non-object gives the empty view).
-pub fn args_view(args: Option<&RawValue>) -> ArgsView<'_> {
-    match args {
-        Some(raw) if raw.get().starts_with('{') => {
-            serde_json::from_str::<ArgsView>(raw.get()).unwrap_or_default()
-        }
-        _ => ArgsView::default(),
-    }
+    serde_json::from_str::<Pairs>(args)
+        .ok()
+        .map(|p| p.0.into_iter().map(|(k, v)| (k, v.get())).collect())
 }
 
 /// A JSON string value, borrowed when it needs no unescaping.
-pub fn raw_str(v: &RawValue) -> Option<Cow<'_, str>> {
-    let text = v.get();
+pub fn raw_str(text: &str) -> Option<Cow<'_, str>> {
     let inner = text.strip_prefix('"')?.strip_suffix('"')?;
     if !inner.contains('\\') {
         return Some(Cow::Borrowed(inner));
@@ -202,10 +160,9 @@ pub fn raw_str(v: &RawValue) -> Option<Cow<'_, str>> {
 }
 
 /// The text of a scalar: a string's contents, or a number's digits.
-pub fn scalar_text(v: &RawValue) -> Option<Cow<'_, str>> {
-    let text = v.get();
+pub fn scalar_text(text: &str) -> Option<Cow<'_, str>> {
     if text.starts_with('"') {
-        raw_str(v)
+        raw_str(text)
     } else if text.starts_with(['{', '[']) || text == "null" {
         None
     } else {
@@ -214,7 +171,7 @@ pub fn scalar_text(v: &RawValue) -> Option<Cow<'_, str>> {
 }
 
 /// An integer from a number or numeric string (`"12"`, `12.0`, `"0x1f"`).
-pub fn raw_i64(v: &RawValue) -> Option<i64> {
+pub fn raw_i64(v: &str) -> Option<i64> {
     let text = scalar_text(v)?;
     int_from_text(text.trim())
 }
@@ -232,13 +189,13 @@ pub fn int_from_text(t: &str) -> Option<i64> {
 }
 
 /// A float from a number or numeric string.
-pub fn raw_f64(v: &RawValue) -> Option<f64> {
+pub fn raw_f64(v: &str) -> Option<f64> {
     let text = scalar_text(v)?;
     text.trim().parse::<f64>().ok().filter(|f| f.is_finite())
 }
 
 /// Microseconds (number or numeric string) → nanoseconds.
-pub fn raw_micros(v: &RawValue) -> Result<i64, TimeError> {
+pub fn raw_micros(v: &str) -> Result<i64, TimeError> {
     match scalar_text(v) {
         Some(text) => micros_text_to_ns(&text),
         None => Err(TimeError::Invalid),
@@ -248,29 +205,31 @@ pub fn raw_micros(v: &RawValue) -> Result<i64, TimeError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::chrome::event_index::Indexer;
+
+    fn indexed(text: &str) -> RawEvent<'_> {
+        let mut index = EventIndex::default();
+        Indexer::default()
+            .index(text.as_bytes(), &mut index)
+            .unwrap();
+        RawEvent::from_index(text, &index)
+    }
 
     #[test]
     fn duplicate_keys_last_wins() {
-        let e: RawEvent =
-            serde_json::from_str(r#"{"ph":"X","ph":"i","name":"a","zz":[1]}"#).unwrap();
-        assert_eq!(e.ph.map(|v| v.get()), Some("\"i\""));
+        let e = indexed(r#"{"ph":"X","ph":"i","name":"a","zz":[1]}"#);
+        assert_eq!(e.ph, Some("\"i\""));
         assert_eq!(e.duplicate_keys, 1);
     }
 
     #[test]
     fn numbers_as_strings() {
-        let v: &RawValue = serde_json::from_str("\"42\"").unwrap();
-        assert_eq!(raw_i64(v), Some(42));
-        let v: &RawValue = serde_json::from_str("42.0").unwrap();
-        assert_eq!(raw_i64(v), Some(42));
-        let v: &RawValue = serde_json::from_str("\"1.5\"").unwrap();
-        assert_eq!(raw_micros(v), Ok(1500));
-        let v: &RawValue = serde_json::from_str("\"a\\\"b\"").unwrap();
-        assert_eq!(raw_str(v).as_deref(), Some("a\"b"));
-        let a = args_view(Some(
-            serde_json::from_str(r#"{"External id":3,"Bytes":"7"}"#).unwrap(),
-        ));
-        assert_eq!(a.external_id.and_then(raw_i64), Some(3));
-        assert_eq!(a.bytes.and_then(raw_i64), Some(7));
+        assert_eq!(raw_i64("\"42\""), Some(42));
+        assert_eq!(raw_i64("42.0"), Some(42));
+        assert_eq!(raw_micros("\"1.5\""), Ok(1500));
+        assert_eq!(raw_str("\"a\\\"b\"").as_deref(), Some("a\"b"));
+        let e = indexed(r#"{"args":{"External id":3,"Bytes":"7"}}"#);
+        assert_eq!(e.args_view.external_id.and_then(raw_i64), Some(3));
+        assert_eq!(e.args_view.bytes.and_then(raw_i64), Some(7));
     }
 }

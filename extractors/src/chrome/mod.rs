@@ -1,14 +1,16 @@
 //! The Chrome Trace Event Format (JSON) extractor: Kineto / torch.profiler,
 //! Chromium, Node, JAX, py-spy and anything else that writes `traceEvents`.
 //!
-//! Pipeline: [`scanner`] streams array elements → [`event`] parses each with
-//! borrowed serde types → [`process`] interprets phases into a compact
+//! Pipeline: [`scanner`] streams array elements and [`event_index`] checks
+//! each and locates its fields (both on a second thread) → [`event`] reads
+//! the fields as borrowed text → [`process`] interprets phases into a compact
 //! [`store`] → at the end of input [`nesting`] computes parents, self time,
 //! flows and phases → [`emit`] writes sorted batches and feeds the shared
 //! [`crate::stacks`] reductions.
 
 pub mod emit;
 pub mod event;
+pub mod event_index;
 pub mod kinds;
 pub mod nesting;
 pub mod process;
@@ -285,7 +287,10 @@ fn handle_element(
         );
     }
     match std::str::from_utf8(bytes) {
-        Ok(text) => p.handle(this, text),
+        Ok(text) => match &element.index {
+            Ok(spans) => p.handle_indexed(this, text, spans),
+            Err(e) => p.malformed(this, &e.to_string()),
+        },
         Err(_) => {
             p.log.note("invalid_utf8_replaced", || {
                 format!("event #{this} has invalid UTF-8; replaced with U+FFFD")

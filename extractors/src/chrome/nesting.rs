@@ -177,29 +177,38 @@ pub fn fill_correlation_from_flows(
     if !needed {
         return 0;
     }
-    let mut groups: FastHashMap<u32, Vec<usize>> = FastHashMap::default();
+    // (flow key, bound slice), sorted so each key's slices are one run:
+    // no map of vectors (one allocation per flow key).
+    let mut bound: Vec<(u32, usize)> = flows
+        .iter()
+        .filter(|f| f.numeric_id != NONE)
+        .filter_map(|f| {
+            let track = tracks.find_thread(f.pid, f.tid)?;
+            bind(store, d, track as usize, f.ts, f.enclosing).map(|slice| (f.key, slice))
+        })
+        .collect();
+    bound.sort_unstable();
+    let runs = || bound.chunk_by(|a, b| a.0 == b.0);
+    let linked: FastHashMap<u32, i64> = runs()
+        .filter(|run| run.iter().any(|&(_, i)| store.device_activity[i]))
+        .map(|run| (run[0].0, NONE))
+        .collect();
+    if linked.is_empty() {
+        return 0;
+    }
+    // A key's id is the last flow's with that key (as before: any flow).
+    let mut ids = linked;
     for f in flows {
-        if f.numeric_id == NONE {
-            continue;
-        }
-        let Some(track) = tracks.find_thread(f.pid, f.tid) else {
-            continue;
-        };
-        if let Some(slice) = bind(store, d, track as usize, f.ts, f.enclosing) {
-            groups.entry(f.key).or_default().push(slice);
+        if let Some(id) = ids.get_mut(&f.key) {
+            *id = f.numeric_id;
         }
     }
     let mut filled = 0;
-    let mut keys: Vec<u32> = groups.keys().copied().collect();
-    keys.sort_unstable();
-    let ids: FastHashMap<u32, i64> = flows.iter().map(|f| (f.key, f.numeric_id)).collect();
-    for key in keys {
-        let slices = &groups[&key];
-        if !slices.iter().any(|&i| store.device_activity[i]) {
+    for run in runs() {
+        let Some(&id) = ids.get(&run[0].0) else {
             continue;
-        }
-        let Some(&id) = ids.get(&key) else { continue };
-        for &i in slices {
+        };
+        for &(_, i) in run {
             if store.correlation[i] == NONE {
                 store.correlation[i] = id;
                 filled += 1;

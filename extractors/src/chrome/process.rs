@@ -7,11 +7,8 @@
 
 use crate::FastHashMap;
 
-use serde_json::value::RawValue;
-
-use super::event::{
-    RawEvent, args_pairs, args_view, raw_f64, raw_i64, raw_micros, raw_str, scalar_text,
-};
+use super::event::{RawEvent, args_pairs, raw_f64, raw_i64, raw_micros, raw_str, scalar_text};
+use super::event_index::{EventIndex, Indexer};
 use super::kinds::{Classified, classify};
 use super::store::{
     CounterRow, EventStore, FlowPoint, Interner, NO_ID, NONE, NewEvent, bound_args,
@@ -48,9 +45,12 @@ pub struct Processor {
     pub bytes_unit: u32,
     /// Reused buffer for composed keys (no allocation per flow event).
     key_text: String,
+    /// For events not indexed by the scanner thread (see [`Self::handle`]).
+    indexer: Indexer,
+    index: EventIndex,
 }
 
-fn ident(v: Option<&RawValue>, strings: &mut Interner) -> Ident {
+fn ident(v: Option<&str>, strings: &mut Interner) -> Ident {
     let Some(v) = v else { return Ident::None };
     if let Some(i) = raw_i64(v) {
         return Ident::Int(i);
@@ -79,21 +79,31 @@ impl Processor {
             pyspy_seen: false,
             bytes_unit,
             key_text: String::new(),
+            indexer: Indexer::default(),
+            index: EventIndex::default(),
         }
     }
 
-    fn malformed(&mut self, index: u64, why: &str) {
+    pub fn malformed(&mut self, index: u64, why: &str) {
         self.log.note("malformed_event", || {
             format!("event #{index} was skipped: {why}")
         });
     }
 
-    /// Handles the event at array position `index` whose text is `text`.
+    /// Handles the event at array position `index` whose text is `text`
+    /// (indexing it here; the scanner thread indexes the usual events).
     pub fn handle(&mut self, index: u64, text: &str) {
-        let raw: RawEvent = match serde_json::from_str(text) {
-            Ok(raw) => raw,
-            Err(e) => return self.malformed(index, &e.to_string()),
-        };
+        let mut spans = std::mem::take(&mut self.index);
+        match self.indexer.index(text.as_bytes(), &mut spans) {
+            Ok(()) => self.handle_indexed(index, text, &spans),
+            Err(e) => self.malformed(index, &e.to_string()),
+        }
+        self.index = spans;
+    }
+
+    /// Handles an event the indexer accepted; `spans` locate its fields in `text`.
+    pub fn handle_indexed(&mut self, index: u64, text: &str, spans: &EventIndex) {
+        let raw = RawEvent::from_index(text, spans);
         if raw.duplicate_keys > 0 {
             self.log
                 .note_n("duplicate_keys", raw.duplicate_keys.into(), || {
@@ -107,7 +117,7 @@ impl Processor {
             return;
         };
         let name = raw.name.map_or(std::borrow::Cow::Borrowed(""), |n| {
-            raw_str(n).unwrap_or(std::borrow::Cow::Borrowed(n.get()))
+            raw_str(n).unwrap_or(std::borrow::Cow::Borrowed(n))
         });
         let cat = raw.cat.and_then(raw_str);
         if let Some(c) = cat.as_deref() {
@@ -156,8 +166,8 @@ impl Processor {
     }
 
     fn metadata(&mut self, raw: &RawEvent, name: &str, pid: Ident) {
-        let args = args_view(raw.args);
-        let Some(value) = args
+        let Some(value) = raw
+            .args_view
             .name
             .and_then(|v| scalar_text(v).map(|s| s.into_owned()))
         else {
@@ -290,14 +300,14 @@ impl Processor {
         }
         let instant = matches!(ph, b'i' | b'I' | b'R' | b'n' | b'T' | b'p');
         let class: Classified = classify(cat, name, instant);
-        let args = args_view(raw.args);
+        let args = &raw.args_view;
         if args.duplicate_keys > 0 {
             self.log
                 .note_n("duplicate_keys", args.duplicate_keys.into(), || {
                     format!("event #{index} args repeat a key; the last value was used")
                 });
         }
-        let get = |v: Option<&RawValue>| v.and_then(raw_i64).unwrap_or(NONE);
+        let get = |v: Option<&str>| v.and_then(raw_i64).unwrap_or(NONE);
         let mut device = get(args.device);
         let is_async = matches!(ph, b'b' | b'n' | b'S' | b'T' | b'p');
         let track = if is_async {
@@ -355,11 +365,10 @@ impl Processor {
             if dev >= 0 {
                 device = dev;
             }
-            self.memory(pid, device, ts, &args);
+            self.memory(pid, device, ts, args);
         }
         let args_text = raw
             .args
-            .map(|a| a.get())
             .filter(|t| *t != "{}")
             .map(|t| bound_args(t, self.max_args_bytes, ARGS_TRUNCATED_MARKER));
         let cat_id = cat.map_or(NO_ID, |c| self.strings.intern(c));

@@ -1,15 +1,17 @@
-//! The scanner on its own thread.
+//! The scanner and the event indexer on their own thread.
 //!
 //! Finding where each event starts and ends — and, for gzip input,
-//! inflating the stream and reading the file — is a fifth or more of a
+//! inflating the stream and reading the file — then checking each event's
+//! JSON and locating its fields ([`super::event_index`]) is about half of a
 //! Chrome import's CPU time. It runs here on a second core and hands whole
-//! events, in batches, to the parsing and processing thread through a small
-//! bounded channel. Events keep their order, so the evidence is identical
-//! to a single-threaded pass.
+//! events with their field spans, in batches, to the processing thread
+//! through a small bounded channel. Events keep their order, so the
+//! evidence is identical to a single-threaded pass.
 
 use std::io::BufRead;
 use std::sync::mpsc::{Receiver, SyncSender};
 
+use super::event_index::{EventIndex, Indexer, Malformed};
 use super::scanner::{Scanner, Step};
 use crate::api::ExtractError;
 
@@ -38,6 +40,9 @@ pub struct ScannedElement {
     pub control_chars: u32,
     /// Larger than the event limit (its bytes are incomplete).
     pub too_big: bool,
+    /// Where its fields are, or why it is not well-formed JSON (indexed
+    /// only for complete objects; the bytes may still hold invalid UTF-8).
+    pub index: Result<EventIndex, Malformed>,
 }
 
 /// How the scan ended, with the scanner (offset, metadata, corruption).
@@ -56,29 +61,34 @@ pub fn scan_batches<R: BufRead>(
     full: SyncSender<ScannedBatch>,
     empty: Receiver<ScannedBatch>,
 ) -> Result<ScanOutcome<R>, ExtractError> {
+    let mut indexer = Indexer::default();
     loop {
         let mut batch = empty.try_recv().unwrap_or_default();
         batch.bytes.clear();
         batch.elements.clear();
         let ended = loop {
-            match scanner.next_element(&mut batch.bytes)? {
-                Step::Element {
-                    is_object,
-                    control_chars,
-                    too_big,
-                } => {
+            match scanner.next_indexed(&mut batch.bytes, &mut indexer)? {
+                (
+                    Step::Element {
+                        is_object,
+                        control_chars,
+                        too_big,
+                    },
+                    index,
+                ) => {
                     batch.elements.push(ScannedElement {
                         end: batch.bytes.len(),
                         is_object,
                         control_chars,
                         too_big,
+                        index,
                     });
                     if batch.bytes.len() >= BATCH_BYTES || batch.elements.len() >= BATCH_EVENTS {
                         break None;
                     }
                 }
-                Step::End => break Some(false),
-                Step::Truncated => break Some(true),
+                (Step::End, _) => break Some(false),
+                (Step::Truncated, _) => break Some(true),
             }
         };
         batch.offset = scanner.offset();

@@ -12,6 +12,7 @@
 
 use std::io::{self, BufRead};
 
+use super::event_index::{EventIndex, Indexer, Malformed};
 use crate::api::ExtractError;
 use crate::detect::escape_head;
 use crate::input::CorruptCompressedStream;
@@ -20,6 +21,12 @@ use crate::input::CorruptCompressedStream;
 pub const MAX_EVENT_BYTES: usize = 64 << 20;
 /// Largest top-level metadata value kept.
 pub const MAX_METADATA_BYTES: usize = 1 << 20;
+
+/// The index of an element that is not a complete object (never read).
+const NOT_INDEXED: Malformed = Malformed {
+    what: "not indexed",
+    at: 0,
+};
 
 /// Where the scanner is in the document.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -293,6 +300,52 @@ impl<R: BufRead> Scanner<R> {
                 }
             }
         }
+    }
+
+    /// Like [`Self::next_element`], and indexes an object element (the
+    /// index is `Err` for any other element). The usual event lies whole in
+    /// the read buffer: it is indexed there and copied with one `memcpy`,
+    /// so its bytes are walked once. Otherwise (cut by the buffer's end,
+    /// raw control characters to escape, malformed) it is captured as by
+    /// `next_element` and the copy is indexed.
+    pub fn next_indexed(
+        &mut self,
+        buf: &mut Vec<u8>,
+        indexer: &mut Indexer,
+    ) -> Result<(Step, Result<EventIndex, Malformed>), ExtractError> {
+        let mut index = EventIndex::default();
+        loop {
+            match self.skip_ws()? {
+                Some(b',') => self.bump(),
+                Some(b'{') => {
+                    let chunk = fill(&mut self.reader, &mut self.corrupt)?;
+                    if let Ok(end) = indexer.index_prefix(chunk, &mut index) {
+                        buf.extend_from_slice(&chunk[..end]);
+                        self.reader.consume(end);
+                        self.offset += end as u64;
+                        let step = Step::Element {
+                            is_object: true,
+                            control_chars: 0,
+                            too_big: false,
+                        };
+                        return Ok((step, Ok(index)));
+                    }
+                    break;
+                }
+                _ => break,
+            }
+        }
+        let start = buf.len();
+        let step = self.next_element(buf)?;
+        let indexed = match step {
+            Step::Element {
+                is_object: true,
+                too_big: false,
+                ..
+            } => indexer.index(&buf[start..], &mut index).map(|()| index),
+            _ => Err(NOT_INDEXED),
+        };
+        Ok((step, indexed))
     }
 
     /// After the events array: reads the rest of the top-level object.
