@@ -117,37 +117,44 @@ pub struct ArgsView<'a> {
     pub duplicate_keys: u32,
 }
 
-/// All `args` pairs in order, duplicates resolved last-wins (for counters).
-/// Values are raw JSON text.
-pub fn args_pairs(args: &str) -> Option<Vec<(Cow<'_, str>, &str)>> {
-    struct Pairs<'a>(Vec<(Cow<'a, str>, &'a RawValue)>);
-    impl<'de> Deserialize<'de> for Pairs<'de> {
+/// An object's members in order, repeats included, as serde reads them
+/// (keys unescaped, values as raw JSON text); `None` if `text` is not one.
+pub fn object_members(text: &str) -> Option<Vec<(Cow<'_, str>, &str)>> {
+    struct Members<'a>(Vec<(Cow<'a, str>, &'a str)>);
+    impl<'de> Deserialize<'de> for Members<'de> {
         fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-            struct PairsVisitor;
-            impl<'de> Visitor<'de> for PairsVisitor {
-                type Value = Pairs<'de>;
+            struct MembersVisitor;
+            impl<'de> Visitor<'de> for MembersVisitor {
+                type Value = Members<'de>;
                 fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
                     f.write_str("an object")
                 }
                 fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
-                    let mut out: Vec<(Cow<'de, str>, &'de RawValue)> = Vec::new();
+                    let mut out = Vec::new();
                     while let Some(Key(key)) = map.next_key::<Key<'de>>()? {
                         let value: &'de RawValue = map.next_value()?;
-                        if let Some(slot) = out.iter_mut().find(|(k, _)| *k == key) {
-                            slot.1 = value;
-                        } else {
-                            out.push((key, value));
-                        }
+                        out.push((key, value.get()));
                     }
-                    Ok(Pairs(out))
+                    Ok(Members(out))
                 }
             }
-            d.deserialize_map(PairsVisitor)
+            d.deserialize_map(MembersVisitor)
         }
     }
-    serde_json::from_str::<Pairs>(args)
-        .ok()
-        .map(|p| p.0.into_iter().map(|(k, v)| (k, v.get())).collect())
+    serde_json::from_str::<Members>(text).ok().map(|m| m.0)
+}
+
+/// All `args` pairs in order, duplicates resolved last-wins in the first
+/// one's place (for counters). Values are raw JSON text.
+pub fn args_pairs(args: &str) -> Option<Vec<(Cow<'_, str>, &str)>> {
+    let mut out: Vec<(Cow<'_, str>, &str)> = Vec::new();
+    for (key, value) in object_members(args)? {
+        match out.iter_mut().find(|(k, _)| *k == key) {
+            Some(slot) => slot.1 = value,
+            None => out.push((key, value)),
+        }
+    }
+    Some(out)
 }
 
 /// A JSON string value, borrowed when it needs no unescaping.

@@ -1,47 +1,21 @@
 //! The indexer must accept exactly what serde_json accepts and find the same
 //! values. The reference here is serde itself: an object read member by
-//! member as `&RawValue` (keys unescaped), on real traces and on events
-//! mutated at seeded positions.
+//! member as `&RawValue` (keys unescaped, `event::object_members`), on real
+//! traces and on events mutated at seeded positions.
 
-use std::fmt;
+use std::borrow::Cow;
 use std::io::{BufReader, Read};
 use std::path::Path;
 
-use serde::Deserialize;
-use serde::de::{Deserializer, MapAccess, Visitor};
-use serde_json::value::RawValue;
-
 use super::*;
+use crate::chrome::event::object_members;
 use crate::chrome::scanner::{Scanner, Step as ScanStep};
-
-/// An object's members in order, as serde reads them.
-struct Members<'a>(Vec<(String, &'a RawValue)>);
-
-impl<'de> Deserialize<'de> for Members<'de> {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct V;
-        impl<'de> Visitor<'de> for V {
-            type Value = Members<'de>;
-            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-                f.write_str("an object")
-            }
-            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
-                let mut out = Vec::new();
-                while let Some(key) = map.next_key::<String>()? {
-                    out.push((key, map.next_value::<&'de RawValue>()?));
-                }
-                Ok(Members(out))
-            }
-        }
-        d.deserialize_map(V)
-    }
-}
 
 /// What serde finds: (event fields, duplicates, args fields, duplicates).
 type Found<'a> = (Vec<Option<&'a str>>, u32, Vec<Option<&'a str>>, u32);
 
 fn slots<'a>(
-    members: &[(String, &'a RawValue)],
+    members: &[(Cow<'a, str>, &'a str)],
     n: usize,
     slot_of: fn(&[u8]) -> Option<usize>,
 ) -> (Vec<Option<&'a str>>, u32) {
@@ -49,7 +23,7 @@ fn slots<'a>(
     let mut duplicates = 0;
     for (key, value) in members {
         if let Some(slot) = slot_of(key.as_bytes())
-            && values[slot].replace(value.get()).is_some()
+            && values[slot].replace(*value).is_some()
         {
             duplicates += 1;
         }
@@ -58,12 +32,11 @@ fn slots<'a>(
 }
 
 fn serde_reading(text: &str) -> Option<Found<'_>> {
-    let members = serde_json::from_str::<Members>(text).ok()?.0;
+    let members = object_members(text)?;
     let (fields, duplicates) = slots(&members, EVENT_FIELDS.len(), event_field_slot);
     let args_members = fields[field::ARGS]
         .filter(|a| a.starts_with('{'))
-        .and_then(|a| serde_json::from_str::<Members>(a).ok())
-        .map(|m| m.0)
+        .and_then(object_members)
         .unwrap_or_default();
     let (args, args_duplicates) = slots(&args_members, ARGS_FIELDS, args_field_slot);
     Some((fields, duplicates, args, args_duplicates))

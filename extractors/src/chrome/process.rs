@@ -47,7 +47,6 @@ pub struct Processor {
     key_text: String,
     /// For events not indexed by the scanner thread (see [`Self::handle`]).
     indexer: Indexer,
-    index: EventIndex,
 }
 
 fn ident(v: Option<&str>, strings: &mut Interner) -> Ident {
@@ -80,7 +79,6 @@ impl Processor {
             bytes_unit,
             key_text: String::new(),
             indexer: Indexer::default(),
-            index: EventIndex::default(),
         }
     }
 
@@ -93,12 +91,11 @@ impl Processor {
     /// Handles the event at array position `index` whose text is `text`
     /// (indexing it here; the scanner thread indexes the usual events).
     pub fn handle(&mut self, index: u64, text: &str) {
-        let mut spans = std::mem::take(&mut self.index);
+        let mut spans = EventIndex::default();
         match self.indexer.index(text.as_bytes(), &mut spans) {
             Ok(()) => self.handle_indexed(index, text, &spans),
             Err(e) => self.malformed(index, &e.to_string()),
         }
-        self.index = spans;
     }
 
     /// Handles an event the indexer accepted; `spans` locate its fields in `text`.
