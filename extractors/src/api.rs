@@ -60,12 +60,20 @@ pub struct ExtractOptions {
     /// A folder for spill files (removed as soon as they are opened); `None`
     /// keeps everything in memory.
     pub spill_dir: Option<std::path::PathBuf>,
+    /// Events a trace extractor holds in memory before it writes them to
+    /// sorted runs in `spill_dir` (bounded-memory import; about 130 bytes
+    /// per event). Ignored without a `spill_dir`.
+    pub spill_after_events: usize,
     /// Import-time variant (`--variant`), stamped on every `measurements` row.
     pub variant: Option<String>,
     /// Import-time parameters (`--param k=v`), merged into every
     /// `measurements` row's `parameters_json`.
     pub parameters: BTreeMap<String, String>,
 }
+
+/// Default [`ExtractOptions::spill_after_events`]: about 260 MiB of
+/// events (a Kineto trace of about 0.5 GB stays in memory).
+pub const DEFAULT_SPILL_AFTER_EVENTS: usize = 2 << 20;
 
 /// Appended to an `args_json` value that was cut to the row bound.
 pub const ARGS_TRUNCATED_MARKER: &str = "…[truncated]";
@@ -79,6 +87,7 @@ impl ExtractOptions {
             batch_rows: 64 * 1024,
             max_args_bytes: 4096,
             spill_dir: None,
+            spill_after_events: DEFAULT_SPILL_AFTER_EVENTS,
             variant: None,
             parameters: BTreeMap::new(),
         }

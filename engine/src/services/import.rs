@@ -357,6 +357,8 @@ impl ImportCall<'_> {
         let extract = |sink: &mut dyn BatchSink, spill_dir: &Path| {
             let mut options = options.clone();
             options.spill_dir = Some(spill_dir.to_path_buf());
+            options.spill_after_events =
+                usize::try_from(self.ws.config.import.events_in_memory).unwrap_or(usize::MAX);
             let observer = ObserverAdapter {
                 progress: self.progress,
                 done_before,

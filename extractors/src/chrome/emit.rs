@@ -10,16 +10,18 @@ use std::collections::BTreeMap;
 use crate::FastHashMap;
 use std::sync::Arc;
 
-use arrow::array::{ArrayRef, Float64Array, Int32Array, Int64Array, StringArray, UInt64Array};
+use arrow::array::{ArrayRef, Float64Array, Int64Array, StringArray, UInt64Array};
 use arrow::record_batch::RecordBatch;
 
+use super::event_batch::{EventBatch, NO_PARENT};
 use super::kinds::EventKind;
-use super::nesting::{Derived, PHASE_CORRELATION, PHASE_PROFILER_STEP, PHASE_RANGE};
+use super::nesting::Derived;
 use super::process::Processor;
-use super::store::{NO_ID, NONE, opt, opt_id};
+use super::record::EventRecord;
+use super::store::{Interner, NO_ID, opt, opt_id};
 use super::tracks::{Ident, Track, TrackKind};
 use crate::api::{BatchSink, ExtractError};
-use crate::arrow_util::{DictColumn, IdDictColumn, const_dict};
+use crate::arrow_util::{DictColumn, const_dict};
 use crate::schema::EvidenceTable;
 use crate::stacks::{MetricId, StackAggregator, ThreadInfo};
 
@@ -35,7 +37,7 @@ pub struct Emitter<'a> {
 pub use crate::api::CountingSink;
 
 impl Emitter<'_> {
-    fn write(
+    pub(crate) fn write(
         &mut self,
         table: EvidenceTable,
         mut columns: Vec<ArrayRef>,
@@ -64,100 +66,20 @@ pub fn emit_trace_events(em: &mut Emitter, p: &Processor, d: &Derived) -> Result
     let s = &p.store;
     let mut order: Vec<u32> = (0..s.len() as u32).collect();
     order.sort_unstable_by_key(|&i| (s.ts[i as usize], s.event_id[i as usize]));
-    let track_of = |i: usize| -> &Track { &p.tracks.list[s.track[i] as usize] };
-    let on_gpu = |i: usize| track_of(i).kind == TrackKind::GpuStream;
+    let mut batch = EventBatch::default();
     for chunk in order.chunks(em.batch_rows.max(1)) {
-        let idx: Vec<usize> = chunk.iter().map(|&i| i as usize).collect();
-        let args = s.args_array(&idx)?;
-        // Interned ids (and enum codes) stand for their texts, one-to-one.
-        let empty = p.strings.lookup("").unwrap_or(NO_ID);
-        let interned = |id: u32| opt_id(id).map(|id| (id, move || p.strings.get(id)));
-        let mut name = IdDictColumn::new();
-        let mut cat = IdDictColumn::new();
-        let mut kind = IdDictColumn::new();
-        let mut phase = IdDictColumn::new();
-        let mut phase_source = IdDictColumn::new();
-        for &i in &idx {
-            // A missing name is written as "" (what `Interner::get` gives).
-            let n = if s.name[i] == NO_ID { empty } else { s.name[i] };
-            name.push(Some((n, move || p.strings.get(n))));
-            cat.push(interned(s.cat[i]));
-            let k = s.kind[i];
-            kind.push(Some((k as u32, move || k.name())));
-            phase.push(interned(d.phase[i]));
-            let source = d.phase_source[i];
-            let source_name = match source {
-                PHASE_PROFILER_STEP => Some("profiler_step"),
-                PHASE_CORRELATION => Some("correlation"),
-                PHASE_RANGE => Some("nvtx_range"),
-                _ => None,
-            };
-            phase_source.push(source_name.map(|t| (u32::from(source), move || t)));
+        batch.clear();
+        for &i in chunk {
+            let i = i as usize;
+            let mut r = EventRecord::from_store(s, i);
+            r.parent_event_id = opt_id(d.parent[i]).map_or(NO_PARENT, |p| s.event_id[p as usize]);
+            r.depth = d.depth[i];
+            r.self_ns = d.self_ns[i];
+            let track = &p.tracks.list[s.track[i] as usize];
+            let thread = s.thread_override.get(&(i as u32)).copied();
+            batch.push(&r, track, thread, d.phase[i], d.phase_source[i]);
         }
-        let cols: Vec<ArrayRef> = vec![
-            Arc::new(UInt64Array::from_iter_values(
-                idx.iter().map(|&i| s.event_id[i]),
-            )),
-            Arc::new(
-                idx.iter()
-                    .map(|&i| opt_id(d.parent[i]).map(|p| s.event_id[p as usize]))
-                    .collect::<UInt64Array>(),
-            ),
-            Arc::new(Int32Array::from_iter_values(
-                idx.iter().map(|&i| d.depth[i]),
-            )),
-            Arc::new(Int64Array::from_iter_values(idx.iter().map(|&i| s.ts[i]))),
-            Arc::new(Int64Array::from_iter_values(idx.iter().map(|&i| s.dur[i]))),
-            Arc::new(Int64Array::from_iter_values(
-                idx.iter().map(|&i| d.self_ns[i]),
-            )),
-            name.finish(),
-            cat.finish(),
-            kind.finish(),
-            Arc::new(UInt64Array::from_iter_values(
-                idx.iter().map(|&i| u64::from(s.track[i])),
-            )),
-            Arc::new(
-                idx.iter()
-                    .map(|&i| match s.thread_override.get(&(i as u32)) {
-                        Some(&(pid, _)) => opt(pid),
-                        None => track_of(i).pid.int(),
-                    })
-                    .collect::<Int64Array>(),
-            ),
-            Arc::new(
-                idx.iter()
-                    .map(|&i| match s.thread_override.get(&(i as u32)) {
-                        Some(&(_, tid)) => opt(tid),
-                        None => track_of(i).tid.int(),
-                    })
-                    .collect::<Int64Array>(),
-            ),
-            opt_col(idx.iter().map(|&i| {
-                if s.device[i] == NONE && on_gpu(i) {
-                    track_of(i).device
-                } else {
-                    s.device[i]
-                }
-            })),
-            opt_col(idx.iter().map(|&i| s.context[i])),
-            opt_col(idx.iter().map(|&i| {
-                if s.stream[i] == NONE && on_gpu(i) {
-                    track_of(i).stream
-                } else {
-                    s.stream[i]
-                }
-            })),
-            opt_col(idx.iter().map(|&i| s.correlation[i])),
-            opt_col(idx.iter().map(|&i| s.external[i])),
-            opt_col(idx.iter().map(|&i| s.graph_id[i])),
-            opt_col(idx.iter().map(|&i| s.graph_node_id[i])),
-            opt_col(idx.iter().map(|&i| s.bytes[i])),
-            phase.finish(),
-            phase_source.finish(),
-            args,
-        ];
-        em.write(EvidenceTable::TraceEvents, cols, idx.len())?;
+        batch.write(em, &p.strings, &s.arena)?;
     }
     Ok(())
 }
@@ -276,44 +198,20 @@ pub fn aggregate_slices_into(
     include: impl Fn(EventKind) -> bool,
 ) {
     let s = &p.store;
-    let mut frame_of: FastHashMap<(u32, u32), u32> = FastHashMap::default();
+    let mut frames = SliceFrames::default();
     let mut stack_of = vec![NO_ID; s.len()];
     for (t, track) in p.tracks.list.iter().enumerate() {
         let events = d.track_events(t);
         if events.is_empty() {
             continue;
         }
-        let info = ThreadInfo {
-            pid: track.pid.int(),
-            tid: track.tid.int(),
-            thread_name: p.tracks.thread_name(track, &p.strings).map(str::to_string),
-            process_name: p
-                .tracks
-                .process_name(track.pid, &p.strings)
-                .map(str::to_string),
-        };
-        let thread = agg.thread(info);
+        let thread = agg.thread(thread_info(p, track));
         for &i in events {
             let i = i as usize;
             if s.instant[i] || s.dur[i] < 0 || !include(s.kind[i]) {
                 continue;
             }
-            let key = (s.name[i], s.cat[i]);
-            let frame = match frame_of.get(&key) {
-                Some(&f) => f,
-                None => {
-                    let f = agg.frame(
-                        p.strings.get(s.name[i]),
-                        None,
-                        None,
-                        opt_id(s.cat[i]).map(|c| p.strings.get(c)),
-                        s.kind[i].language(),
-                        true,
-                    );
-                    frame_of.insert(key, f);
-                    f
-                }
-            };
+            let frame = frames.frame(agg, &p.strings, s.name[i], s.cat[i], s.kind[i]);
             // Nearest ancestor that has a stack (unterminated ones have none).
             let mut parent_stack = None;
             let mut a = d.parent[i];
@@ -328,5 +226,45 @@ pub fn aggregate_slices_into(
             stack_of[i] = stack;
             agg.add_metric_sample(metric, stack, thread, None, d.self_ns[i], 1);
         }
+    }
+}
+
+/// The stack-reduction thread of a track.
+pub fn thread_info(p: &Processor, track: &Track) -> ThreadInfo {
+    ThreadInfo {
+        pid: track.pid.int(),
+        tid: track.tid.int(),
+        thread_name: p.tracks.thread_name(track, &p.strings).map(str::to_string),
+        process_name: p
+            .tracks
+            .process_name(track.pid, &p.strings)
+            .map(str::to_string),
+    }
+}
+
+/// Frames of trace slices: `(function = name, module = category)`,
+/// interned once per `(name, category)`.
+#[derive(Default)]
+pub struct SliceFrames(FastHashMap<(u32, u32), u32>);
+
+impl SliceFrames {
+    pub fn frame(
+        &mut self,
+        agg: &mut StackAggregator,
+        strings: &Interner,
+        name: u32,
+        cat: u32,
+        kind: EventKind,
+    ) -> u32 {
+        *self.0.entry((name, cat)).or_insert_with(|| {
+            agg.frame(
+                strings.get(name),
+                None,
+                None,
+                opt_id(cat).map(|c| strings.get(c)),
+                kind.language(),
+                true,
+            )
+        })
     }
 }

@@ -32,6 +32,33 @@ pub enum EventKind {
 }
 
 impl EventKind {
+    /// Every kind, in code order (`kind as u8` is the index).
+    pub const ALL: [EventKind; 17] = [
+        EventKind::CpuSlice,
+        EventKind::PythonFunction,
+        EventKind::CpuOp,
+        EventKind::UserAnnotation,
+        EventKind::RuntimeApi,
+        EventKind::DriverApi,
+        EventKind::Kernel,
+        EventKind::Memcpy,
+        EventKind::Memset,
+        EventKind::Sync,
+        EventKind::GraphLaunch,
+        EventKind::Instant,
+        EventKind::GpuUserAnnotation,
+        EventKind::Communication,
+        EventKind::SchedSlice,
+        EventKind::ThreadState,
+        EventKind::NvtxRange,
+    ];
+
+    /// The kind whose `kind as u8` is `code` (a new variant must join
+    /// [`EventKind::ALL`]: the assertion below fails to compile otherwise).
+    pub fn from_code(code: u8) -> Option<EventKind> {
+        Self::ALL.get(usize::from(code)).copied()
+    }
+
     /// The value written to the `kind` column.
     pub fn name(self) -> &'static str {
         match self {
@@ -179,9 +206,20 @@ pub fn classify(category: Option<&str>, name: &str, instant: bool) -> Classified
     }
 }
 
+const _: () = assert!(EventKind::NvtxRange as usize + 1 == EventKind::ALL.len());
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn codes_name_every_kind_in_order() {
+        for (code, kind) in EventKind::ALL.iter().enumerate() {
+            assert_eq!(*kind as usize, code);
+            assert_eq!(EventKind::from_code(code as u8), Some(*kind));
+        }
+        assert_eq!(EventKind::from_code(EventKind::ALL.len() as u8), None);
+    }
 
     #[test]
     fn mapping_table() {

@@ -10,10 +10,16 @@
 
 pub mod emit;
 pub mod event;
+pub mod event_batch;
 pub mod event_index;
+pub mod external;
+#[cfg(test)]
+mod external_tests;
 pub mod kinds;
 pub mod nesting;
 pub mod process;
+pub mod record;
+pub mod runs;
 pub mod scan_thread;
 pub mod scanner;
 pub mod store;
@@ -27,6 +33,7 @@ use std::sync::mpsc::{Receiver, Sender, channel, sync_channel};
 use crate::api::{BatchSink, ExtractError, ExtractObserver, ExtractOptions, ExtractionSummary};
 use crate::stacks::ReductionSpec;
 use emit::{CountingSink, Emitter};
+use external::{EventsOutcome, Spill};
 use process::Processor;
 use scan_thread::ScannedBatch;
 use scanner::Scanner;
@@ -47,17 +54,40 @@ pub fn extract_chrome_json<R: BufRead + Send>(
     sink: &mut dyn BatchSink,
     observer: &dyn ExtractObserver,
 ) -> Result<ExtractionSummary, ExtractError> {
+    extract_chrome_json_spilling(reader, options, sink, observer).map(|(summary, _)| summary)
+}
+
+/// [`extract_chrome_json`], also returning how many events went through
+/// spill runs ([`external`]).
+pub(crate) fn extract_chrome_json_spilling<R: BufRead + Send>(
+    reader: R,
+    options: &ExtractOptions,
+    sink: &mut dyn BatchSink,
+    observer: &dyn ExtractObserver,
+) -> Result<(ExtractionSummary, u64), ExtractError> {
     let mut scanner = Scanner::new(reader);
     scanner.start()?;
     let mut p = Processor::new(options.max_args_bytes);
     p.store.arena = store::ArgsArena::new(options.spill_dir.clone());
+    let spill_to = options
+        .spill_dir
+        .as_deref()
+        .map(|dir| (dir, options.spill_after_events));
+    let mut spill = None;
     let mut index: u64 = 0;
     let (full_tx, full_rx) = sync_channel(scan_thread::BATCHES_IN_FLIGHT);
     let (empty_tx, empty_rx) = channel();
     let (processed, scanned) = std::thread::scope(|threads| {
         let scanning = threads.spawn(move || scan_thread::scan_batches(scanner, full_tx, empty_rx));
         // Owns the receiver: returning (even early) hangs up on the scanner.
-        let processed = process_batches(&mut p, &mut index, full_rx, empty_tx, observer);
+        let processed = process_batches(
+            &mut p,
+            &mut index,
+            (full_rx, empty_tx),
+            observer,
+            spill_to,
+            &mut spill,
+        );
         (processed, scanning.join())
     });
     let scanned = scanned.map_err(|_| ExtractError::Parse {
@@ -106,17 +136,6 @@ pub fn extract_chrome_json<R: BufRead + Send>(
     p.close_open();
 
     p.store.arena.finish_writes()?;
-    let mut derived = nesting::nest(&p.store, &mut p.tracks, &mut p.log);
-    let filled = nesting::fill_correlation_from_flows(&mut p.store, &derived, &p.tracks, &p.flows);
-    p.log.note_n("correlation_from_flow", filled, || {
-        "device activity without a correlation id was linked to its launch through a flow id"
-            .to_string()
-    });
-    let has_phases = nesting::assign_phases(&p.store, &p.strings, &mut derived);
-    if observer.cancelled() {
-        return Err(ExtractError::Cancelled);
-    }
-
     let metadata = summarize_metadata(&scanner.metadata);
     let kineto_meta = [
         "schemaVersion",
@@ -133,10 +152,12 @@ pub fn extract_chrome_json<R: BufRead + Send>(
         sink,
         rows: BTreeMap::new(),
     };
-    emit::emit_trace_events(&mut em, &p, &derived)?;
+    let events = match spill {
+        Some(spill) => spill.finish(&mut p, &mut em, observer)?,
+        None => in_memory_events(&mut p, &mut em, observer)?,
+    };
     emit::emit_tracks(&mut em, &p)?;
     emit::emit_counters(&mut em, &p)?;
-    let agg = emit::aggregate_slices(&p, &derived);
     let spec = ReductionSpec {
         metric: "trace.wall_ns".to_string(),
         weight_unit: "ns".to_string(),
@@ -147,7 +168,7 @@ pub fn extract_chrome_json<R: BufRead + Send>(
             inner: &mut *em.sink,
             rows: &mut em.rows,
         };
-        agg.finish(
+        events.agg.finish(
             &options.run_id,
             &options.artifact_id,
             &spec,
@@ -160,24 +181,9 @@ pub fn extract_chrome_json<R: BufRead + Send>(
         rows.entry(table.name().to_string()).or_insert(0);
     }
 
-    let s = &p.store;
-    let mut span: Option<(i64, i64)> = None;
-    for i in 0..s.len() {
-        let end = if s.dur[i] < 0 { s.ts[i] } else { s.end(i) };
-        span = Some(match span {
-            None => (s.ts[i], end),
-            Some((a, b)) => (a.min(s.ts[i]), b.max(end)),
-        });
-    }
     let mut coverage = BTreeMap::new();
-    coverage.insert(
-        "correlation_ids".to_string(),
-        s.correlation.iter().any(|&c| c != store::NONE),
-    );
-    coverage.insert(
-        "external_ids".to_string(),
-        s.external.iter().any(|&c| c != store::NONE),
-    );
+    coverage.insert("correlation_ids".to_string(), events.any_correlation);
+    coverage.insert("external_ids".to_string(), events.any_external);
     coverage.insert(
         "stream_identity".to_string(),
         p.tracks
@@ -185,8 +191,8 @@ pub fn extract_chrome_json<R: BufRead + Send>(
             .iter()
             .any(|t| t.kind == TrackKind::GpuStream && t.stream != store::NONE),
     );
-    coverage.insert("phase_annotations".to_string(), has_phases);
-    coverage.insert("flows".to_string(), !p.flows.is_empty());
+    coverage.insert("phase_annotations".to_string(), events.has_phases);
+    coverage.insert("flows".to_string(), events.flow_endpoints > 0);
     coverage.insert("counters".to_string(), !p.counters.is_empty());
     coverage.insert("symbolized_frames".to_string(), true);
     let producer = options.producer.clone().unwrap_or_else(|| {
@@ -199,19 +205,19 @@ pub fn extract_chrome_json<R: BufRead + Send>(
         }
     });
     let mut metadata = metadata;
-    if !p.flows.is_empty() {
+    if events.flow_endpoints > 0 {
         metadata.insert(
             "flow_endpoints".to_string(),
-            serde_json::json!(p.flows.len()),
+            serde_json::json!(events.flow_endpoints),
         );
     }
-    Ok(ExtractionSummary {
+    let summary = ExtractionSummary {
         extractor: CHROME_EXTRACTOR_NAME.to_string(),
         extractor_version: CHROME_EXTRACTOR_VERSION.to_string(),
         format: crate::detect::FormatKind::ChromeJson.name().to_string(),
         producer,
         rows,
-        time_span_ns: span,
+        time_span_ns: events.span,
         tracks: p.tracks.list.len() as u64,
         coverage,
         limitations: p.log.into_limitations(),
@@ -219,17 +225,59 @@ pub fn extract_chrome_json<R: BufRead + Send>(
         input_bytes: scanner.offset(),
         input_events: index,
         max_event_dur_ns: None,
+    };
+    Ok((summary, events.spilled_events))
+}
+
+/// Nests, links and emits the events held in memory.
+fn in_memory_events(
+    p: &mut Processor,
+    em: &mut Emitter,
+    observer: &dyn ExtractObserver,
+) -> Result<EventsOutcome, ExtractError> {
+    let mut derived = nesting::nest(&p.store, &mut p.tracks, &mut p.log);
+    let filled = nesting::fill_correlation_from_flows(&mut p.store, &derived, &p.tracks, &p.flows);
+    p.log.note_n("correlation_from_flow", filled, || {
+        "device activity without a correlation id was linked to its launch through a flow id"
+            .to_string()
+    });
+    let has_phases = nesting::assign_phases(&p.store, &p.strings, &mut derived);
+    if observer.cancelled() {
+        return Err(ExtractError::Cancelled);
+    }
+    emit::emit_trace_events(em, p, &derived)?;
+    let agg = emit::aggregate_slices(p, &derived);
+    let s = &p.store;
+    let mut span: Option<(i64, i64)> = None;
+    for i in 0..s.len() {
+        let end = if s.dur[i] < 0 { s.ts[i] } else { s.end(i) };
+        span = Some(match span {
+            None => (s.ts[i], end),
+            Some((a, b)) => (a.min(s.ts[i]), b.max(end)),
+        });
+    }
+    Ok(EventsOutcome {
+        agg,
+        span,
+        any_correlation: s.correlation.iter().any(|&c| c != store::NONE),
+        any_external: s.external.iter().any(|&c| c != store::NONE),
+        has_phases,
+        flow_endpoints: p.flows.len() as u64,
+        spilled_events: 0,
     })
 }
 
 /// Parses and processes the scanned batches in order (the calling thread's
 /// half of the pipeline), polling progress and cancellation.
+/// When `spill_to` names a folder, events beyond its budget go to spill
+/// runs there ([`external`]).
 fn process_batches(
     p: &mut Processor,
     index: &mut u64,
-    full: Receiver<ScannedBatch>,
-    empty: Sender<ScannedBatch>,
+    (full, empty): (Receiver<ScannedBatch>, Sender<ScannedBatch>),
     observer: &dyn ExtractObserver,
+    spill_to: Option<(&std::path::Path, usize)>,
+    spill: &mut Option<Spill>,
 ) -> Result<(), ExtractError> {
     if observer.cancelled() {
         return Err(ExtractError::Cancelled);
@@ -253,6 +301,17 @@ fn process_batches(
         }
         // The scanner may have finished already; a lost buffer is harmless.
         let _ = empty.send(batch);
+        if let Some((dir, budget)) = spill_to
+            && p.store.len() >= budget
+        {
+            let spill = match spill {
+                Some(spill) => spill,
+                None => spill.insert(Spill::create(dir, budget)?),
+            };
+            if spill.due(&p.store) {
+                spill.write_run(p, false)?;
+            }
+        }
     }
     Ok(())
 }

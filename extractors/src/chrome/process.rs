@@ -426,6 +426,34 @@ impl Processor {
         }
     }
 
+    /// Store rows of begins still waiting for their end (ascending).
+    pub fn open_rows(&self) -> Vec<usize> {
+        let mut rows: Vec<usize> = self
+            .open_slices
+            .values()
+            .chain(self.open_async.values())
+            .flatten()
+            .copied()
+            .collect();
+        rows.sort_unstable();
+        rows.dedup();
+        rows
+    }
+
+    /// Renumbers the open rows after [`EventStore::retain_rows`] kept
+    /// `kept` (which holds every open row).
+    pub fn renumber_open(&mut self, kept: &[usize]) {
+        let lists = self
+            .open_slices
+            .values_mut()
+            .chain(self.open_async.values_mut());
+        for row in lists.flatten() {
+            if let Ok(new) = kept.binary_search(row) {
+                *row = new;
+            }
+        }
+    }
+
     /// Counts begins that never ended (they keep `dur_ns = -1`).
     pub fn close_open(&mut self) {
         let open: u64 = self

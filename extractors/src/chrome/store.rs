@@ -239,6 +239,29 @@ impl ArgsArena {
         Ok(())
     }
 
+    /// The `args_json` column of one batch, built straight from the arena
+    /// (no `String` per row): one `(start, len)` per row, `len == NO_ID`
+    /// for a row without args.
+    pub fn column(&self, rows: &[(u64, u32)]) -> io::Result<ArrayRef> {
+        let mut column = StringBuilder::with_capacity(rows.len(), 0);
+        let pieces: Vec<(u64, u32)> = rows.iter().copied().filter(|r| r.1 != NO_ID).collect();
+        // Pieces come in row order, so rows without args are emitted
+        // between them as the cursor passes.
+        let mut rest = rows.iter();
+        self.for_each_piece(&pieces, |text| {
+            for &(_, len) in rest.by_ref() {
+                if len == NO_ID {
+                    column.append_null();
+                } else {
+                    column.append_value(text);
+                    break;
+                }
+            }
+        })?;
+        rest.for_each(|_| column.append_null());
+        Ok(Arc::new(column.finish()))
+    }
+
     /// Whether the text lives on disk.
     pub fn spilled(&self) -> bool {
         self.spill.is_some()
@@ -246,20 +269,29 @@ impl ArgsArena {
 }
 
 fn open_spill(dir: &std::path::Path, already: &[u8]) -> io::Result<BufWriter<File>> {
+    let mut writer = BufWriter::with_capacity(1 << 20, open_unlinked(dir, "args")?);
+    writer.write_all(already)?;
+    Ok(writer)
+}
+
+/// Creates a read-write file in `dir` and unlinks it at once, so it
+/// vanishes with the process whatever happens (crash, kill, error).
+pub fn open_unlinked(dir: &std::path::Path, label: &str) -> io::Result<File> {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let serial = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let nanos = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_nanos())
         .unwrap_or(0);
-    let path = dir.join(format!("args-{}-{nanos}.spill", std::process::id()));
+    let name = format!("{label}-{}-{nanos}-{serial}.spill", std::process::id());
+    let path = dir.join(name);
     let file = std::fs::OpenOptions::new()
         .read(true)
         .write(true)
         .create_new(true)
         .open(&path)?;
     std::fs::remove_file(&path)?;
-    let mut writer = BufWriter::with_capacity(1 << 20, file);
-    writer.write_all(already)?;
-    Ok(writer)
+    Ok(file)
 }
 
 /// The kept events, column by column.
@@ -342,37 +374,41 @@ impl EventStore {
         self.arena.read(self.args_start[i], len).map(Some)
     }
 
-    /// The `args_json` column of one batch, built straight from the arena
-    /// (no `String` per row).
-    pub fn args_array(&self, rows: &[usize]) -> io::Result<ArrayRef> {
-        let mut column = StringBuilder::with_capacity(rows.len(), 0);
-        self.for_each_args(rows, |text| column.append_option(text))?;
-        Ok(Arc::new(column.finish()))
-    }
-
-    /// Calls `each` with every row's `args_json` text (`None`: no args), in
-    /// `rows` order.
-    fn for_each_args(&self, rows: &[usize], mut each: impl FnMut(Option<&str>)) -> io::Result<()> {
-        let pieces: Vec<(u64, u32)> = rows
-            .iter()
-            .filter(|&&i| self.args_len[i] != NO_ID)
-            .map(|&i| (self.args_start[i], self.args_len[i]))
-            .collect();
-        // Pieces come in `rows` order, so rows without args are emitted
-        // between them as the cursor passes.
-        let mut rest = rows.iter();
-        self.arena.for_each_piece(&pieces, |text| {
-            for &i in rest.by_ref() {
-                if self.args_len[i] == NO_ID {
-                    each(None);
-                } else {
-                    each(Some(text));
-                    break;
-                }
+    /// Keeps only the rows `keep` (ascending), renumbered from 0 in that
+    /// order. The arena stays whole: rows already written elsewhere keep
+    /// pointing into it.
+    pub fn retain_rows(&mut self, keep: &[usize]) {
+        fn retain<T: Copy>(column: &mut Vec<T>, keep: &[usize]) {
+            for (new, &old) in keep.iter().enumerate() {
+                column[new] = column[old];
             }
-        })?;
-        rest.for_each(|_| each(None));
-        Ok(())
+            column.truncate(keep.len());
+        }
+        retain(&mut self.event_id, keep);
+        retain(&mut self.ts, keep);
+        retain(&mut self.dur, keep);
+        retain(&mut self.name, keep);
+        retain(&mut self.cat, keep);
+        retain(&mut self.kind, keep);
+        retain(&mut self.instant, keep);
+        retain(&mut self.device_activity, keep);
+        retain(&mut self.track, keep);
+        retain(&mut self.device, keep);
+        retain(&mut self.context, keep);
+        retain(&mut self.stream, keep);
+        retain(&mut self.correlation, keep);
+        retain(&mut self.external, keep);
+        retain(&mut self.graph_id, keep);
+        retain(&mut self.graph_node_id, keep);
+        retain(&mut self.bytes, keep);
+        retain(&mut self.args_start, keep);
+        retain(&mut self.args_len, keep);
+        let overrides = std::mem::take(&mut self.thread_override);
+        self.thread_override = keep
+            .iter()
+            .enumerate()
+            .filter_map(|(new, &old)| Some((new as u32, *overrides.get(&(old as u32))?)))
+            .collect();
     }
 
     /// The end of a slice (`i64::MAX` when unterminated).

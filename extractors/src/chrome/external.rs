@@ -1,0 +1,744 @@
+//! Bounded-memory events: when a trace holds more events than fit the
+//! in-memory budget, they leave the store in sorted runs and nesting,
+//! flows, phases and output run as merges over those runs.
+//!
+//! 1. While reading, every `spill_after_events` events the finished ones
+//!    (all but begins still waiting for their end) are sorted by
+//!    `(track, ts, dur desc, event_id)` and written as one run; flow
+//!    endpoints go to their own spill file; `ProfilerStep#N` slices are
+//!    kept aside (there are few).
+//! 2. The runs are merged per track, in nesting order, and walked with a
+//!    stack, exactly like [`super::nesting::nest`]: a slice's parent is the
+//!    stack top, its self time is known when it leaves the stack. The walk
+//!    also binds flows, feeds the stack reductions, and writes the
+//!    finished rows as runs sorted by `(ts, event_id)`.
+//! 3. Those runs are merged into `trace_events` batches, with phases and
+//!    flow-filled correlation ids applied on the way.
+//!
+//! The output is the in-memory path's, row for row and batch for batch
+//! (`external_tests` compares them on the corpus). What stays in memory
+//! grows with tracks, flows only when correlation ids must be filled from
+//! them, and launches inside `ProfilerStep#N` (one entry each).
+
+use std::fs::File;
+use std::io::{self, BufReader, BufWriter, Read, Write};
+use std::path::{Path, PathBuf};
+
+use crate::FastHashMap;
+
+use super::emit::{Emitter, SliceFrames, thread_info};
+use super::event_batch::EventBatch;
+use super::nesting::{PHASE_CORRELATION, PHASE_NONE, PHASE_PROFILER_STEP};
+use super::process::Processor;
+use super::record::EventRecord;
+use super::runs::{RunFile, nesting_key, output_key};
+use super::store::{EventStore, FlowPoint, NO_ID, NONE, open_unlinked};
+use super::tracks::Ident;
+use crate::api::{ExtractError, ExtractObserver};
+use crate::stacks::StackAggregator;
+
+/// How often (in records) the merges poll cancellation.
+const POLL_EVERY: usize = 1 << 16;
+
+/// What the event tables' production leaves for the extraction summary.
+pub struct EventsOutcome {
+    pub agg: StackAggregator,
+    pub span: Option<(i64, i64)>,
+    pub any_correlation: bool,
+    pub any_external: bool,
+    pub has_phases: bool,
+    pub flow_endpoints: u64,
+    /// Events that went through spill runs (0: all in memory).
+    pub spilled_events: u64,
+}
+
+/// A `ProfilerStep#N` slice.
+#[derive(Debug, Clone, Copy)]
+struct Step {
+    ts: i64,
+    event_id: u64,
+    end: i64,
+    name: u32,
+}
+
+/// The spilled part of a trace's events, built up while reading.
+pub struct Spill {
+    dir: PathBuf,
+    runs: RunFile,
+    flows: BufWriter<File>,
+    flow_count: u64,
+    steps: Vec<Step>,
+    /// Per interned name: 0 not yet known, 1 not a step, 2 a step.
+    step_names: Vec<u8>,
+    needs_flow_fill: bool,
+    spilled_events: u64,
+    /// Rows per spilled run.
+    chunk: usize,
+    /// Store size at which the next run is written (open begins stay).
+    next_at: usize,
+}
+
+impl Spill {
+    pub fn create(dir: &Path, chunk: usize) -> io::Result<Self> {
+        let chunk = chunk.max(1);
+        Ok(Spill {
+            dir: dir.to_path_buf(),
+            runs: RunFile::create(dir, "events-by-track")?,
+            flows: BufWriter::with_capacity(1 << 20, open_unlinked(dir, "flows")?),
+            flow_count: 0,
+            steps: Vec::new(),
+            step_names: Vec::new(),
+            needs_flow_fill: false,
+            spilled_events: 0,
+            chunk,
+            next_at: chunk,
+        })
+    }
+
+    /// Whether the store has grown enough to write a run.
+    pub fn due(&self, store: &EventStore) -> bool {
+        store.len() >= self.next_at
+    }
+
+    /// Writes the store's finished events as one run and keeps only the
+    /// open begins (all events when `all`); flows go to their file.
+    pub fn write_run(&mut self, p: &mut Processor, all: bool) -> io::Result<()> {
+        let kept = if all { Vec::new() } else { p.open_rows() };
+        let s = &p.store;
+        let mut is_open = vec![false; s.len()];
+        for &k in &kept {
+            is_open[k] = true;
+        }
+        let mut rows: Vec<u32> = (0..s.len() as u32)
+            .filter(|&i| !is_open[i as usize])
+            .collect();
+        let eff_dur = |i: usize| if s.dur[i] < 0 { i64::MAX } else { s.dur[i] };
+        rows.sort_unstable_by(|&a, &b| {
+            let (a, b) = (a as usize, b as usize);
+            (s.track[a], s.ts[a])
+                .cmp(&(s.track[b], s.ts[b]))
+                .then(eff_dur(b).cmp(&eff_dur(a)))
+                .then(s.event_id[a].cmp(&s.event_id[b]))
+        });
+        for &i in &rows {
+            let i = i as usize;
+            if s.device_activity[i] && s.correlation[i] == NONE {
+                self.needs_flow_fill = true;
+            }
+            if !s.instant[i] && self.is_step(p, s.name[i]) {
+                self.steps.push(Step {
+                    ts: s.ts[i],
+                    event_id: s.event_id[i],
+                    end: s.end(i),
+                    name: s.name[i],
+                });
+            }
+        }
+        self.runs
+            .write_run(rows.iter().map(|&i| EventRecord::from_store(s, i as usize)))?;
+        self.spilled_events += rows.len() as u64;
+        p.store.retain_rows(&kept);
+        p.renumber_open(&kept);
+        self.next_at = p.store.len() + self.chunk;
+        let mut encoded = [0u8; FLOW_BYTES];
+        for f in p.flows.drain(..) {
+            encode_flow(&f, &mut encoded);
+            self.flows.write_all(&encoded)?;
+            self.flow_count += 1;
+        }
+        Ok(())
+    }
+
+    fn is_step(&mut self, p: &Processor, name: u32) -> bool {
+        if name == NO_ID {
+            return false;
+        }
+        let at = name as usize;
+        if at >= self.step_names.len() {
+            self.step_names.resize(at + 1, 0);
+        }
+        if self.step_names[at] == 0 {
+            let step = p.strings.get(name).starts_with("ProfilerStep#");
+            self.step_names[at] = if step { 2 } else { 1 };
+        }
+        self.step_names[at] == 2
+    }
+
+    /// Writes the rest of the events and produces `trace_events` (passes 2
+    /// and 3 above). The store is left empty.
+    pub fn finish(
+        mut self,
+        p: &mut Processor,
+        em: &mut Emitter,
+        observer: &dyn ExtractObserver,
+    ) -> Result<EventsOutcome, ExtractError> {
+        self.write_run(p, true)?;
+        // Drop the columns' capacity; the arena stays (rows point into it).
+        let arena = std::mem::take(&mut p.store.arena);
+        p.store = EventStore {
+            arena,
+            ..EventStore::default()
+        };
+        self.flows.flush()?;
+        // Flows matter only when some device activity lacks a correlation
+        // id; then they are read twice from their file rather than held.
+        let mut track_flows = Vec::new();
+        if self.needs_flow_fill {
+            for_each_flow(self.flows.get_ref(), self.flow_count, |f| {
+                if f.numeric_id != NONE
+                    && let Some(track) = p.tracks.find_thread(f.pid, f.tid)
+                {
+                    track_flows.push(TrackFlow {
+                        track,
+                        ts: f.ts,
+                        key: f.key,
+                        enclosing: f.enclosing,
+                    });
+                }
+            })?;
+        }
+        self.steps.sort_unstable_by_key(|s| (s.ts, s.event_id));
+        let mut walk = Walk::new(
+            &self.steps,
+            &self.dir,
+            self.chunk,
+            self.needs_flow_fill,
+            track_flows,
+        )?;
+        walk.run(&mut self.runs, p, observer)?;
+        let Walk {
+            mut by_time,
+            agg,
+            span,
+            any_correlation,
+            any_external,
+            bound,
+            launches,
+            ..
+        } = walk;
+        let filled = fill_from_flows(bound, |each| {
+            for_each_flow(self.flows.get_ref(), self.flow_count, |f| each(&f))
+        })?;
+        p.log.note_n("correlation_from_flow", filled.len() as u64, || {
+            "device activity without a correlation id was linked to its launch through a flow id"
+                .to_string()
+        });
+        let launch_phase = launch_phases(launches, &filled);
+        let mut batch = EventBatch::default();
+        let mut upto = 0;
+        for (n, record) in by_time.merge(output_key)?.enumerate() {
+            if n % POLL_EVERY == 0 && observer.cancelled() {
+                return Err(ExtractError::Cancelled);
+            }
+            let mut r = record?;
+            if r.correlation == NONE
+                && let Some(&id) = filled.get(&r.event_id)
+            {
+                r.correlation = id;
+            }
+            let (mut phase, mut source) = (NO_ID, PHASE_NONE);
+            if !self.steps.is_empty() {
+                while upto < self.steps.len() && self.steps[upto].ts <= r.ts {
+                    upto += 1;
+                }
+                if let Some(name) = step_at(&self.steps[..upto], r.ts) {
+                    (phase, source) = (name, PHASE_PROFILER_STEP);
+                }
+                if r.device_activity
+                    && r.correlation != NONE
+                    && let Some(&launch) = launch_phase.get(&r.correlation)
+                {
+                    (phase, source) = (launch, PHASE_CORRELATION);
+                }
+            }
+            let track = &p.tracks.list[r.track as usize];
+            batch.push(&r, track, None, phase, source);
+            if batch.len() >= em.batch_rows.max(1) {
+                batch.write(em, &p.strings, &p.store.arena)?;
+                batch.clear();
+            }
+        }
+        if !batch.is_empty() {
+            batch.write(em, &p.strings, &p.store.arena)?;
+        }
+        Ok(EventsOutcome {
+            agg,
+            span,
+            any_correlation: any_correlation || !filled.is_empty(),
+            any_external,
+            has_phases: !self.steps.is_empty(),
+            flow_endpoints: self.flow_count,
+            spilled_events: self.spilled_events,
+        })
+    }
+}
+
+/// The phase at `ts` among `steps` (sorted, all starting at or before
+/// `ts`): as [`super::nesting::assign_phases`], the latest of the last
+/// eight that contains `ts` or starts at it.
+fn step_at(steps: &[Step], ts: i64) -> Option<u32> {
+    steps
+        .iter()
+        .rev()
+        .take(8)
+        .find(|s| s.end > ts || s.ts == ts)
+        .map(|s| s.name)
+}
+
+/// A slice still on the nesting stack.
+struct Open {
+    r: EventRecord,
+    child_sum: i64,
+    /// Its stack-reduction node (`NO_ID`: not aggregated).
+    stack_id: u32,
+}
+
+/// A flow endpoint on a track, ready to bind.
+#[derive(Clone, Copy)]
+struct TrackFlow {
+    track: u32,
+    ts: i64,
+    key: u32,
+    enclosing: bool,
+}
+
+/// A flow bound to a slice: `(flow key, event id, device activity, has
+/// no correlation id)`.
+type Bound = (u32, u64, bool, bool);
+
+/// Pass 2's state.
+struct Walk<'a> {
+    steps: &'a [Step],
+    flows: Vec<TrackFlow>,
+    next_flow: usize,
+    /// Non-enclosing flows waiting for the next slice.
+    pending: Vec<u32>,
+    bound: Vec<Bound>,
+    stack: Vec<Open>,
+    /// The last non-instant slice of the current track.
+    last_slice: Option<EventRecord>,
+    frames: SliceFrames,
+    agg: StackAggregator,
+    thread: u32,
+    by_time: RunFile,
+    finished: Vec<EventRecord>,
+    chunk: usize,
+    keep_uncorrelated_launches: bool,
+    launches: Vec<(u64, i64, u32)>,
+    span: Option<(i64, i64)>,
+    any_correlation: bool,
+    any_external: bool,
+}
+
+impl<'a> Walk<'a> {
+    fn new(
+        steps: &'a [Step],
+        dir: &Path,
+        chunk: usize,
+        needs_flow_fill: bool,
+        mut track_flows: Vec<TrackFlow>,
+    ) -> io::Result<Self> {
+        // At one timestamp, non-enclosing flows first: they wait for the
+        // slice starting there, enclosing ones for everything starting there.
+        track_flows.sort_by_key(|f| (f.track, f.ts, f.enclosing));
+        Ok(Walk {
+            steps,
+            flows: track_flows,
+            next_flow: 0,
+            pending: Vec::new(),
+            bound: Vec::new(),
+            stack: Vec::new(),
+            last_slice: None,
+            frames: SliceFrames::default(),
+            agg: StackAggregator::new(),
+            thread: 0,
+            by_time: RunFile::create(dir, "events-by-time")?,
+            finished: Vec::with_capacity(chunk.min(1 << 20)),
+            chunk,
+            keep_uncorrelated_launches: needs_flow_fill,
+            launches: Vec::new(),
+            span: None,
+            any_correlation: false,
+            any_external: false,
+        })
+    }
+
+    fn run(
+        &mut self,
+        runs: &mut RunFile,
+        p: &mut Processor,
+        observer: &dyn ExtractObserver,
+    ) -> Result<(), ExtractError> {
+        let mut track = None;
+        for (n, record) in runs.merge(nesting_key)?.enumerate() {
+            if n % POLL_EVERY == 0 && observer.cancelled() {
+                return Err(ExtractError::Cancelled);
+            }
+            let r = record?;
+            if track != Some(r.track) {
+                if let Some(done) = track {
+                    self.end_track(done)?;
+                }
+                track = Some(r.track);
+                self.start_track(p, r.track);
+            }
+            self.slice(p, r)?;
+        }
+        if let Some(done) = track {
+            self.end_track(done)?;
+        }
+        self.flush_finished()?;
+        // Pass 3 does not need the buffer's capacity.
+        self.finished = Vec::new();
+        Ok(())
+    }
+
+    fn start_track(&mut self, p: &Processor, track: u32) {
+        let info = thread_info(p, &p.tracks.list[track as usize]);
+        self.thread = self.agg.thread(info);
+        self.last_slice = None;
+        // Flows on tracks without events bind to nothing.
+        while self.next_flow < self.flows.len() && self.flows[self.next_flow].track < track {
+            self.next_flow += 1;
+        }
+    }
+
+    /// Takes the next record of the track, in nesting order.
+    fn slice(&mut self, p: &mut Processor, mut r: EventRecord) -> io::Result<()> {
+        self.bind_flows_before(r.track, r.ts);
+        while let Some(top) = self.stack.last() {
+            if top.r.end() > r.ts {
+                break;
+            }
+            self.pop()?;
+        }
+        let depth = self.stack.len() as i32;
+        if let Some(top) = self.stack.last_mut() {
+            r.parent_event_id = top.r.event_id;
+            r.depth = depth;
+            if !r.instant {
+                let (end, top_end) = (r.end(), top.r.end());
+                if end > top_end {
+                    p.tracks.list[r.track as usize].improper = true;
+                    let (inner, outer) = (r.event_id, top.r.event_id);
+                    p.log.note("improper_nesting", || {
+                        format!("event #{inner} starts inside event #{outer} and ends after it")
+                    });
+                }
+                let covered = end.min(top_end).saturating_sub(r.ts);
+                top.child_sum = top.child_sum.saturating_add(covered);
+            }
+        }
+        if r.instant {
+            return self.finish_row(r, 0);
+        }
+        let mut stack_id = NO_ID;
+        if r.dur >= 0 {
+            let frame = self
+                .frames
+                .frame(&mut self.agg, &p.strings, r.name, r.cat, r.kind);
+            let parent = self
+                .stack
+                .iter()
+                .rev()
+                .map(|o| o.stack_id)
+                .find(|&id| id != NO_ID);
+            stack_id = self.agg.stack(parent, frame);
+        }
+        for key in self.pending.drain(..) {
+            self.bound
+                .push((key, r.event_id, r.device_activity, r.correlation == NONE));
+        }
+        self.last_slice = Some(r);
+        self.stack.push(Open {
+            r,
+            child_sum: 0,
+            stack_id,
+        });
+        Ok(())
+    }
+
+    /// Binds the track's flows that every slice up to `ts` decides:
+    /// enclosing ones before `ts`, and queues non-enclosing ones up to it
+    /// for the next slice.
+    fn bind_flows_before(&mut self, track: u32, ts: i64) {
+        while let Some(&f) = self.flows.get(self.next_flow) {
+            if f.track != track || f.ts > ts || (f.ts == ts && f.enclosing) {
+                break;
+            }
+            self.next_flow += 1;
+            if f.enclosing {
+                if let Some(b) = self.enclosing(f) {
+                    self.bound.push(b);
+                }
+            } else {
+                self.pending.push(f.key);
+            }
+        }
+    }
+
+    /// The slice an enclosing flow binds to once every slice starting at
+    /// or before it was taken: the last slice if it contains (or starts at)
+    /// the flow, else its nearest such ancestor. Ancestors that already
+    /// left the stack ended before the flow, so the stack is enough.
+    fn enclosing(&self, f: TrackFlow) -> Option<Bound> {
+        let last = self.last_slice?;
+        let holds = |r: &EventRecord| r.ts == f.ts || r.end() > f.ts;
+        let hit = std::iter::once(last)
+            .chain(self.stack.iter().rev().map(|o| o.r))
+            .find(|r| holds(r))?;
+        Some((
+            f.key,
+            hit.event_id,
+            hit.device_activity,
+            hit.correlation == NONE,
+        ))
+    }
+
+    /// Binds the track's remaining flows (non-enclosing ones after its
+    /// last slice bind to nothing) and finishes the slices still open.
+    fn end_track(&mut self, track: u32) -> io::Result<()> {
+        while let Some(&f) = self.flows.get(self.next_flow) {
+            if f.track != track {
+                break;
+            }
+            self.next_flow += 1;
+            if f.enclosing
+                && let Some(b) = self.enclosing(f)
+            {
+                self.bound.push(b);
+            }
+        }
+        self.pending.clear();
+        while !self.stack.is_empty() {
+            self.pop()?;
+        }
+        Ok(())
+    }
+
+    fn pop(&mut self) -> io::Result<()> {
+        let Some(open) = self.stack.pop() else {
+            return Ok(());
+        };
+        let self_ns = self_time(&open.r, open.child_sum);
+        if open.stack_id != NO_ID {
+            self.agg
+                .add_metric_sample(0, open.stack_id, self.thread, None, self_ns, 1);
+        }
+        self.finish_row(open.r, open.child_sum)
+    }
+
+    /// A row whose nesting is complete: counted, and queued for output.
+    fn finish_row(&mut self, mut r: EventRecord, child_sum: i64) -> io::Result<()> {
+        r.self_ns = self_time(&r, child_sum);
+        let end = if r.dur < 0 { r.ts } else { r.end() };
+        self.span = Some(match self.span {
+            None => (r.ts, end),
+            Some((a, b)) => (a.min(r.ts), b.max(end)),
+        });
+        self.any_correlation |= r.correlation != NONE;
+        self.any_external |= r.external != NONE;
+        if r.kind.is_launch()
+            && (r.correlation != NONE || self.keep_uncorrelated_launches)
+            && !self.steps.is_empty()
+        {
+            let upto = self.steps.partition_point(|s| s.ts <= r.ts);
+            if let Some(phase) = step_at(&self.steps[..upto], r.ts) {
+                self.launches.push((r.event_id, r.correlation, phase));
+            }
+        }
+        self.finished.push(r);
+        if self.finished.len() >= self.chunk {
+            self.flush_finished()?;
+        }
+        Ok(())
+    }
+
+    fn flush_finished(&mut self) -> io::Result<()> {
+        self.finished.sort_unstable_by_key(output_key);
+        self.by_time.write_run(self.finished.drain(..))
+    }
+}
+
+/// Self time as [`super::nesting::nest`] computes it.
+fn self_time(r: &EventRecord, child_sum: i64) -> i64 {
+    if r.dur < 0 {
+        -1
+    } else if r.instant {
+        0
+    } else {
+        (r.dur - child_sum.min(r.dur)).max(0)
+    }
+}
+
+/// Correlation ids for slices bound to a flow that also reaches device
+/// activity, as [`super::nesting::fill_correlation_from_flows`]: a key's id
+/// is its last flow's, and a slice takes the first key's (by key order).
+/// `flows` calls its argument with every flow endpoint in input order.
+fn fill_from_flows(
+    mut bound: Vec<Bound>,
+    flows: impl FnOnce(&mut dyn FnMut(&FlowPoint)) -> io::Result<()>,
+) -> io::Result<FastHashMap<u64, i64>> {
+    let mut filled = FastHashMap::default();
+    if bound.is_empty() {
+        return Ok(filled);
+    }
+    bound.sort_unstable_by_key(|b| (b.0, b.1));
+    let runs = || bound.chunk_by(|a, b| a.0 == b.0);
+    let mut ids: FastHashMap<u32, i64> = runs()
+        .filter(|run| run.iter().any(|b| b.2))
+        .map(|run| (run[0].0, NONE))
+        .collect();
+    flows(&mut |f: &FlowPoint| {
+        if let Some(id) = ids.get_mut(&f.key) {
+            *id = f.numeric_id;
+        }
+    })?;
+    for run in runs() {
+        let Some(&id) = ids.get(&run[0].0) else {
+            continue;
+        };
+        for &(_, event_id, _, uncorrelated) in run {
+            if uncorrelated {
+                filled.entry(event_id).or_insert(id);
+            }
+        }
+    }
+    Ok(filled)
+}
+
+/// Correlation id → the phase of the last launch (in input order) that has
+/// it, as [`super::nesting::assign_phases`]' correlation inheritance.
+fn launch_phases(
+    launches: Vec<(u64, i64, u32)>,
+    filled: &FastHashMap<u64, i64>,
+) -> FastHashMap<i64, u32> {
+    let mut latest: FastHashMap<i64, (u64, u32)> = FastHashMap::default();
+    for (event_id, correlation, phase) in launches {
+        let correlation = match correlation {
+            NONE => match filled.get(&event_id) {
+                Some(&c) => c,
+                None => continue,
+            },
+            c => c,
+        };
+        let entry = latest.entry(correlation).or_insert((event_id, phase));
+        if event_id >= entry.0 {
+            *entry = (event_id, phase);
+        }
+    }
+    latest.into_iter().map(|(c, (_, p))| (c, p)).collect()
+}
+
+/// Bytes of one spilled flow endpoint.
+const FLOW_BYTES: usize = 4 + 8 + 1 + 9 + 9 + 8 + 1;
+
+fn encode_ident(id: Ident) -> [u8; 9] {
+    let (tag, value) = match id {
+        Ident::None => (0u8, 0i64),
+        Ident::Int(v) => (1, v),
+        Ident::Label(l) => (2, i64::from(l)),
+    };
+    let mut out = [0u8; 9];
+    out[0] = tag;
+    out[1..].copy_from_slice(&value.to_le_bytes());
+    out
+}
+
+fn decode_ident(bytes: &[u8]) -> Option<Ident> {
+    let value = i64::from_le_bytes(bytes.get(1..9)?.try_into().ok()?);
+    match bytes.first()? {
+        0 => Some(Ident::None),
+        1 => Some(Ident::Int(value)),
+        2 => Some(Ident::Label(u32::try_from(value).ok()?)),
+        _ => None,
+    }
+}
+
+fn encode_flow(f: &FlowPoint, out: &mut [u8; FLOW_BYTES]) {
+    out[0..4].copy_from_slice(&f.key.to_le_bytes());
+    out[4..12].copy_from_slice(&f.numeric_id.to_le_bytes());
+    out[12] = f.phase;
+    out[13..22].copy_from_slice(&encode_ident(f.pid));
+    out[22..31].copy_from_slice(&encode_ident(f.tid));
+    out[31..39].copy_from_slice(&f.ts.to_le_bytes());
+    out[39] = u8::from(f.enclosing);
+}
+
+fn decode_flow(b: &[u8]) -> Option<FlowPoint> {
+    Some(FlowPoint {
+        key: u32::from_le_bytes(b.get(0..4)?.try_into().ok()?),
+        numeric_id: i64::from_le_bytes(b.get(4..12)?.try_into().ok()?),
+        phase: *b.get(12)?,
+        pid: decode_ident(b.get(13..22)?)?,
+        tid: decode_ident(b.get(22..31)?)?,
+        ts: i64::from_le_bytes(b.get(31..39)?.try_into().ok()?),
+        enclosing: *b.get(39)? != 0,
+    })
+}
+
+/// Calls `each` with every spilled flow endpoint, in input order.
+fn for_each_flow(file: &File, count: u64, mut each: impl FnMut(FlowPoint)) -> io::Result<()> {
+    let mut reader = BufReader::with_capacity(1 << 20, file);
+    std::io::Seek::seek(&mut reader, std::io::SeekFrom::Start(0))?;
+    let mut buf = [0u8; FLOW_BYTES];
+    for _ in 0..count {
+        reader.read_exact(&mut buf)?;
+        each(decode_flow(&buf).ok_or_else(|| {
+            io::Error::new(
+                io::ErrorKind::InvalidData,
+                "a spilled flow endpoint is damaged",
+            )
+        })?);
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn flow_endpoints_survive_their_byte_form() {
+        for (pid, tid) in [
+            (Ident::None, Ident::Int(-7)),
+            (Ident::Label(u32::MAX), Ident::Int(i64::MIN)),
+        ] {
+            let f = FlowPoint {
+                key: 9,
+                numeric_id: NONE,
+                phase: b't',
+                pid,
+                tid,
+                ts: -3,
+                enclosing: true,
+            };
+            let mut bytes = [0u8; FLOW_BYTES];
+            encode_flow(&f, &mut bytes);
+            let back = decode_flow(&bytes).expect("decodes");
+            assert_eq!(
+                (
+                    back.key,
+                    back.numeric_id,
+                    back.phase,
+                    back.pid,
+                    back.tid,
+                    back.ts,
+                    back.enclosing
+                ),
+                (
+                    f.key,
+                    f.numeric_id,
+                    f.phase,
+                    f.pid,
+                    f.tid,
+                    f.ts,
+                    f.enclosing
+                )
+            );
+        }
+        let mut bytes = [0u8; FLOW_BYTES];
+        bytes[13] = 3;
+        assert!(decode_flow(&bytes).is_none());
+    }
+}

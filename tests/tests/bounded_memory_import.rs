@@ -1,0 +1,88 @@
+//! A trace with more events than `import.events_in_memory` goes through
+//! spill runs and lands the same evidence as an import held in memory:
+//! same row counts, same answers, a valid workspace with empty staging.
+
+use flameox_benches::kineto::{KinetoSpec, write_kineto};
+use flameox_tests::Project;
+use serde_json::Value;
+
+/// Imports `trace` into a fresh project whose config holds at most
+/// `events_in_memory` events (default when `None`); returns the project
+/// and the import's JSON.
+fn import(trace: &std::path::Path, events_in_memory: Option<u64>) -> (Project, Value) {
+    let project = Project::new();
+    if let Some(limit) = events_in_memory {
+        let path = project.path().join(".flameox/config.toml");
+        let config = std::fs::read_to_string(&path).unwrap();
+        let default = format!("events_in_memory = {}", 2u64 << 20);
+        assert!(config.contains(&default), "{config}");
+        std::fs::write(
+            &path,
+            config.replace(&default, &format!("events_in_memory = {limit}")),
+        )
+        .unwrap();
+    }
+    let imported = project.json(&["import", trace.to_str().unwrap()]);
+    (project, imported)
+}
+
+/// `value` as text without what differs between two projects (run id,
+/// commit id, and the cursor that names the commit).
+fn without_run(value: &Value, run_id: &str) -> String {
+    let mut value = value.clone();
+    if let Some(object) = value.as_object_mut() {
+        object.remove("commit_id");
+        object.remove("next_cursor");
+    }
+    value.to_string().replace(run_id, "RUN")
+}
+
+#[test]
+fn a_trace_over_the_event_budget_lands_the_same_evidence_through_spill_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let trace = dir.path().join("generated.pt.trace.json");
+    let spec = KinetoSpec {
+        seed: 11,
+        events: 30_000,
+        streams: 3,
+        ops_per_step: 0,
+    };
+    write_kineto(
+        &spec,
+        std::io::BufWriter::new(std::fs::File::create(&trace).unwrap()),
+    )
+    .unwrap();
+    let (memory, in_memory) = import(&trace, None);
+    let (spilled, through_runs) = import(&trace, Some(1_000));
+    let events = in_memory["rows"]["trace_events"].as_u64().unwrap();
+    assert!(events > 10_000, "{in_memory}");
+    for key in [
+        "rows",
+        "artifact_id",
+        "time_span_ns",
+        "limitations",
+        "coverage",
+    ] {
+        assert_eq!(in_memory[key], through_runs[key], "{key} differs");
+    }
+    let run = |imported: &Value| imported["run_id"].as_str().unwrap().to_owned();
+    let (memory_run, spilled_run) = (run(&in_memory), run(&through_runs));
+    for analysis in [
+        vec!["analyze", "hotspots"],
+        vec!["analyze", "gpu-gaps"],
+        vec!["analyze", "pytorch"],
+        vec!["analyze", "accelerator-launches"],
+    ] {
+        let answer = |project: &Project, run_id: &str| {
+            let mut args = analysis.clone();
+            args.push(run_id);
+            without_run(&project.json(&args), run_id)
+        };
+        let (want, got) = (answer(&memory, &memory_run), answer(&spilled, &spilled_run));
+        assert!(want.len() > 200, "{analysis:?} answered too little: {want}");
+        assert!(want == got, "{analysis:?} differs");
+    }
+    let report = spilled.json(&["validate"]);
+    assert_eq!(report["ok"], true, "{report}");
+    assert_eq!(spilled.staging_entries(), 0);
+}
