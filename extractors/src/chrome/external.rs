@@ -37,6 +37,9 @@ use super::tracks::Ident;
 use crate::api::{ExtractError, ExtractObserver};
 use crate::stacks::StackAggregator;
 
+/// Events per run once spilling has started (about 30 MiB of columns).
+const RUN_EVENTS: usize = 1 << 18;
+
 /// How often (in records) the merges poll cancellation.
 const POLL_EVERY: usize = 1 << 16;
 
@@ -72,15 +75,18 @@ pub struct Spill {
     step_names: Vec<u8>,
     needs_flow_fill: bool,
     spilled_events: u64,
-    /// Rows per spilled run.
+    /// Rows per run after the first (which holds the whole in-memory
+    /// budget), and per time-sorted run of pass 2.
     chunk: usize,
     /// Store size at which the next run is written (open begins stay).
     next_at: usize,
 }
 
 impl Spill {
-    pub fn create(dir: &Path, chunk: usize) -> io::Result<Self> {
-        let chunk = chunk.max(1);
+    /// Spilling starts once the store holds `budget` events.
+    pub fn create(dir: &Path, budget: usize) -> io::Result<Self> {
+        let budget = budget.max(1);
+        let chunk = budget.min(RUN_EVENTS);
         Ok(Spill {
             dir: dir.to_path_buf(),
             runs: RunFile::create(dir, "events-by-track")?,
@@ -91,7 +97,7 @@ impl Spill {
             needs_flow_fill: false,
             spilled_events: 0,
             chunk,
-            next_at: chunk,
+            next_at: budget,
         })
     }
 
@@ -139,6 +145,8 @@ impl Spill {
         self.spilled_events += rows.len() as u64;
         p.store.retain_rows(&kept);
         p.renumber_open(&kept);
+        // Later runs are smaller: give back the first one's columns.
+        p.store.shrink_to(p.store.len() + self.chunk);
         self.next_at = p.store.len() + self.chunk;
         let mut encoded = [0u8; FLOW_BYTES];
         for f in p.flows.drain(..) {
@@ -353,7 +361,7 @@ impl<'a> Walk<'a> {
             agg: StackAggregator::new(),
             thread: 0,
             by_time: RunFile::create(dir, "events-by-time")?,
-            finished: Vec::with_capacity(chunk.min(1 << 20)),
+            finished: Vec::with_capacity(chunk),
             chunk,
             keep_uncorrelated_launches: needs_flow_fill,
             launches: Vec::new(),

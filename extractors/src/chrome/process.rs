@@ -45,8 +45,25 @@ pub struct Processor {
     pub bytes_unit: u32,
     /// Reused buffer for composed keys (no allocation per flow event).
     key_text: String,
+    /// Flow keys of integer ids: `(category, id)` → key (see [`Self::flow_key`]).
+    flow_keys: FastHashMap<(u32, i64), u32>,
     /// For events not indexed by the scanner thread (see [`Self::handle`]).
     indexer: Indexer,
+}
+
+/// Flow keys with this bit set come from [`Processor::flow_key`]'s integer
+/// map; the others are interned texts (fewer than 2^31 of them).
+const NUMERIC_FLOW_KEY: u32 = 1 << 31;
+
+/// `text` as an integer when it is the canonical decimal form of one (so
+/// the integer stands for exactly that text: no `+`, leading zeros, `-0`).
+fn canonical_int(text: &str) -> Option<i64> {
+    let digits = text.strip_prefix('-').unwrap_or(text);
+    let canonical = !digits.is_empty()
+        && digits.bytes().all(|b| b.is_ascii_digit())
+        && (digits == "0" || !digits.starts_with('0'))
+        && text != "-0";
+    canonical.then(|| text.parse().ok()).flatten()
 }
 
 fn ident(v: Option<&str>, strings: &mut Interner) -> Ident {
@@ -78,6 +95,7 @@ impl Processor {
             pyspy_seen: false,
             bytes_unit,
             key_text: String::new(),
+            flow_keys: FastHashMap::default(),
             indexer: Indexer::default(),
         }
     }
@@ -215,11 +233,7 @@ impl Processor {
         let Some(id) = raw.id.and_then(scalar_text) else {
             return;
         };
-        self.key_text.clear();
-        self.key_text.push_str(cat.unwrap_or(""));
-        self.key_text.push('\u{1}');
-        self.key_text.push_str(&id);
-        let key = self.strings.intern(&self.key_text);
+        let key = self.flow_key(cat.unwrap_or(""), &id);
         let enclosing = ph == b's' || raw.bp.and_then(raw_str).is_some_and(|b| b == "e");
         let tid = ident(raw.tid, &mut self.strings);
         self.flows.push(FlowPoint {
@@ -231,6 +245,24 @@ impl Processor {
             ts,
             enclosing,
         });
+    }
+
+    /// The key of flow `(cat, id)`: one per distinct pair, as if the text
+    /// `cat \u{1} id` were interned. Integer ids (Kineto writes one per
+    /// launch) are keyed without a string each.
+    fn flow_key(&mut self, cat: &str, id: &str) -> u32 {
+        if let Some(number) = canonical_int(id)
+            && self.flow_keys.len() < NUMERIC_FLOW_KEY as usize
+        {
+            let cat = self.strings.intern(cat);
+            let next = NUMERIC_FLOW_KEY | self.flow_keys.len() as u32;
+            return *self.flow_keys.entry((cat, number)).or_insert(next);
+        }
+        self.key_text.clear();
+        self.key_text.push_str(cat);
+        self.key_text.push('\u{1}');
+        self.key_text.push_str(id);
+        self.strings.intern(&self.key_text)
     }
 
     fn async_key(&mut self, raw: &RawEvent) -> u32 {
@@ -465,5 +497,46 @@ impl Processor {
         self.log.note_n("unterminated_slice", open, || {
             "a begin event has no matching end; kept with dur_ns = -1".to_string()
         });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_canonical_integers_skip_the_interner() {
+        for (text, want) in [
+            ("0", Some(0)),
+            ("12", Some(12)),
+            ("-7", Some(-7)),
+            ("9223372036854775807", Some(i64::MAX)),
+            ("9223372036854775808", None),
+            ("-0", None),
+            ("007", None),
+            ("+1", None),
+            ("1.0", None),
+            ("1e3", None),
+            ("", None),
+            ("-", None),
+            ("0x1f", None),
+        ] {
+            assert_eq!(canonical_int(text), want, "{text:?}");
+        }
+    }
+
+    #[test]
+    fn a_flow_key_names_exactly_one_category_and_id_text() {
+        let mut p = Processor::new(4096);
+        let a = p.flow_key("ac2g", "12");
+        assert_eq!(p.flow_key("ac2g", "12"), a);
+        assert_ne!(p.flow_key("ac2g", "13"), a);
+        assert_ne!(p.flow_key("fwdbwd", "12"), a);
+        // Texts that are not the canonical integer keep their own keys.
+        let text = p.flow_key("ac2g", "12.0");
+        assert_ne!(text, a);
+        assert_eq!(p.flow_key("ac2g", "12.0"), text);
+        assert_ne!(p.flow_key("ac2g", "012"), a);
+        assert_ne!(p.flow_key("ac2g", "012"), text);
     }
 }

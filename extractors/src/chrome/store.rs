@@ -411,6 +411,29 @@ impl EventStore {
             .collect();
     }
 
+    /// Lowers every column's capacity to at most `rows` (not below its length).
+    pub fn shrink_to(&mut self, rows: usize) {
+        self.event_id.shrink_to(rows);
+        self.ts.shrink_to(rows);
+        self.dur.shrink_to(rows);
+        self.name.shrink_to(rows);
+        self.cat.shrink_to(rows);
+        self.kind.shrink_to(rows);
+        self.instant.shrink_to(rows);
+        self.device_activity.shrink_to(rows);
+        self.track.shrink_to(rows);
+        self.device.shrink_to(rows);
+        self.context.shrink_to(rows);
+        self.stream.shrink_to(rows);
+        self.correlation.shrink_to(rows);
+        self.external.shrink_to(rows);
+        self.graph_id.shrink_to(rows);
+        self.graph_node_id.shrink_to(rows);
+        self.bytes.shrink_to(rows);
+        self.args_start.shrink_to(rows);
+        self.args_len.shrink_to(rows);
+    }
+
     /// The end of a slice (`i64::MAX` when unterminated).
     pub fn end(&self, i: usize) -> i64 {
         let d = self.dur[i];
