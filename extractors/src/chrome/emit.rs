@@ -23,7 +23,7 @@ use super::tracks::{Ident, Track, TrackKind};
 use crate::api::{BatchSink, ExtractError};
 use crate::arrow_util::{DictColumn, const_dict};
 use crate::schema::EvidenceTable;
-use crate::stacks::{MetricId, StackAggregator, ThreadInfo};
+use crate::stacks::{MetricId, ReductionSpec, StackAggregator, ThreadInfo};
 
 /// Writes batches to the sink and counts rows per table.
 pub struct Emitter<'a> {
@@ -227,6 +227,27 @@ pub fn aggregate_slices_into(
             agg.add_metric_sample(metric, stack, thread, None, d.self_ns[i], 1);
         }
     }
+}
+
+/// Writes the stack reductions of trace slices (`trace.wall_ns`).
+pub fn write_slice_reductions(em: &mut Emitter, agg: StackAggregator) -> Result<(), ExtractError> {
+    let spec = ReductionSpec {
+        metric: "trace.wall_ns".to_string(),
+        weight_unit: "ns".to_string(),
+        unit: "ns".to_string(),
+    };
+    let mut counting = CountingSink {
+        inner: &mut *em.sink,
+        rows: &mut em.rows,
+    };
+    agg.finish(
+        em.run_id,
+        em.artifact_id,
+        &spec,
+        em.batch_rows,
+        &mut counting,
+    )?;
+    Ok(())
 }
 
 /// The stack-reduction thread of a track.

@@ -26,7 +26,7 @@ use std::path::{Path, PathBuf};
 
 use crate::FastHashMap;
 
-use super::emit::{Emitter, SliceFrames, thread_info};
+use super::emit::{Emitter, SliceFrames, thread_info, write_slice_reductions};
 use super::event_batch::EventBatch;
 use super::nesting::{PHASE_CORRELATION, PHASE_NONE, PHASE_PROFILER_STEP};
 use super::process::Processor;
@@ -45,7 +45,9 @@ const POLL_EVERY: usize = 1 << 16;
 
 /// What the event tables' production leaves for the extraction summary.
 pub struct EventsOutcome {
-    pub agg: StackAggregator,
+    /// The slice reductions, unless already written (the spilled path
+    /// writes them before `trace_events`, to free them sooner).
+    pub agg: Option<StackAggregator>,
     pub span: Option<(i64, i64)>,
     pub any_correlation: bool,
     pub any_external: bool,
@@ -224,6 +226,7 @@ impl Spill {
             launches,
             ..
         } = walk;
+        write_slice_reductions(em, agg)?;
         let filled = fill_from_flows(bound, |each| {
             for_each_flow(self.flows.get_ref(), self.flow_count, |f| each(&f))
         })?;
@@ -270,7 +273,7 @@ impl Spill {
             batch.write(em, &p.strings, &p.store.arena)?;
         }
         Ok(EventsOutcome {
-            agg,
+            agg: None,
             span,
             any_correlation: any_correlation || !filled.is_empty(),
             any_external,
@@ -396,8 +399,10 @@ impl<'a> Walk<'a> {
             self.end_track(done)?;
         }
         self.flush_finished()?;
-        // Pass 3 does not need the buffer's capacity.
+        // Pass 3 needs none of these.
         self.finished = Vec::new();
+        self.flows = Vec::new();
+        self.stack = Vec::new();
         Ok(())
     }
 

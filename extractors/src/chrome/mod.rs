@@ -31,8 +31,7 @@ use std::io::BufRead;
 use std::sync::mpsc::{Receiver, Sender, channel, sync_channel};
 
 use crate::api::{BatchSink, ExtractError, ExtractObserver, ExtractOptions, ExtractionSummary};
-use crate::stacks::ReductionSpec;
-use emit::{CountingSink, Emitter};
+use emit::Emitter;
 use external::{EventsOutcome, Spill};
 use process::Processor;
 use scan_thread::ScannedBatch;
@@ -158,23 +157,8 @@ pub(crate) fn extract_chrome_json_spilling<R: BufRead + Send>(
     };
     emit::emit_tracks(&mut em, &p)?;
     emit::emit_counters(&mut em, &p)?;
-    let spec = ReductionSpec {
-        metric: "trace.wall_ns".to_string(),
-        weight_unit: "ns".to_string(),
-        unit: "ns".to_string(),
-    };
-    {
-        let mut counting = CountingSink {
-            inner: &mut *em.sink,
-            rows: &mut em.rows,
-        };
-        events.agg.finish(
-            &options.run_id,
-            &options.artifact_id,
-            &spec,
-            em.batch_rows,
-            &mut counting,
-        )?;
+    if let Some(agg) = events.agg {
+        emit::write_slice_reductions(&mut em, agg)?;
     }
     let mut rows = em.rows;
     for table in crate::schema::EvidenceTable::ALL {
@@ -257,7 +241,7 @@ fn in_memory_events(
         });
     }
     Ok(EventsOutcome {
-        agg,
+        agg: Some(agg),
         span,
         any_correlation: s.correlation.iter().any(|&c| c != store::NONE),
         any_external: s.external.iter().any(|&c| c != store::NONE),
