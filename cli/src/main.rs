@@ -482,6 +482,7 @@ pub enum ArtifactsCommand {
 }
 
 fn main() -> ExitCode {
+    flameox_engine::allocator::limit_malloc_arenas();
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(err) => {

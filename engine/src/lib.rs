@@ -2,6 +2,7 @@
 //! Parquet evidence, the query runtime, and the application services that the
 //! CLI and the MCP server both call. See `docs/storage.md`.
 
+pub mod allocator;
 pub mod budget;
 pub mod catalog;
 pub mod config;

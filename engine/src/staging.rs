@@ -220,7 +220,7 @@ pub struct BackgroundParquetSink {
 }
 
 /// Batches queued ahead of the writer thread (bounds the memory in flight).
-const QUEUED_BATCHES: usize = 4;
+const QUEUED_BATCHES: usize = 2;
 
 impl BackgroundParquetSink {
     pub fn new(dir: &Path) -> std::result::Result<BackgroundParquetSink, SinkError> {

@@ -19,7 +19,7 @@ use crate::schema::EvidenceTable;
 use crate::stream_gaps::{ReducedRows, StreamGapsReducer};
 
 /// `trace_events` batches queued for the reducer thread.
-pub const BATCHES_IN_FLIGHT: usize = 4;
+pub const BATCHES_IN_FLIGHT: usize = 2;
 
 /// Rows the reducer thread produced, on their way to the real sink.
 type Produced = (EvidenceTable, RecordBatch);
