@@ -183,6 +183,8 @@ impl Spill {
         observer: &dyn ExtractObserver,
     ) -> Result<EventsOutcome, ExtractError> {
         self.write_run(p, true)?;
+        // Every flow endpoint is in its file now.
+        p.flows = Vec::new();
         // Drop the columns' capacity; the arena stays (rows point into it).
         let arena = std::mem::take(&mut p.store.arena);
         p.store = EventStore {
