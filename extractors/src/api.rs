@@ -84,7 +84,7 @@ impl ExtractOptions {
             run_id: run_id.into(),
             artifact_id: artifact_id.into(),
             producer: None,
-            batch_rows: 64 * 1024,
+            batch_rows: 32 * 1024,
             max_args_bytes: 4096,
             spill_dir: None,
             spill_after_events: DEFAULT_SPILL_AFTER_EVENTS,
