@@ -52,7 +52,8 @@ pub struct ExtractOptions {
     pub artifact_id: String,
     /// Forced producer (`torch.profiler`, `chrome`, …); `None` means detect.
     pub producer: Option<String>,
-    /// Rows per emitted record batch.
+    /// Rows per emitted record batch (default 32,768: half a Parquet row
+    /// group, so fewer rows wait in the queues to the writer).
     pub batch_rows: usize,
     /// Upper bound on `args_json` bytes per row; longer values are cut at a
     /// UTF-8 boundary and end with [`ARGS_TRUNCATED_MARKER`].
