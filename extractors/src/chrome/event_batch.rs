@@ -140,13 +140,16 @@ impl EventBatch {
         self.args.push((r.args_start, r.args_len));
     }
 
-    /// Writes the rows as one `trace_events` record batch.
+    /// Writes the rows as one `trace_events` record batch. The integer
+    /// columns move into the arrays; call [`EventBatch::clear`] before
+    /// filling the batch again.
     pub fn write(
-        &self,
+        &mut self,
         em: &mut Emitter,
         strings: &Interner,
         arena: &ArgsArena,
     ) -> Result<(), ExtractError> {
+        let rows = self.len();
         let args = arena.column(&self.args)?;
         // Interned ids (and enum codes) stand for their texts, one-to-one.
         let empty = strings.lookup("").unwrap_or(NO_ID);
@@ -156,7 +159,7 @@ impl EventBatch {
         let mut kind = IdDictColumn::new();
         let mut phase = IdDictColumn::new();
         let mut phase_source = IdDictColumn::new();
-        for i in 0..self.len() {
+        for i in 0..rows {
             // A missing name is written as "" (what `Interner::get` gives).
             let n = if self.name[i] == NO_ID {
                 empty
@@ -178,17 +181,17 @@ impl EventBatch {
             phase_source.push(source_name.map(|t| (u32::from(source), move || t)));
         }
         let cols: Vec<ArrayRef> = vec![
-            Arc::new(UInt64Array::from(self.event_id.clone())),
+            Arc::new(UInt64Array::from(std::mem::take(&mut self.event_id))),
             Arc::new(
                 self.parent_event_id
                     .iter()
                     .map(|&p| (p != NO_PARENT).then_some(p))
                     .collect::<UInt64Array>(),
             ),
-            Arc::new(Int32Array::from(self.depth.clone())),
-            Arc::new(Int64Array::from(self.ts.clone())),
-            Arc::new(Int64Array::from(self.dur.clone())),
-            Arc::new(Int64Array::from(self.self_ns.clone())),
+            Arc::new(Int32Array::from(std::mem::take(&mut self.depth))),
+            Arc::new(Int64Array::from(std::mem::take(&mut self.ts))),
+            Arc::new(Int64Array::from(std::mem::take(&mut self.dur))),
+            Arc::new(Int64Array::from(std::mem::take(&mut self.self_ns))),
             name.finish(),
             cat.finish(),
             kind.finish(),
@@ -209,7 +212,7 @@ impl EventBatch {
             phase_source.finish(),
             args,
         ];
-        em.write(EvidenceTable::TraceEvents, cols, self.len())
+        em.write(EvidenceTable::TraceEvents, cols, rows)
     }
 }
 

@@ -28,7 +28,7 @@ use crate::FastHashMap;
 
 use super::emit::{Emitter, SliceFrames, thread_info, write_slice_reductions};
 use super::event_batch::EventBatch;
-use super::nesting::{PHASE_CORRELATION, PHASE_NONE, PHASE_PROFILER_STEP};
+use super::nesting::{PHASE_CORRELATION, PHASE_NONE, PHASE_PROFILER_STEP, nesting_order};
 use super::process::Processor;
 use super::record::EventRecord;
 use super::runs::{RunFile, nesting_key, output_key};
@@ -120,13 +120,11 @@ impl Spill {
         let mut rows: Vec<u32> = (0..s.len() as u32)
             .filter(|&i| !is_open[i as usize])
             .collect();
-        let eff_dur = |i: usize| if s.dur[i] < 0 { i64::MAX } else { s.dur[i] };
         rows.sort_unstable_by(|&a, &b| {
             let (a, b) = (a as usize, b as usize);
-            (s.track[a], s.ts[a])
-                .cmp(&(s.track[b], s.ts[b]))
-                .then(eff_dur(b).cmp(&eff_dur(a)))
-                .then(s.event_id[a].cmp(&s.event_id[b]))
+            s.track[a]
+                .cmp(&s.track[b])
+                .then_with(|| nesting_order(s, a, b))
         });
         for &i in &rows {
             let i = i as usize;

@@ -47,6 +47,16 @@ fn eff_dur(store: &EventStore, i: usize) -> i64 {
     }
 }
 
+/// Order of two slices of one track for nesting: `(ts asc, dur desc with
+/// unterminated longest, event_id asc)`. [`super::runs::nesting_key`] is
+/// the same order for spilled records.
+pub fn nesting_order(store: &EventStore, a: usize, b: usize) -> std::cmp::Ordering {
+    store.ts[a]
+        .cmp(&store.ts[b])
+        .then(eff_dur(store, b).cmp(&eff_dur(store, a)))
+        .then(store.event_id[a].cmp(&store.event_id[b]))
+}
+
 /// Computes parent, depth and self time for every stored event.
 pub fn nest(store: &EventStore, tracks: &mut Tracks, log: &mut LimitationLog) -> Derived {
     let n = store.len();
@@ -70,13 +80,7 @@ pub fn nest(store: &EventStore, tracks: &mut Tracks, log: &mut LimitationLog) ->
     let mut stack: Vec<usize> = Vec::new();
     for t in 0..track_count {
         let group = &mut track_order[track_offsets[t]..track_offsets[t + 1]];
-        group.sort_unstable_by(|&a, &b| {
-            let (a, b) = (a as usize, b as usize);
-            store.ts[a]
-                .cmp(&store.ts[b])
-                .then(eff_dur(store, b).cmp(&eff_dur(store, a)))
-                .then(store.event_id[a].cmp(&store.event_id[b]))
-        });
+        group.sort_unstable_by(|&a, &b| nesting_order(store, a as usize, b as usize));
         stack.clear();
         for &i in group.iter() {
             let i = i as usize;

@@ -24,7 +24,6 @@ pub struct RunFile {
     /// Byte range `(start, end)` of each run.
     runs: Vec<(u64, u64)>,
     bytes: u64,
-    records: u64,
     encoded: Vec<u8>,
 }
 
@@ -34,7 +33,6 @@ impl RunFile {
             writer: BufWriter::with_capacity(1 << 20, open_unlinked(dir, label)?),
             runs: Vec::new(),
             bytes: 0,
-            records: 0,
             encoded: Vec::with_capacity(MAX_RECORD_BYTES),
         })
     }
@@ -47,24 +45,11 @@ impl RunFile {
             r.encode(&mut self.encoded);
             self.writer.write_all(&self.encoded)?;
             self.bytes += self.encoded.len() as u64;
-            self.records += 1;
         }
         if self.bytes > start {
             self.runs.push((start, self.bytes));
         }
         Ok(())
-    }
-
-    pub fn runs(&self) -> usize {
-        self.runs.len()
-    }
-
-    pub fn records(&self) -> u64 {
-        self.records
-    }
-
-    pub fn bytes(&self) -> u64 {
-        self.bytes
     }
 
     /// Every record of every run, smallest `key` first. Keys must be
