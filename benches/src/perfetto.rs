@@ -197,13 +197,13 @@ pub fn write_perfetto<W: Write>(spec: &PerfettoSpec, out: W) -> io::Result<(u64,
     };
     out.packet(&TracePacket {
         trusted_packet_sequence_id: Some(2),
-        track_descriptor: Some(counter),
+        track_descriptor: Some(Box::new(counter)),
         ..Default::default()
     })?;
     out.packet(&TracePacket {
         trusted_packet_sequence_id: Some(SAMPLER_SEQUENCE),
         sequence_flags: Some(SEQ_INCREMENTAL_STATE_CLEARED),
-        interned_data: Some(interned_sampler_data()),
+        interned_data: Some(Box::new(interned_sampler_data())),
         ..Default::default()
     })?;
     let mut packets = 2u64;
@@ -223,13 +223,13 @@ pub fn write_perfetto<W: Write>(spec: &PerfettoSpec, out: W) -> io::Result<(u64,
                 timestamp: Some(sample_ts),
                 trusted_packet_sequence_id: Some(SAMPLER_SEQUENCE),
                 sequence_flags: Some(SEQ_NEEDS_INCREMENTAL_STATE),
-                perf_sample: Some(PerfSample {
+                perf_sample: Some(Box::new(PerfSample {
                     cpu: Some(rng.range(0, 2) as u32),
                     pid: Some(pid as u32),
                     tid: Some(t.tid as u32),
                     callstack_iid: Some(rng.range(1, 17)),
                     ..Default::default()
-                }),
+                })),
                 ..Default::default()
             })?;
         }
@@ -255,12 +255,12 @@ fn event_packet(t: &Thread, kind: i32, name: Option<u64>, cleared: bool) -> Trac
         } else {
             SEQ_NEEDS_INCREMENTAL_STATE
         }),
-        track_event: Some(TrackEvent {
+        track_event: Some(Box::new(TrackEvent {
             r#type: Some(kind),
             track_uuid: Some(t.uuid),
             name_iid: name,
             ..Default::default()
-        }),
+        })),
         ..Default::default()
     }
 }
@@ -281,8 +281,8 @@ fn write_thread_packet<W: Write>(
         out.packet(&TracePacket {
             trusted_packet_sequence_id: Some(t.sequence),
             sequence_flags: Some(SEQ_INCREMENTAL_STATE_CLEARED),
-            interned_data: Some(interned_track_data()),
-            track_descriptor: Some(TrackDescriptor {
+            interned_data: Some(Box::new(interned_track_data())),
+            track_descriptor: Some(Box::new(TrackDescriptor {
                 uuid: Some(t.uuid),
                 thread: Some(ThreadDescriptor {
                     pid: Some(pid),
@@ -291,7 +291,7 @@ fn write_thread_packet<W: Write>(
                     ..Default::default()
                 }),
                 ..Default::default()
-            }),
+            })),
             ..Default::default()
         })?;
     }

@@ -72,9 +72,12 @@ pub struct ExtractOptions {
     pub parameters: BTreeMap<String, String>,
 }
 
-/// Default [`ExtractOptions::spill_after_events`]: about 260 MiB of
-/// events (a Kineto trace of about 0.5 GB stays in memory).
-pub const DEFAULT_SPILL_AFTER_EVENTS: usize = 2 << 20;
+/// Default [`ExtractOptions::spill_after_events`]: about 65 MiB of events
+/// (a Kineto trace of about 130 MB). Past it, imports take 1.1–1.2× the
+/// time of holding every event and peak RSS stays within `quality.md`'s
+/// 256 MiB + 10 % of the input (`docs/performance.md`, "Bounded-memory
+/// events").
+pub const DEFAULT_SPILL_AFTER_EVENTS: usize = 1 << 19;
 
 /// Appended to an `args_json` value that was cut to the row bound.
 pub const ARGS_TRUNCATED_MARKER: &str = "…[truncated]";

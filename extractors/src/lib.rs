@@ -18,6 +18,7 @@ pub mod folded;
 pub mod gecko;
 pub mod input;
 mod json_doc;
+mod kernel_latencies;
 pub mod nsight;
 pub mod perfetto;
 pub mod pprof;

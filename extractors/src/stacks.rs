@@ -41,6 +41,9 @@ pub fn logical_key(
 
 const NO_PARENT: u32 = u32::MAX;
 
+/// A `samples` row: (ts, stack, thread, weight, count, metric).
+type SampleRow = (Option<i64>, u32, u32, i64, i64, u16);
+
 struct Frame {
     key: String,
     function: String,
@@ -200,6 +203,12 @@ impl StackAggregator {
         }
     }
 
+    /// Makes room for `additional` timed samples at once (a profile's
+    /// millions would otherwise double the list while it grows).
+    pub fn reserve_timed(&mut self, additional: usize) {
+        self.timed.reserve_exact(additional);
+    }
+
     /// Whether every interned frame is symbolized.
     pub fn all_symbolized(&self) -> bool {
         self.frames.iter().all(|f| f.symbolized)
@@ -310,21 +319,28 @@ impl StackAggregator {
             emit(EvidenceTable::StackNodes, cols)?;
         }
 
-        let mut samples: Vec<(Option<i64>, u32, u32, i64, i64, u16)> = self
+        let mut aggregated: Vec<SampleRow> = self
             .aggregated
             .iter()
             .map(|(&(s, t, m), &(w, c))| (None, s, t, w, c, m))
             .collect();
-        samples.sort_unstable_by_key(|s| (s.5, s.1, s.2));
-        let mut timed: Vec<_> = self
-            .timed
-            .iter()
-            .map(|&(ts, s, t, w, c, m)| (Some(ts), s, t, w, c, m))
-            .collect();
-        timed.sort_by_key(|s| (s.0, s.1, s.2, s.5));
-        samples.extend(timed);
+        aggregated.sort_unstable_by_key(|s| (s.5, s.1, s.2));
+        // Sorted in place: millions of timed samples are not copied.
+        let mut timed = std::mem::take(&mut self.timed);
+        timed.sort_unstable_by_key(|&(ts, s, t, w, c, m)| (ts, s, t, m, w, c));
         let spec_of = |m: u16| &self.metrics[usize::from(m).min(self.metrics.len() - 1)];
-        for chunk in samples.chunks(batch_rows) {
+        let mut rows = aggregated.iter().copied().chain(
+            timed
+                .iter()
+                .map(|&(ts, s, t, w, c, m)| (Some(ts), s, t, w, c, m)),
+        );
+        let mut chunk: Vec<SampleRow> = Vec::new();
+        loop {
+            chunk.clear();
+            chunk.extend(rows.by_ref().take(batch_rows));
+            if chunk.is_empty() {
+                break;
+            }
             let mut cols = scope(chunk.len());
             cols.push(Arc::new(chunk.iter().map(|s| s.0).collect::<Int64Array>()));
             cols.push(Arc::new(UInt64Array::from_iter_values(
@@ -347,7 +363,7 @@ impl StackAggregator {
             )));
             let mut unit = DictColumn::new();
             let mut metric = DictColumn::new();
-            for s in chunk {
+            for s in &chunk {
                 unit.push(Some(&spec_of(s.5).weight_unit));
                 metric.push(Some(&spec_of(s.5).metric));
             }
@@ -359,17 +375,34 @@ impl StackAggregator {
             emit(EvidenceTable::Samples, cols)?;
         }
 
-        // Reductions, one pass per metric.
+        // Reductions, one pass per metric over each distinct (stack,
+        // thread): every total is a sum of weights and counts, so samples
+        // of one stack and thread are added before their path is walked.
         for (m, spec) in self.metrics.iter().enumerate() {
-            let rows = samples.iter().filter(|s| usize::from(s.5) == m);
+            let mut by_stack: FastHashMap<(u32, u32), (i64, i64)> = FastHashMap::default();
+            let of_metric = aggregated
+                .iter()
+                .map(|&(_, s, t, w, c, m)| (s, t, w, c, m))
+                .chain(timed.iter().map(|&(_, s, t, w, c, m)| (s, t, w, c, m)))
+                .filter(|row| usize::from(row.4) == m);
+            for (stack, thread, weight, count, _) in of_metric {
+                let sum = by_stack.entry((stack, thread)).or_insert((0, 0));
+                sum.0 = sum.0.saturating_add(weight);
+                sum.1 = sum.1.saturating_add(count);
+            }
+            let mut by_stack: Vec<_> = by_stack.into_iter().collect();
+            by_stack.sort_unstable();
+            let rows = by_stack.into_iter().map(|((s, t), (w, c))| (s, t, w, c));
             self.write_reductions(rows, spec, &mut emit, &scope, batch_rows)?;
         }
         Ok(())
     }
 
-    fn write_reductions<'a>(
+    /// `frame_totals` and `call_edges` of one metric from `(stack, thread,
+    /// weight, count)` rows.
+    fn write_reductions(
         &self,
-        samples: impl Iterator<Item = &'a (Option<i64>, u32, u32, i64, i64, u16)>,
+        samples: impl Iterator<Item = (u32, u32, i64, i64)>,
         spec: &ReductionSpec,
         emit: &mut impl FnMut(EvidenceTable, Vec<ArrayRef>) -> Result<(), ExtractError>,
         scope: &impl Fn(usize) -> Vec<ArrayRef>,
@@ -379,7 +412,7 @@ impl StackAggregator {
         let mut edges: FastHashMap<(u32, u32), [i64; 2]> = FastHashMap::default();
         let mut seen = vec![u64::MAX; self.frames.len()];
         let mut path: Vec<u32> = Vec::new();
-        for (n, &(_, stack, thread, weight, count, _)) in samples.enumerate() {
+        for (n, (stack, thread, weight, count)) in samples.enumerate() {
             path.clear();
             let mut s = stack;
             while s != NO_PARENT

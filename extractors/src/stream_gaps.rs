@@ -27,6 +27,7 @@ use crate::device_work::{
     GAP_BUCKETS_NS, LaunchName, direct_launch_name, gap_bucket, is_host_api, is_host_graph_launch,
     is_kernel,
 };
+use crate::kernel_latencies::KernelLatencies;
 use crate::schema::EvidenceTable;
 
 /// `(device, stream)`.
@@ -206,7 +207,13 @@ pub struct StreamGapsReducer {
     phases: Vec<Option<String>>,
     phase_ids: FastHashMap<Option<String>, PhaseId>,
     streams: FastHashMap<StreamKey, StreamState>,
-    phase_streams: FastHashMap<(StreamKey, PhaseId), StreamState>,
+    /// Every stream seen, by index (phase states name streams by index).
+    stream_keys: Vec<StreamKey>,
+    stream_index: FastHashMap<StreamKey, u32>,
+    /// `(stream index, phase)` → index into `phase_states`: tens of
+    /// thousands of steps × streams, so states sit in a dense list.
+    phase_streams: FastHashMap<(u32, PhaseId), u32>,
+    phase_states: Vec<StreamState>,
     /// Correlation id → earliest host launch start.
     launch_start: FastHashMap<i64, i64>,
     plain_launches: FastHashSet<i64>,
@@ -216,8 +223,7 @@ pub struct StreamGapsReducer {
     launches: FastHashMap<(PhaseId, LaunchKind), (i64, i64)>,
     /// Per kernel: phase and latency (resolved at the end when the launch
     /// came later in the input).
-    kernels: Vec<(PhaseId, Option<i64>)>,
-    unresolved: Vec<(usize, i64, i64)>,
+    kernels: KernelLatencies,
     gaps: StreamGapRows,
     last_order: Option<(i64, u64)>,
     unordered: bool,
@@ -248,13 +254,15 @@ impl StreamGapsReducer {
             phases: vec![None],
             phase_ids: FastHashMap::from_iter([(None, 0)]),
             streams: FastHashMap::default(),
+            stream_keys: Vec::new(),
+            stream_index: FastHashMap::default(),
             phase_streams: FastHashMap::default(),
+            phase_states: Vec::new(),
             launch_start: FastHashMap::default(),
             plain_launches: FastHashSet::default(),
             versioned: Vec::new(),
             launches: FastHashMap::default(),
-            kernels: Vec::new(),
-            unresolved: Vec::new(),
+            kernels: KernelLatencies::default(),
             gaps: StreamGapRows::default(),
             last_order: None,
             unordered: false,
@@ -360,11 +368,7 @@ impl StreamGapsReducer {
                     has_stream.then(|| columns.stream.value(i)),
                 );
                 self.add_kernel(key, phase, ts, dur, event_id, correlation);
-                if self.gaps.len() >= self.batch_rows {
-                    self.flushed += self.gaps.len() as u64;
-                    let batch = self.gaps.take_batch(&self.run_id, &self.artifact_id)?;
-                    sink.write_batch(EvidenceTable::StreamGaps, batch)?;
-                }
+                self.flush_full(sink)?;
             } else if let Some((launch_kind, name)) = launch {
                 self.add_launch(launch_kind, name, phase, ts, dur, correlation);
             }
@@ -384,15 +388,32 @@ impl StreamGapsReducer {
         if let Some(gap) = self.streams.entry(key).or_default().add(ts, dur, event_id) {
             self.gaps.push_gap(key, &gap);
         }
-        self.phase_streams
-            .entry((key, phase))
-            .or_default()
-            .add(ts, dur, event_id);
-        let latency = correlation.and_then(|c| self.launch_start.get(&c).map(|start| ts - start));
-        if let (None, Some(c)) = (latency, correlation) {
-            self.unresolved.push((self.kernels.len(), c, ts));
+        let stream = match self.stream_index.get(&key) {
+            Some(&index) => index,
+            None => {
+                let index = self.stream_keys.len() as u32;
+                self.stream_keys.push(key);
+                self.stream_index.insert(key, index);
+                index
+            }
+        };
+        let states = &mut self.phase_states;
+        let state = *self
+            .phase_streams
+            .entry((stream, phase))
+            .or_insert_with(|| {
+                states.push(StreamState::default());
+                states.len() as u32 - 1
+            });
+        if let Some(state) = self.phase_states.get_mut(state as usize) {
+            state.add(ts, dur, event_id);
         }
-        self.kernels.push((phase, latency));
+        let latency = correlation.and_then(|c| {
+            self.launch_start
+                .get(&c)
+                .map(|start| ts.saturating_sub(*start))
+        });
+        self.kernels.push(phase, latency, correlation, ts);
     }
 
     fn add_launch(
@@ -422,7 +443,8 @@ impl StreamGapsReducer {
     }
 
     /// Writes the remaining rows of both tables (nothing for an artifact
-    /// without trace events).
+    /// without trace events), a batch at a time: a trace with tens of
+    /// thousands of steps has hundreds of thousands of per-phase rows.
     pub fn finish(mut self, sink: &mut dyn BatchSink) -> Result<ReducedRows, SinkError> {
         let mut written = ReducedRows {
             stream_gaps: self.flushed,
@@ -433,14 +455,8 @@ impl StreamGapsReducer {
         if self.unordered || !self.saw_events {
             return Ok(written);
         }
-        for (index, correlation, ts) in std::mem::take(&mut self.unresolved) {
-            if let (Some(start), Some(kernel)) = (
-                self.launch_start.get(&correlation),
-                self.kernels.get_mut(index),
-            ) {
-                kernel.1 = Some(ts - start);
-            }
-        }
+        self.kernels.resolve(&self.launch_start);
+        self.launch_start = FastHashMap::default();
         for (correlation, phase, dur) in std::mem::take(&mut self.versioned) {
             if correlation.is_none_or(|c| !self.plain_launches.contains(&c)) {
                 let total = self
@@ -451,58 +467,93 @@ impl StreamGapsReducer {
                 total.1 += dur;
             }
         }
-        let mut rows = std::mem::take(&mut self.gaps);
-        let mut streams: Vec<_> = self.streams.iter().collect();
-        streams.sort_by_key(|(key, _)| **key);
+        self.plain_launches = FastHashSet::default();
+        let rank = self.phase_ranks();
+        let mut streams: Vec<_> = std::mem::take(&mut self.streams).into_iter().collect();
+        streams.sort_by_key(|(key, _)| *key);
         for (key, state) in streams {
-            rows.push_stream(false, None, *key, state);
+            self.gaps.push_stream(false, None, key, &state);
+            self.flush_full(sink)?;
         }
-        let mut phase_streams: Vec<_> = self.phase_streams.iter().collect();
-        phase_streams.sort_by_key(|((key, phase), _)| (self.phases[*phase as usize].clone(), *key));
-        for ((key, phase), state) in phase_streams {
-            rows.push_stream(true, self.phases[*phase as usize].as_deref(), *key, state);
+        let mut phase_streams: Vec<_> = std::mem::take(&mut self.phase_streams)
+            .into_iter()
+            .map(|((stream, phase), state)| (self.stream_keys[stream as usize], phase, state))
+            .collect();
+        phase_streams.sort_unstable_by_key(|(key, phase, _)| (rank[*phase as usize], *key));
+        let states = std::mem::take(&mut self.phase_states);
+        for (key, phase, state) in phase_streams {
+            let name = self.phases[phase as usize].as_deref();
+            if let Some(state) = states.get(state as usize) {
+                self.gaps.push_stream(true, name, key, state);
+            }
+            self.flush_full(sink)?;
         }
-        let mut launches: Vec<_> = self.launches.iter().collect();
-        launches.sort_by_key(|((phase, kind), _)| (self.phases[*phase as usize].clone(), *kind));
+        let mut launches: Vec<_> = std::mem::take(&mut self.launches).into_iter().collect();
+        launches.sort_unstable_by_key(|((phase, kind), _)| (rank[*phase as usize], *kind));
         for ((phase, kind), (count, time)) in launches {
-            rows.push_count(
-                "launches",
-                self.phases[*phase as usize].as_deref(),
-                *count,
-                *time,
-            );
-            if let Some(slot) = rows.launch_kind.last_mut() {
+            let name = self.phases[phase as usize].as_deref();
+            self.gaps.push_count("launches", name, count, time);
+            if let Some(slot) = self.gaps.launch_kind.last_mut() {
                 *slot = Some(match kind {
                     LaunchKind::Direct => "direct",
                     LaunchKind::Graph => "graph",
                 });
             }
+            self.flush_full(sink)?;
         }
-        rows.push_count("artifact", None, self.kernels.len() as i64, 0);
-        written.stream_gaps += rows.len() as u64;
-        let batch = rows.take_batch(&self.run_id, &self.artifact_id)?;
-        sink.write_batch(EvidenceTable::StreamGaps, batch)?;
-        written.launch_latency = self.write_latencies(sink)?;
+        self.gaps
+            .push_count("artifact", None, self.kernels.kernel_count() as i64, 0);
+        self.flush(sink)?;
+        written.stream_gaps = self.flushed;
+        written.launch_latency = self.write_latencies(&rank, sink)?;
         Ok(written)
     }
 
-    /// `launch_latency`, sorted by phase then latency (nulls last), so a
-    /// reader's per-phase sort finds sorted runs.
-    fn write_latencies(&mut self, sink: &mut dyn BatchSink) -> Result<u64, SinkError> {
+    /// Hands the buffered `stream_gaps` rows to `sink` once a batch is full.
+    fn flush_full(&mut self, sink: &mut dyn BatchSink) -> Result<(), SinkError> {
+        if self.gaps.len() >= self.batch_rows {
+            self.flush(sink)?;
+        }
+        Ok(())
+    }
+
+    fn flush(&mut self, sink: &mut dyn BatchSink) -> Result<(), SinkError> {
+        if self.gaps.len() == 0 {
+            return Ok(());
+        }
+        self.flushed += self.gaps.len() as u64;
+        let batch = self.gaps.take_batch(&self.run_id, &self.artifact_id)?;
+        sink.write_batch(EvidenceTable::StreamGaps, batch)
+    }
+
+    /// Each phase id's position in phase-name order (no phase first).
+    fn phase_ranks(&self) -> Vec<usize> {
         let mut order: Vec<PhaseId> = (0..self.phases.len() as PhaseId).collect();
         order.sort_by(|a, b| self.phases[*a as usize].cmp(&self.phases[*b as usize]));
         let mut rank = vec![0usize; order.len()];
         for (position, phase) in order.iter().enumerate() {
             rank[*phase as usize] = position;
         }
-        let mut kernels = std::mem::take(&mut self.kernels);
-        kernels.sort_unstable_by_key(|(phase, latency)| {
-            (rank[*phase as usize], latency.is_none(), *latency)
-        });
-        let total = kernels.len() as u64;
-        for chunk in kernels.chunks(self.batch_rows) {
+        rank
+    }
+
+    /// `launch_latency`, sorted by phase then latency (nulls last), so a
+    /// reader's per-phase sort finds sorted runs.
+    fn write_latencies(
+        &mut self,
+        rank: &[usize],
+        sink: &mut dyn BatchSink,
+    ) -> Result<u64, SinkError> {
+        let mut order: Vec<PhaseId> = (0..self.phases.len() as PhaseId).collect();
+        order.sort_unstable_by_key(|phase| rank[*phase as usize]);
+        let total = self.kernels.kernel_count();
+        let mut rows = std::mem::take(&mut self.kernels)
+            .into_sorted(&order)
+            .peekable();
+        while rows.peek().is_some() {
+            let chunk: Vec<(PhaseId, Option<i64>)> = rows.by_ref().take(self.batch_rows).collect();
             let mut phase = DictColumn::new();
-            for (p, _) in chunk {
+            for (p, _) in &chunk {
                 phase.push(self.phases[*p as usize].as_deref());
             }
             let latency: Int64Array = chunk.iter().map(|(_, l)| *l).collect();

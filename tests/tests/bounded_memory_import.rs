@@ -14,7 +14,10 @@ fn import(trace: &std::path::Path, events_in_memory: Option<u64>) -> (Project, V
     if let Some(limit) = events_in_memory {
         let path = project.path().join(".flameox/config.toml");
         let config = std::fs::read_to_string(&path).unwrap();
-        let default = format!("events_in_memory = {}", 2u64 << 20);
+        let default = format!(
+            "events_in_memory = {}",
+            flameox_extractors::api::DEFAULT_SPILL_AFTER_EVENTS
+        );
         assert!(config.contains(&default), "{config}");
         std::fs::write(
             &path,

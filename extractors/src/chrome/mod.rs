@@ -133,6 +133,7 @@ pub(crate) fn extract_chrome_json_spilling<R: BufRead + Send>(
     }
     observer.bytes_read(scanner.offset());
     p.close_open();
+    p.finish_reading();
 
     p.store.arena.finish_writes()?;
     let metadata = summarize_metadata(&scanner.metadata);

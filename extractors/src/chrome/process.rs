@@ -486,6 +486,12 @@ impl Processor {
         }
     }
 
+    /// Frees what only reading needed: the key of every integer flow id
+    /// (millions on a large Kineto trace), before nesting and output.
+    pub fn finish_reading(&mut self) {
+        self.flow_keys = FastHashMap::default();
+    }
+
     /// Counts begins that never ended (they keep `dur_ns = -1`).
     pub fn close_open(&mut self) {
         let open: u64 = self

@@ -36,12 +36,13 @@ pub enum SlotKey {
     Async(i32, u32),
 }
 
-/// A callstack sample waiting for thread names.
+/// A callstack sample waiting for thread names: 16 bytes, since a
+/// profile holds millions.
 pub struct PendingSample {
     pub ts: i64,
     pub stack: u32,
-    pub pid: i64,
-    pub tid: i64,
+    /// Index into [`Decoder::sample_threads`].
+    pub thread: u32,
 }
 
 pub struct Decoder {
@@ -63,6 +64,9 @@ pub struct Decoder {
     pub ftrace: Vec<FtraceRecord>,
     pub agg: StackAggregator,
     pub samples: Vec<PendingSample>,
+    /// The `(pid, tid)` each sample names (0 when unknown), by index.
+    pub sample_threads: Vec<(i64, i64)>,
+    sample_thread_index: FastHashMap<(i64, i64), u32>,
     /// Callstack samples were seen (set when tables are written).
     pub sampled: bool,
     pub gpu_counter_names: FastHashMap<u32, String>,
@@ -96,6 +100,8 @@ impl Decoder {
             ftrace: Vec::new(),
             agg: StackAggregator::new(),
             samples: Vec::new(),
+            sample_threads: Vec::new(),
+            sample_thread_index: FastHashMap::default(),
             sampled: false,
             gpu_counter_names: FastHashMap::default(),
             field_counts: FastHashMap::default(),
@@ -124,6 +130,20 @@ impl Decoder {
             out.insert("ftrace_other_events".to_string(), self.ftrace_other_events);
         }
         out
+    }
+
+    /// Keeps a callstack sample of `(pid, tid)` until thread names are known.
+    pub fn push_sample(&mut self, ts: i64, stack: u32, pid: i64, tid: i64) {
+        let thread = match self.sample_thread_index.get(&(pid, tid)) {
+            Some(&index) => index,
+            None => {
+                let index = self.sample_threads.len() as u32;
+                self.sample_threads.push((pid, tid));
+                self.sample_thread_index.insert((pid, tid), index);
+                index
+            }
+        };
+        self.samples.push(PendingSample { ts, stack, thread });
     }
 
     pub fn slot(&mut self, key: SlotKey) -> u32 {

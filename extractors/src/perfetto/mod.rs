@@ -156,28 +156,29 @@ fn write_tables(
             weight_unit: "samples".into(),
             unit: "samples".into(),
         });
-        for s in std::mem::take(&mut d.samples) {
-            let tid32 = i32::try_from(s.tid).ok();
-            let known = tid32.and_then(|t| d.threads.get(&t));
-            let pid = if s.pid != 0 {
-                Some(s.pid)
-            } else {
-                known.and_then(|k| k.0).map(i64::from)
-            };
-            let info = ThreadInfo {
-                pid,
-                tid: (s.tid != 0).then_some(s.tid),
-                thread_name: known.and_then(|k| k.1.clone()),
-                process_name: pid
-                    .and_then(|p| i32::try_from(p).ok())
-                    .and_then(|p| d.process_names.get(&p).cloned()),
-            };
-            let thread = agg.thread(info);
-            agg.add_metric_sample(cpu, s.stack, thread, Some(s.ts), 1, 1);
+        // Threads in order of first use, as the aggregator numbers them.
+        let mut thread_of = vec![None; d.sample_threads.len()];
+        for s in &d.samples {
+            if let Some(slot @ None) = thread_of.get_mut(s.thread as usize) {
+                let (pid, tid) = d.sample_threads[s.thread as usize];
+                *slot = Some(agg.thread(sample_thread_info(&d, pid, tid)));
+            }
+        }
+        // The aggregator sorts its samples, so they move over from the end
+        // while the pending list gives its memory back.
+        let mut pending = std::mem::take(&mut d.samples);
+        agg.reserve_timed(pending.len());
+        while let Some(s) = pending.pop() {
+            if let Some(Some(thread)) = thread_of.get(s.thread as usize) {
+                agg.add_metric_sample(cpu, s.stack, *thread, Some(s.ts), 1, 1);
+            }
             sample_span = Some(match sample_span {
                 None => (s.ts, s.ts),
                 Some((a, b)) => (a.min(s.ts), b.max(s.ts)),
             });
+            if pending.len() < pending.capacity() / 4 {
+                pending.shrink_to(pending.len() * 2);
+            }
         }
     }
     let symbolized = d.agg_symbolized(&agg);
@@ -208,6 +209,25 @@ fn write_tables(
         input_bytes,
         skipped_top_level,
     ))
+}
+
+/// The thread of a sample's `(pid, tid)` with what the trace said about
+/// it (a pid of 0 is taken from the thread's descriptor).
+fn sample_thread_info(d: &Decoder, pid: i64, tid: i64) -> ThreadInfo {
+    let known = i32::try_from(tid).ok().and_then(|t| d.threads.get(&t));
+    let pid = if pid != 0 {
+        Some(pid)
+    } else {
+        known.and_then(|k| k.0).map(i64::from)
+    };
+    ThreadInfo {
+        pid,
+        tid: (tid != 0).then_some(tid),
+        thread_name: known.and_then(|k| k.1.clone()),
+        process_name: pid
+            .and_then(|p| i32::try_from(p).ok())
+            .and_then(|p| d.process_names.get(&p).cloned()),
+    }
 }
 
 /// Earliest start and latest end over events, counters and samples.

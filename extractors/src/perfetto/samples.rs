@@ -9,7 +9,7 @@
 //! its timestamp. A frame without a function name is `0x<rel_pc>` in its
 //! mapping, unsymbolized.
 
-use super::decoder::{Decoder, PendingSample};
+use super::decoder::Decoder;
 use super::proto::{PerfSample, StreamingProfilePacket};
 
 /// The frame of a sample whose callstack could not be resolved.
@@ -44,12 +44,12 @@ impl Decoder {
         }
         let stack = self.callstack(sequence_id, iid);
         self.producer_hint.get_or_insert("perfetto.traced_perf");
-        self.samples.push(PendingSample {
+        self.push_sample(
             ts,
             stack,
-            pid: i64::from(s.pid.unwrap_or(0)),
-            tid: i64::from(s.tid.unwrap_or(0)),
-        });
+            i64::from(s.pid.unwrap_or(0)),
+            i64::from(s.tid.unwrap_or(0)),
+        );
     }
 
     pub fn streaming_profile(&mut self, sequence_id: u32, p: &StreamingProfilePacket) {
@@ -70,12 +70,12 @@ impl Decoder {
             seq.profile_time_us = Some(us);
             let stack = self.callstack(sequence_id, iid);
             self.producer_hint.get_or_insert("chrome.sampler");
-            self.samples.push(PendingSample {
-                ts: us.saturating_mul(1000),
+            self.push_sample(
+                us.saturating_mul(1000),
                 stack,
-                pid: i64::from(pid),
-                tid: i64::from(tid),
-            });
+                i64::from(pid),
+                i64::from(tid),
+            );
         }
     }
 

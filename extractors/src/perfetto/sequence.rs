@@ -84,7 +84,7 @@ impl Sequence {
             return Admission::SkipNeedsState;
         }
         if let Some(defaults) = &packet.trace_packet_defaults {
-            self.defaults = Some(defaults.clone());
+            self.defaults = Some(defaults.as_ref().clone());
         }
         if let Some(data) = &packet.interned_data {
             self.intern(data);
@@ -187,13 +187,13 @@ mod tests {
     fn names_packet(flags: u32, iid: u64, name: &str) -> TracePacket {
         TracePacket {
             sequence_flags: Some(flags),
-            interned_data: Some(InternedData {
+            interned_data: Some(Box::new(InternedData {
                 event_names: vec![InternedName {
                     iid: Some(iid),
                     name: Some(name.as_bytes().to_vec()),
                 }],
                 ..Default::default()
-            }),
+            })),
             ..Default::default()
         }
     }
