@@ -41,6 +41,19 @@ pub fn logical_key(
 
 const NO_PARENT: u32 = u32::MAX;
 
+/// A sample with a timestamp, kept until the end: 32 bytes, since a
+/// profile holds millions. Its count is per sample (1 in every extractor)
+/// and kept as `u32` (negative counts as 0, larger ones at `u32::MAX`).
+#[derive(Debug, Clone, Copy)]
+struct TimedSample {
+    ts: i64,
+    weight: i64,
+    stack: u32,
+    thread: u32,
+    count: u32,
+    metric: u16,
+}
+
 /// A `samples` row: (ts, stack, thread, weight, count, metric).
 type SampleRow = (Option<i64>, u32, u32, i64, i64, u16);
 
@@ -89,7 +102,7 @@ pub struct StackAggregator {
     /// (stack, thread, metric) → (weight, count).
     aggregated: FastHashMap<(u32, u32, u16), (i64, i64)>,
     /// (ts, stack, thread, weight, count, metric).
-    timed: Vec<(i64, u32, u32, i64, i64, u16)>,
+    timed: Vec<TimedSample>,
 }
 
 /// A metric declared with [`StackAggregator::metric`].
@@ -191,7 +204,14 @@ impl StackAggregator {
         count: i64,
     ) {
         match ts {
-            Some(ts) => self.timed.push((ts, stack, thread, weight, count, metric)),
+            Some(ts) => self.timed.push(TimedSample {
+                ts,
+                weight,
+                stack,
+                thread,
+                count: u32::try_from(count.max(0)).unwrap_or(u32::MAX),
+                metric,
+            }),
             None => {
                 let e = self
                     .aggregated
@@ -327,13 +347,18 @@ impl StackAggregator {
         aggregated.sort_unstable_by_key(|s| (s.5, s.1, s.2));
         // Sorted in place: millions of timed samples are not copied.
         let mut timed = std::mem::take(&mut self.timed);
-        timed.sort_unstable_by_key(|&(ts, s, t, w, c, m)| (ts, s, t, m, w, c));
+        timed.sort_unstable_by_key(|t| (t.ts, t.stack, t.thread, t.metric, t.weight, t.count));
         let spec_of = |m: u16| &self.metrics[usize::from(m).min(self.metrics.len() - 1)];
-        let mut rows = aggregated.iter().copied().chain(
-            timed
-                .iter()
-                .map(|&(ts, s, t, w, c, m)| (Some(ts), s, t, w, c, m)),
-        );
+        let mut rows = aggregated.iter().copied().chain(timed.iter().map(|t| {
+            (
+                Some(t.ts),
+                t.stack,
+                t.thread,
+                t.weight,
+                i64::from(t.count),
+                t.metric,
+            )
+        }));
         let mut chunk: Vec<SampleRow> = Vec::new();
         loop {
             chunk.clear();
@@ -383,7 +408,11 @@ impl StackAggregator {
             let of_metric = aggregated
                 .iter()
                 .map(|&(_, s, t, w, c, m)| (s, t, w, c, m))
-                .chain(timed.iter().map(|&(_, s, t, w, c, m)| (s, t, w, c, m)))
+                .chain(
+                    timed
+                        .iter()
+                        .map(|t| (t.stack, t.thread, t.weight, i64::from(t.count), t.metric)),
+                )
                 .filter(|row| usize::from(row.4) == m);
             for (stack, thread, weight, count, _) in of_metric {
                 let sum = by_stack.entry((stack, thread)).or_insert((0, 0));
@@ -628,5 +657,55 @@ mod tests {
                 ("memory.alloc_bytes".into(), "work".into(), 4096, 4096),
             ]
         );
+    }
+
+    #[test]
+    fn timed_samples_come_out_sorted_and_reduce_with_the_untimed_ones() {
+        let mut agg = StackAggregator::new();
+        let cpu = agg.metric(spec("cpu.samples", "samples"));
+        let main = agg.frame("main", None, None, None, "native", true);
+        let work = agg.frame("work", None, None, None, "native", true);
+        let root = agg.stack(None, main);
+        let leaf = agg.stack(Some(root), work);
+        let thread = agg.thread(ThreadInfo::default());
+        agg.add_metric_sample(cpu, leaf, thread, Some(30), 1, 1);
+        agg.add_metric_sample(cpu, root, thread, Some(10), 2, 1);
+        agg.add_metric_sample(cpu, leaf, thread, Some(20), 4, 5);
+        agg.add_metric_sample(cpu, leaf, thread, Some(20), 8, -3);
+        agg.add_metric_sample(cpu, leaf, thread, None, 16, 1);
+        let mut sink = Collect(Vec::new());
+        agg.finish_all("r", "a", 2, &mut sink).unwrap();
+        let column = |table: EvidenceTable, name: &str| -> Vec<Option<i64>> {
+            sink.0
+                .iter()
+                .filter(|(t, _)| *t == table)
+                .flat_map(|(_, b)| {
+                    let c = b.column_by_name(name).unwrap();
+                    let c = c.as_any().downcast_ref::<Int64Array>().unwrap();
+                    c.iter().collect::<Vec<_>>()
+                })
+                .collect()
+        };
+        // The untimed row first, then by time (weight breaks the tie); a
+        // negative count is kept as 0. Batches of 2 rows.
+        assert_eq!(
+            column(EvidenceTable::Samples, "ts_ns"),
+            [None, Some(10), Some(20), Some(20), Some(30)]
+        );
+        assert_eq!(
+            column(EvidenceTable::Samples, "weight"),
+            [Some(16), Some(2), Some(4), Some(8), Some(1)]
+        );
+        assert_eq!(
+            column(EvidenceTable::Samples, "count"),
+            [Some(1), Some(1), Some(5), Some(0), Some(1)]
+        );
+        // work: self 1 + 4 + 8 + 16; main: self 2, inclusive everything.
+        let mut totals: Vec<_> = column(EvidenceTable::FrameTotals, "self_value")
+            .into_iter()
+            .zip(column(EvidenceTable::FrameTotals, "inclusive_value"))
+            .collect();
+        totals.sort();
+        assert_eq!(totals, [(Some(2), Some(31)), (Some(29), Some(29))]);
     }
 }
