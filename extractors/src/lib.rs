@@ -27,6 +27,7 @@ pub mod speedscope;
 pub mod stacks;
 pub mod stream_gaps;
 pub mod stream_gaps_thread;
+mod timed_samples;
 pub mod ustar;
 
 /// The hash map of the extractors' per-event paths: foldhash (seeded per

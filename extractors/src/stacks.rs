@@ -17,6 +17,7 @@ use sha2::{Digest, Sha256};
 use crate::api::{BatchSink, ExtractError};
 use crate::arrow_util::{DictColumn, const_dict};
 use crate::schema::EvidenceTable;
+use crate::timed_samples::{TimedSample, TimedSamples};
 
 /// The digest that identifies a function across runs: the first 16 bytes
 /// (32 hex chars) of sha256 over `{"file":…,"function":…,"line":…,"module":…}`.
@@ -40,19 +41,6 @@ pub fn logical_key(
 }
 
 const NO_PARENT: u32 = u32::MAX;
-
-/// A sample with a timestamp, kept until the end: 32 bytes, since a
-/// profile holds millions. Its count is per sample (1 in every extractor)
-/// and kept as `u32` (negative counts as 0, larger ones at `u32::MAX`).
-#[derive(Debug, Clone, Copy)]
-struct TimedSample {
-    ts: i64,
-    weight: i64,
-    stack: u32,
-    thread: u32,
-    count: u32,
-    metric: u16,
-}
 
 /// A `samples` row: (ts, stack, thread, weight, count, metric).
 type SampleRow = (Option<i64>, u32, u32, i64, i64, u16);
@@ -101,8 +89,8 @@ pub struct StackAggregator {
     metrics: Vec<ReductionSpec>,
     /// (stack, thread, metric) → (weight, count).
     aggregated: FastHashMap<(u32, u32, u16), (i64, i64)>,
-    /// (ts, stack, thread, weight, count, metric).
-    timed: Vec<TimedSample>,
+    /// Samples with a timestamp, written one row each.
+    timed: TimedSamples,
 }
 
 /// A metric declared with [`StackAggregator::metric`].
@@ -223,10 +211,11 @@ impl StackAggregator {
         }
     }
 
-    /// Makes room for `additional` timed samples at once (a profile's
-    /// millions would otherwise double the list while it grows).
-    pub fn reserve_timed(&mut self, additional: usize) {
-        self.timed.reserve_exact(additional);
+    /// Makes room for `additional` timed samples of `metric` with weight
+    /// and count 1 at once (a profile's millions would otherwise double the
+    /// list while it grows).
+    pub fn reserve_unit_samples(&mut self, metric: MetricId, additional: usize) {
+        self.timed.reserve_unit(metric, additional);
     }
 
     /// Whether every interned frame is symbolized.
@@ -347,9 +336,9 @@ impl StackAggregator {
         aggregated.sort_unstable_by_key(|s| (s.5, s.1, s.2));
         // Sorted in place: millions of timed samples are not copied.
         let mut timed = std::mem::take(&mut self.timed);
-        timed.sort_unstable_by_key(|t| (t.ts, t.stack, t.thread, t.metric, t.weight, t.count));
+        timed.sort();
         let spec_of = |m: u16| &self.metrics[usize::from(m).min(self.metrics.len() - 1)];
-        let mut rows = aggregated.iter().copied().chain(timed.iter().map(|t| {
+        let mut rows = aggregated.iter().copied().chain(timed.sorted().map(|t| {
             (
                 Some(t.ts),
                 t.stack,

@@ -167,7 +167,7 @@ fn write_tables(
         // The aggregator sorts its samples, so they move over from the end
         // while the pending list gives its memory back.
         let mut pending = std::mem::take(&mut d.samples);
-        agg.reserve_timed(pending.len());
+        agg.reserve_unit_samples(cpu, pending.len());
         while let Some(s) = pending.pop() {
             if let Some(Some(thread)) = thread_of.get(s.thread as usize) {
                 agg.add_metric_sample(cpu, s.stack, *thread, Some(s.ts), 1, 1);
