@@ -89,7 +89,7 @@ pub struct NewEvent {
 }
 
 /// Bytes of `args_json` text kept in memory before the arena spills to disk.
-pub const ARGS_SPILL_AFTER_BYTES: usize = 32 << 20;
+pub const ARGS_SPILL_AFTER_BYTES: usize = 4 << 20;
 
 /// Append-only store of `args_json` text: memory first, then (when a spill
 /// folder was given) a file that is unlinked as soon as it is opened, so it

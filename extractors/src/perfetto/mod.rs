@@ -176,8 +176,10 @@ fn write_tables(
                 None => (s.ts, s.ts),
                 Some((a, b)) => (a.min(s.ts), b.max(s.ts)),
             });
-            if pending.len() < pending.capacity() / 4 {
-                pending.shrink_to(pending.len() * 2);
+            // Give back every 8 MiB moved (a large list shrinks in place:
+            // glibc remaps it), so the two lists never hold a sample twice.
+            if pending.capacity() - pending.len() >= SHRINK_EVERY_SAMPLES {
+                pending.shrink_to_fit();
             }
         }
     }
@@ -210,6 +212,10 @@ fn write_tables(
         skipped_top_level,
     ))
 }
+
+/// Pending samples moved into the aggregator between two shrinks of the
+/// pending list (16 bytes each: 8 MiB).
+const SHRINK_EVERY_SAMPLES: usize = 1 << 19;
 
 /// The thread of a sample's `(pid, tid)` with what the trace said about
 /// it (a pid of 0 is taken from the thread's descriptor).
