@@ -389,28 +389,30 @@ impl StackAggregator {
             emit(EvidenceTable::Samples, cols)?;
         }
 
-        // Reductions, one pass per metric over each distinct (stack,
-        // thread): every total is a sum of weights and counts, so samples
-        // of one stack and thread are added before their path is walked.
+        // Reductions per metric over each distinct (stack, thread): every
+        // total is a sum of weights and counts, so the samples are summed
+        // in one pass and each stack's path is walked once.
+        let mut sums: FastHashMap<(u16, u32, u32), (i64, i64)> = FastHashMap::default();
+        let rows = aggregated
+            .iter()
+            .map(|&(_, s, t, w, c, m)| (m, s, t, w, c))
+            .chain(
+                timed
+                    .iter()
+                    .map(|t| (t.metric, t.stack, t.thread, t.weight, i64::from(t.count))),
+            );
+        for (metric, stack, thread, weight, count) in rows {
+            let sum = sums.entry((metric, stack, thread)).or_insert((0, 0));
+            sum.0 = sum.0.saturating_add(weight);
+            sum.1 = sum.1.saturating_add(count);
+        }
+        let mut sums: Vec<_> = sums.into_iter().collect();
+        sums.sort_unstable();
         for (m, spec) in self.metrics.iter().enumerate() {
-            let mut by_stack: FastHashMap<(u32, u32), (i64, i64)> = FastHashMap::default();
-            let of_metric = aggregated
+            let rows = sums
                 .iter()
-                .map(|&(_, s, t, w, c, m)| (s, t, w, c, m))
-                .chain(
-                    timed
-                        .iter()
-                        .map(|t| (t.stack, t.thread, t.weight, i64::from(t.count), t.metric)),
-                )
-                .filter(|row| usize::from(row.4) == m);
-            for (stack, thread, weight, count, _) in of_metric {
-                let sum = by_stack.entry((stack, thread)).or_insert((0, 0));
-                sum.0 = sum.0.saturating_add(weight);
-                sum.1 = sum.1.saturating_add(count);
-            }
-            let mut by_stack: Vec<_> = by_stack.into_iter().collect();
-            by_stack.sort_unstable();
-            let rows = by_stack.into_iter().map(|((s, t), (w, c))| (s, t, w, c));
+                .filter(|((metric, _, _), _)| usize::from(*metric) == m)
+                .map(|&((_, s, t), (w, c))| (s, t, w, c));
             self.write_reductions(rows, spec, &mut emit, &scope, batch_rows)?;
         }
         Ok(())

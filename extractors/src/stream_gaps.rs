@@ -468,7 +468,7 @@ impl StreamGapsReducer {
             }
         }
         self.plain_launches = FastHashSet::default();
-        let rank = self.phase_ranks();
+        let (order, rank) = self.phase_order();
         let mut streams: Vec<_> = std::mem::take(&mut self.streams).into_iter().collect();
         streams.sort_by_key(|(key, _)| *key);
         for (key, state) in streams {
@@ -505,7 +505,7 @@ impl StreamGapsReducer {
             .push_count("artifact", None, self.kernels.kernel_count() as i64, 0);
         self.flush(sink)?;
         written.stream_gaps = self.flushed;
-        written.launch_latency = self.write_latencies(&rank, sink)?;
+        written.launch_latency = self.write_latencies(&order, sink)?;
         Ok(written)
     }
 
@@ -526,29 +526,28 @@ impl StreamGapsReducer {
         sink.write_batch(EvidenceTable::StreamGaps, batch)
     }
 
-    /// Each phase id's position in phase-name order (no phase first).
-    fn phase_ranks(&self) -> Vec<usize> {
+    /// Phase ids in phase-name order (no phase first), and each id's
+    /// position in that order.
+    fn phase_order(&self) -> (Vec<PhaseId>, Vec<usize>) {
         let mut order: Vec<PhaseId> = (0..self.phases.len() as PhaseId).collect();
         order.sort_by(|a, b| self.phases[*a as usize].cmp(&self.phases[*b as usize]));
         let mut rank = vec![0usize; order.len()];
         for (position, phase) in order.iter().enumerate() {
             rank[*phase as usize] = position;
         }
-        rank
+        (order, rank)
     }
 
     /// `launch_latency`, sorted by phase then latency (nulls last), so a
     /// reader's per-phase sort finds sorted runs.
     fn write_latencies(
         &mut self,
-        rank: &[usize],
+        order: &[PhaseId],
         sink: &mut dyn BatchSink,
     ) -> Result<u64, SinkError> {
-        let mut order: Vec<PhaseId> = (0..self.phases.len() as PhaseId).collect();
-        order.sort_unstable_by_key(|phase| rank[*phase as usize]);
         let total = self.kernels.kernel_count();
         let mut rows = std::mem::take(&mut self.kernels)
-            .into_sorted(&order)
+            .into_sorted(order)
             .peekable();
         while rows.peek().is_some() {
             let chunk: Vec<(PhaseId, Option<i64>)> = rows.by_ref().take(self.batch_rows).collect();

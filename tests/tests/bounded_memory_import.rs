@@ -6,6 +6,7 @@
 use flameox_benches::kineto::{KinetoSpec, write_kineto};
 use flameox_tests::Project;
 use serde_json::Value;
+use std::path::PathBuf;
 
 /// Imports `trace` into a fresh project whose config holds at most
 /// `events_in_memory` events (default when `None`); returns the project
@@ -30,6 +31,23 @@ fn import(trace: &std::path::Path, events_in_memory: Option<u64>) -> (Project, V
     (project, imported)
 }
 
+/// Writes a generated Kineto trace of about `events` events into `dir`.
+fn generated_trace(dir: &std::path::Path, seed: u64, events: u64, streams: u64) -> PathBuf {
+    let trace = dir.join("generated.pt.trace.json");
+    let spec = KinetoSpec {
+        seed,
+        events,
+        streams,
+        ops_per_step: 0,
+    };
+    write_kineto(
+        &spec,
+        std::io::BufWriter::new(std::fs::File::create(&trace).unwrap()),
+    )
+    .unwrap();
+    trace
+}
+
 /// `value` as text without what differs between two projects (run id,
 /// commit id, and the cursor that names the commit).
 fn without_run(value: &Value, run_id: &str) -> String {
@@ -44,18 +62,7 @@ fn without_run(value: &Value, run_id: &str) -> String {
 #[test]
 fn a_trace_over_the_event_budget_lands_the_same_evidence_through_spill_runs() {
     let dir = tempfile::tempdir().unwrap();
-    let trace = dir.path().join("generated.pt.trace.json");
-    let spec = KinetoSpec {
-        seed: 11,
-        events: 30_000,
-        streams: 3,
-        ops_per_step: 0,
-    };
-    write_kineto(
-        &spec,
-        std::io::BufWriter::new(std::fs::File::create(&trace).unwrap()),
-    )
-    .unwrap();
+    let trace = generated_trace(dir.path(), 11, 30_000, 3);
     let (memory, in_memory) = import(&trace, None);
     let (spilled, through_runs) = import(&trace, Some(1_000));
     let events = in_memory["rows"]["trace_events"].as_u64().unwrap();
@@ -107,18 +114,7 @@ fn children_peak_rss() -> u64 {
 #[test]
 fn an_import_through_spill_runs_peaks_within_the_memory_target_and_below_a_held_one() {
     let dir = tempfile::tempdir().unwrap();
-    let trace = dir.path().join("generated.pt.trace.json");
-    let spec = KinetoSpec {
-        seed: 12,
-        events: 400_000,
-        streams: 4,
-        ops_per_step: 0,
-    };
-    write_kineto(
-        &spec,
-        std::io::BufWriter::new(std::fs::File::create(&trace).unwrap()),
-    )
-    .unwrap();
+    let trace = generated_trace(dir.path(), 12, 400_000, 4);
     let input_bytes = std::fs::metadata(&trace).unwrap().len();
     let (_spilled, through_runs) = import(&trace, Some(20_000));
     let spilled_peak = children_peak_rss();
