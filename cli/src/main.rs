@@ -482,7 +482,7 @@ pub enum ArtifactsCommand {
 }
 
 fn main() -> ExitCode {
-    flameox_engine::allocator::limit_malloc_arenas();
+    flameox_engine::allocator::tune_malloc();
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(err) => {

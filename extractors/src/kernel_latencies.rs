@@ -8,7 +8,7 @@
 //! a kernel whose launch has not been seen yet keeps a slot that is filled
 //! — or turned into a null — when the input has been read.
 
-use crate::FastHashMap;
+use crate::launch_starts::LaunchStarts;
 
 /// Latencies of one phase's kernels.
 #[derive(Default)]
@@ -70,17 +70,17 @@ impl KernelLatencies {
 
     /// Fills the pending slots from the earliest launch start of each
     /// correlation id; kernels without a launch become nulls.
-    pub fn resolve(&mut self, launch_start: &FastHashMap<i64, i64>) {
+    pub fn resolve(&mut self, launch_starts: &LaunchStarts) {
         let mut unlaunched: Vec<(u32, usize)> = Vec::new();
         for p in std::mem::take(&mut self.pending) {
-            match launch_start.get(&p.correlation) {
+            match launch_starts.get(p.correlation) {
                 Some(start) => {
                     if let Some(value) = self
                         .phases
                         .get_mut(p.phase as usize)
                         .and_then(|e| e.values.get_mut(p.slot))
                     {
-                        *value = p.kernel_ts.saturating_sub(*start);
+                        *value = p.kernel_ts.saturating_sub(start);
                     }
                 }
                 None => unlaunched.push((p.phase, p.slot)),
@@ -134,7 +134,8 @@ mod tests {
         l.push(1, Some(10), Some(3), 120);
         l.push(2, None, Some(9), 400);
         assert_eq!(l.kernel_count(), 7);
-        let starts = FastHashMap::from_iter([(9, 150)]);
+        let mut starts = LaunchStarts::default();
+        starts.record(9, 150);
         l.resolve(&starts);
         let rows: Vec<_> = l.into_sorted(&[2, 0, 1]).collect();
         assert_eq!(
@@ -158,7 +159,9 @@ mod tests {
             l.push(0, None, Some(c), i as i64 * 10);
         }
         l.push(0, Some(3), Some(1), 1);
-        l.resolve(&FastHashMap::from_iter([(6, 0)]));
+        let mut starts = LaunchStarts::default();
+        starts.record(6, 0);
+        l.resolve(&starts);
         let rows: Vec<_> = l.into_sorted(&[0]).collect();
         assert_eq!(
             rows,

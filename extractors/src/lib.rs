@@ -19,6 +19,7 @@ pub mod gecko;
 pub mod input;
 mod json_doc;
 mod kernel_latencies;
+mod launch_starts;
 pub mod nsight;
 pub mod perfetto;
 pub mod pprof;

@@ -12,7 +12,7 @@
 //! reducer skip its output (no `artifact` row), and readers fall back to the
 //! reference.
 
-use crate::{FastHashMap, FastHashSet};
+use crate::FastHashMap;
 use std::sync::Arc;
 
 use arrow::array::{
@@ -28,6 +28,7 @@ use crate::device_work::{
     is_kernel,
 };
 use crate::kernel_latencies::KernelLatencies;
+use crate::launch_starts::LaunchStarts;
 use crate::schema::EvidenceTable;
 
 /// `(device, stream)`.
@@ -214,9 +215,8 @@ pub struct StreamGapsReducer {
     /// thousands of steps × streams, so states sit in a dense list.
     phase_streams: FastHashMap<(u32, PhaseId), u32>,
     phase_states: Vec<StreamState>,
-    /// Correlation id → earliest host launch start.
-    launch_start: FastHashMap<i64, i64>,
-    plain_launches: FastHashSet<i64>,
+    /// Correlation id → earliest host launch start; plain launches' ids.
+    launch_starts: LaunchStarts,
     /// Versioned inner launches (`cudaLaunchKernel_v7000`): counted at the
     /// end unless an unversioned launch has their correlation id.
     versioned: Vec<(Option<i64>, PhaseId, i64)>,
@@ -258,8 +258,7 @@ impl StreamGapsReducer {
             stream_index: FastHashMap::default(),
             phase_streams: FastHashMap::default(),
             phase_states: Vec::new(),
-            launch_start: FastHashMap::default(),
-            plain_launches: FastHashSet::default(),
+            launch_starts: LaunchStarts::default(),
             versioned: Vec::new(),
             launches: FastHashMap::default(),
             kernels: KernelLatencies::default(),
@@ -409,9 +408,9 @@ impl StreamGapsReducer {
             state.add(ts, dur, event_id);
         }
         let latency = correlation.and_then(|c| {
-            self.launch_start
-                .get(&c)
-                .map(|start| ts.saturating_sub(*start))
+            self.launch_starts
+                .get(c)
+                .map(|start| ts.saturating_sub(start))
         });
         self.kernels.push(phase, latency, correlation, ts);
     }
@@ -426,14 +425,13 @@ impl StreamGapsReducer {
         correlation: Option<i64>,
     ) {
         if let Some(c) = correlation {
-            let start = self.launch_start.entry(c).or_insert(ts);
-            *start = (*start).min(ts);
+            self.launch_starts.record(c, ts);
         }
         match name {
             LaunchName::Versioned => self.versioned.push((correlation, phase, dur)),
             LaunchName::Plain => {
                 if let (LaunchKind::Direct, Some(c)) = (kind, correlation) {
-                    self.plain_launches.insert(c);
+                    self.launch_starts.mark_plain(c);
                 }
                 let total = self.launches.entry((phase, kind)).or_default();
                 total.0 += 1;
@@ -455,10 +453,9 @@ impl StreamGapsReducer {
         if self.unordered || !self.saw_events {
             return Ok(written);
         }
-        self.kernels.resolve(&self.launch_start);
-        self.launch_start = FastHashMap::default();
+        self.kernels.resolve(&self.launch_starts);
         for (correlation, phase, dur) in std::mem::take(&mut self.versioned) {
-            if correlation.is_none_or(|c| !self.plain_launches.contains(&c)) {
+            if correlation.is_none_or(|c| !self.launch_starts.is_plain(c)) {
                 let total = self
                     .launches
                     .entry((phase, LaunchKind::Direct))
@@ -467,7 +464,7 @@ impl StreamGapsReducer {
                 total.1 += dur;
             }
         }
-        self.plain_launches = FastHashSet::default();
+        self.launch_starts = LaunchStarts::default();
         let (order, rank) = self.phase_order();
         let mut streams: Vec<_> = std::mem::take(&mut self.streams).into_iter().collect();
         streams.sort_by_key(|(key, _)| *key);

@@ -119,22 +119,22 @@ impl EventBatch {
         self.track.push(r.track);
         self.pid.push(pid);
         self.tid.push(tid);
-        self.device.push(if r.device == NONE && on_gpu {
+        self.device.push(if r.fields.device == NONE && on_gpu {
             track.device
         } else {
-            r.device
+            r.fields.device
         });
-        self.context.push(r.context);
-        self.stream.push(if r.stream == NONE && on_gpu {
+        self.context.push(r.fields.context);
+        self.stream.push(if r.fields.stream == NONE && on_gpu {
             track.stream
         } else {
-            r.stream
+            r.fields.stream
         });
-        self.correlation.push(r.correlation);
-        self.external.push(r.external);
-        self.graph_id.push(r.graph_id);
-        self.graph_node_id.push(r.graph_node_id);
-        self.bytes.push(r.bytes);
+        self.correlation.push(r.fields.correlation);
+        self.external.push(r.fields.external);
+        self.graph_id.push(r.fields.graph_id);
+        self.graph_node_id.push(r.fields.graph_node_id);
+        self.bytes.push(r.fields.bytes);
         self.phase.push(phase);
         self.phase_source.push(phase_source);
         self.args.push((r.args_start, r.args_len));

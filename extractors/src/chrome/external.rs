@@ -28,10 +28,11 @@ use crate::FastHashMap;
 
 use super::emit::{Emitter, SliceFrames, thread_info, write_slice_reductions};
 use super::event_batch::EventBatch;
-use super::nesting::{PHASE_CORRELATION, PHASE_NONE, PHASE_PROFILER_STEP, nesting_order};
+use super::nesting::{PHASE_CORRELATION, PHASE_NONE, nesting_order};
 use super::process::Processor;
 use super::record::EventRecord;
 use super::runs::{RunFile, nesting_key, output_key};
+use super::spill_phases::{PhaseCollector, Phases};
 use super::store::{EventStore, FlowPoint, NO_ID, NONE, open_unlinked};
 use super::tracks::Ident;
 use crate::api::{ExtractError, ExtractObserver};
@@ -57,24 +58,13 @@ pub struct EventsOutcome {
     pub spilled_events: u64,
 }
 
-/// A `ProfilerStep#N` slice.
-#[derive(Debug, Clone, Copy)]
-struct Step {
-    ts: i64,
-    event_id: u64,
-    end: i64,
-    name: u32,
-}
-
 /// The spilled part of a trace's events, built up while reading.
 pub struct Spill {
     dir: PathBuf,
     runs: RunFile,
     flows: BufWriter<File>,
     flow_count: u64,
-    steps: Vec<Step>,
-    /// Per interned name: 0 not yet known, 1 not a step, 2 a step.
-    step_names: Vec<u8>,
+    phases: PhaseCollector,
     needs_flow_fill: bool,
     spilled_events: u64,
     /// Rows per run after the first (which holds the whole in-memory
@@ -85,8 +75,9 @@ pub struct Spill {
 }
 
 impl Spill {
-    /// Spilling starts once the store holds `budget` events.
-    pub fn create(dir: &Path, budget: usize) -> io::Result<Self> {
+    /// Spilling starts once the store holds `budget` events; `phases`
+    /// says which slices define phases.
+    pub fn create(dir: &Path, budget: usize, phases: PhaseCollector) -> io::Result<Self> {
         let budget = budget.max(1);
         let chunk = budget.min(RUN_EVENTS);
         Ok(Spill {
@@ -94,8 +85,7 @@ impl Spill {
             runs: RunFile::create(dir, "events-by-track")?,
             flows: BufWriter::with_capacity(1 << 20, open_unlinked(dir, "flows")?),
             flow_count: 0,
-            steps: Vec::new(),
-            step_names: Vec::new(),
+            phases,
             needs_flow_fill: false,
             spilled_events: 0,
             chunk,
@@ -128,17 +118,10 @@ impl Spill {
         });
         for &i in &rows {
             let i = i as usize;
-            if s.device_activity[i] && s.correlation[i] == NONE {
+            if s.device_activity[i] && s.device.correlation(i) == NONE {
                 self.needs_flow_fill = true;
             }
-            if !s.instant[i] && self.is_step(p, s.name[i]) {
-                self.steps.push(Step {
-                    ts: s.ts[i],
-                    event_id: s.event_id[i],
-                    end: s.end(i),
-                    name: s.name[i],
-                });
-            }
+            self.phases.observe(&p.strings, s, i);
         }
         self.runs
             .write_run(rows.iter().map(|&i| EventRecord::from_store(s, i as usize)))?;
@@ -159,28 +142,15 @@ impl Spill {
         Ok(())
     }
 
-    fn is_step(&mut self, p: &Processor, name: u32) -> bool {
-        if name == NO_ID {
-            return false;
-        }
-        let at = name as usize;
-        if at >= self.step_names.len() {
-            self.step_names.resize(at + 1, 0);
-        }
-        if self.step_names[at] == 0 {
-            let step = p.strings.get(name).starts_with("ProfilerStep#");
-            self.step_names[at] = if step { 2 } else { 1 };
-        }
-        self.step_names[at] == 2
-    }
-
     /// Writes the rest of the events and produces `trace_events` (passes 2
-    /// and 3 above). The store is left empty.
+    /// and 3 above). The store is left empty. `thread_of_track` places
+    /// tracks on threads for range phases (see [`PhaseCollector`]).
     pub fn finish(
         mut self,
         p: &mut Processor,
         em: &mut Emitter,
         observer: &dyn ExtractObserver,
+        thread_of_track: &[Option<(i64, i64)>],
     ) -> Result<EventsOutcome, ExtractError> {
         self.write_run(p, true)?;
         // Every flow endpoint is in its file now.
@@ -209,9 +179,9 @@ impl Spill {
                 }
             })?;
         }
-        self.steps.sort_unstable_by_key(|s| (s.ts, s.event_id));
+        let phases = std::mem::take(&mut self.phases).into_phases(thread_of_track);
         let mut walk = Walk::new(
-            &self.steps,
+            &phases,
             &self.dir,
             self.chunk,
             self.needs_flow_fill,
@@ -238,28 +208,24 @@ impl Spill {
         });
         let launch_phase = launch_phases(launches, &filled);
         let mut batch = EventBatch::default();
-        let mut upto = 0;
         for (n, record) in by_time.merge(output_key)?.enumerate() {
             if n % POLL_EVERY == 0 && observer.cancelled() {
                 return Err(ExtractError::Cancelled);
             }
             let mut r = record?;
-            if r.correlation == NONE
+            if r.fields.correlation == NONE
                 && let Some(&id) = filled.get(&r.event_id)
             {
-                r.correlation = id;
+                r.fields.correlation = id;
             }
             let (mut phase, mut source) = (NO_ID, PHASE_NONE);
-            if !self.steps.is_empty() {
-                while upto < self.steps.len() && self.steps[upto].ts <= r.ts {
-                    upto += 1;
-                }
-                if let Some(name) = step_at(&self.steps[..upto], r.ts) {
-                    (phase, source) = (name, PHASE_PROFILER_STEP);
+            if phases.any() {
+                if let Some(found) = phases.at(r.track, r.ts, r.device_activity) {
+                    (phase, source) = found;
                 }
                 if r.device_activity
-                    && r.correlation != NONE
-                    && let Some(&launch) = launch_phase.get(&r.correlation)
+                    && r.fields.correlation != NONE
+                    && let Some(&launch) = launch_phase.get(&r.fields.correlation)
                 {
                     (phase, source) = (launch, PHASE_CORRELATION);
                 }
@@ -279,23 +245,11 @@ impl Spill {
             span,
             any_correlation: any_correlation || !filled.is_empty(),
             any_external,
-            has_phases: !self.steps.is_empty(),
+            has_phases: phases.any(),
             flow_endpoints: self.flow_count,
             spilled_events: self.spilled_events,
         })
     }
-}
-
-/// The phase at `ts` among `steps` (sorted, all starting at or before
-/// `ts`): as [`super::nesting::assign_phases`], the latest of the last
-/// eight that contains `ts` or starts at it.
-fn step_at(steps: &[Step], ts: i64) -> Option<u32> {
-    steps
-        .iter()
-        .rev()
-        .take(8)
-        .find(|s| s.end > ts || s.ts == ts)
-        .map(|s| s.name)
 }
 
 /// A slice still on the nesting stack.
@@ -321,7 +275,7 @@ type Bound = (u32, u64, bool, bool);
 
 /// Pass 2's state.
 struct Walk<'a> {
-    steps: &'a [Step],
+    phases: &'a Phases,
     flows: Vec<TrackFlow>,
     next_flow: usize,
     /// Non-enclosing flows waiting for the next slice.
@@ -345,7 +299,7 @@ struct Walk<'a> {
 
 impl<'a> Walk<'a> {
     fn new(
-        steps: &'a [Step],
+        phases: &'a Phases,
         dir: &Path,
         chunk: usize,
         needs_flow_fill: bool,
@@ -355,7 +309,7 @@ impl<'a> Walk<'a> {
         // slice starting there, enclosing ones for everything starting there.
         track_flows.sort_by_key(|f| (f.track, f.ts, f.enclosing));
         Ok(Walk {
-            steps,
+            phases,
             flows: track_flows,
             next_flow: 0,
             pending: Vec::new(),
@@ -461,8 +415,12 @@ impl<'a> Walk<'a> {
             stack_id = self.agg.stack(parent, frame);
         }
         for key in self.pending.drain(..) {
-            self.bound
-                .push((key, r.event_id, r.device_activity, r.correlation == NONE));
+            self.bound.push((
+                key,
+                r.event_id,
+                r.device_activity,
+                r.fields.correlation == NONE,
+            ));
         }
         self.last_slice = Some(r);
         self.stack.push(Open {
@@ -506,7 +464,7 @@ impl<'a> Walk<'a> {
             f.key,
             hit.event_id,
             hit.device_activity,
-            hit.correlation == NONE,
+            hit.fields.correlation == NONE,
         ))
     }
 
@@ -551,16 +509,14 @@ impl<'a> Walk<'a> {
             None => (r.ts, end),
             Some((a, b)) => (a.min(r.ts), b.max(end)),
         });
-        self.any_correlation |= r.correlation != NONE;
-        self.any_external |= r.external != NONE;
+        self.any_correlation |= r.fields.correlation != NONE;
+        self.any_external |= r.fields.external != NONE;
         if r.kind.is_launch()
-            && (r.correlation != NONE || self.keep_uncorrelated_launches)
-            && !self.steps.is_empty()
+            && (r.fields.correlation != NONE || self.keep_uncorrelated_launches)
+            && let Some((phase, _)) = self.phases.at(r.track, r.ts, r.device_activity)
         {
-            let upto = self.steps.partition_point(|s| s.ts <= r.ts);
-            if let Some(phase) = step_at(&self.steps[..upto], r.ts) {
-                self.launches.push((r.event_id, r.correlation, phase));
-            }
+            self.launches
+                .push((r.event_id, r.fields.correlation, phase));
         }
         self.finished.push(r);
         if self.finished.len() >= self.chunk {

@@ -8,6 +8,7 @@
 //! flows and phases → [`emit`] writes sorted batches and feeds the shared
 //! [`crate::stacks`] reductions.
 
+pub mod device_columns;
 pub mod emit;
 pub mod event;
 pub mod event_batch;
@@ -22,6 +23,7 @@ pub mod record;
 pub mod runs;
 pub mod scan_thread;
 pub mod scanner;
+pub mod spill_phases;
 pub mod store;
 pub mod time;
 pub mod tracks;
@@ -36,6 +38,7 @@ use external::{EventsOutcome, Spill};
 use process::Processor;
 use scan_thread::ScannedBatch;
 use scanner::Scanner;
+use spill_phases::PhaseCollector;
 use tracks::TrackKind;
 
 /// Extractor name stamped on summaries and operation digests.
@@ -153,8 +156,8 @@ pub(crate) fn extract_chrome_json_spilling<R: BufRead + Send>(
         rows: BTreeMap::new(),
     };
     let events = match spill {
-        Some(spill) => spill.finish(&mut p, &mut em, observer)?,
-        None => in_memory_events(&mut p, &mut em, observer)?,
+        Some(spill) => spill.finish(&mut p, &mut em, observer, &[])?,
+        None => in_memory_events(&mut p, &mut em, observer, None)?,
     };
     emit::emit_tracks(&mut em, &p)?;
     emit::emit_counters(&mut em, &p)?;
@@ -214,11 +217,20 @@ pub(crate) fn extract_chrome_json_spilling<R: BufRead + Send>(
     Ok((summary, events.spilled_events))
 }
 
+/// Slices of one kind that give phases when a trace has no
+/// `ProfilerStep#N`, and each track's thread
+/// ([`nesting::assign_range_phases`]).
+pub(crate) struct RangePhases<'a> {
+    pub kind: kinds::EventKind,
+    pub thread_of_track: &'a [Option<(i64, i64)>],
+}
+
 /// Nests, links and emits the events held in memory.
-fn in_memory_events(
+pub(crate) fn in_memory_events(
     p: &mut Processor,
     em: &mut Emitter,
     observer: &dyn ExtractObserver,
+    ranges: Option<RangePhases>,
 ) -> Result<EventsOutcome, ExtractError> {
     let mut derived = nesting::nest(&p.store, &mut p.tracks, &mut p.log);
     let filled = nesting::fill_correlation_from_flows(&mut p.store, &derived, &p.tracks, &p.flows);
@@ -226,7 +238,15 @@ fn in_memory_events(
         "device activity without a correlation id was linked to its launch through a flow id"
             .to_string()
     });
-    let has_phases = nesting::assign_phases(&p.store, &p.strings, &mut derived);
+    let has_phases = nesting::assign_phases(&p.store, &p.strings, &mut derived)
+        || ranges.is_some_and(|r| {
+            nesting::assign_range_phases(
+                &p.store,
+                &mut derived,
+                |i| p.store.kind[i] == r.kind,
+                r.thread_of_track,
+            )
+        });
     if observer.cancelled() {
         return Err(ExtractError::Cancelled);
     }
@@ -244,8 +264,8 @@ fn in_memory_events(
     Ok(EventsOutcome {
         agg: Some(agg),
         span,
-        any_correlation: s.correlation.iter().any(|&c| c != store::NONE),
-        any_external: s.external.iter().any(|&c| c != store::NONE),
+        any_correlation: s.device.any(|f| f.correlation != store::NONE),
+        any_external: s.device.any(|f| f.external != store::NONE),
         has_phases,
         flow_endpoints: p.flows.len() as u64,
         spilled_events: 0,
@@ -291,7 +311,7 @@ fn process_batches(
         {
             let spill = match spill {
                 Some(spill) => spill,
-                None => spill.insert(Spill::create(dir, budget)?),
+                None => spill.insert(Spill::create(dir, budget, PhaseCollector::default())?),
             };
             if spill.due(&p.store) {
                 spill.write_run(p, false)?;

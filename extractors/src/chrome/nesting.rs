@@ -177,7 +177,8 @@ pub fn fill_correlation_from_flows(
     tracks: &Tracks,
     flows: &[FlowPoint],
 ) -> u64 {
-    let needed = (0..store.len()).any(|i| store.device_activity[i] && store.correlation[i] == NONE);
+    let needed =
+        (0..store.len()).any(|i| store.device_activity[i] && store.device.correlation(i) == NONE);
     if !needed {
         return 0;
     }
@@ -213,8 +214,8 @@ pub fn fill_correlation_from_flows(
             continue;
         };
         for &(_, i) in run {
-            if store.correlation[i] == NONE {
-                store.correlation[i] = id;
+            if store.device.correlation(i) == NONE {
+                store.device.set_correlation(i, id);
                 filled += 1;
             }
         }
@@ -257,15 +258,15 @@ pub fn assign_phases(store: &EventStore, strings: &Interner, d: &mut Derived) ->
 fn inherit_through_correlation(store: &EventStore, d: &mut Derived) {
     let mut launch_phase: FastHashMap<i64, u32> = FastHashMap::default();
     for i in 0..store.len() {
-        if store.kind[i].is_launch() && store.correlation[i] != NONE && d.phase[i] != NO_ID {
-            launch_phase.insert(store.correlation[i], d.phase[i]);
+        if store.kind[i].is_launch() && store.device.correlation(i) != NONE && d.phase[i] != NO_ID {
+            launch_phase.insert(store.device.correlation(i), d.phase[i]);
         }
     }
     for i in 0..store.len() {
-        if !store.device_activity[i] || store.correlation[i] == NONE {
+        if !store.device_activity[i] || store.device.correlation(i) == NONE {
             continue;
         }
-        if let Some(&p) = launch_phase.get(&store.correlation[i]) {
+        if let Some(&p) = launch_phase.get(&store.device.correlation(i)) {
             d.phase[i] = p;
             d.phase_source[i] = PHASE_CORRELATION;
         }

@@ -7,6 +7,7 @@
 
 use crate::FastHashMap;
 
+use super::device_columns::DeviceFields;
 use super::event::{RawEvent, args_pairs, raw_f64, raw_i64, raw_micros, raw_str, scalar_text};
 use super::event_index::{EventIndex, Indexer};
 use super::kinds::{Classified, classify};
@@ -411,14 +412,16 @@ impl Processor {
                 kind: class.kind,
                 track,
                 device_activity: class.device_activity,
-                device,
-                context: get(args.context),
-                stream,
-                correlation: get(args.correlation),
-                external: get(args.external_id),
-                graph_id: get(args.graph_id),
-                graph_node_id: get(args.graph_node_id),
-                bytes,
+                fields: DeviceFields {
+                    device,
+                    context: get(args.context),
+                    stream,
+                    correlation: get(args.correlation),
+                    external: get(args.external_id),
+                    graph_id: get(args.graph_id),
+                    graph_node_id: get(args.graph_node_id),
+                    bytes,
+                },
             },
             instant,
             args_text.as_deref(),

@@ -7,6 +7,7 @@
 //! a fixed head, then only the optional fields that are present (most
 //! events have few), so a record is about half the fixed-width size.
 
+use super::device_columns::DeviceFields;
 use super::event_batch::NO_PARENT;
 use super::kinds::EventKind;
 use super::store::{EventStore, NO_ID, NONE};
@@ -34,14 +35,7 @@ pub struct EventRecord {
     pub instant: bool,
     pub device_activity: bool,
     pub track: u32,
-    pub device: i64,
-    pub context: i64,
-    pub stream: i64,
-    pub correlation: i64,
-    pub external: i64,
-    pub graph_id: i64,
-    pub graph_node_id: i64,
-    pub bytes: i64,
+    pub fields: DeviceFields,
     pub args_start: u64,
     pub args_len: u32,
     /// Set by nesting: the parent's event id or [`NO_PARENT`].
@@ -63,14 +57,7 @@ impl EventRecord {
             instant: s.instant[i],
             device_activity: s.device_activity[i],
             track: s.track[i],
-            device: s.device[i],
-            context: s.context[i],
-            stream: s.stream[i],
-            correlation: s.correlation[i],
-            external: s.external[i],
-            graph_id: s.graph_id[i],
-            graph_node_id: s.graph_node_id[i],
-            bytes: s.bytes[i],
+            fields: s.device.get(i),
             args_start: s.args_start[i],
             args_len: s.args_len[i],
             parent_event_id: NO_PARENT,
@@ -94,22 +81,9 @@ impl EventRecord {
         if self.dur < 0 { i64::MAX } else { self.dur }
     }
 
-    fn optional_integers(&self) -> [i64; 8] {
-        [
-            self.device,
-            self.context,
-            self.stream,
-            self.correlation,
-            self.external,
-            self.graph_id,
-            self.graph_node_id,
-            self.bytes,
-        ]
-    }
-
     /// Appends the byte form to `out`.
     pub fn encode(&self, out: &mut Vec<u8>) {
-        let optional = self.optional_integers();
+        let optional = self.fields.to_array();
         let mut present = 0u16;
         for (bit, v) in optional.iter().enumerate() {
             if *v != NONE {
@@ -204,16 +178,6 @@ impl EventRecord {
             args_start = u64::from_le_bytes(next(8)?.try_into().ok()?);
             args_len = u32::from_le_bytes(next(4)?.try_into().ok()?);
         }
-        let [
-            device,
-            context,
-            stream,
-            correlation,
-            external,
-            graph_id,
-            graph_node_id,
-            bytes,
-        ] = optional;
         Some(EventRecord {
             event_id,
             ts,
@@ -224,14 +188,7 @@ impl EventRecord {
             instant: flags & 1 != 0,
             device_activity: flags & 2 != 0,
             track,
-            device,
-            context,
-            stream,
-            correlation,
-            external,
-            graph_id,
-            graph_node_id,
-            bytes,
+            fields: DeviceFields::from_array(optional),
             args_start,
             args_len,
             parent_event_id,
@@ -256,14 +213,16 @@ mod tests {
             instant: true,
             device_activity: true,
             track: 3,
-            device: 1,
-            context: -5,
-            stream: 7,
-            correlation: 1 << 40,
-            external: 2,
-            graph_id: 3,
-            graph_node_id: 4,
-            bytes: 5,
+            fields: DeviceFields {
+                device: 1,
+                context: -5,
+                stream: 7,
+                correlation: 1 << 40,
+                external: 2,
+                graph_id: 3,
+                graph_node_id: 4,
+                bytes: 5,
+            },
             args_start: 1 << 35,
             args_len: 17,
             parent_event_id: 99,
@@ -280,14 +239,14 @@ mod tests {
         for absent in 0u32..1 << 11 {
             let mut r = full();
             let mut optional = [
-                &mut r.device,
-                &mut r.context,
-                &mut r.stream,
-                &mut r.correlation,
-                &mut r.external,
-                &mut r.graph_id,
-                &mut r.graph_node_id,
-                &mut r.bytes,
+                &mut r.fields.device,
+                &mut r.fields.context,
+                &mut r.fields.stream,
+                &mut r.fields.correlation,
+                &mut r.fields.external,
+                &mut r.fields.graph_id,
+                &mut r.fields.graph_node_id,
+                &mut r.fields.bytes,
             ];
             for (bit, v) in optional.iter_mut().enumerate() {
                 if absent & (1 << bit) != 0 {

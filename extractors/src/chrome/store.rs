@@ -3,7 +3,8 @@
 //! `trace_events` must be globally sorted by `(ts_ns, event_id)` and every
 //! row needs its parent and self time, which are only known once a track is
 //! complete. So events are held until the end of the input — in a
-//! struct-of-arrays with interned strings, about 120 bytes per event. The
+//! struct-of-arrays with interned strings, about 55 bytes per event
+//! (plus 64 for the few with device fields, [`DeviceColumns`]). The
 //! `args_json` text (the bulk of a Kineto trace) goes to an [`ArgsArena`],
 //! which moves to an unlinked spill file once it passes
 //! [`ARGS_SPILL_AFTER_BYTES`], so it does not count against memory.
@@ -17,6 +18,7 @@ use std::sync::Arc;
 
 use arrow::array::{ArrayRef, StringBuilder};
 
+use super::device_columns::{DeviceColumns, DeviceFields};
 use super::kinds::EventKind;
 
 /// Sentinel for an absent optional integer.
@@ -78,14 +80,7 @@ pub struct NewEvent {
     pub kind: EventKind,
     pub track: u32,
     pub device_activity: bool,
-    pub device: i64,
-    pub context: i64,
-    pub stream: i64,
-    pub correlation: i64,
-    pub external: i64,
-    pub graph_id: i64,
-    pub graph_node_id: i64,
-    pub bytes: i64,
+    pub fields: DeviceFields,
 }
 
 /// Bytes of `args_json` text kept in memory before the arena spills to disk.
@@ -307,14 +302,8 @@ pub struct EventStore {
     pub instant: Vec<bool>,
     pub device_activity: Vec<bool>,
     pub track: Vec<u32>,
-    pub device: Vec<i64>,
-    pub context: Vec<i64>,
-    pub stream: Vec<i64>,
-    pub correlation: Vec<i64>,
-    pub external: Vec<i64>,
-    pub graph_id: Vec<i64>,
-    pub graph_node_id: Vec<i64>,
-    pub bytes: Vec<i64>,
+    /// Device, stream, correlation and the like: sparse.
+    pub device: DeviceColumns,
     pub args_start: Vec<u64>,
     pub args_len: Vec<u32>,
     pub arena: ArgsArena,
@@ -344,14 +333,7 @@ impl EventStore {
         self.instant.push(instant);
         self.device_activity.push(e.device_activity);
         self.track.push(e.track);
-        self.device.push(e.device);
-        self.context.push(e.context);
-        self.stream.push(e.stream);
-        self.correlation.push(e.correlation);
-        self.external.push(e.external);
-        self.graph_id.push(e.graph_id);
-        self.graph_node_id.push(e.graph_node_id);
-        self.bytes.push(e.bytes);
+        self.device.push(e.fields);
         match args {
             Some(text) => {
                 self.args_start.push(self.arena.append(text.as_bytes()));
@@ -393,14 +375,7 @@ impl EventStore {
         retain(&mut self.instant, keep);
         retain(&mut self.device_activity, keep);
         retain(&mut self.track, keep);
-        retain(&mut self.device, keep);
-        retain(&mut self.context, keep);
-        retain(&mut self.stream, keep);
-        retain(&mut self.correlation, keep);
-        retain(&mut self.external, keep);
-        retain(&mut self.graph_id, keep);
-        retain(&mut self.graph_node_id, keep);
-        retain(&mut self.bytes, keep);
+        self.device.retain_rows(keep);
         retain(&mut self.args_start, keep);
         retain(&mut self.args_len, keep);
         let overrides = std::mem::take(&mut self.thread_override);
@@ -423,13 +398,6 @@ impl EventStore {
         self.device_activity.shrink_to(rows);
         self.track.shrink_to(rows);
         self.device.shrink_to(rows);
-        self.context.shrink_to(rows);
-        self.stream.shrink_to(rows);
-        self.correlation.shrink_to(rows);
-        self.external.shrink_to(rows);
-        self.graph_id.shrink_to(rows);
-        self.graph_node_id.shrink_to(rows);
-        self.bytes.shrink_to(rows);
         self.args_start.shrink_to(rows);
         self.args_len.shrink_to(rows);
     }

@@ -37,6 +37,8 @@ mod names;
 mod read_ahead;
 pub mod schema;
 mod source;
+#[cfg(test)]
+mod spill_tests;
 mod tables;
 
 use std::collections::BTreeMap;
@@ -52,18 +54,20 @@ pub use names::api_base;
 use names::{LabelKey, copy_kind, mem_kind, sync_name};
 
 use crate::api::{
-    ARGS_TRUNCATED_MARKER, BatchSink, CountingSink, ExtractError, ExtractObserver, ExtractOptions,
+    ARGS_TRUNCATED_MARKER, BatchSink, ExtractError, ExtractObserver, ExtractOptions,
     ExtractionSummary,
 };
+use crate::chrome::device_columns::DeviceFields;
 use crate::chrome::emit::{self, Emitter};
+use crate::chrome::external::Spill;
 use crate::chrome::kinds::{EventKind, classify};
-use crate::chrome::nesting;
 use crate::chrome::process::Processor;
+use crate::chrome::spill_phases::PhaseCollector;
 use crate::chrome::store::{NO_ID, NONE, NewEvent, bound_args};
 use crate::chrome::tracks::{Ident, TrackKind, Tracks};
+use crate::chrome::{RangePhases, in_memory_events};
 use crate::detect::FormatKind;
 use crate::schema::EvidenceTable;
-use crate::stacks::{ReductionSpec, StackAggregator};
 use export_dir::ExportDirTables;
 use schema::{Schema, Table};
 use source::{Cell, RowView, TableSource, int, text};
@@ -246,12 +250,37 @@ struct Reader<'a> {
     kinds: FastHashMap<(u32, u32), EventKind>,
     /// Row names built from enum columns, built once per distinct key.
     labels: FastHashMap<LabelKey, u32>,
+    /// Where and after how many events the store goes to spill runs.
+    spill_to: Option<(&'a Path, usize)>,
+    spill: Option<Spill>,
+    /// The `kernel` category once interned.
+    kernel_cat: u32,
+    /// Correlation ids of runtime / driver launches and of kernels, for
+    /// the count of kernels tied to their launch (8 bytes each).
+    launch_correlations: Vec<i64>,
+    kernel_correlations: Vec<i64>,
 }
 
 impl<'a> Reader<'a> {
-    fn poll(&self) -> Result<(), ExtractError> {
+    /// Polls cancellation, and writes a spill run when the store is full.
+    fn poll(&mut self) -> Result<(), ExtractError> {
         if self.next_event.is_multiple_of(POLL_EVERY) && self.observer.cancelled() {
             return Err(ExtractError::Cancelled);
+        }
+        if let Some((dir, budget)) = self.spill_to
+            && self.p.store.len() >= budget
+        {
+            let spill = match &mut self.spill {
+                Some(spill) => spill,
+                None => self.spill.insert(Spill::create(
+                    dir,
+                    budget,
+                    PhaseCollector::with_ranges(EventKind::NvtxRange),
+                )?),
+            };
+            if spill.due(&self.p.store) {
+                spill.write_run(&mut self.p, false)?;
+            }
         }
         Ok(())
     }
@@ -262,6 +291,9 @@ impl<'a> Reader<'a> {
         }
         let c = self.p.strings.intern(name);
         self.cats.insert(name, c);
+        if name == "kernel" {
+            self.kernel_cat = c;
+        }
         c
     }
 
@@ -395,6 +427,14 @@ impl<'a> Reader<'a> {
             }
         };
         let args = args.map(|t| bound_args(t, self.max_args, ARGS_TRUNCATED_MARKER));
+        if let Some(c) = e.correlation {
+            if !e.device_activity && e.kind.is_launch() {
+                self.launch_correlations.push(c);
+            }
+            if e.cat == self.kernel_cat {
+                self.kernel_correlations.push(c);
+            }
+        }
         let o = |v: Option<i64>| v.unwrap_or(NONE);
         let event_id = self.next_event;
         self.next_event += 1;
@@ -408,14 +448,16 @@ impl<'a> Reader<'a> {
                 kind: e.kind,
                 track: e.track,
                 device_activity: e.device_activity,
-                device: o(e.device),
-                context: o(e.context),
-                stream: o(e.stream),
-                correlation: o(e.correlation),
-                external: NONE,
-                graph_id: o(e.graph_id),
-                graph_node_id: o(e.graph_node_id),
-                bytes: o(e.bytes),
+                fields: DeviceFields {
+                    device: o(e.device),
+                    context: o(e.context),
+                    stream: o(e.stream),
+                    correlation: o(e.correlation),
+                    external: NONE,
+                    graph_id: o(e.graph_id),
+                    graph_node_id: o(e.graph_node_id),
+                    bytes: o(e.bytes),
+                },
             },
             e.instant,
             args.as_deref(),
@@ -458,7 +500,7 @@ pub fn extract_nsight_sqlite(
         format: FormatKind::NsightSqlite,
         bytes: file_len,
     };
-    extract_tables(&source, input, options, sink, observer)
+    extract_tables(&source, input, options, sink, observer).map(|(summary, _)| summary)
 }
 
 /// Extracts a stored `nsys export --type parquetdir` / `arrowdir` folder:
@@ -478,7 +520,7 @@ pub fn extract_nsight_export_dir(
         format,
         bytes: file_len,
     };
-    extract_tables(&source, input, options, sink, observer)
+    extract_tables(&source, input, options, sink, observer).map(|(summary, _)| summary)
 }
 
 /// What is being read, for the summary.
@@ -489,13 +531,15 @@ struct Input {
 }
 
 /// Reads every known table of `source` into evidence.
+/// Reads the tables into `sink`; also returns how many events went
+/// through spill runs ([`crate::chrome::external`]).
 fn extract_tables(
     source: &TableSource,
     input: Input,
     options: &ExtractOptions,
     sink: &mut dyn BatchSink,
     observer: &dyn ExtractObserver,
-) -> Result<ExtractionSummary, ExtractError> {
+) -> Result<(ExtractionSummary, u64), ExtractError> {
     let file_len = input.bytes;
     let schema = source.schema()?;
     let mut p = Processor::new(options.max_args_bytes);
@@ -516,6 +560,14 @@ fn extract_tables(
         cats: FastHashMap::default(),
         kinds: FastHashMap::default(),
         labels: FastHashMap::default(),
+        spill_to: options
+            .spill_dir
+            .as_deref()
+            .map(|dir| (dir, options.spill_after_events)),
+        spill: None,
+        kernel_cat: NO_ID,
+        launch_correlations: Vec::new(),
+        kernel_correlations: Vec::new(),
     };
     r.read_strings()?;
     r.read_names()?;
@@ -569,18 +621,14 @@ fn extract_tables(
     let rows_read = std::mem::take(&mut r.read);
     let device_names: BTreeMap<i64, String> = r.device_names.drain().collect();
     let range_tracks = std::mem::take(&mut r.range_tracks);
+    let correlated = correlated_kernels(
+        std::mem::take(&mut r.launch_correlations),
+        &std::mem::take(&mut r.kernel_correlations),
+    );
+    let spill = r.spill.take();
     let mut p = r.p;
 
-    let mut derived = nesting::nest(&p.store, &mut p.tracks, &mut p.log);
-    let has_phases = nesting::assign_phases(&p.store, &p.strings, &mut derived) || {
-        let thread_of_track = thread_of_track(&p.tracks, &range_tracks);
-        nesting::assign_range_phases(
-            &p.store,
-            &mut derived,
-            |i| p.store.kind[i] == EventKind::NvtxRange,
-            &thread_of_track,
-        )
-    };
+    let thread_of_track = thread_of_track(&p.tracks, &range_tracks);
     let mut em = Emitter {
         run_id: &options.run_id,
         artifact_id: &options.artifact_id,
@@ -588,49 +636,27 @@ fn extract_tables(
         sink,
         rows: BTreeMap::new(),
     };
-    emit::emit_trace_events(&mut em, &p, &derived)?;
+    let events = match spill {
+        Some(spill) => spill.finish(&mut p, &mut em, observer, &thread_of_track)?,
+        None => {
+            let ranges = RangePhases {
+                kind: EventKind::NvtxRange,
+                thread_of_track: &thread_of_track,
+            };
+            in_memory_events(&mut p, &mut em, observer, Some(ranges))?
+        }
+    };
     emit::emit_tracks(&mut em, &p)?;
     emit::emit_counters(&mut em, &p)?;
-    let mut agg = StackAggregator::new();
-    let wall = agg.metric(ReductionSpec {
-        metric: "trace.wall_ns".into(),
-        weight_unit: "ns".into(),
-        unit: "ns".into(),
-    });
-    emit::aggregate_slices_into(&mut agg, wall, &p, &derived, |_| true);
-    {
-        let mut counting = CountingSink {
-            inner: &mut *em.sink,
-            rows: &mut em.rows,
-        };
-        agg.finish_all(
-            &options.run_id,
-            &options.artifact_id,
-            em.batch_rows,
-            &mut counting,
-        )?;
+    if let Some(agg) = events.agg {
+        emit::write_slice_reductions(&mut em, agg)?;
     }
+    let (span, has_phases, spilled_events) =
+        (events.span, events.has_phases, events.spilled_events);
     let mut rows = em.rows;
     for table in EvidenceTable::ALL {
         rows.entry(table.name().to_string()).or_insert(0);
     }
-
-    // Kernels whose correlation id matches a runtime or driver call.
-    let s = &p.store;
-    let launches: FastHashSet<i64> = (0..s.len())
-        .filter(|&i| !s.device_activity[i] && s.kind[i].is_launch() && s.correlation[i] != NONE)
-        .map(|i| s.correlation[i])
-        .collect();
-    let kernel_cat = p.strings.lookup("kernel").unwrap_or(NO_ID);
-    let correlated = (0..s.len())
-        .filter(|&i| s.cat[i] == kernel_cat && launches.contains(&s.correlation[i]))
-        .count();
-    let span = (0..s.len())
-        .map(|i| {
-            let end = if s.dur[i] < 0 { s.ts[i] } else { s.end(i) };
-            (s.ts[i], end)
-        })
-        .reduce(|(a, b), (c, e)| (a.min(c), b.max(e)));
 
     let has = |t: &str| present.get(t).copied().unwrap_or(false);
     let mut coverage = BTreeMap::new();
@@ -721,7 +747,7 @@ fn extract_tables(
         .filter(|(t, _)| t.starts_with("CUPTI_") || t.as_str() == NVTX_TABLE)
         .map(|(_, n)| n)
         .sum();
-    Ok(ExtractionSummary {
+    let summary = ExtractionSummary {
         extractor: input.extractor.to_string(),
         extractor_version: NSIGHT_EXTRACTOR_VERSION.to_string(),
         format: input.format.name().to_string(),
@@ -738,7 +764,18 @@ fn extract_tables(
         input_bytes: file_len,
         input_events,
         max_event_dur_ns: None,
-    })
+    };
+    Ok((summary, spilled_events))
+}
+
+/// Kernels whose correlation id matches a runtime or driver call.
+fn correlated_kernels(mut launches: Vec<i64>, kernels: &[i64]) -> usize {
+    launches.sort_unstable();
+    launches.dedup();
+    kernels
+        .iter()
+        .filter(|c| launches.binary_search(c).is_ok())
+        .count()
 }
 
 /// Each track's thread `(pid, tid)`: thread tracks by their ids, the

@@ -14,9 +14,10 @@ use super::clocks::{ClockError, Clocks};
 use super::ftrace::FtraceRecord;
 use super::proto::{self, TracePacket, TrackDescriptor};
 use super::sequence::{Admission, Sequence, lossy};
+use crate::chrome::device_columns::DeviceFields;
 use crate::chrome::kinds::EventKind;
 use crate::chrome::process::Processor;
-use crate::chrome::store::{NO_ID, NONE, NewEvent};
+use crate::chrome::store::{NO_ID, NewEvent};
 use crate::stacks::StackAggregator;
 
 /// Where an event or counter sits until tracks are resolved.
@@ -179,14 +180,10 @@ impl Decoder {
                 kind: event.kind,
                 track: event.slot,
                 device_activity: false,
-                device: NONE,
-                context: NONE,
-                stream: NONE,
-                correlation: event.correlation,
-                external: NONE,
-                graph_id: NONE,
-                graph_node_id: NONE,
-                bytes: NONE,
+                fields: DeviceFields {
+                    correlation: event.correlation,
+                    ..DeviceFields::ABSENT
+                },
             },
             event.instant,
             args.as_deref(),
