@@ -13,7 +13,7 @@ use std::os::unix::fs::FileExt;
 use std::path::Path;
 
 use super::record::{EventRecord, HEAD_BYTES, MAX_RECORD_BYTES};
-use super::store::open_unlinked;
+use super::store::{EventStore, open_unlinked};
 
 /// Bytes of records read from all runs at once during a merge.
 const MERGE_READ_BYTES: usize = 8 << 20;
@@ -163,6 +163,12 @@ impl<K: Ord> Iterator for Merge<'_, K> {
 /// with unterminated longest, event_id asc)`, as [`super::nesting::nest`].
 pub fn nesting_key(r: &EventRecord) -> (u32, i64, Reverse<i64>, u64) {
     (r.track, r.ts, Reverse(r.sort_dur()), r.event_id)
+}
+
+/// [`nesting_key`] of row `i` of a store, before it becomes a record.
+pub fn nesting_key_of(s: &EventStore, i: usize) -> (u32, i64, Reverse<i64>, u64) {
+    let sort_dur = if s.dur[i] < 0 { i64::MAX } else { s.dur[i] };
+    (s.track[i], s.ts[i], Reverse(sort_dur), s.event_id[i])
 }
 
 /// Output order of `trace_events`: `(ts, event_id)`.
