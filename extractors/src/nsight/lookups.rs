@@ -146,8 +146,9 @@ impl Reader<'_> {
 
     /// Tables holding events that this extractor does not read.
     pub(super) fn tables_not_extracted(&self) -> Result<Vec<String>, ExtractError> {
-        let read: FastHashSet<String> = READ_TABLES
+        let read: FastHashSet<String> = ACTIVITY_TABLES
             .iter()
+            .chain(&OTHER_READ_TABLES)
             .map(|t| t.to_ascii_lowercase())
             .chain(["export_meta_data".to_string()])
             .collect();

@@ -39,6 +39,7 @@ pub mod schema;
 mod source;
 #[cfg(test)]
 mod spill_tests;
+mod summary;
 mod tables;
 
 use std::collections::BTreeMap;
@@ -71,6 +72,7 @@ use crate::schema::EvidenceTable;
 use export_dir::ExportDirTables;
 use schema::{Schema, Table};
 use source::{Cell, RowView, TableSource, int, text};
+use summary::ExportFacts;
 
 pub const NSIGHT_EXTRACTOR_NAME: &str = "nsight_systems_sqlite";
 /// The same readers over a stored parquetdir/arrowdir folder (same version).
@@ -90,9 +92,9 @@ pub const SYNC_TABLE: &str = "CUPTI_ACTIVITY_KIND_SYNCHRONIZATION";
 pub const GRAPH_TRACE_TABLE: &str = "CUPTI_ACTIVITY_KIND_GRAPH_TRACE";
 pub const NVTX_TABLE: &str = "NVTX_EVENTS";
 
-/// Tables read (besides the CUPTI/NVTX ones above) or deliberately skipped
-/// as descriptive (enums, target info, export metadata).
-const READ_TABLES: [&str; 14] = [
+/// The activity tables, in reading order; all but the first two are
+/// optional (an export may lack them without losing kernels or launches).
+const ACTIVITY_TABLES: [&str; 8] = [
     KERNEL_TABLE,
     RUNTIME_TABLE,
     DRIVER_TABLE,
@@ -101,6 +103,11 @@ const READ_TABLES: [&str; 14] = [
     SYNC_TABLE,
     GRAPH_TRACE_TABLE,
     NVTX_TABLE,
+];
+
+/// Tables read besides [`ACTIVITY_TABLES`], or deliberately skipped as
+/// descriptive (enums, target info, export metadata).
+const OTHER_READ_TABLES: [&str; 6] = [
     "StringIds",
     "ThreadNames",
     "PROCESSES",
@@ -573,16 +580,7 @@ fn extract_tables(
     r.read_names()?;
     let gpus = r.read_devices()?;
     let mut present: BTreeMap<&'static str, bool> = BTreeMap::new();
-    for table in [
-        KERNEL_TABLE,
-        RUNTIME_TABLE,
-        DRIVER_TABLE,
-        MEMCPY_TABLE,
-        MEMSET_TABLE,
-        SYNC_TABLE,
-        GRAPH_TRACE_TABLE,
-        NVTX_TABLE,
-    ] {
+    for table in ACTIVITY_TABLES {
         let Some(t) = r.schema.table(table) else {
             present.insert(table, false);
             continue;
@@ -621,7 +619,7 @@ fn extract_tables(
     let rows_read = std::mem::take(&mut r.read);
     let device_names: BTreeMap<i64, String> = r.device_names.drain().collect();
     let range_tracks = std::mem::take(&mut r.range_tracks);
-    let correlated = correlated_kernels(
+    let correlated = summary::correlated_kernels(
         std::mem::take(&mut r.launch_correlations),
         &std::mem::take(&mut r.kernel_correlations),
     );
@@ -658,90 +656,27 @@ fn extract_tables(
         rows.entry(table.name().to_string()).or_insert(0);
     }
 
-    let has = |t: &str| present.get(t).copied().unwrap_or(false);
-    let mut coverage = BTreeMap::new();
-    coverage.insert("kernels".to_string(), has(KERNEL_TABLE));
-    coverage.insert("runtime_api".to_string(), has(RUNTIME_TABLE));
-    coverage.insert("driver_api".to_string(), has(DRIVER_TABLE));
-    coverage.insert("memcpy".to_string(), has(MEMCPY_TABLE));
-    coverage.insert("memset".to_string(), has(MEMSET_TABLE));
-    coverage.insert("synchronization".to_string(), has(SYNC_TABLE));
-    coverage.insert("graph_trace".to_string(), has(GRAPH_TRACE_TABLE));
-    coverage.insert("nvtx".to_string(), has(NVTX_TABLE));
-    let (corr_col, stream_col, grid_col) = kernel_cols.unwrap_or((false, false, false));
-    coverage.insert(
-        "correlation_ids".to_string(),
-        corr_col && (has(RUNTIME_TABLE) || has(DRIVER_TABLE)),
-    );
-    coverage.insert("stream_identity".to_string(), stream_col);
-    coverage.insert("launch_geometry".to_string(), grid_col);
-    coverage.insert(
-        "thread_names".to_string(),
+    let facts = ExportFacts {
+        present: &present,
+        kernel_cols,
+        not_extracted: &not_extracted,
+    };
+    let coverage = summary::coverage(
+        &facts,
         !p.tracks.thread_names.is_empty(),
+        !device_names.is_empty(),
+        has_phases,
     );
-    coverage.insert("device_names".to_string(), !device_names.is_empty());
-    coverage.insert("phase_annotations".to_string(), has_phases);
-
-    if !has(KERNEL_TABLE) {
-        p.log.note("missing_kernel_table", || {
-            format!("the export has no {KERNEL_TABLE} table: no kernels (was CUDA tracing on?)")
-        });
-    }
-    if !has(RUNTIME_TABLE) && !has(DRIVER_TABLE) {
-        p.log.note("missing_api_tables", || {
-            format!(
-                "the export has neither {RUNTIME_TABLE} nor {DRIVER_TABLE}: kernels cannot be tied to the calls that launched them"
-            )
-        });
-    }
-    let optional_missing: Vec<&str> = [
-        DRIVER_TABLE,
-        MEMCPY_TABLE,
-        MEMSET_TABLE,
-        SYNC_TABLE,
-        GRAPH_TRACE_TABLE,
-        NVTX_TABLE,
-    ]
-    .into_iter()
-    .filter(|t| !has(t))
-    .collect();
-    p.log.note_n(
-        "missing_optional_tables",
-        optional_missing.len() as u64,
-        || {
-            format!(
-                "tables absent from the export: {}",
-                optional_missing.join(", ")
-            )
-        },
+    summary::note_missing_tables(&facts, &mut p.log);
+    let metadata = summary::metadata(
+        &facts,
+        &fingerprint,
+        &rows_read,
+        correlated,
+        &gpus,
+        &device_names,
+        &export,
     );
-    p.log
-        .note_n("tables_not_extracted", not_extracted.len() as u64, || {
-            format!(
-                "tables with rows that this extractor does not read: {}",
-                not_extracted.join(", ")
-            )
-        });
-
-    let mut metadata = BTreeMap::new();
-    metadata.insert("schema_fingerprint".to_string(), json!(fingerprint));
-    metadata.insert("tables_read".to_string(), json!(rows_read));
-    metadata.insert("tables_not_extracted".to_string(), json!(not_extracted));
-    metadata.insert("correlated_kernels".to_string(), json!(correlated));
-    if !gpus.is_empty() {
-        metadata.insert("gpus".to_string(), json!(gpus));
-    }
-    if !device_names.is_empty() {
-        metadata.insert("cuda_devices".to_string(), json!(device_names));
-    }
-    for (key, name) in [
-        ("nsys_version", "EXPORT_PRODUCT_VERSION"),
-        ("export_schema_version", "EXPORT_SCHEMA_VERSION"),
-    ] {
-        if let Some(v) = export.get(name) {
-            metadata.insert(key.to_string(), json!(v));
-        }
-    }
     let input_events = rows_read
         .iter()
         .filter(|(t, _)| t.starts_with("CUPTI_") || t.as_str() == NVTX_TABLE)
@@ -766,16 +701,6 @@ fn extract_tables(
         max_event_dur_ns: None,
     };
     Ok((summary, spilled_events))
-}
-
-/// Kernels whose correlation id matches a runtime or driver call.
-fn correlated_kernels(mut launches: Vec<i64>, kernels: &[i64]) -> usize {
-    launches.sort_unstable();
-    launches.dedup();
-    kernels
-        .iter()
-        .filter(|c| launches.binary_search(c).is_ok())
-        .count()
 }
 
 /// Each track's thread `(pid, tid)`: thread tracks by their ids, the
