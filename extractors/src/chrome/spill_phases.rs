@@ -97,16 +97,15 @@ impl PhaseCollector {
             return Phases::Steps(self.steps);
         }
         let thread = |track: u32| thread_of_track.get(track as usize).copied().flatten();
-        self.ranges.retain(|r| thread(r.track).is_some());
-        if self.ranges.is_empty() {
-            return Phases::None;
-        }
-        // Ranges grouped by thread, each thread's in range order.
+        // Ranges on a thread, grouped by thread, each thread's in range order.
         let mut keyed: Vec<((i64, i64), Range)> = self
             .ranges
-            .drain(..)
+            .into_iter()
             .filter_map(|r| Some((thread(r.track)?, r)))
             .collect();
+        if keyed.is_empty() {
+            return Phases::None;
+        }
         keyed.sort_unstable_by_key(|(t, r)| (*t, r.ts, std::cmp::Reverse(r.dur), r.event_id));
         let mut threads: Vec<(i64, i64)> = Vec::new();
         let mut lists: Vec<Vec<OuterRange>> = Vec::new();
