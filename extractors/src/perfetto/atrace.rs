@@ -123,12 +123,14 @@ impl Atrace {
 }
 
 fn push(d: &mut Decoder, slot: u32, ts: i64, dur: i64, name: &str, instant: bool) -> usize {
+    let name = d.p.strings.intern(name);
+    let category = d.p.strings.intern("atrace");
     d.push_event(EventRow {
         slot,
         ts,
         dur,
         name,
-        category: Some("atrace"),
+        category,
         kind: if instant {
             EventKind::Instant
         } else {

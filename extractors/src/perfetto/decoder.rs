@@ -159,8 +159,6 @@ impl Decoder {
 
     /// Adds an event row on `slot`; returns its store index.
     pub fn push_event(&mut self, event: EventRow<'_>) -> usize {
-        let name = self.p.strings.intern(event.name);
-        let cat = event.category.map_or(NO_ID, |c| self.p.strings.intern(c));
         let event_id = self.next_event_id;
         self.next_event_id += 1;
         let args = event.args.map(|a| {
@@ -175,8 +173,8 @@ impl Decoder {
                 event_id,
                 ts: event.ts,
                 dur: event.dur,
-                name,
-                cat,
+                name: event.name,
+                cat: event.category,
                 kind: event.kind,
                 track: event.slot,
                 device_activity: false,
@@ -506,8 +504,10 @@ pub struct EventRow<'a> {
     pub slot: u32,
     pub ts: i64,
     pub dur: i64,
-    pub name: &'a str,
-    pub category: Option<&'a str>,
+    /// Interned in the processor's strings.
+    pub name: u32,
+    /// Interned, or `NO_ID`.
+    pub category: u32,
     pub kind: EventKind,
     pub instant: bool,
     pub correlation: i64,

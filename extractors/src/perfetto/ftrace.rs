@@ -223,8 +223,9 @@ impl Decoder {
                         let elsewhere = sched
                             .running
                             .iter()
-                            .find(|(c, o)| **c != r.cpu && o.tid == next_pid)
-                            .map(|(c, _)| *c);
+                            .filter(|(c, o)| **c != r.cpu && o.tid == next_pid)
+                            .map(|(c, _)| *c)
+                            .min();
                         if let Some(other) = elsewhere
                             && let Some(stale) = sched.running.remove(&other)
                         {
@@ -270,10 +271,17 @@ impl Decoder {
             }
         }
         let last = records.last().map_or(0, |r| r.ts);
-        for (cpu, open) in std::mem::take(&mut sched.running) {
+        // In CPU and thread order, not the maps' (seeded per process):
+        // event ids and track ids must not change from one import to the
+        // next.
+        let mut running: Vec<(u32, Running)> =
+            std::mem::take(&mut sched.running).into_iter().collect();
+        running.sort_unstable_by_key(|(cpu, _)| *cpu);
+        for (cpu, open) in running {
             self.sched_slice(cpu, &open, NONE, 0);
         }
-        let open_states: Vec<i32> = sched.states.keys().copied().collect();
+        let mut open_states: Vec<i32> = sched.states.keys().copied().collect();
+        open_states.sort_unstable();
         for tid in open_states {
             self.close_state(&mut sched, tid, NONE);
         }
@@ -291,6 +299,12 @@ impl Decoder {
             json!({"cpu": cpu, "prio": open.prio, "end_state": state_name(end_state)})
         };
         let args = args.to_string();
+        let name = self.p.strings.intern(if comm.is_empty() {
+            "[unknown task]"
+        } else {
+            &comm
+        });
+        let category = self.p.strings.intern("sched");
         let row = self.push_event(EventRow {
             slot,
             ts: open.start,
@@ -299,12 +313,8 @@ impl Decoder {
             } else {
                 end.saturating_sub(open.start).max(0)
             },
-            name: if comm.is_empty() {
-                "[unknown task]"
-            } else {
-                &comm
-            },
-            category: Some("sched"),
+            name,
+            category,
             kind: EventKind::SchedSlice,
             instant: false,
             correlation: NONE,
@@ -346,6 +356,8 @@ impl Decoder {
         {
             args = Some(w);
         }
+        let name = self.p.strings.intern(open.name);
+        let category = self.p.strings.intern("sched");
         self.push_event(EventRow {
             slot,
             ts: open.start,
@@ -354,8 +366,8 @@ impl Decoder {
             } else {
                 end.saturating_sub(open.start).max(0)
             },
-            name: open.name,
-            category: Some("sched"),
+            name,
+            category,
             kind: EventKind::ThreadState,
             instant: false,
             correlation: NONE,

@@ -5,11 +5,12 @@
 //! Pipeline: [`reader`] frames packets one at a time from a buffered
 //! reader → [`decoder`] decodes each with prost ([`proto`]), applies the
 //! sequence's incremental state ([`sequence`]) and clocks ([`clocks`]) and
-//! dispatches track events ([`track_event`]), ftrace ([`ftrace`],
+//! dispatches track events ([`track_event`], [`annotations`]), ftrace ([`ftrace`],
 //! [`atrace`]) and callstack samples ([`samples`]) → at the end, slots
 //! become tracks ([`finish`]) and the Chrome extractor's nesting, emission
 //! and slice reductions write the tables.
 
+pub mod annotations;
 pub mod atrace;
 pub mod clocks;
 pub mod decoder;

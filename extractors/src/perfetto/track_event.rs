@@ -7,19 +7,14 @@
 //! (`flow_ids`, `terminating_flow_ids`) because the evidence has no flow
 //! table.
 
-use serde_json::{Map, Value, json};
-
 use super::decoder::{Decoder, EventRow, SlotKey};
-use super::proto::{
-    DebugAnnotation, NestedValue, TYPE_COUNTER, TYPE_INSTANT, TYPE_SLICE_BEGIN, TYPE_SLICE_END,
-    TrackEvent,
-};
-use super::sequence::{Sequence, lossy};
+use std::borrow::Cow;
+
+use super::annotations::event_args;
+use super::proto::{TYPE_COUNTER, TYPE_INSTANT, TYPE_SLICE_BEGIN, TYPE_SLICE_END, TrackEvent};
+use super::sequence::Sequence;
 use crate::chrome::kinds::classify;
 use crate::chrome::store::{NO_ID, NONE};
-
-/// Nesting depth beyond which annotation values are cut (hostile inputs).
-const MAX_ANNOTATION_DEPTH: usize = 32;
 
 impl Decoder {
     pub fn track_event(&mut self, sequence_id: u32, ts: Option<i64>, e: &TrackEvent) {
@@ -106,13 +101,15 @@ impl Decoder {
             );
         }
         let class = classify(categories.as_deref(), &name, instant);
-        let args = args.map(|a| a.to_string());
+        // Interned while `seq` lends the names: no copy of either.
+        let name = self.p.strings.intern(&name);
+        let category = categories.map_or(NO_ID, |c| self.p.strings.intern(&c));
         let row = self.push_event(EventRow {
             slot,
             ts,
             dur: if instant { 0 } else { -1 },
-            name: &name,
-            category: categories.as_deref(),
+            name,
+            category,
             kind: class.kind,
             instant,
             correlation: e
@@ -194,172 +191,41 @@ impl Decoder {
 }
 
 /// The event's name and whether an interned name was missing.
-fn event_name(seq: &Sequence, e: &TrackEvent) -> (String, bool) {
+fn event_name<'a>(seq: &'a Sequence, e: &'a TrackEvent) -> (Cow<'a, str>, bool) {
     if let Some(name) = &e.name {
-        return (lossy(name), false);
+        return (String::from_utf8_lossy(name), false);
     }
     match e.name_iid {
         Some(iid) => match seq.event_names.get(&iid) {
-            Some(n) => (n.clone(), false),
-            None => ("[unknown]".to_string(), true),
+            Some(n) => (Cow::Borrowed(n.as_str()), false),
+            None => (Cow::Borrowed("[unknown]"), true),
         },
-        None => (String::new(), false),
+        None => (Cow::Borrowed(""), false),
     }
 }
 
-/// Categories joined by `,` (inline first, then interned).
-fn categories(seq: &Sequence, e: &TrackEvent) -> Option<String> {
-    let mut all: Vec<String> = e.categories.iter().map(|c| lossy(c)).collect();
-    for iid in &e.category_iids {
-        all.push(
+/// Categories joined by `,` (inline first, then interned); one category
+/// is lent, not copied.
+fn categories<'a>(seq: &'a Sequence, e: &'a TrackEvent) -> Option<Cow<'a, str>> {
+    let mut all = e
+        .categories
+        .iter()
+        .map(|c| String::from_utf8_lossy(c))
+        .chain(e.category_iids.iter().map(|iid| {
             seq.categories
                 .get(iid)
-                .cloned()
-                .unwrap_or_else(|| "[unknown]".into()),
-        );
-    }
-    (!all.is_empty()).then(|| all.join(","))
-}
-
-/// Debug annotations, source location and flow ids as one JSON object;
-/// also how many interned ids were missing.
-fn event_args(seq: &Sequence, e: &TrackEvent) -> (Option<Value>, u64) {
-    let mut missing = 0;
-    let mut map = Map::new();
-    for a in &e.debug_annotations {
-        let name = annotation_name(seq, a, &mut missing);
-        map.insert(name, annotation_value(seq, a, 0, &mut missing));
-    }
-    let location = e.source_location.as_ref().or_else(|| {
-        e.source_location_iid
-            .and_then(|iid| seq.source_locations.get(&iid))
-    });
-    if let Some(loc) = location {
-        map.insert(
-            "source".into(),
-            json!({
-                "file": loc.file_name.as_deref().map(lossy),
-                "function": loc.function_name.as_deref().map(lossy),
-                "line": loc.line_number,
-            }),
-        );
-    }
-    let flows: Vec<u64> = e.flow_ids.iter().chain(&e.flow_ids_old).copied().collect();
-    if !flows.is_empty() {
-        map.insert("flow_ids".into(), json!(flows));
-    }
-    let terminating: Vec<u64> = e
-        .terminating_flow_ids
-        .iter()
-        .chain(&e.terminating_flow_ids_old)
-        .copied()
-        .collect();
-    if !terminating.is_empty() {
-        map.insert("terminating_flow_ids".into(), json!(terminating));
-    }
-    ((!map.is_empty()).then_some(Value::Object(map)), missing)
-}
-
-fn annotation_name(seq: &Sequence, a: &DebugAnnotation, missing: &mut u64) -> String {
-    if let Some(n) = &a.name {
-        return lossy(n);
-    }
-    match a.name_iid.map(|iid| seq.annotation_names.get(&iid)) {
-        Some(Some(n)) => n.clone(),
-        Some(None) => {
-            *missing += 1;
-            "[unknown]".into()
-        }
-        None => String::new(),
-    }
-}
-
-fn annotation_value(seq: &Sequence, a: &DebugAnnotation, depth: usize, missing: &mut u64) -> Value {
-    if depth > MAX_ANNOTATION_DEPTH {
-        return Value::String("[too deep]".into());
-    }
-    if let Some(v) = a.bool_value {
-        return json!(v);
-    }
-    if let Some(v) = a.uint_value {
-        return json!(v);
-    }
-    if let Some(v) = a.int_value {
-        return json!(v);
-    }
-    if let Some(v) = a.double_value {
-        return json!(v);
-    }
-    if let Some(v) = a.pointer_value {
-        return json!(format!("0x{v:x}"));
-    }
-    if let Some(v) = &a.string_value {
-        return json!(lossy(v));
-    }
-    if let Some(iid) = a.string_value_iid {
-        return match seq.annotation_strings.get(&iid) {
-            Some(s) => json!(s),
-            None => {
-                *missing += 1;
-                json!("[unknown]")
+                .map_or(Cow::Borrowed("[unknown]"), |c| Cow::Borrowed(c.as_str()))
+        }));
+    let first = all.next()?;
+    match all.next() {
+        None => Some(first),
+        Some(second) => {
+            let mut joined = first.into_owned();
+            for c in std::iter::once(second).chain(all) {
+                joined.push(',');
+                joined.push_str(&c);
             }
-        };
-    }
-    if let Some(v) = &a.legacy_json_value {
-        return serde_json::from_slice(v).unwrap_or_else(|_| json!(lossy(v)));
-    }
-    if let Some(v) = &a.nested_value {
-        return nested(v, depth + 1);
-    }
-    if !a.dict_entries.is_empty() {
-        let mut map = Map::new();
-        for entry in &a.dict_entries {
-            let name = annotation_name(seq, entry, missing);
-            map.insert(name, annotation_value(seq, entry, depth + 1, missing));
-        }
-        return Value::Object(map);
-    }
-    if !a.array_values.is_empty() {
-        return Value::Array(
-            a.array_values
-                .iter()
-                .map(|v| annotation_value(seq, v, depth + 1, missing))
-                .collect(),
-        );
-    }
-    Value::Null
-}
-
-fn nested(v: &NestedValue, depth: usize) -> Value {
-    if depth > MAX_ANNOTATION_DEPTH {
-        return Value::String("[too deep]".into());
-    }
-    match v.nested_type {
-        Some(1) => Value::Object(
-            v.dict_keys
-                .iter()
-                .zip(&v.dict_values)
-                .map(|(k, v)| (lossy(k), nested(v, depth + 1)))
-                .collect(),
-        ),
-        Some(2) => Value::Array(
-            v.array_values
-                .iter()
-                .map(|v| nested(v, depth + 1))
-                .collect(),
-        ),
-        _ => {
-            if let Some(i) = v.int_value {
-                json!(i)
-            } else if let Some(d) = v.double_value {
-                json!(d)
-            } else if let Some(b) = v.bool_value {
-                json!(b)
-            } else if let Some(s) = &v.string_value {
-                json!(lossy(s))
-            } else {
-                Value::Null
-            }
+            Some(Cow::Owned(joined))
         }
     }
 }
