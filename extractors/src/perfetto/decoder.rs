@@ -72,7 +72,11 @@ pub struct Decoder {
     pub sampled: bool,
     pub gpu_counter_names: FastHashMap<u32, String>,
     /// Packets per top-level data field number (named in the summary).
-    pub field_counts: FastHashMap<u32, u64>,
+    field_counts: FieldCounts,
+    /// The last packet's sub-messages, cleared and decoded into again:
+    /// a box and its lists per packet were a tenth of the decode.
+    spare_event: Option<Box<proto::TrackEvent>>,
+    spare_sample: Option<Box<proto::PerfSample>>,
     /// ftrace events of kinds flameox does not read.
     pub ftrace_other_events: u64,
     pub packets: u64,
@@ -105,7 +109,9 @@ impl Decoder {
             sample_thread_index: FastHashMap::default(),
             sampled: false,
             gpu_counter_names: FastHashMap::default(),
-            field_counts: FastHashMap::default(),
+            field_counts: FieldCounts::default(),
+            spare_event: None,
+            spare_sample: None,
             ftrace_other_events: 0,
             packets: 0,
             compressed_packets: 0,
@@ -119,7 +125,7 @@ impl Decoder {
     /// as `not_read.<name>`, others as `unknown.<field>`.
     pub fn packet_counts(&self) -> BTreeMap<String, u64> {
         let mut out = BTreeMap::new();
-        for (&f, &n) in &self.field_counts {
+        for (f, n) in self.field_counts.iter() {
             let name = match (proto::packet_field_name(f), proto::unread_field_name(f)) {
                 (Some(name), _) => name.to_string(),
                 (None, Some(name)) => format!("not_read.{name}"),
@@ -257,10 +263,26 @@ impl Decoder {
                 seen[n_seen] = f;
                 n_seen += 1;
             }
-            *field_counts.entry(f).or_insert(0) += 1;
+            field_counts.add(f);
         });
-        let packet = match (well_formed, proto::decode_packet(bytes)) {
-            (true, Ok(p)) => p,
+        let mut packet = TracePacket::default();
+        let seen = &seen[..n_seen];
+        if seen.contains(&proto::TRACK_EVENT_FIELD) {
+            packet.track_event = self.spare_event.take().map(|mut e| {
+                prost::Message::clear(&mut *e);
+                e
+            });
+        }
+        if seen.contains(&proto::PERF_SAMPLE_FIELD) {
+            packet.perf_sample = self.spare_sample.take().map(|mut e| {
+                prost::Message::clear(&mut *e);
+                e
+            });
+        }
+        // Merging into cleared messages is decoding them afresh.
+        let decoded = prost::Message::merge(&mut packet, bytes);
+        let packet = match (well_formed, decoded) {
+            (true, Ok(())) => packet,
             (_, Err(e)) => {
                 self.p.log.note("malformed_packet", || {
                     format!("a packet could not be decoded ({e}); skipped")
@@ -274,16 +296,23 @@ impl Decoder {
                 return;
             }
         };
+        self.dispatch(&packet);
+        if packet.track_event.is_some() {
+            self.spare_event = packet.track_event;
+        }
+        if packet.perf_sample.is_some() {
+            self.spare_sample = packet.perf_sample;
+        }
+    }
+
+    /// Applies one decoded packet.
+    fn dispatch(&mut self, packet: &TracePacket) {
         if let Some(compressed) = &packet.compressed_packets {
             self.compressed(compressed);
             return;
         }
         let sequence_id = packet.trusted_packet_sequence_id.unwrap_or(0);
-        let admission = self
-            .sequences
-            .entry(sequence_id)
-            .or_default()
-            .admit(&packet);
+        let admission = self.sequences.entry(sequence_id).or_default().admit(packet);
         if admission == Admission::SkipNeedsState {
             self.p.log.note("incremental_state_missing", || {
                 "a packet needs interned state that its sequence never sent (or lost); skipped"
@@ -319,7 +348,7 @@ impl Decoder {
             || packet.perf_sample.is_some()
             || packet.gpu_counter_event.is_some();
         let ts = if needs_time {
-            match self.packet_time(&packet, sequence_id) {
+            match self.packet_time(packet, sequence_id) {
                 Ok(ts) => ts,
                 Err(_) => return,
             }
@@ -512,4 +541,36 @@ pub struct EventRow<'a> {
     pub instant: bool,
     pub correlation: i64,
     pub args: Option<&'a str>,
+}
+
+/// Packets per top-level field number: an array for the numbers Perfetto
+/// uses, a map for the rest (a hash per packet showed in profiles).
+struct FieldCounts {
+    low: [u64; 128],
+    high: FastHashMap<u32, u64>,
+}
+
+impl Default for FieldCounts {
+    fn default() -> Self {
+        FieldCounts {
+            low: [0; 128],
+            high: FastHashMap::default(),
+        }
+    }
+}
+
+impl FieldCounts {
+    fn add(&mut self, field: u32) {
+        match self.low.get_mut(field as usize) {
+            Some(n) => *n += 1,
+            None => *self.high.entry(field).or_insert(0) += 1,
+        }
+    }
+
+    fn iter(&self) -> impl Iterator<Item = (u32, u64)> + '_ {
+        let low = (0u32..)
+            .zip(self.low.iter().copied())
+            .filter(|&(_, n)| n > 0);
+        low.chain(self.high.iter().map(|(&f, &n)| (f, n)))
+    }
 }

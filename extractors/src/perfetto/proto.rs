@@ -652,7 +652,7 @@ pub fn packet_field_name_known(key: &str) -> bool {
     !(key.starts_with("not_read.") || key.starts_with("unknown.") || key == "ftrace_other_events")
 }
 
-/// Decodes one packet.
-pub fn decode_packet(bytes: &[u8]) -> Result<TracePacket, prost::DecodeError> {
-    TracePacket::decode(bytes)
-}
+/// `TracePacket.track_event`'s field number.
+pub const TRACK_EVENT_FIELD: u32 = 11;
+/// `TracePacket.perf_sample`'s field number.
+pub const PERF_SAMPLE_FIELD: u32 = 66;
