@@ -15,7 +15,7 @@ use arrow::record_batch::RecordBatch;
 use sha2::{Digest, Sha256};
 
 use crate::api::{BatchSink, ExtractError};
-use crate::arrow_util::{DictColumn, const_dict};
+use crate::arrow_util::{DictColumn, IdDictColumn, const_dict};
 use crate::schema::EvidenceTable;
 use crate::timed_samples::{TimedSample, TimedSamples};
 
@@ -337,7 +337,17 @@ impl StackAggregator {
         // Sorted in place: millions of timed samples are not copied.
         let mut timed = std::mem::take(&mut self.timed);
         timed.sort();
-        let spec_of = |m: u16| &self.metrics[usize::from(m).min(self.metrics.len() - 1)];
+        let metric_of = |m: u16| usize::from(m).min(self.metrics.len() - 1);
+        // Metrics that share a weight unit share its id.
+        let unit_ids: Vec<u32> = (0..self.metrics.len())
+            .map(|m| {
+                let unit = &self.metrics[m].weight_unit;
+                self.metrics
+                    .iter()
+                    .position(|other| &other.weight_unit == unit)
+                    .unwrap_or(m) as u32
+            })
+            .collect();
         let mut rows = aggregated.iter().copied().chain(timed.sorted().map(|t| {
             (
                 Some(t.ts),
@@ -375,11 +385,15 @@ impl StackAggregator {
             cols.push(Arc::new(Int64Array::from_iter_values(
                 chunk.iter().map(|s| s.3),
             )));
-            let mut unit = DictColumn::new();
-            let mut metric = DictColumn::new();
+            // Keyed by metric (millions of rows, a handful of metrics): no
+            // row's text is hashed.
+            let mut unit = IdDictColumn::new();
+            let mut metric = IdDictColumn::new();
             for s in &chunk {
-                unit.push(Some(&spec_of(s.5).weight_unit));
-                metric.push(Some(&spec_of(s.5).metric));
+                let m = metric_of(s.5);
+                let spec = &self.metrics[m];
+                unit.push(Some((unit_ids[m], || spec.weight_unit.as_str())));
+                metric.push(Some((m as u32, || spec.metric.as_str())));
             }
             cols.push(unit.finish());
             cols.push(Arc::new(Int64Array::from_iter_values(

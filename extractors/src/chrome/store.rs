@@ -238,8 +238,10 @@ impl ArgsArena {
     /// (no `String` per row): one `(start, len)` per row, `len == NO_ID`
     /// for a row without args.
     pub fn column(&self, rows: &[(u64, u32)]) -> io::Result<ArrayRef> {
-        let mut column = StringBuilder::with_capacity(rows.len(), 0);
         let pieces: Vec<(u64, u32)> = rows.iter().copied().filter(|r| r.1 != NO_ID).collect();
+        // Sized once: growing from empty copied the batch's text ~log(n) times.
+        let text_bytes = pieces.iter().map(|p| p.1 as usize).sum();
+        let mut column = StringBuilder::with_capacity(rows.len(), text_bytes);
         // Pieces come in row order, so rows without args are emitted
         // between them as the cursor passes.
         let mut rest = rows.iter();
