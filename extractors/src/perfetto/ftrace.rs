@@ -14,8 +14,6 @@
 
 use crate::FastHashMap;
 
-use serde_json::json;
-
 use super::decoder::{Decoder, EventRow, SlotKey};
 use super::proto::{CompactSched, FtraceEventBundle};
 use super::sequence::lossy;
@@ -260,8 +258,7 @@ impl Decoder {
                         .is_none_or(|s| s.name != "Running" && !s.name.starts_with("Runnable"));
                     if asleep && pid != 0 {
                         let state = "Runnable";
-                        let args = json!({"target_cpu": target_cpu, "waker_tid": waker});
-                        sched.wake_args.insert(pid, args.to_string());
+                        sched.wake_args.insert(pid, wake_args(target_cpu, waker));
                         self.thread_state(&mut sched, pid, r.ts, state, None);
                     }
                 }
@@ -291,19 +288,15 @@ impl Decoder {
     /// Writes a finished (or, with `end == NONE`, unterminated) run.
     fn sched_slice(&mut self, cpu: u32, open: &Running, end: i64, end_state: i64) {
         let slot = self.slot(SlotKey::Cpu(cpu));
-        let comm = self.p.strings.get(open.comm).to_string();
         let pid = self.threads.get(&open.tid).and_then(|t| t.0);
-        let args = if end == NONE {
-            json!({"cpu": cpu, "prio": open.prio})
+        let end_state = (end != NONE).then(|| state_name(end_state));
+        let args = slice_args(cpu, open.prio, end_state);
+        // The task's comm is already interned.
+        let name = if self.p.strings.get(open.comm).is_empty() {
+            self.p.strings.intern("[unknown task]")
         } else {
-            json!({"cpu": cpu, "prio": open.prio, "end_state": state_name(end_state)})
+            open.comm
         };
-        let args = args.to_string();
-        let name = self.p.strings.intern(if comm.is_empty() {
-            "[unknown task]"
-        } else {
-            &comm
-        });
         let category = self.p.strings.intern("sched");
         let row = self.push_event(EventRow {
             slot,
@@ -350,7 +343,7 @@ impl Decoder {
             return;
         };
         let slot = self.slot(SlotKey::ThreadState(tid));
-        let mut args = open.cpu.map(|cpu| json!({"cpu": cpu}).to_string());
+        let mut args = open.cpu.map(|cpu| format!("{{\"cpu\":{cpu}}}"));
         if open.name == "Runnable"
             && let Some(w) = sched.wake_args.remove(&tid)
         {
@@ -396,6 +389,27 @@ struct Sched {
     wake_args: FastHashMap<i32, String>,
 }
 
+// The scheduling rows' `args_json`, formatted directly (one or two per
+// context switch, millions in a system trace): the bytes `json!` printed,
+// keys in its sorted order. Only integers and the fixed ASCII names of
+// `state_name` go in, so nothing needs escaping.
+
+/// A `sched_slice` row's args; `end_state` is absent while it runs.
+fn slice_args(cpu: u32, prio: i32, end_state: Option<&'static str>) -> String {
+    match end_state {
+        None => format!("{{\"cpu\":{cpu},\"prio\":{prio}}}"),
+        Some(state) => format!("{{\"cpu\":{cpu},\"end_state\":\"{state}\",\"prio\":{prio}}}"),
+    }
+}
+
+/// A woken thread's `Runnable` args.
+fn wake_args(target_cpu: i32, waker: Option<i32>) -> String {
+    match waker {
+        Some(tid) => format!("{{\"target_cpu\":{target_cpu},\"waker_tid\":{tid}}}"),
+        None => format!("{{\"target_cpu\":{target_cpu},\"waker_tid\":null}}"),
+    }
+}
+
 /// The name of a task state written by `sched_switch` (`prev_state`).
 ///
 /// The low bits are the kernel's `TASK_REPORT` states; a value with none of
@@ -418,6 +432,30 @@ pub fn state_name(state: i64) -> &'static str {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn scheduling_args_are_the_bytes_json_printed() {
+        use serde_json::json;
+        for (cpu, prio) in [(0u32, 120i32), (63, -1), (u32::MAX, i32::MIN)] {
+            assert_eq!(
+                slice_args(cpu, prio, None),
+                json!({"cpu": cpu, "prio": prio}).to_string()
+            );
+            for state in (0..0x100).map(state_name) {
+                assert!(state.chars().all(|c| c.is_ascii() && c != '"' && c != '\\'));
+                assert_eq!(
+                    slice_args(cpu, prio, Some(state)),
+                    json!({"cpu": cpu, "prio": prio, "end_state": state}).to_string()
+                );
+            }
+        }
+        for (target_cpu, waker) in [(-1, None), (3, Some(0)), (i32::MAX, Some(-7))] {
+            assert_eq!(
+                wake_args(target_cpu, waker),
+                json!({"target_cpu": target_cpu, "waker_tid": waker}).to_string()
+            );
+        }
+    }
 
     #[test]
     fn task_states_follow_the_report_bits() {
