@@ -25,21 +25,44 @@ const TOO_DEEP: &str = "[too deep]";
 /// Shown for an interned id its sequence never defined.
 const UNKNOWN: &str = "[unknown]";
 
-/// The event's `args_json` (`None` when it has nothing to say) and how many
-/// interned ids were missing.
-pub fn event_args(seq: &Sequence, e: &TrackEvent) -> (Option<String>, u64) {
-    let mut missing = 0;
-    let mut object = Object::default();
+/// Buffers kept from one event to the next: the top-level object's
+/// members and the finished text (a few allocations per event showed in
+/// profiles).
+#[derive(Default)]
+pub struct ArgsScratch {
+    object: Object,
+    out: Vec<u8>,
+}
+
+impl ArgsScratch {
+    /// The text of the last [`event_args`] that returned `true`.
+    pub fn text(&self) -> &str {
+        // Only serde_json output and UTF-8 keys went in.
+        std::str::from_utf8(&self.out).unwrap_or("{}")
+    }
+}
+
+/// Writes the event's `args_json` into `scratch` (read it with
+/// [`ArgsScratch::text`]); `false` when the event has nothing to say.
+/// Also counts the interned ids that were missing into `missing`.
+pub fn event_args(
+    seq: &Sequence,
+    e: &TrackEvent,
+    scratch: &mut ArgsScratch,
+    missing: &mut u64,
+) -> bool {
+    let object = &mut scratch.object;
+    object.clear();
     for a in &e.debug_annotations {
-        let key = annotation_name(seq, a, &mut missing);
-        object.member(key, |out| annotation_value(out, seq, a, 0, &mut missing));
+        let key = annotation_name(seq, a, missing);
+        object.member(&key, |out| annotation_value(out, seq, a, 0, missing));
     }
     let location = e.source_location.as_ref().or_else(|| {
         e.source_location_iid
             .and_then(|iid| seq.source_locations.get(&iid))
     });
     if let Some(loc) = location {
-        object.member(Cow::Borrowed("source"), |out| {
+        object.member("source", |out| {
             // Keys already in sorted order.
             out.extend_from_slice(b"{\"file\":");
             optional_text(out, loc.file_name.as_deref());
@@ -62,50 +85,69 @@ pub fn event_args(seq: &Sequence, e: &TrackEvent) -> (Option<String>, u64) {
         ),
     ] {
         if !(first.is_empty() && second.is_empty()) {
-            object.member(Cow::Borrowed(key), |out| {
+            object.member(key, |out| {
                 array(out, first.iter().chain(second), scalar);
             });
         }
     }
     if object.members.is_empty() {
-        return (None, missing);
+        return false;
     }
-    let mut out = Vec::with_capacity(object.values.len() + 16 * object.members.len());
-    object.write(&mut out);
-    // Only serde_json output and UTF-8 text went in.
-    let text = String::from_utf8(out).unwrap_or_else(|e| lossy_text(e.as_bytes()));
-    (Some(text), missing)
+    scratch.out.clear();
+    object.write(&mut scratch.out);
+    true
 }
 
-/// An object's members: keys, and their rendered values side by side in
-/// one buffer, written out sorted by key.
+/// An object's members: key bytes and rendered values, each in one buffer,
+/// written out sorted by key.
 #[derive(Default)]
-struct Object<'a> {
-    members: Vec<(Cow<'a, str>, Range<usize>)>,
+struct Object {
+    keys: Vec<u8>,
     values: Vec<u8>,
+    /// `(key, value)` ranges into the two buffers.
+    members: Vec<(Range<usize>, Range<usize>)>,
 }
 
-impl<'a> Object<'a> {
-    fn member(&mut self, key: Cow<'a, str>, render: impl FnOnce(&mut Vec<u8>)) {
+impl Object {
+    fn clear(&mut self) {
+        self.keys.clear();
+        self.values.clear();
+        self.members.clear();
+    }
+
+    fn member(&mut self, key: &str, render: impl FnOnce(&mut Vec<u8>)) {
+        let key_start = self.keys.len();
+        self.keys.extend_from_slice(key.as_bytes());
         let start = self.values.len();
         render(&mut self.values);
-        self.members.push((key, start..self.values.len()));
+        self.members
+            .push((key_start..self.keys.len(), start..self.values.len()));
     }
 
-    fn write(mut self, out: &mut Vec<u8>) {
-        // Stable, so of equal keys the last one added is last: it wins.
-        self.members.sort_by(|a, b| a.0.cmp(&b.0));
+    fn write(&mut self, out: &mut Vec<u8>) {
+        let keys = &self.keys;
+        // Byte order of UTF-8 is `str` order; stable, so of equal keys the
+        // last one added is last: it wins.
+        if self.members.len() > 1 {
+            self.members
+                .sort_by(|a, b| keys[a.0.clone()].cmp(&keys[b.0.clone()]));
+        }
         out.push(b'{');
         let mut first = true;
         for (i, (key, value)) in self.members.iter().enumerate() {
-            if self.members.get(i + 1).is_some_and(|next| next.0 == *key) {
+            let key = &keys[key.clone()];
+            if self
+                .members
+                .get(i + 1)
+                .is_some_and(|next| &keys[next.0.clone()] == key)
+            {
                 continue;
             }
             if !first {
                 out.push(b',');
             }
             first = false;
-            scalar(out, key.as_ref());
+            text(out, key);
             out.push(b':');
             out.extend_from_slice(&self.values[value.clone()]);
         }
@@ -147,10 +189,6 @@ fn array<T>(
         each(out, item);
     }
     out.push(b']');
-}
-
-fn lossy_text(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
 }
 
 fn annotation_name<'a>(
@@ -222,7 +260,9 @@ fn annotation_value(
         let mut object = Object::default();
         for entry in &a.dict_entries {
             let key = annotation_name(seq, entry, missing);
-            object.member(key, |o| annotation_value(o, seq, entry, depth + 1, missing));
+            object.member(&key, |o| {
+                annotation_value(o, seq, entry, depth + 1, missing)
+            });
         }
         return object.write(out);
     }
@@ -242,7 +282,7 @@ fn nested(out: &mut Vec<u8>, v: &NestedValue, depth: usize) {
         Some(1) => {
             let mut object = Object::default();
             for (key, value) in v.dict_keys.iter().zip(&v.dict_values) {
-                object.member(String::from_utf8_lossy(key), |o| {
+                object.member(&String::from_utf8_lossy(key), |o| {
                     nested(o, value, depth + 1)
                 });
             }

@@ -5,6 +5,18 @@ use serde_json::{Map, Value, json};
 use super::*;
 use crate::perfetto::proto::SourceLocation;
 
+fn lossy_text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+/// `event_args` through one scratch shared by every call, as the decoder
+/// uses it.
+fn direct(seq: &Sequence, e: &TrackEvent, scratch: &mut ArgsScratch) -> (Option<String>, u64) {
+    let mut missing = 0;
+    let written = event_args(seq, e, scratch, &mut missing);
+    (written.then(|| scratch.text().to_string()), missing)
+}
+
 /// The tree version `event_args` replaced, kept as the reference.
 fn reference(seq: &Sequence, e: &TrackEvent) -> (Option<String>, u64) {
     let mut missing = 0;
@@ -333,15 +345,22 @@ fn events() -> Vec<TrackEvent> {
 #[test]
 fn the_direct_writer_prints_what_the_value_tree_printed() {
     let seq = sequence();
-    for (i, e) in events().iter().enumerate() {
-        assert_eq!(event_args(&seq, e), reference(&seq, e), "event {i}");
+    let mut scratch = ArgsScratch::default();
+    // Twice over, so every event follows every other in the scratch.
+    let events = events();
+    for (i, e) in events.iter().chain(events.iter().rev()).enumerate() {
+        assert_eq!(
+            direct(&seq, e, &mut scratch),
+            reference(&seq, e),
+            "event {i}"
+        );
     }
 }
 
 #[test]
 fn the_written_args_are_json_with_each_key_once() {
     let seq = sequence();
-    let (Some(text), missing) = event_args(&seq, &events()[1]) else {
+    let (Some(text), missing) = direct(&seq, &events()[1], &mut ArgsScratch::default()) else {
         panic!("annotations give args");
     };
     assert_eq!(missing, 2, "the unknown name and the unknown string");

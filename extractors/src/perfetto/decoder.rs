@@ -77,6 +77,8 @@ pub struct Decoder {
     /// a box and its lists per packet were a tenth of the decode.
     spare_event: Option<Box<proto::TrackEvent>>,
     spare_sample: Option<Box<proto::PerfSample>>,
+    /// Track events' `args_json` buffers, reused.
+    pub args_scratch: super::annotations::ArgsScratch,
     /// ftrace events of kinds flameox does not read.
     pub ftrace_other_events: u64,
     pub packets: u64,
@@ -112,6 +114,7 @@ impl Decoder {
             field_counts: FieldCounts::default(),
             spare_event: None,
             spare_sample: None,
+            args_scratch: Default::default(),
             ftrace_other_events: 0,
             packets: 0,
             compressed_packets: 0,

@@ -87,7 +87,10 @@ impl Decoder {
         };
         let (name, missing_name) = event_name(seq, e);
         let categories = categories(seq, e);
-        let (args, missing_ids) = event_args(seq, e);
+        let mut missing_ids = 0;
+        // The scratch leaves `self` while `seq` is borrowed from it.
+        let mut scratch = std::mem::take(&mut self.args_scratch);
+        let has_args = event_args(seq, e, &mut scratch, &mut missing_ids);
         let instant = e.r#type == Some(TYPE_INSTANT);
         if missing_name || missing_ids > 0 {
             self.p.log.note_n(
@@ -116,8 +119,9 @@ impl Decoder {
                 .correlation_id
                 .and_then(|c| i64::try_from(c).ok())
                 .unwrap_or(NONE),
-            args: args.as_deref(),
+            args: has_args.then(|| scratch.text()),
         });
+        self.args_scratch = scratch;
         if !instant {
             self.open.entry(slot).or_default().push(row);
         }
