@@ -339,12 +339,14 @@ impl StackAggregator {
         timed.sort();
         let metric_of = |m: u16| usize::from(m).min(self.metrics.len() - 1);
         // Metrics that share a weight unit share its id.
-        let unit_ids: Vec<u32> = (0..self.metrics.len())
-            .map(|m| {
-                let unit = &self.metrics[m].weight_unit;
+        let unit_ids: Vec<u32> = self
+            .metrics
+            .iter()
+            .enumerate()
+            .map(|(m, spec)| {
                 self.metrics
                     .iter()
-                    .position(|other| &other.weight_unit == unit)
+                    .position(|other| other.weight_unit == spec.weight_unit)
                     .unwrap_or(m) as u32
             })
             .collect();

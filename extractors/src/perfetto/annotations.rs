@@ -23,7 +23,7 @@ const MAX_ANNOTATION_DEPTH: usize = 32;
 const TOO_DEEP: &str = "[too deep]";
 
 /// Shown for an interned id its sequence never defined.
-const UNKNOWN: &str = "[unknown]";
+pub(super) const UNKNOWN: &str = "[unknown]";
 
 /// Buffers kept from one event to the next: the top-level object's
 /// members and the finished text (a few allocations per event showed in

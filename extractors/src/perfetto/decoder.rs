@@ -78,7 +78,7 @@ pub struct Decoder {
     spare_event: Option<Box<proto::TrackEvent>>,
     spare_sample: Option<Box<proto::PerfSample>>,
     /// Track events' `args_json` buffers, reused.
-    pub args_scratch: super::annotations::ArgsScratch,
+    pub(super) args_scratch: super::annotations::ArgsScratch,
     /// ftrace events of kinds flameox does not read.
     pub ftrace_other_events: u64,
     pub packets: u64,

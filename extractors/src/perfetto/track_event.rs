@@ -7,10 +7,10 @@
 //! (`flow_ids`, `terminating_flow_ids`) because the evidence has no flow
 //! table.
 
-use super::decoder::{Decoder, EventRow, SlotKey};
 use std::borrow::Cow;
 
-use super::annotations::event_args;
+use super::annotations::{UNKNOWN, event_args};
+use super::decoder::{Decoder, EventRow, SlotKey};
 use super::proto::{TYPE_COUNTER, TYPE_INSTANT, TYPE_SLICE_BEGIN, TYPE_SLICE_END, TrackEvent};
 use super::sequence::Sequence;
 use crate::chrome::kinds::classify;
@@ -202,7 +202,7 @@ fn event_name<'a>(seq: &'a Sequence, e: &'a TrackEvent) -> (Cow<'a, str>, bool) 
     match e.name_iid {
         Some(iid) => match seq.event_names.get(&iid) {
             Some(n) => (Cow::Borrowed(n.as_str()), false),
-            None => (Cow::Borrowed("[unknown]"), true),
+            None => (Cow::Borrowed(UNKNOWN), true),
         },
         None => (Cow::Borrowed(""), false),
     }
@@ -218,7 +218,7 @@ fn categories<'a>(seq: &'a Sequence, e: &'a TrackEvent) -> Option<Cow<'a, str>> 
         .chain(e.category_iids.iter().map(|iid| {
             seq.categories
                 .get(iid)
-                .map_or(Cow::Borrowed("[unknown]"), |c| Cow::Borrowed(c.as_str()))
+                .map_or(Cow::Borrowed(UNKNOWN), |c| Cow::Borrowed(c.as_str()))
         }));
     let first = all.next()?;
     match all.next() {
