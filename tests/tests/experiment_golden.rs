@@ -9,7 +9,7 @@
 //! `experiment_golden_mcp.rs` is the same experiment through MCP.
 
 use flameox_tests::Project;
-use flameox_tests::golden_experiment::{assert_quadratic, config};
+use flameox_tests::golden_experiment::{SIZES, assert_quadratic, config};
 
 #[test]
 fn cli_experiment_scaling_names_n_squared_and_compare_finds_the_improvement() {
@@ -59,7 +59,7 @@ fn cli_experiment_scaling_names_n_squared_and_compare_finds_the_improvement() {
     let pairs = compare["pairing"]["pairs"].as_array().unwrap();
     assert_eq!(pairs.len(), 15, "{compare}");
     for block in 0..3 {
-        for n in [500, 1000, 2000, 4000, 6000] {
+        for n in SIZES {
             let key = format!("{block} n={n}");
             let pair = pairs.iter().find(|p| p["block"] == key.as_str());
             let pair = pair.unwrap_or_else(|| panic!("no pair {key}: {compare}"));

@@ -37,12 +37,14 @@ fn profilers_bin() -> Option<PathBuf> {
     None
 }
 
-/// A CPU-bound workload with one obviously hot function.
+/// A CPU-bound workload with one obviously hot function. Its default size
+/// runs ~1.5 s: at 0.4 s a loaded machine let the process exit before py-spy
+/// attached ("Failed to get process executable name").
 const CONFIG: &str = r#"
 [workloads.hot]
 argv = ["python3", "-c", "def hot_loop(n):\n    x = 0\n    for i in range(n):\n        x += i * i\n    return x\nprint(hot_loop({n}) > 0)"]
 timeout_seconds = 120
-parameters = { n = [5000000, 1000000000] }
+parameters = { n = [20000000, 1000000000] }
 
 [workloads.not_python]
 argv = ["env", "true"]
