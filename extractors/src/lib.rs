@@ -25,6 +25,8 @@ pub mod perfetto;
 pub mod pprof;
 pub mod schema;
 pub mod speedscope;
+#[cfg(test)]
+mod spill_compare;
 pub mod stacks;
 pub mod stream_gaps;
 pub mod stream_gaps_thread;

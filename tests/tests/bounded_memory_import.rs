@@ -1,10 +1,12 @@
 //! A trace with more events than `import.events_in_memory` goes through
-//! spill runs and lands the same evidence as an import held in memory:
+//! spill runs (Kineto JSON, Nsight Systems, Perfetto) and lands the same
+//! evidence as an import held in memory:
 //! same row counts, same answers, a valid workspace with empty staging —
 //! and peaks within `quality.md`'s memory target while held imports grow.
 
 use flameox_benches::kineto::{KinetoSpec, write_kineto};
 use flameox_benches::nsight::{NsightSpec, write_nsight};
+use flameox_benches::perfetto::{PerfettoSpec, write_perfetto};
 use flameox_tests::Project;
 use serde_json::Value;
 use std::io::Read;
@@ -198,4 +200,31 @@ fn an_nsight_export_through_spill_runs_lands_the_same_evidence_within_the_memory
     // Measured (debug build, 2026-12-02, this 13.9 MB export): 145 MB
     // through runs, 171 MB held.
     assert_peaks(counts.bytes, spilled_peak, held_peak);
+}
+
+#[test]
+fn a_perfetto_trace_through_spill_runs_lands_the_same_evidence_within_the_memory_target() {
+    let dir = tempfile::tempdir().unwrap();
+    let trace = dir.path().join("generated.pftrace");
+    let spec = PerfettoSpec {
+        seed: 14,
+        bytes: 20 << 20,
+        threads: 4,
+        samples_per_round: 4,
+    };
+    let file = std::io::BufWriter::new(std::fs::File::create(&trace).unwrap());
+    let (_, bytes) = write_perfetto(&spec, file).unwrap();
+    let (spilled, through_runs, spilled_peak) = import_measured(&trace, Some(5_000));
+    let (held, in_memory, held_peak) = import_measured(&trace, Some(10_000_000));
+    let events = in_memory["rows"]["trace_events"].as_u64().unwrap();
+    assert!(events >= 300_000, "{in_memory}");
+    assert!(in_memory["rows"]["samples"].as_u64().unwrap() > 0);
+    assert_same_evidence(
+        (&held, &in_memory),
+        (&spilled, &through_runs),
+        &["hotspots"],
+    );
+    // Measured (debug build, 2026-12-02, this 21.0 MB trace): 103 MB
+    // through runs, 120 MB held.
+    assert_peaks(bytes, spilled_peak, held_peak);
 }

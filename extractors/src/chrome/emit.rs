@@ -76,8 +76,7 @@ pub fn emit_trace_events(em: &mut Emitter, p: &Processor, d: &Derived) -> Result
             r.depth = d.depth[i];
             r.self_ns = d.self_ns[i];
             let track = &p.tracks.list[s.track[i] as usize];
-            let thread = s.thread_override.get(&(i as u32)).copied();
-            batch.push(&r, track, thread, d.phase[i], d.phase_source[i]);
+            batch.push(&r, track, d.phase[i], d.phase_source[i]);
         }
         batch.write(em, &p.strings, &s.arena)?;
     }

@@ -95,18 +95,13 @@ impl EventBatch {
     }
 
     /// Adds `r` as the next row. `track` is the row's track: it gives the
-    /// thread (unless `thread` overrides it) and, on a GPU stream, the
+    /// thread (unless `r.thread` overrides it) and, on a GPU stream, the
     /// device and stream the event does not name itself.
-    pub fn push(
-        &mut self,
-        r: &EventRecord,
-        track: &Track,
-        thread: Option<(i64, i64)>,
-        phase: u32,
-        phase_source: u8,
-    ) {
+    pub fn push(&mut self, r: &EventRecord, track: &Track, phase: u32, phase_source: u8) {
         let on_gpu = track.kind == TrackKind::GpuStream;
-        let (pid, tid) = thread.unwrap_or((or_none(track.pid.int()), or_none(track.tid.int())));
+        let (pid, tid) = r
+            .thread
+            .unwrap_or((or_none(track.pid.int()), or_none(track.tid.int())));
         self.event_id.push(r.event_id);
         self.parent_event_id.push(r.parent_event_id);
         self.depth.push(r.depth);

@@ -29,6 +29,7 @@ use crate::FastHashMap;
 
 use super::emit::{Emitter, SliceFrames, thread_info, write_slice_reductions};
 use super::event_batch::EventBatch;
+use super::kinds::EventKind;
 use super::nesting::{PHASE_CORRELATION, PHASE_NONE};
 use super::process::Processor;
 use super::record::EventRecord;
@@ -37,7 +38,7 @@ use super::spill_phases::{PhaseCollector, Phases};
 use super::store::{EventStore, FlowPoint, NO_ID, NONE, open_unlinked};
 use super::tracks::Ident;
 use crate::api::{ExtractError, ExtractObserver};
-use crate::stacks::StackAggregator;
+use crate::stacks::{MetricId, StackAggregator};
 
 /// Events per run once spilling has started (about 30 MiB of columns).
 const RUN_EVENTS: usize = 1 << 18;
@@ -57,6 +58,26 @@ pub struct EventsOutcome {
     pub flow_endpoints: u64,
     /// Events that went through spill runs (0: all in memory).
     pub spilled_events: u64,
+}
+
+/// Where the walk's slice reductions go: a fresh aggregator under metric
+/// 0 for every kind (Chrome JSON, Nsight), or one the caller already
+/// holds, such as Perfetto's with its callstack samples' stacks.
+pub struct SliceReductions {
+    pub agg: StackAggregator,
+    pub metric: MetricId,
+    /// Kinds whose slices are reduced (Perfetto keeps scheduling out).
+    pub include: fn(EventKind) -> bool,
+}
+
+impl Default for SliceReductions {
+    fn default() -> Self {
+        SliceReductions {
+            agg: StackAggregator::new(),
+            metric: 0,
+            include: |_| true,
+        }
+    }
 }
 
 /// The spilled part of a trace's events, built up while reading.
@@ -103,9 +124,18 @@ impl Spill {
     /// open begins (all events when `all`); flows go to their file.
     pub fn write_run(&mut self, p: &mut Processor, all: bool) -> io::Result<()> {
         let kept = if all { Vec::new() } else { p.open_rows() };
+        self.write_run_keeping(p, &kept)?;
+        p.renumber_open(&kept);
+        Ok(())
+    }
+
+    /// Writes every event of the store but the rows `kept` (sorted) as
+    /// one run; the kept rows move to the front in order, so the caller
+    /// renumbers what points at them (`kept[k]` is now row `k`).
+    pub fn write_run_keeping(&mut self, p: &mut Processor, kept: &[usize]) -> io::Result<()> {
         let s = &p.store;
         let mut is_open = vec![false; s.len()];
-        for &k in &kept {
+        for &k in kept {
             is_open[k] = true;
         }
         // Sorted by key, not by a comparator reading the columns at two
@@ -130,8 +160,7 @@ impl Spill {
                 .map(|&(.., i)| EventRecord::from_store(s, i as usize)),
         )?;
         self.spilled_events += rows.len() as u64;
-        p.store.retain_rows(&kept);
-        p.renumber_open(&kept);
+        p.store.retain_rows(kept);
         // Later runs are smaller: give back the first one's columns.
         p.store.shrink_to(p.store.len() + self.chunk);
         self.next_at = p.store.len() + self.chunk;
@@ -146,16 +175,37 @@ impl Spill {
         Ok(())
     }
 
+    /// Puts the events already written on their real tracks: `map[slot]`
+    /// for runs whose track column held slots (Perfetto).
+    pub fn retrack(&mut self, map: &[u32]) -> io::Result<()> {
+        self.runs.retrack(&self.dir, map)
+    }
+
     /// Writes the rest of the events and produces `trace_events` (passes 2
     /// and 3 above). The store is left empty. `thread_of_track` places
-    /// tracks on threads for range phases (see [`PhaseCollector`]).
+    /// tracks on threads for range phases (see [`PhaseCollector`]). The
+    /// slice reductions are written before `trace_events`.
     pub fn finish(
-        mut self,
+        self,
         p: &mut Processor,
         em: &mut Emitter,
         observer: &dyn ExtractObserver,
         thread_of_track: &[Option<(i64, i64)>],
     ) -> Result<EventsOutcome, ExtractError> {
+        self.finish_with(p, em, observer, thread_of_track, None)
+    }
+
+    /// [`Self::finish`], with the slice reductions going into `into` and
+    /// coming back in [`EventsOutcome::agg`] unwritten when given.
+    pub fn finish_with(
+        mut self,
+        p: &mut Processor,
+        em: &mut Emitter,
+        observer: &dyn ExtractObserver,
+        thread_of_track: &[Option<(i64, i64)>],
+        into: Option<SliceReductions>,
+    ) -> Result<EventsOutcome, ExtractError> {
+        let write_reductions = into.is_none();
         self.write_run(p, true)?;
         // Every flow endpoint is in its file now.
         p.flows = Vec::new();
@@ -190,6 +240,7 @@ impl Spill {
             self.chunk,
             self.needs_flow_fill,
             track_flows,
+            into.unwrap_or_default(),
         )?;
         walk.run(&mut self.runs, p, observer)?;
         let Walk {
@@ -202,7 +253,12 @@ impl Spill {
             launches,
             ..
         } = walk;
-        write_slice_reductions(em, agg)?;
+        let agg = if write_reductions {
+            write_slice_reductions(em, agg)?;
+            None
+        } else {
+            Some(agg)
+        };
         let filled = fill_from_flows(bound, |each| {
             for_each_flow(self.flows.get_ref(), self.flow_count, |f| each(&f))
         })?;
@@ -235,7 +291,7 @@ impl Spill {
                 }
             }
             let track = &p.tracks.list[r.track as usize];
-            batch.push(&r, track, None, phase, source);
+            batch.push(&r, track, phase, source);
             if batch.len() >= em.batch_rows.max(1) {
                 batch.write(em, &p.strings, &p.store.arena)?;
                 batch.clear();
@@ -245,7 +301,7 @@ impl Spill {
             batch.write(em, &p.strings, &p.store.arena)?;
         }
         Ok(EventsOutcome {
-            agg: None,
+            agg,
             span,
             any_correlation: any_correlation || !filled.is_empty(),
             any_external,
@@ -290,6 +346,8 @@ struct Walk<'a> {
     last_slice: Option<EventRecord>,
     frames: SliceFrames,
     agg: StackAggregator,
+    metric: MetricId,
+    include: fn(EventKind) -> bool,
     thread: u32,
     by_time: RunFile,
     finished: Vec<EventRecord>,
@@ -310,6 +368,7 @@ impl<'a> Walk<'a> {
         chunk: usize,
         needs_flow_fill: bool,
         mut track_flows: Vec<TrackFlow>,
+        reductions: SliceReductions,
     ) -> io::Result<Self> {
         // At one timestamp, non-enclosing flows first: they wait for the
         // slice starting there, enclosing ones for everything starting there.
@@ -323,7 +382,9 @@ impl<'a> Walk<'a> {
             stack: Vec::new(),
             last_slice: None,
             frames: SliceFrames::default(),
-            agg: StackAggregator::new(),
+            agg: reductions.agg,
+            metric: reductions.metric,
+            include: reductions.include,
             thread: 0,
             by_time: RunFile::create(dir, "events-by-time")?,
             finished: Vec::with_capacity(chunk),
@@ -410,7 +471,7 @@ impl<'a> Walk<'a> {
             return self.finish_row(r, 0);
         }
         let mut stack_id = NO_ID;
-        if r.dur >= 0 {
+        if r.dur >= 0 && (self.include)(r.kind) {
             let frame = self
                 .frames
                 .frame(&mut self.agg, &p.strings, r.name, r.cat, r.kind);
@@ -504,7 +565,7 @@ impl<'a> Walk<'a> {
         let self_ns = self_time(&open.r, open.child_sum);
         if open.stack_id != NO_ID {
             self.agg
-                .add_metric_sample(0, open.stack_id, self.thread, None, self_ns, 1);
+                .add_metric_sample(self.metric, open.stack_id, self.thread, None, self_ns, 1);
         }
         self.finish_row(open.r, open.child_sum)
     }

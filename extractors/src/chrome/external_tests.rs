@@ -3,31 +3,17 @@
 //! cross run boundaries.
 
 use std::io::{BufReader, Read};
-use std::path::{Path, PathBuf};
-
-use arrow::record_batch::RecordBatch;
+use std::path::Path;
 
 use super::extract_chrome_json_spilling;
-use crate::api::{ExtractOptions, ExtractionSummary, NoObserver};
+use crate::api::NoObserver;
+use crate::spill_compare::{
+    Extracted, assert_no_spill_files_left, assert_same_tables, options, spill_dir,
+};
 use crate::stream_gaps::tests::Collect;
 
-fn spill_dir(tag: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!(
-        "flameox-external-{tag}-{}-{:?}",
-        std::process::id(),
-        std::thread::current().id()
-    ));
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
-
-fn extract(doc: &[u8], spill: Option<(&Path, usize)>) -> (ExtractionSummary, Collect, u64) {
-    let mut options = ExtractOptions::new("run", "sha256:a");
-    options.batch_rows = 500;
-    if let Some((dir, after)) = spill {
-        options.spill_dir = Some(dir.to_path_buf());
-        options.spill_after_events = after;
-    }
+fn extract(doc: &[u8], spill: Option<(&Path, usize)>) -> Extracted {
+    let options = options(spill);
     let mut sink = Collect::default();
     let (summary, spilled) =
         extract_chrome_json_spilling(doc, &options, &mut sink, &NoObserver).unwrap();
@@ -46,25 +32,8 @@ fn assert_same_output(name: &str, doc: &[u8], after: usize) {
         "{name}: nothing spilled with runs of {after} events"
     );
     assert_eq!(got, want, "{name}: summaries differ (runs of {after})");
-    // Tables may come in another order (each is its own file); within a
-    // table, every batch is the same and in the same place.
-    for table in crate::schema::EvidenceTable::ALL {
-        let of = |c: &Collect| -> Vec<RecordBatch> {
-            c.0.iter()
-                .filter(|(t, _)| *t == table)
-                .map(|(_, b)| b.clone())
-                .collect()
-        };
-        let (g, w) = (of(&got_batches), of(&want_batches));
-        assert_eq!(g.len(), w.len(), "{name}: {} batch count", table.name());
-        for (k, (g, w)) in g.iter().zip(&w).enumerate() {
-            assert_eq!(g, w, "{name}: batch {k} of {} differs", table.name());
-        }
-    }
-    assert_eq!(got_batches.0.len(), want_batches.0.len(), "{name}: batches");
-    // The spill files were unlinked when created.
-    assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 0);
-    std::fs::remove_dir_all(&dir).unwrap();
+    assert_same_tables(name, &got_batches, &want_batches);
+    assert_no_spill_files_left(&dir);
 }
 
 fn corpus(rel: &str) -> Vec<u8> {

@@ -15,12 +15,13 @@ use super::store::{EventStore, NO_ID, NONE};
 /// Bytes of a record's fixed head (the rest depends on its presence bits).
 pub const HEAD_BYTES: usize = 48;
 /// Bytes of the largest record.
-pub const MAX_RECORD_BYTES: usize = HEAD_BYTES + 9 * 8 + 4 + 12;
+pub const MAX_RECORD_BYTES: usize = HEAD_BYTES + 9 * 8 + 4 + 12 + 16;
 
 /// Presence bits after the eight optional integers.
 const PARENT_BIT: u16 = 1 << 8;
 const CAT_BIT: u16 = 1 << 9;
 const ARGS_BIT: u16 = 1 << 10;
+const THREAD_BIT: u16 = 1 << 11;
 
 /// Every column of one event, plus what nesting derives for it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -38,6 +39,9 @@ pub struct EventRecord {
     pub fields: DeviceFields,
     pub args_start: u64,
     pub args_len: u32,
+    /// The `(pid, tid)` the row names instead of its track's (a Perfetto
+    /// scheduling slice names the task on a CPU track).
+    pub thread: Option<(i64, i64)>,
     /// Set by nesting: the parent's event id or [`NO_PARENT`].
     pub parent_event_id: u64,
     pub depth: i32,
@@ -60,6 +64,11 @@ impl EventRecord {
             fields: s.device.get(i),
             args_start: s.args_start[i],
             args_len: s.args_len[i],
+            thread: if s.thread_override.is_empty() {
+                None
+            } else {
+                s.thread_override.get(&(i as u32)).copied()
+            },
             parent_event_id: NO_PARENT,
             depth: 0,
             self_ns: 0,
@@ -99,6 +108,9 @@ impl EventRecord {
         if self.args_len != NO_ID {
             present |= ARGS_BIT;
         }
+        if self.thread.is_some() {
+            present |= THREAD_BIT;
+        }
         out.extend_from_slice(&self.event_id.to_le_bytes());
         out.extend_from_slice(&self.ts.to_le_bytes());
         out.extend_from_slice(&self.dur.to_le_bytes());
@@ -122,6 +134,10 @@ impl EventRecord {
             out.extend_from_slice(&self.args_start.to_le_bytes());
             out.extend_from_slice(&self.args_len.to_le_bytes());
         }
+        if let Some((pid, tid)) = self.thread {
+            out.extend_from_slice(&pid.to_le_bytes());
+            out.extend_from_slice(&tid.to_le_bytes());
+        }
     }
 
     /// The length of the record whose head starts `bytes` (`None` before a
@@ -132,7 +148,8 @@ impl EventRecord {
         let parent = usize::from(present & PARENT_BIT != 0);
         let cat = usize::from(present & CAT_BIT != 0);
         let args = usize::from(present & ARGS_BIT != 0);
-        Some(HEAD_BYTES + 8 * (integers + parent) + 4 * cat + 12 * args)
+        let thread = usize::from(present & THREAD_BIT != 0);
+        Some(HEAD_BYTES + 8 * (integers + parent) + 4 * cat + 12 * args + 16 * thread)
     }
 
     /// Reads the record at the start of `bytes`, written by
@@ -178,6 +195,12 @@ impl EventRecord {
             args_start = u64::from_le_bytes(next(8)?.try_into().ok()?);
             args_len = u32::from_le_bytes(next(4)?.try_into().ok()?);
         }
+        let mut thread = None;
+        if present & THREAD_BIT != 0 {
+            let pid = i64::from_le_bytes(next(8)?.try_into().ok()?);
+            let tid = i64::from_le_bytes(next(8)?.try_into().ok()?);
+            thread = Some((pid, tid));
+        }
         Some(EventRecord {
             event_id,
             ts,
@@ -191,6 +214,7 @@ impl EventRecord {
             fields: DeviceFields::from_array(optional),
             args_start,
             args_len,
+            thread,
             parent_event_id,
             depth,
             self_ns,
@@ -225,6 +249,7 @@ mod tests {
             },
             args_start: 1 << 35,
             args_len: 17,
+            thread: Some((-1, i64::MAX)),
             parent_event_id: 99,
             depth: -2,
             self_ns: 123,
@@ -236,7 +261,7 @@ mod tests {
         let mut bytes = Vec::new();
         full().encode(&mut bytes);
         assert_eq!(bytes.len(), MAX_RECORD_BYTES);
-        for absent in 0u32..1 << 11 {
+        for absent in 0u32..1 << 12 {
             let mut r = full();
             let mut optional = [
                 &mut r.fields.device,
@@ -262,9 +287,12 @@ mod tests {
             if absent & (1 << 10) != 0 {
                 (r.args_start, r.args_len) = (0, NO_ID);
             }
+            if absent & (1 << 11) != 0 {
+                r.thread = None;
+            }
             bytes.clear();
             r.encode(&mut bytes);
-            let present = 11 - absent.count_ones() as usize;
+            let present = 12 - absent.count_ones() as usize;
             assert!(bytes.len() >= HEAD_BYTES + 4 * present);
             assert_eq!(EventRecord::encoded_len(&bytes), Some(bytes.len()));
             assert_eq!(EventRecord::decode(&bytes), Some(r));

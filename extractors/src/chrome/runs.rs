@@ -4,6 +4,10 @@
 //! A run is written whole, already sorted; [`RunFile::merge`] then reads
 //! every run a block at a time and yields records in the global order of
 //! a key, so memory holds one block per run, never the events.
+//!
+//! Perfetto writes runs before it knows its tracks (rows carry a slot);
+//! [`RunFile::retrack`] renames the slots afterwards and keeps every run
+//! in nesting order.
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
@@ -25,6 +29,10 @@ pub struct RunFile {
     runs: Vec<(u64, u64)>,
     bytes: u64,
     encoded: Vec<u8>,
+    /// Per track id, whether some record of a run names it.
+    tracks_seen: Vec<bool>,
+    /// Applied to every record's track as it is read back ([`Self::retrack`]).
+    track_map: Option<Vec<u32>>,
 }
 
 impl RunFile {
@@ -34,6 +42,8 @@ impl RunFile {
             runs: Vec::new(),
             bytes: 0,
             encoded: Vec::with_capacity(MAX_RECORD_BYTES),
+            tracks_seen: Vec::new(),
+            track_map: None,
         })
     }
 
@@ -41,6 +51,11 @@ impl RunFile {
     pub fn write_run(&mut self, records: impl Iterator<Item = EventRecord>) -> io::Result<()> {
         let start = self.bytes;
         for r in records {
+            let track = r.track as usize;
+            if track >= self.tracks_seen.len() {
+                self.tracks_seen.resize(track + 1, false);
+            }
+            self.tracks_seen[track] = true;
             self.encoded.clear();
             r.encode(&mut self.encoded);
             self.writer.write_all(&self.encoded)?;
@@ -49,6 +64,38 @@ impl RunFile {
         if self.bytes > start {
             self.runs.push((start, self.bytes));
         }
+        Ok(())
+    }
+
+    /// Puts every record written so far on track `map[track]`, for runs
+    /// sorted by [`nesting_key`] whose track column held placeholders.
+    /// When `map` keeps the order of the tracks the runs name, records
+    /// are renamed as they are read back; otherwise each run is read back
+    /// whole, renamed, sorted again and written to a new file in `dir`
+    /// (one run in memory at a time).
+    pub fn retrack(&mut self, dir: &Path, map: &[u32]) -> io::Result<()> {
+        let named: Vec<u32> = (0..self.tracks_seen.len())
+            .filter(|&t| self.tracks_seen[t])
+            .map(|t| map.get(t).copied().ok_or_else(unmapped))
+            .collect::<io::Result<_>>()?;
+        if named.windows(2).all(|w| w[0] < w[1]) {
+            self.track_map = Some(map.to_vec());
+            return Ok(());
+        }
+        self.writer.flush()?;
+        let mut renamed = RunFile::create(dir, "events-by-track")?;
+        let mut records = Vec::new();
+        for &(start, end) in &self.runs {
+            let mut cursor = Cursor::new(start, end, 1 << 20);
+            records.clear();
+            while let Some(mut r) = cursor.next_record(self.writer.get_ref(), None)? {
+                r.track = *map.get(r.track as usize).ok_or_else(unmapped)?;
+                records.push(r);
+            }
+            records.sort_unstable_by_key(nesting_key);
+            renamed.write_run(records.iter().copied())?;
+        }
+        *self = renamed;
         Ok(())
     }
 
@@ -64,16 +111,11 @@ impl RunFile {
             heads: Vec::with_capacity(self.runs.len()),
             heap: BinaryHeap::with_capacity(self.runs.len()),
             key,
+            track_map: self.track_map.as_deref(),
         };
         for &(start, end) in &self.runs {
-            let mut cursor = Cursor {
-                next: start,
-                end,
-                block_bytes: per_run,
-                block: Vec::new(),
-                at: 0,
-            };
-            let head = cursor.next_record(file)?;
+            let mut cursor = Cursor::new(start, end, per_run);
+            let head = cursor.next_record(file, merge.track_map)?;
             if let Some(r) = &head {
                 merge.heap.push(Reverse((key(r), merge.cursors.len())));
             }
@@ -95,7 +137,25 @@ struct Cursor {
     at: usize,
 }
 
+/// A record names a track the map does not cover.
+fn unmapped() -> io::Error {
+    io::Error::new(
+        io::ErrorKind::InvalidData,
+        "a spilled event record names a track that was never resolved",
+    )
+}
+
 impl Cursor {
+    fn new(start: u64, end: u64, block_bytes: usize) -> Self {
+        Cursor {
+            next: start,
+            end,
+            block_bytes,
+            block: Vec::new(),
+            at: 0,
+        }
+    }
+
     /// Makes at least `want` unread bytes available in `block` (fewer at
     /// the end of the run).
     fn fill(&mut self, file: &File, want: usize) -> io::Result<()> {
@@ -112,7 +172,8 @@ impl Cursor {
         Ok(())
     }
 
-    fn next_record(&mut self, file: &File) -> io::Result<Option<EventRecord>> {
+    /// The next record, its track renamed through `map` if given.
+    fn next_record(&mut self, file: &File, map: Option<&[u32]>) -> io::Result<Option<EventRecord>> {
         self.fill(file, MAX_RECORD_BYTES)?;
         let rest = &self.block[self.at..];
         if rest.is_empty() {
@@ -127,7 +188,10 @@ impl Cursor {
         let len = EventRecord::encoded_len(rest)
             .filter(|&len| len >= HEAD_BYTES && len <= rest.len())
             .ok_or_else(damaged)?;
-        let record = EventRecord::decode(&rest[..len]).ok_or_else(damaged)?;
+        let mut record = EventRecord::decode(&rest[..len]).ok_or_else(damaged)?;
+        if let Some(map) = map {
+            record.track = *map.get(record.track as usize).ok_or_else(unmapped)?;
+        }
         self.at += len;
         Ok(Some(record))
     }
@@ -141,6 +205,7 @@ pub struct Merge<'a, K> {
     heads: Vec<Option<EventRecord>>,
     heap: BinaryHeap<Reverse<(K, usize)>>,
     key: fn(&EventRecord) -> K,
+    track_map: Option<&'a [u32]>,
 }
 
 impl<K: Ord> Iterator for Merge<'_, K> {
@@ -148,7 +213,7 @@ impl<K: Ord> Iterator for Merge<'_, K> {
 
     fn next(&mut self) -> Option<Self::Item> {
         let Reverse((_, run)) = self.heap.pop()?;
-        let next = match self.cursors[run].next_record(self.file) {
+        let next = match self.cursors[run].next_record(self.file, self.track_map) {
             Ok(next) => next,
             Err(e) => return Some(Err(e)),
         };
@@ -174,4 +239,94 @@ pub fn nesting_key_of(s: &EventStore, i: usize) -> (u32, i64, Reverse<i64>, u64)
 /// Output order of `trace_events`: `(ts, event_id)`.
 pub fn output_key(r: &EventRecord) -> (i64, u64) {
     (r.ts, r.event_id)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::chrome::device_columns::DeviceFields;
+    use crate::chrome::event_batch::NO_PARENT;
+    use crate::chrome::kinds::EventKind;
+    use crate::chrome::store::NO_ID;
+    use crate::spill_compare::{assert_no_spill_files_left, spill_dir};
+
+    fn record(event_id: u64, track: u32, ts: i64, dur: i64) -> EventRecord {
+        EventRecord {
+            event_id,
+            ts,
+            dur,
+            name: 0,
+            cat: NO_ID,
+            kind: EventKind::CpuSlice,
+            instant: false,
+            device_activity: false,
+            track,
+            fields: DeviceFields::ABSENT,
+            args_start: 0,
+            args_len: NO_ID,
+            thread: None,
+            parent_event_id: NO_PARENT,
+            depth: 0,
+            self_ns: 0,
+        }
+    }
+
+    /// Three runs over slots 0..4, each sorted by slot, with interleaved
+    /// timestamps so merged slots must interleave.
+    fn slot_runs(dir: &Path) -> (RunFile, Vec<EventRecord>) {
+        let mut file = RunFile::create(dir, "test-runs").unwrap();
+        let mut all = Vec::new();
+        let mut id = 0;
+        for run in 0..3i64 {
+            let mut records = Vec::new();
+            for slot in 0..4u32 {
+                for k in 0..5i64 {
+                    let ts = k * 10 + run * 3 + i64::from(slot);
+                    records.push(record(id, slot, ts, 7 - k));
+                    id += 1;
+                }
+            }
+            records.sort_unstable_by_key(nesting_key);
+            file.write_run(records.iter().copied()).unwrap();
+            all.extend(records);
+        }
+        (file, all)
+    }
+
+    fn merged(file: &mut RunFile) -> Vec<EventRecord> {
+        file.merge(nesting_key)
+            .unwrap()
+            .collect::<io::Result<_>>()
+            .unwrap()
+    }
+
+    #[test]
+    fn retracked_runs_merge_in_the_nesting_order_of_the_new_tracks() {
+        let dir = spill_dir("retrack");
+        // Order-keeping (renamed while read), two slots on one track, and
+        // an order-reversing map (both rewrite the runs).
+        for map in [vec![2, 5, 6, 9], vec![1, 0, 1, 2], vec![3, 2, 1, 0]] {
+            let (mut file, all) = slot_runs(&dir);
+            file.retrack(&dir, &map).unwrap();
+            let mut want: Vec<EventRecord> = all
+                .iter()
+                .map(|r| EventRecord {
+                    track: map[r.track as usize],
+                    ..*r
+                })
+                .collect();
+            want.sort_unstable_by_key(nesting_key);
+            assert_eq!(merged(&mut file), want, "map {map:?}");
+        }
+        assert_no_spill_files_left(&dir);
+    }
+
+    #[test]
+    fn a_map_that_misses_a_track_is_an_error_not_a_panic() {
+        let dir = spill_dir("retrack-short");
+        let (mut file, _) = slot_runs(&dir);
+        let err = file.retrack(&dir, &[0, 1]).unwrap_err();
+        assert_eq!(err.kind(), io::ErrorKind::InvalidData);
+        assert_no_spill_files_left(&dir);
+    }
 }

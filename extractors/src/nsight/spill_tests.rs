@@ -4,20 +4,14 @@
 
 use std::path::{Path, PathBuf};
 
-use arrow::record_batch::RecordBatch;
-
 use super::{Input, NSIGHT_EXTRACTOR_NAME, TableSource, extract_tables, open_readonly};
-use crate::api::{ExtractOptions, ExtractionSummary, NoObserver};
+use crate::api::{ExtractionSummary, NoObserver};
 use crate::detect::FormatKind;
+use crate::spill_compare::{Extracted, assert_every_event_spills_the_same, batches_of, options};
 use crate::stream_gaps::tests::Collect;
 
-fn extract(path: &Path, spill: Option<(&Path, usize)>) -> (ExtractionSummary, Collect, u64) {
-    let mut options = ExtractOptions::new("run", "sha256:a");
-    options.batch_rows = 500;
-    if let Some((dir, after)) = spill {
-        options.spill_dir = Some(dir.to_path_buf());
-        options.spill_after_events = after;
-    }
+fn extract(path: &Path, spill: Option<(&Path, usize)>) -> Extracted {
+    let options = options(spill);
     let source = TableSource::Sqlite {
         conn: open_readonly(path).unwrap(),
         path: path.to_path_buf(),
@@ -41,40 +35,12 @@ fn corpus(name: &str) -> PathBuf {
     .join(name)
 }
 
-fn rows_of(c: &Collect, table: crate::schema::EvidenceTable) -> Vec<RecordBatch> {
-    c.0.iter()
-        .filter(|(t, _)| *t == table)
-        .map(|(_, b)| b.clone())
-        .collect()
-}
-
 /// Extracts `name` in memory and with runs of `after` events: both agree
 /// exactly, and the second really spilled every event.
 fn assert_same_output(name: &str, after: usize) -> (ExtractionSummary, Vec<String>) {
-    let dir = std::env::temp_dir().join(format!(
-        "flameox-nsight-spill-{}-{:?}",
-        std::process::id(),
-        std::thread::current().id()
-    ));
-    std::fs::create_dir_all(&dir).unwrap();
     let path = corpus(name);
-    let (want, want_batches, none) = extract(&path, None);
-    let (got, got_batches, spilled) = extract(&path, Some((&dir, after)));
-    assert_eq!(none, 0);
-    let events = want.rows["trace_events"];
-    assert!(events > 3 * after as u64, "{name}: only {events} events");
-    assert_eq!(spilled, events, "{name}: events through runs of {after}");
-    assert_eq!(got, want, "{name}: summaries differ (runs of {after})");
-    for table in crate::schema::EvidenceTable::ALL {
-        let (g, w) = (rows_of(&got_batches, table), rows_of(&want_batches, table));
-        assert_eq!(g.len(), w.len(), "{name}: {} batch count", table.name());
-        for (k, (g, w)) in g.iter().zip(&w).enumerate() {
-            assert_eq!(g, w, "{name}: batch {k} of {} differs", table.name());
-        }
-    }
-    // The spill files were unlinked when created.
-    assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 0);
-    std::fs::remove_dir_all(&dir).unwrap();
+    let (want, want_batches) =
+        assert_every_event_spills_the_same(name, after, |spill| extract(&path, spill));
     (want, phase_sources(&want_batches))
 }
 
@@ -82,7 +48,7 @@ fn assert_same_output(name: &str, after: usize) -> (ExtractionSummary, Vec<Strin
 fn phase_sources(c: &Collect) -> Vec<String> {
     use arrow::array::{Array, AsArray};
     let mut out = std::collections::BTreeSet::new();
-    for batch in rows_of(c, crate::schema::EvidenceTable::TraceEvents) {
+    for batch in batches_of(c, crate::schema::EvidenceTable::TraceEvents) {
         let column = arrow::compute::cast(
             batch.column_by_name("phase_source").unwrap(),
             &arrow::datatypes::DataType::Utf8,

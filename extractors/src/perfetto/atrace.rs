@@ -112,6 +112,23 @@ impl Atrace {
         }
     }
 
+    /// Writes every finished event to one run of `spill`; the slices still
+    /// open stay in the store.
+    pub fn spill_finished(
+        &mut self,
+        d: &mut Decoder,
+        spill: &mut crate::chrome::external::Spill,
+    ) -> std::io::Result<()> {
+        let open = || self.open.values().flatten().chain(self.open_async.values());
+        let kept = super::spill::kept_rows(open());
+        let open = self
+            .open
+            .values_mut()
+            .flatten()
+            .chain(self.open_async.values_mut());
+        super::spill::spill_keeping_open(d, spill, open, &kept)
+    }
+
     /// Slices still open at the end stay unterminated (`dur_ns = -1`).
     pub fn finish(self, d: &mut Decoder, _last_ts: i64) {
         let open =

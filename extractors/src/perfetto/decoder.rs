@@ -86,6 +86,9 @@ pub struct Decoder {
     pub max_args_bytes: usize,
     next_event_id: u64,
     pub producer_hint: Option<&'static str>,
+    /// Bit `kind as u8` set once an event of that kind was added (the
+    /// events themselves may have left for spill runs).
+    pub kinds_seen: u32,
 }
 
 impl Decoder {
@@ -121,6 +124,7 @@ impl Decoder {
             max_args_bytes,
             next_event_id: 0,
             producer_hint: None,
+            kinds_seen: 0,
         }
     }
 
@@ -170,6 +174,7 @@ impl Decoder {
     pub fn push_event(&mut self, event: EventRow<'_>) -> usize {
         let event_id = self.next_event_id;
         self.next_event_id += 1;
+        self.kinds_seen |= 1 << (event.kind as u8);
         let args = event.args.map(|a| {
             crate::chrome::store::bound_args(
                 a,

@@ -20,8 +20,9 @@ fn pid_ident(pid: Option<i32>) -> Ident {
 }
 
 impl Decoder {
-    /// Creates the real tracks and rewrites every row's slot to its track.
-    pub fn resolve_tracks(&mut self) {
+    /// Creates the real tracks and rewrites every row's slot to its track;
+    /// returns the track of each slot (for rows already spilled).
+    pub fn resolve_tracks(&mut self) -> Vec<u32> {
         let slots = self.slots.clone();
         let mut map: Vec<u32> = Vec::with_capacity(slots.len());
         let mut undescribed = 0u64;
@@ -93,6 +94,7 @@ impl Decoder {
             }
         }
         self.name_tracks();
+        map
     }
 
     fn thread_pid(&self, tid: i32, hint: Option<i32>) -> Ident {

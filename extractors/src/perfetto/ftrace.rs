@@ -17,6 +17,7 @@ use crate::FastHashMap;
 use super::decoder::{Decoder, EventRow, SlotKey};
 use super::proto::{CompactSched, FtraceEventBundle};
 use super::sequence::lossy;
+use super::spill::Spilling;
 use crate::chrome::kinds::EventKind;
 use crate::chrome::store::NONE;
 
@@ -186,13 +187,17 @@ impl Decoder {
         }
     }
 
-    /// Replays the collected records in time order.
-    pub fn replay_ftrace(&mut self) {
+    /// Replays the collected records in time order; finished rows leave for
+    /// spill runs whenever `spilling` has a run due.
+    pub fn replay_ftrace(&mut self, spilling: &mut Spilling) -> std::io::Result<()> {
         let mut records = std::mem::take(&mut self.ftrace);
         records.sort_by_key(|r| r.ts);
         let mut sched = Sched::default();
         let mut atrace = super::atrace::Atrace::default();
         for r in &records {
+            if let Some(spill) = spilling.due(&self.p.store)? {
+                atrace.spill_finished(self, spill)?;
+            }
             match r.what {
                 Record::Switch {
                     prev_pid,
@@ -283,6 +288,7 @@ impl Decoder {
             self.close_state(&mut sched, tid, NONE);
         }
         atrace.finish(self, last);
+        Ok(())
     }
 
     /// Writes a finished (or, with `end == NONE`, unterminated) run.

@@ -8,7 +8,8 @@
 //! dispatches track events ([`track_event`], [`annotations`]), ftrace ([`ftrace`],
 //! [`atrace`]) and callstack samples ([`samples`]) → at the end, slots
 //! become tracks ([`finish`]) and the Chrome extractor's nesting, emission
-//! and slice reductions write the tables.
+//! and slice reductions write the tables. Past the in-memory budget,
+//! finished events leave for spill runs while decoding ([`spill`]).
 
 pub mod annotations;
 pub mod atrace;
@@ -20,6 +21,9 @@ pub mod proto;
 pub mod reader;
 pub mod samples;
 pub mod sequence;
+pub mod spill;
+#[cfg(test)]
+mod spill_tests;
 pub mod track_event;
 
 use std::collections::BTreeMap;
@@ -29,6 +33,7 @@ use crate::api::{
     BatchSink, CountingSink, ExtractError, ExtractObserver, ExtractOptions, ExtractionSummary,
 };
 use crate::chrome::emit::{self, Emitter};
+use crate::chrome::external::{EventsOutcome, SliceReductions, Spill};
 use crate::chrome::kinds::EventKind;
 use crate::chrome::nesting;
 use crate::detect::FormatKind;
@@ -50,8 +55,21 @@ pub fn extract_perfetto<R: BufRead>(
     sink: &mut dyn BatchSink,
     observer: &dyn ExtractObserver,
 ) -> Result<ExtractionSummary, ExtractError> {
+    extract_perfetto_spilling(reader, options, sink, observer).map(|(summary, _)| summary)
+}
+
+/// [`extract_perfetto`], also returning how many events went through spill
+/// runs ([`spill`]).
+pub(crate) fn extract_perfetto_spilling<R: BufRead>(
+    reader: R,
+    options: &ExtractOptions,
+    sink: &mut dyn BatchSink,
+    observer: &dyn ExtractObserver,
+) -> Result<(ExtractionSummary, u64), ExtractError> {
     let mut packets = PacketReader::new(reader);
     let mut d = Decoder::new(options.max_args_bytes, options.spill_dir.clone());
+    let mut spilling =
+        spill::Spilling::new(options.spill_dir.as_deref(), options.spill_after_events);
     let mut framed: u64 = 0;
     loop {
         if framed.is_multiple_of(POLL_EVERY) {
@@ -66,6 +84,9 @@ pub fn extract_perfetto<R: BufRead>(
                 let bytes = std::mem::take(&mut packets.packet);
                 d.packet(&bytes);
                 packets.packet = bytes;
+                if let Some(spill) = spilling.due(&d.p.store)? {
+                    d.spill_finished(spill)?;
+                }
             }
             Next::End => break,
             Next::Truncated if framed > 0 => {
@@ -107,28 +128,42 @@ pub fn extract_perfetto<R: BufRead>(
             offset: Some(0),
         });
     }
-    d.replay_ftrace();
+    // Begins still open are final now: unterminated.
     let open: u64 = d.open.values().map(|v| v.len() as u64).sum();
+    d.open.clear();
+    d.replay_ftrace(&mut spilling)?;
     d.p.log.note_n("unterminated_slice", open, || {
         "a slice begin has no matching end; kept with dur_ns = -1".to_string()
     });
-    d.resolve_tracks();
+    let mut spill = spilling.spill;
+    match &mut spill {
+        Some(spill) => d.spill_rest_and_resolve(spill)?,
+        None => {
+            d.resolve_tracks();
+        }
+    }
     d.p.store.arena.finish_writes()?;
     if observer.cancelled() {
         return Err(ExtractError::Cancelled);
     }
-    write_tables(d, options, sink, packets.offset(), packets.skipped_fields)
+    let input = (packets.offset(), packets.skipped_fields);
+    write_tables(d, options, sink, observer, spill, input)
+}
+
+/// Kinds whose slices go into the call-stack reductions: scheduling rows
+/// describe CPUs and threads, not code.
+fn reduced_kind(kind: EventKind) -> bool {
+    !matches!(kind, EventKind::SchedSlice | EventKind::ThreadState)
 }
 
 fn write_tables(
     mut d: Decoder,
     options: &ExtractOptions,
     sink: &mut dyn BatchSink,
-    input_bytes: u64,
-    skipped_top_level: u64,
-) -> Result<ExtractionSummary, ExtractError> {
-    let mut derived = nesting::nest(&d.p.store, &mut d.p.tracks, &mut d.p.log);
-    let has_phases = nesting::assign_phases(&d.p.store, &d.p.strings, &mut derived);
+    observer: &dyn ExtractObserver,
+    spill: Option<Spill>,
+    (input_bytes, skipped_top_level): (u64, u64),
+) -> Result<(ExtractionSummary, u64), ExtractError> {
     let mut em = Emitter {
         run_id: &options.run_id,
         artifact_id: &options.artifact_id,
@@ -136,19 +171,32 @@ fn write_tables(
         sink,
         rows: BTreeMap::new(),
     };
-    emit::emit_trace_events(&mut em, &d.p, &derived)?;
-    emit::emit_tracks(&mut em, &d.p)?;
-    emit::emit_counters(&mut em, &d.p)?;
-
     let mut agg = std::mem::take(&mut d.agg);
     let wall = agg.metric(ReductionSpec {
         metric: "trace.wall_ns".into(),
         weight_unit: "ns".into(),
         unit: "ns".into(),
     });
-    emit::aggregate_slices_into(&mut agg, wall, &d.p, &derived, |k| {
-        !matches!(k, EventKind::SchedSlice | EventKind::ThreadState)
-    });
+    let events = match spill {
+        Some(spill) => {
+            let into = SliceReductions {
+                agg,
+                metric: wall,
+                include: reduced_kind,
+            };
+            let events = spill.finish_with(&mut d.p, &mut em, observer, &[], Some(into))?;
+            emit::emit_tracks(&mut em, &d.p)?;
+            emit::emit_counters(&mut em, &d.p)?;
+            events
+        }
+        None => in_memory_events(&mut d, &mut em, agg, wall)?,
+    };
+    let Some(mut agg) = events.agg else {
+        return Err(ExtractError::Parse {
+            message: "the slice reductions went missing".into(),
+            offset: None,
+        });
+    };
     let mut sample_span: Option<(i64, i64)> = None;
     d.sampled = !d.samples.is_empty();
     if d.sampled {
@@ -201,17 +249,50 @@ fn write_tables(
     for table in EvidenceTable::ALL {
         rows.entry(table.name().to_string()).or_insert(0);
     }
-    let span = time_span(&d, sample_span);
-    Ok(summarize(
+    let span = time_span(&d, events.span, sample_span);
+    let summary = summarize(
         d,
         options,
         rows,
         span,
-        has_phases,
+        events.has_phases,
         symbolized,
         input_bytes,
         skipped_top_level,
-    ))
+    );
+    Ok((summary, events.spilled_events))
+}
+
+/// Nests, emits and reduces the events held in memory (tracks and
+/// counters too, in the spilled path's table order).
+fn in_memory_events(
+    d: &mut Decoder,
+    em: &mut Emitter,
+    mut agg: crate::stacks::StackAggregator,
+    wall: crate::stacks::MetricId,
+) -> Result<EventsOutcome, ExtractError> {
+    let mut derived = nesting::nest(&d.p.store, &mut d.p.tracks, &mut d.p.log);
+    let has_phases = nesting::assign_phases(&d.p.store, &d.p.strings, &mut derived);
+    emit::emit_trace_events(em, &d.p, &derived)?;
+    emit::emit_tracks(em, &d.p)?;
+    emit::emit_counters(em, &d.p)?;
+    emit::aggregate_slices_into(&mut agg, wall, &d.p, &derived, reduced_kind);
+    let s = &d.p.store;
+    let span = (0..s.len())
+        .map(|i| {
+            let end = if s.dur[i] < 0 { s.ts[i] } else { s.end(i) };
+            (s.ts[i], end)
+        })
+        .reduce(|(a, b), (c, e)| (a.min(c), b.max(e)));
+    Ok(EventsOutcome {
+        agg: Some(agg),
+        span,
+        any_correlation: false,
+        any_external: false,
+        has_phases,
+        flow_endpoints: 0,
+        spilled_events: 0,
+    })
 }
 
 /// Pending samples moved into the aggregator between two shrinks of the
@@ -238,14 +319,14 @@ fn sample_thread_info(d: &Decoder, pid: i64, tid: i64) -> ThreadInfo {
 }
 
 /// Earliest start and latest end over events, counters and samples.
-fn time_span(d: &Decoder, samples: Option<(i64, i64)>) -> Option<(i64, i64)> {
-    let s = &d.p.store;
-    let events = (0..s.len()).map(|i| {
-        let end = if s.dur[i] < 0 { s.ts[i] } else { s.end(i) };
-        (s.ts[i], end)
-    });
+fn time_span(
+    d: &Decoder,
+    events: Option<(i64, i64)>,
+    samples: Option<(i64, i64)>,
+) -> Option<(i64, i64)> {
     let counters = d.p.counters.iter().map(|c| (c.ts, c.ts));
     events
+        .into_iter()
         .chain(counters)
         .chain(samples)
         .reduce(|(a, b), (c, e)| (a.min(c), b.max(e)))
@@ -264,8 +345,7 @@ fn summarize(
 ) -> ExtractionSummary {
     let packet_counts = d.packet_counts();
     let count = |name: &str| packet_counts.get(name).copied().unwrap_or(0);
-    let kinds = &d.p.store.kind;
-    let has_kind = |k: EventKind| kinds.contains(&k);
+    let has_kind = |k: EventKind| d.kinds_seen & (1 << (k as u8)) != 0;
     let mut coverage = BTreeMap::new();
     coverage.insert("track_events".to_string(), count("track_event") > 0);
     coverage.insert("scheduling".to_string(), has_kind(EventKind::SchedSlice));
