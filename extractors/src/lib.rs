@@ -30,6 +30,7 @@ mod spill_compare;
 pub mod stacks;
 pub mod stream_gaps;
 pub mod stream_gaps_thread;
+mod timed_sample_runs;
 mod timed_samples;
 pub mod ustar;
 

@@ -218,6 +218,12 @@ impl StackAggregator {
         self.timed.reserve_unit(metric, additional);
     }
 
+    /// Holds at most `held` timed samples from now on; the rest go to
+    /// sorted runs in `dir`, merged back when the tables are written.
+    pub fn spill_samples_to(&mut self, dir: std::path::PathBuf, held: usize) {
+        self.timed.spill_to(dir, held);
+    }
+
     /// Whether every interned frame is symbolized.
     pub fn all_symbolized(&self) -> bool {
         self.frames.iter().all(|f| f.symbolized)
@@ -334,9 +340,9 @@ impl StackAggregator {
             .map(|(&(s, t, m), &(w, c))| (None, s, t, w, c, m))
             .collect();
         aggregated.sort_unstable_by_key(|s| (s.5, s.1, s.2));
-        // Sorted in place: millions of timed samples are not copied.
+        // Sorted in place (millions of timed samples are not copied), or
+        // merged from spill runs.
         let mut timed = std::mem::take(&mut self.timed);
-        timed.sort();
         let metric_of = |m: u16| usize::from(m).min(self.metrics.len() - 1);
         // Metrics that share a weight unit share its id.
         let unit_ids: Vec<u32> = self
@@ -350,20 +356,33 @@ impl StackAggregator {
                     .unwrap_or(m) as u32
             })
             .collect();
-        let mut rows = aggregated.iter().copied().chain(timed.sorted().map(|t| {
-            (
-                Some(t.ts),
-                t.stack,
-                t.thread,
-                t.weight,
-                i64::from(t.count),
-                t.metric,
-            )
-        }));
+        let timed_rows = timed.sorted_all()?.map(|t| {
+            t.map(|t| {
+                (
+                    Some(t.ts),
+                    t.stack,
+                    t.thread,
+                    t.weight,
+                    i64::from(t.count),
+                    t.metric,
+                )
+            })
+        });
+        let mut rows = aggregated.iter().copied().map(Ok).chain(timed_rows);
+        // Reductions per metric over each distinct (stack, thread): every
+        // total is a sum of weights and counts, so the samples are summed
+        // as they are written and each stack's path is walked once.
+        let mut sums: FastHashMap<(u16, u32, u32), (i64, i64)> = FastHashMap::default();
         let mut chunk: Vec<SampleRow> = Vec::new();
         loop {
             chunk.clear();
-            chunk.extend(rows.by_ref().take(batch_rows));
+            for row in rows.by_ref().take(batch_rows) {
+                let row = row?;
+                let sum = sums.entry((row.5, row.1, row.2)).or_insert((0, 0));
+                sum.0 = sum.0.saturating_add(row.3);
+                sum.1 = sum.1.saturating_add(row.4);
+                chunk.push(row);
+            }
             if chunk.is_empty() {
                 break;
             }
@@ -405,23 +424,7 @@ impl StackAggregator {
             emit(EvidenceTable::Samples, cols)?;
         }
 
-        // Reductions per metric over each distinct (stack, thread): every
-        // total is a sum of weights and counts, so the samples are summed
-        // in one pass and each stack's path is walked once.
-        let mut sums: FastHashMap<(u16, u32, u32), (i64, i64)> = FastHashMap::default();
-        let rows = aggregated
-            .iter()
-            .map(|&(_, s, t, w, c, m)| (m, s, t, w, c))
-            .chain(
-                timed
-                    .iter()
-                    .map(|t| (t.metric, t.stack, t.thread, t.weight, i64::from(t.count))),
-            );
-        for (metric, stack, thread, weight, count) in rows {
-            let sum = sums.entry((metric, stack, thread)).or_insert((0, 0));
-            sum.0 = sum.0.saturating_add(weight);
-            sum.1 = sum.1.saturating_add(count);
-        }
+        drop(rows);
         let mut sums: Vec<_> = sums.into_iter().collect();
         sums.sort_unstable();
         for (m, spec) in self.metrics.iter().enumerate() {

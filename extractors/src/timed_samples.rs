@@ -5,11 +5,21 @@
 //! those are kept per metric as `(ts, stack, thread)` — 16 bytes — and any
 //! other sample as a 32-byte [`TimedSample`]. Each list is sorted in place
 //! at the end and read back merged in one global order.
+//!
+//! With a spill folder ([`TimedSamples::spill_to`]) at most a budget of
+//! samples is held: each time it fills, the lists are sorted and written
+//! as one run ([`crate::timed_sample_runs`]), and the end merges the runs
+//! with what is still held.
+
+use std::io;
+use std::path::PathBuf;
+
+use crate::timed_sample_runs::SampleRuns;
 
 /// A sample with a timestamp. Its count is per sample (1 in every
 /// extractor) and kept as `u32`: negative counts as 0, larger ones at
 /// `u32::MAX`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub struct TimedSample {
     pub ts: i64,
     pub weight: i64,
@@ -21,7 +31,7 @@ pub struct TimedSample {
 
 impl TimedSample {
     /// The `samples` table's row order.
-    fn order(&self) -> (i64, u32, u32, u16, i64, u32) {
+    pub fn order(&self) -> (i64, u32, u32, u16, i64, u32) {
         (
             self.ts,
             self.stack,
@@ -47,9 +57,21 @@ pub struct TimedSamples {
     other: Vec<TimedSample>,
     /// Weight-1, count-1 samples, by metric id.
     unit: Vec<Vec<UnitSample>>,
+    /// Where runs go, and how many samples are held before one is written.
+    spill: Option<(PathBuf, usize)>,
+    held: usize,
+    runs: Option<SampleRuns>,
+    /// The first spill failure, reported by [`Self::sorted_all`].
+    error: Option<io::Error>,
 }
 
 impl TimedSamples {
+    /// Holds at most `held` samples from now on; the rest go to sorted
+    /// runs in `dir`.
+    pub fn spill_to(&mut self, dir: PathBuf, held: usize) {
+        self.spill = Some((dir, held.max(1)));
+    }
+
     pub fn push(&mut self, sample: TimedSample) {
         if sample.weight == 1 && sample.count == 1 {
             self.unit_list(sample.metric).push(UnitSample {
@@ -59,6 +81,41 @@ impl TimedSamples {
             });
         } else {
             self.other.push(sample);
+        }
+        self.held += 1;
+        if self
+            .spill
+            .as_ref()
+            .is_some_and(|(_, budget)| self.held >= *budget)
+        {
+            self.write_run();
+        }
+    }
+
+    /// Sorts what is held and writes it as one run (a failure is kept for
+    /// [`Self::sorted_all`] and the samples stay held).
+    fn write_run(&mut self) {
+        let Some((dir, _)) = &self.spill else { return };
+        if self.error.is_some() {
+            return;
+        }
+        let runs = match self.runs.take() {
+            Some(runs) => Ok(runs),
+            None => SampleRuns::create(dir),
+        };
+        self.sort();
+        let written = runs.and_then(|mut runs| {
+            runs.write_run(merged(&self.other, &self.unit))?;
+            Ok(runs)
+        });
+        match written {
+            Ok(runs) => {
+                self.runs = Some(runs);
+                self.other.clear();
+                self.unit.iter_mut().for_each(Vec::clear);
+                self.held = 0;
+            }
+            Err(e) => self.error = Some(e),
         }
     }
 
@@ -70,36 +127,47 @@ impl TimedSamples {
         &mut self.unit[index]
     }
 
-    /// Makes room for `additional` weight-1 samples of `metric` at once.
+    /// Makes room for `additional` weight-1 samples of `metric` at once
+    /// (no more than the spill budget).
     pub fn reserve_unit(&mut self, metric: u16, additional: usize) {
+        let additional = match &self.spill {
+            Some((_, budget)) => additional.min(budget.saturating_sub(self.held)),
+            None => additional,
+        };
         self.unit_list(metric).reserve_exact(additional);
     }
 
     /// Sorts every list in place, for [`Self::sorted`].
-    pub fn sort(&mut self) {
+    fn sort(&mut self) {
         self.other.sort_unstable_by_key(TimedSample::order);
         for list in &mut self.unit {
             list.sort_unstable_by_key(|u| (u.ts, u.stack, u.thread));
         }
     }
 
-    /// Every sample in the `samples` table's order (after [`Self::sort`]).
-    pub fn sorted(&self) -> impl Iterator<Item = TimedSample> + '_ {
-        Merged {
-            samples: self,
-            other_at: 0,
-            unit_at: vec![0; self.unit.len()],
+    /// Every sample in the `samples` table's order, spilled ones included.
+    pub fn sorted_all(
+        &mut self,
+    ) -> io::Result<Box<dyn Iterator<Item = io::Result<TimedSample>> + '_>> {
+        if let Some(e) = self.error.take() {
+            return Err(e);
         }
+        self.sort();
+        let held = merged(&self.other, &self.unit);
+        Ok(match &mut self.runs {
+            None => Box::new(held.map(Ok)),
+            Some(runs) => Box::new(runs.merge(held)?),
+        })
     }
+}
 
-    /// Every sample, in no particular order.
-    pub fn iter(&self) -> impl Iterator<Item = TimedSample> + '_ {
-        let units = self
-            .unit
-            .iter()
-            .enumerate()
-            .flat_map(|(metric, list)| list.iter().map(move |u| unit_sample(u, metric as u16)));
-        self.other.iter().copied().chain(units)
+/// The held samples in the `samples` table's order (lists sorted).
+fn merged<'a>(other: &'a [TimedSample], unit: &'a [Vec<UnitSample>]) -> Merged<'a> {
+    Merged {
+        other,
+        unit,
+        other_at: 0,
+        unit_at: vec![0; unit.len()],
     }
 }
 
@@ -116,7 +184,8 @@ fn unit_sample(u: &UnitSample, metric: u16) -> TimedSample {
 
 /// The merge of the sorted lists (a few: one per metric and the rest).
 struct Merged<'a> {
-    samples: &'a TimedSamples,
+    other: &'a [TimedSample],
+    unit: &'a [Vec<UnitSample>],
     other_at: usize,
     unit_at: Vec<usize>,
 }
@@ -127,8 +196,8 @@ impl Iterator for Merged<'_> {
     fn next(&mut self) -> Option<TimedSample> {
         // `None` source = the other list, `Some(m)` = metric m's unit list.
         let mut best: Option<(TimedSample, Option<usize>)> =
-            self.samples.other.get(self.other_at).map(|s| (*s, None));
-        for (metric, list) in self.samples.unit.iter().enumerate() {
+            self.other.get(self.other_at).map(|s| (*s, None));
+        for (metric, list) in self.unit.iter().enumerate() {
             let Some(u) = list.get(self.unit_at[metric]) else {
                 continue;
             };
@@ -168,13 +237,20 @@ mod tests {
         }
     }
 
-    #[test]
-    fn merged_lists_come_out_as_one_sort_of_every_sample() {
+    fn all_sorted(samples: &mut TimedSamples) -> Vec<TimedSample> {
+        samples
+            .sorted_all()
+            .unwrap()
+            .collect::<io::Result<_>>()
+            .unwrap()
+    }
+
+    /// A deterministic mix with ties on time, stack and thread across
+    /// metrics, weights and counts.
+    fn mixed(n: usize) -> Vec<TimedSample> {
         let mut all = Vec::new();
-        // A deterministic mix with ties on time, stack and thread across
-        // metrics, weights and counts.
         let mut x: u64 = 7;
-        for _ in 0..2_000 {
+        for _ in 0..n {
             x = x
                 .wrapping_mul(6364136223846793005)
                 .wrapping_add(1442695040888963407);
@@ -189,32 +265,70 @@ mod tests {
                 ((r >> 12) % 3) as u16,
             ));
         }
+        all
+    }
+
+    #[test]
+    fn merged_lists_come_out_as_one_sort_of_every_sample() {
+        let all = mixed(2_000);
         let mut samples = TimedSamples::default();
         samples.reserve_unit(2, 10);
         for s in &all {
             samples.push(*s);
         }
-        samples.sort();
-        let merged: Vec<_> = samples.sorted().collect();
         let mut expected = all.clone();
         expected.sort_by_key(TimedSample::order);
-        assert_eq!(merged, expected);
-        let mut unordered: Vec<_> = samples.iter().collect();
-        unordered.sort_by_key(TimedSample::order);
-        assert_eq!(unordered, expected);
+        assert_eq!(all_sorted(&mut samples), expected);
         // Unit samples were kept apart: the other list is a third or so.
         assert!(samples.other.len() < all.len() / 2);
     }
 
     #[test]
+    fn spilled_runs_merge_with_the_held_samples_in_the_same_order() {
+        let dir = crate::spill_compare::spill_dir("timed-samples");
+        let all = mixed(2_000);
+        let mut expected = all.clone();
+        expected.sort_by_key(TimedSample::order);
+        for budget in [1, 7, 333, 1_999, 2_000, 5_000] {
+            let mut samples = TimedSamples::default();
+            samples.spill_to(dir.clone(), budget);
+            samples.reserve_unit(1, 1 << 20);
+            assert!(samples.unit[1].capacity() <= budget, "reserve capped");
+            for s in &all {
+                samples.push(*s);
+            }
+            assert!(samples.held < budget, "budget {budget}");
+            assert_eq!(
+                samples.runs.is_some(),
+                budget <= all.len(),
+                "budget {budget}"
+            );
+            assert_eq!(all_sorted(&mut samples), expected, "budget {budget}");
+        }
+        crate::spill_compare::assert_no_spill_files_left(&dir);
+    }
+
+    #[test]
+    fn a_spill_that_cannot_be_written_fails_the_read_not_the_push() {
+        let mut samples = TimedSamples::default();
+        samples.spill_to(PathBuf::from("/nonexistent/flameox/spill"), 2);
+        for s in mixed(10) {
+            samples.push(s);
+        }
+        assert_eq!(samples.held, 10, "kept in memory");
+        assert!(samples.sorted_all().is_err());
+    }
+
+    #[test]
     fn empty_and_single_list_merges() {
         let mut samples = TimedSamples::default();
-        samples.sort();
-        assert_eq!(samples.sorted().count(), 0);
+        assert_eq!(all_sorted(&mut samples).len(), 0);
         samples.push(sample(5, 1, 1, 1, 1, 1));
         samples.push(sample(3, 1, 1, 1, 1, 1));
-        samples.sort();
-        let ts: Vec<_> = samples.sorted().map(|s| (s.ts, s.metric)).collect();
+        let ts: Vec<_> = all_sorted(&mut samples)
+            .iter()
+            .map(|s| (s.ts, s.metric))
+            .collect();
         assert_eq!(ts, [(3, 1), (5, 1)]);
     }
 }

@@ -12,6 +12,7 @@ use crate::FastHashMap;
 
 use super::clocks::{ClockError, Clocks};
 use super::ftrace::FtraceRecord;
+use super::pending_samples::{PendingSample, PendingSamples};
 use super::proto::{self, TracePacket, TrackDescriptor};
 use super::sequence::{Admission, Sequence, lossy};
 use crate::chrome::device_columns::DeviceFields;
@@ -37,15 +38,6 @@ pub enum SlotKey {
     Async(i32, u32),
 }
 
-/// A callstack sample waiting for thread names: 16 bytes, since a
-/// profile holds millions.
-pub struct PendingSample {
-    pub ts: i64,
-    pub stack: u32,
-    /// Index into [`Decoder::sample_threads`].
-    pub thread: u32,
-}
-
 pub struct Decoder {
     pub p: Processor,
     pub sequences: FastHashMap<u32, Sequence>,
@@ -64,7 +56,7 @@ pub struct Decoder {
     pub threads: FastHashMap<i32, (Option<i32>, Option<String>)>,
     pub ftrace: Vec<FtraceRecord>,
     pub agg: StackAggregator,
-    pub samples: Vec<PendingSample>,
+    pub samples: PendingSamples,
     /// The `(pid, tid)` each sample names (0 when unknown), by index.
     pub sample_threads: Vec<(i64, i64)>,
     sample_thread_index: FastHashMap<(i64, i64), u32>,
@@ -109,7 +101,7 @@ impl Decoder {
             threads: FastHashMap::default(),
             ftrace: Vec::new(),
             agg: StackAggregator::new(),
-            samples: Vec::new(),
+            samples: PendingSamples::default(),
             sample_threads: Vec::new(),
             sample_thread_index: FastHashMap::default(),
             sampled: false,

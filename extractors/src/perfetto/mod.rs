@@ -17,6 +17,7 @@ pub mod clocks;
 pub mod decoder;
 pub mod finish;
 pub mod ftrace;
+pub mod pending_samples;
 pub mod proto;
 pub mod reader;
 pub mod samples;
@@ -48,6 +49,12 @@ pub const PERFETTO_EXTRACTOR_VERSION: &str = "1";
 
 const POLL_EVERY: u64 = 4096;
 
+/// Callstack samples held per event of the in-memory budget, both while
+/// they wait for thread names and in the aggregator: 16 bytes each where
+/// an event takes about 130, so the default budget holds 2 M samples
+/// (32 MiB) in each place and the rest goes to spill files.
+const SAMPLES_PER_EVENT_OF_BUDGET: usize = 4;
+
 /// Extracts a Perfetto protobuf trace from `reader`.
 pub fn extract_perfetto<R: BufRead>(
     reader: R,
@@ -68,6 +75,13 @@ pub(crate) fn extract_perfetto_spilling<R: BufRead>(
 ) -> Result<(ExtractionSummary, u64), ExtractError> {
     let mut packets = PacketReader::new(reader);
     let mut d = Decoder::new(options.max_args_bytes, options.spill_dir.clone());
+    if let Some(dir) = options.spill_dir.as_deref() {
+        let held = options
+            .spill_after_events
+            .saturating_mul(SAMPLES_PER_EVENT_OF_BUDGET);
+        d.samples.spill_to(dir, held);
+        d.agg.spill_samples_to(dir.to_path_buf(), held);
+    }
     let mut spilling =
         spill::Spilling::new(options.spill_dir.as_deref(), options.spill_after_events);
     let mut framed: u64 = 0;
@@ -205,32 +219,26 @@ fn write_tables(
             weight_unit: "samples".into(),
             unit: "samples".into(),
         });
-        // Threads in order of first use, as the aggregator numbers them.
-        let mut thread_of = vec![None; d.sample_threads.len()];
-        for s in &d.samples {
-            if let Some(slot @ None) = thread_of.get_mut(s.thread as usize) {
-                let (pid, tid) = d.sample_threads[s.thread as usize];
-                *slot = Some(agg.thread(sample_thread_info(&d, pid, tid)));
-            }
-        }
-        // The aggregator sorts its samples, so they move over from the end
-        // while the pending list gives its memory back.
+        // Threads in order of first use (sample threads are numbered in
+        // that order), as the aggregator numbers them.
+        let thread_of: Vec<u32> = d
+            .sample_threads
+            .iter()
+            .map(|&(pid, tid)| agg.thread(sample_thread_info(&d, pid, tid)))
+            .collect();
+        // The aggregator sorts its samples, so the order they move over in
+        // does not matter.
         let mut pending = std::mem::take(&mut d.samples);
-        agg.reserve_unit_samples(cpu, pending.len());
-        while let Some(s) = pending.pop() {
-            if let Some(Some(thread)) = thread_of.get(s.thread as usize) {
-                agg.add_metric_sample(cpu, s.stack, *thread, Some(s.ts), 1, 1);
+        agg.reserve_unit_samples(cpu, usize::try_from(pending.len()).unwrap_or(usize::MAX));
+        pending.drain(|s| {
+            if let Some(&thread) = thread_of.get(s.thread as usize) {
+                agg.add_metric_sample(cpu, s.stack, thread, Some(s.ts), 1, 1);
             }
             sample_span = Some(match sample_span {
                 None => (s.ts, s.ts),
                 Some((a, b)) => (a.min(s.ts), b.max(s.ts)),
             });
-            // Give back every 8 MiB moved (a large list shrinks in place:
-            // glibc remaps it), so the two lists never hold a sample twice.
-            if pending.capacity() - pending.len() >= SHRINK_EVERY_SAMPLES {
-                pending.shrink_to_fit();
-            }
-        }
+        })?;
     }
     let symbolized = d.agg_symbolized(&agg);
     {
@@ -294,10 +302,6 @@ fn in_memory_events(
         spilled_events: 0,
     })
 }
-
-/// Pending samples moved into the aggregator between two shrinks of the
-/// pending list (16 bytes each: 8 MiB).
-const SHRINK_EVERY_SAMPLES: usize = 1 << 19;
 
 /// The thread of a sample's `(pid, tid)` with what the trace said about
 /// it (a pid of 0 is taken from the thread's descriptor).
