@@ -24,6 +24,7 @@ pub mod nsight;
 pub mod perfetto;
 pub mod pprof;
 pub mod schema;
+mod sorted_runs;
 pub mod speedscope;
 #[cfg(test)]
 mod spill_compare;

@@ -220,7 +220,7 @@ impl StackAggregator {
 
     /// Holds at most `held` timed samples from now on; the rest go to
     /// sorted runs in `dir`, merged back when the tables are written.
-    pub fn spill_samples_to(&mut self, dir: std::path::PathBuf, held: usize) {
+    pub fn spill_samples_to(&mut self, dir: &std::path::Path, held: usize) {
         self.timed.spill_to(dir, held);
     }
 

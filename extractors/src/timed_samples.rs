@@ -8,13 +8,14 @@
 //!
 //! With a spill folder ([`TimedSamples::spill_to`]) at most a budget of
 //! samples is held: each time it fills, the lists are sorted and written
-//! as one run ([`crate::timed_sample_runs`]), and the end merges the runs
-//! with what is still held.
+//! as one run ([`crate::sorted_runs`], records in
+//! [`crate::timed_sample_runs`]), and the end writes what is still held as
+//! the last run and merges them all.
 
 use std::io;
-use std::path::PathBuf;
+use std::path::Path;
 
-use crate::timed_sample_runs::SampleRuns;
+use crate::sorted_runs::RunSpill;
 
 /// A sample with a timestamp. Its count is per sample (1 in every
 /// extractor) and kept as `u32`: negative counts as 0, larger ones at
@@ -31,7 +32,7 @@ pub struct TimedSample {
 
 impl TimedSample {
     /// The `samples` table's row order.
-    pub fn order(&self) -> (i64, u32, u32, u16, i64, u32) {
+    pub fn order(&self) -> crate::timed_sample_runs::SampleOrder {
         (
             self.ts,
             self.stack,
@@ -58,18 +59,15 @@ pub struct TimedSamples {
     /// Weight-1, count-1 samples, by metric id.
     unit: Vec<Vec<UnitSample>>,
     /// Where runs go, and how many samples are held before one is written.
-    spill: Option<(PathBuf, usize)>,
+    spill: Option<RunSpill<TimedSample>>,
     held: usize,
-    runs: Option<SampleRuns>,
-    /// The first spill failure, reported by [`Self::sorted_all`].
-    error: Option<io::Error>,
 }
 
 impl TimedSamples {
     /// Holds at most `held` samples from now on; the rest go to sorted
     /// runs in `dir`.
-    pub fn spill_to(&mut self, dir: PathBuf, held: usize) {
-        self.spill = Some((dir, held.max(1)));
+    pub fn spill_to(&mut self, dir: &Path, held: usize) {
+        self.spill = Some(RunSpill::new(dir, "samples", held));
     }
 
     pub fn push(&mut self, sample: TimedSample) {
@@ -83,11 +81,7 @@ impl TimedSamples {
             self.other.push(sample);
         }
         self.held += 1;
-        if self
-            .spill
-            .as_ref()
-            .is_some_and(|(_, budget)| self.held >= *budget)
-        {
+        if self.spill.as_ref().is_some_and(|s| s.full(self.held)) {
             self.write_run();
         }
     }
@@ -95,27 +89,12 @@ impl TimedSamples {
     /// Sorts what is held and writes it as one run (a failure is kept for
     /// [`Self::sorted_all`] and the samples stay held).
     fn write_run(&mut self) {
-        let Some((dir, _)) = &self.spill else { return };
-        if self.error.is_some() {
-            return;
-        }
-        let runs = match self.runs.take() {
-            Some(runs) => Ok(runs),
-            None => SampleRuns::create(dir),
-        };
         self.sort();
-        let written = runs.and_then(|mut runs| {
-            runs.write_run(merged(&self.other, &self.unit))?;
-            Ok(runs)
-        });
-        match written {
-            Ok(runs) => {
-                self.runs = Some(runs);
-                self.other.clear();
-                self.unit.iter_mut().for_each(Vec::clear);
-                self.held = 0;
-            }
-            Err(e) => self.error = Some(e),
+        let Some(spill) = &mut self.spill else { return };
+        if spill.write(merged(&self.other, &self.unit)) {
+            self.other.clear();
+            self.unit.iter_mut().for_each(Vec::clear);
+            self.held = 0;
         }
     }
 
@@ -131,7 +110,7 @@ impl TimedSamples {
     /// (no more than the spill budget).
     pub fn reserve_unit(&mut self, metric: u16, additional: usize) {
         let additional = match &self.spill {
-            Some((_, budget)) => additional.min(budget.saturating_sub(self.held)),
+            Some(spill) => additional.min(spill.budget().saturating_sub(self.held)),
             None => additional,
         };
         self.unit_list(metric).reserve_exact(additional);
@@ -149,14 +128,17 @@ impl TimedSamples {
     pub fn sorted_all(
         &mut self,
     ) -> io::Result<Box<dyn Iterator<Item = io::Result<TimedSample>> + '_>> {
-        if let Some(e) = self.error.take() {
-            return Err(e);
+        if self.spill.as_ref().is_some_and(RunSpill::spilled) && self.held > 0 {
+            self.write_run();
         }
         self.sort();
-        let held = merged(&self.other, &self.unit);
-        Ok(match &mut self.runs {
-            None => Box::new(held.map(Ok)),
-            Some(runs) => Box::new(runs.merge(held)?),
+        let merge = match &mut self.spill {
+            Some(spill) => spill.merge()?,
+            None => None,
+        };
+        Ok(match merge {
+            Some(runs) => Box::new(runs),
+            None => Box::new(merged(&self.other, &self.unit).map(Ok)),
         })
     }
 }
@@ -291,7 +273,7 @@ mod tests {
         expected.sort_by_key(TimedSample::order);
         for budget in [1, 7, 333, 1_999, 2_000, 5_000] {
             let mut samples = TimedSamples::default();
-            samples.spill_to(dir.clone(), budget);
+            samples.spill_to(&dir, budget);
             samples.reserve_unit(1, 1 << 20);
             assert!(samples.unit[1].capacity() <= budget, "reserve capped");
             for s in &all {
@@ -299,7 +281,7 @@ mod tests {
             }
             assert!(samples.held < budget, "budget {budget}");
             assert_eq!(
-                samples.runs.is_some(),
+                samples.spill.as_ref().is_some_and(RunSpill::spilled),
                 budget <= all.len(),
                 "budget {budget}"
             );
@@ -311,7 +293,7 @@ mod tests {
     #[test]
     fn a_spill_that_cannot_be_written_fails_the_read_not_the_push() {
         let mut samples = TimedSamples::default();
-        samples.spill_to(PathBuf::from("/nonexistent/flameox/spill"), 2);
+        samples.spill_to(Path::new("/nonexistent/flameox/spill"), 2);
         for s in mixed(10) {
             samples.push(s);
         }

@@ -13,14 +13,11 @@ use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 use std::fs::File;
 use std::io::{self, BufWriter, Write};
-use std::os::unix::fs::FileExt;
 use std::path::Path;
 
 use super::record::{EventRecord, HEAD_BYTES, MAX_RECORD_BYTES};
 use super::store::{EventStore, open_unlinked};
-
-/// Bytes of records read from all runs at once during a merge.
-const MERGE_READ_BYTES: usize = 8 << 20;
+use crate::sorted_runs::{BlockReader, merge_block_bytes};
 
 /// Runs of records, each sorted, in one file that vanishes with the process.
 pub struct RunFile {
@@ -103,7 +100,7 @@ impl RunFile {
     /// distinct (they end in the event id).
     pub fn merge<K: Ord>(&mut self, key: fn(&EventRecord) -> K) -> io::Result<Merge<'_, K>> {
         self.writer.flush()?;
-        let per_run = (MERGE_READ_BYTES / self.runs.len().max(1)).clamp(4 << 10, 1 << 20);
+        let per_run = merge_block_bytes(self.runs.len());
         let file = self.writer.get_ref();
         let mut merge = Merge {
             file,
@@ -126,16 +123,8 @@ impl RunFile {
     }
 }
 
-/// Reads one run a block at a time.
-struct Cursor {
-    /// File offset of the first byte not yet read into `block`.
-    next: u64,
-    end: u64,
-    block_bytes: usize,
-    block: Vec<u8>,
-    /// Position of the next unread record in `block`.
-    at: usize,
-}
+/// Reads one run's event records.
+struct Cursor(BlockReader);
 
 /// A record names a track the map does not cover.
 fn unmapped() -> io::Error {
@@ -147,35 +136,13 @@ fn unmapped() -> io::Error {
 
 impl Cursor {
     fn new(start: u64, end: u64, block_bytes: usize) -> Self {
-        Cursor {
-            next: start,
-            end,
-            block_bytes,
-            block: Vec::new(),
-            at: 0,
-        }
-    }
-
-    /// Makes at least `want` unread bytes available in `block` (fewer at
-    /// the end of the run).
-    fn fill(&mut self, file: &File, want: usize) -> io::Result<()> {
-        if self.block.len() - self.at >= want || self.next >= self.end {
-            return Ok(());
-        }
-        self.block.drain(..self.at);
-        self.at = 0;
-        let kept = self.block.len();
-        let read = (self.block_bytes.max(want) as u64).min(self.end - self.next) as usize;
-        self.block.resize(kept + read, 0);
-        file.read_exact_at(&mut self.block[kept..], self.next)?;
-        self.next += read as u64;
-        Ok(())
+        Cursor(BlockReader::new(start, end, block_bytes))
     }
 
     /// The next record, its track renamed through `map` if given.
     fn next_record(&mut self, file: &File, map: Option<&[u32]>) -> io::Result<Option<EventRecord>> {
-        self.fill(file, MAX_RECORD_BYTES)?;
-        let rest = &self.block[self.at..];
+        self.0.fill(file, MAX_RECORD_BYTES)?;
+        let rest = self.0.unread();
         if rest.is_empty() {
             return Ok(None);
         }
@@ -192,7 +159,7 @@ impl Cursor {
         if let Some(map) = map {
             record.track = *map.get(record.track as usize).ok_or_else(unmapped)?;
         }
-        self.at += len;
+        self.0.consume(len);
         Ok(Some(record))
     }
 }

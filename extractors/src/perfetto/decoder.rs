@@ -11,7 +11,7 @@ use std::collections::BTreeMap;
 use crate::FastHashMap;
 
 use super::clocks::{ClockError, Clocks};
-use super::ftrace::FtraceRecord;
+use super::ftrace_records::FtraceRecords;
 use super::pending_samples::{PendingSample, PendingSamples};
 use super::proto::{self, TracePacket, TrackDescriptor};
 use super::sequence::{Admission, Sequence, lossy};
@@ -54,7 +54,7 @@ pub struct Decoder {
     pub process_names: FastHashMap<i32, String>,
     /// tid → (pid, name).
     pub threads: FastHashMap<i32, (Option<i32>, Option<String>)>,
-    pub ftrace: Vec<FtraceRecord>,
+    pub ftrace: FtraceRecords,
     pub agg: StackAggregator,
     pub samples: PendingSamples,
     /// The `(pid, tid)` each sample names (0 when unknown), by index.
@@ -99,7 +99,7 @@ impl Decoder {
             open: FastHashMap::default(),
             process_names: FastHashMap::default(),
             threads: FastHashMap::default(),
-            ftrace: Vec::new(),
+            ftrace: FtraceRecords::default(),
             agg: StackAggregator::new(),
             samples: PendingSamples::default(),
             sample_threads: Vec::new(),

@@ -191,10 +191,12 @@ impl Decoder {
     /// spill runs whenever `spilling` has a run due.
     pub fn replay_ftrace(&mut self, spilling: &mut Spilling) -> std::io::Result<()> {
         let mut records = std::mem::take(&mut self.ftrace);
-        records.sort_by_key(|r| r.ts);
         let mut sched = Sched::default();
         let mut atrace = super::atrace::Atrace::default();
-        for r in &records {
+        let mut last = 0;
+        for r in records.sorted()? {
+            let r = r?;
+            last = r.ts;
             if let Some(spill) = spilling.due(&self.p.store)? {
                 atrace.spill_finished(self, spill)?;
             }
@@ -272,7 +274,6 @@ impl Decoder {
                 }
             }
         }
-        let last = records.last().map_or(0, |r| r.ts);
         // In CPU and thread order, not the maps' (seeded per process):
         // event ids and track ids must not change from one import to the
         // next.

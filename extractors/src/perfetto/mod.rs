@@ -17,6 +17,7 @@ pub mod clocks;
 pub mod decoder;
 pub mod finish;
 pub mod ftrace;
+pub mod ftrace_records;
 pub mod pending_samples;
 pub mod proto;
 pub mod reader;
@@ -55,6 +56,10 @@ const POLL_EVERY: u64 = 4096;
 /// (32 MiB) in each place and the rest goes to spill files.
 const SAMPLES_PER_EVENT_OF_BUDGET: usize = 4;
 
+/// Ftrace records held per event of the budget until their replay: about
+/// 48 bytes each, so the default holds 1 M (48 MiB).
+const FTRACE_RECORDS_PER_EVENT_OF_BUDGET: usize = 2;
+
 /// Extracts a Perfetto protobuf trace from `reader`.
 pub fn extract_perfetto<R: BufRead>(
     reader: R,
@@ -80,7 +85,11 @@ pub(crate) fn extract_perfetto_spilling<R: BufRead>(
             .spill_after_events
             .saturating_mul(SAMPLES_PER_EVENT_OF_BUDGET);
         d.samples.spill_to(dir, held);
-        d.agg.spill_samples_to(dir.to_path_buf(), held);
+        d.agg.spill_samples_to(dir, held);
+        let records = options
+            .spill_after_events
+            .saturating_mul(FTRACE_RECORDS_PER_EVENT_OF_BUDGET);
+        d.ftrace.spill_to(dir, records);
     }
     let mut spilling =
         spill::Spilling::new(options.spill_dir.as_deref(), options.spill_after_events);
