@@ -1,7 +1,8 @@
 //! Sorted runs of records in one unlinked spill file, and their k-way
 //! merge: the external sort behind spilled callstack samples
-//! ([`crate::timed_samples`]) and Perfetto's ftrace records. Trace events
-//! have their own [`crate::chrome::runs`], which also renames tracks.
+//! ([`crate::timed_samples`]) and Perfetto's counter values and ftrace
+//! records. Trace events have their own [`crate::chrome::runs`], which
+//! also renames tracks.
 //!
 //! A run is written whole, already sorted, each record behind its 4-byte
 //! length; [`SortedRuns::merge`] reads every run a block at a time, so

@@ -18,7 +18,7 @@ use super::kinds::EventKind;
 use super::nesting::Derived;
 use super::process::Processor;
 use super::record::EventRecord;
-use super::store::{Interner, NO_ID, opt, opt_id};
+use super::store::{CounterRow, Interner, NO_ID, opt, opt_id};
 use super::tracks::{Ident, Track, TrackKind};
 use crate::api::{BatchSink, ExtractError};
 use crate::arrow_util::{DictColumn, const_dict};
@@ -152,29 +152,44 @@ pub fn emit_tracks(em: &mut Emitter, p: &Processor) -> Result<(), ExtractError> 
 pub fn emit_counters(em: &mut Emitter, p: &Processor) -> Result<(), ExtractError> {
     let mut order: Vec<usize> = (0..p.counters.len()).collect();
     order.sort_by_key(|&i| p.counters[i].ts);
-    for chunk in order.chunks(em.batch_rows.max(1)) {
+    emit_counter_rows(em, &p.strings, order.into_iter().map(|i| Ok(p.counters[i])))
+}
+
+/// Writes `counters` from rows already in order (time, then input order),
+/// such as a merge of spilled rows.
+pub fn emit_counter_rows(
+    em: &mut Emitter,
+    strings: &Interner,
+    mut rows: impl Iterator<Item = std::io::Result<CounterRow>>,
+) -> Result<(), ExtractError> {
+    let mut chunk: Vec<CounterRow> = Vec::new();
+    loop {
+        chunk.clear();
+        for row in rows.by_ref().take(em.batch_rows.max(1)) {
+            chunk.push(row?);
+        }
+        if chunk.is_empty() {
+            return Ok(());
+        }
         let mut name = DictColumn::new();
         let mut unit = DictColumn::new();
-        for &i in chunk {
-            name.push(Some(p.strings.get(p.counters[i].name)));
-            unit.push(opt_id(p.counters[i].unit).map(|u| p.strings.get(u)));
+        for r in &chunk {
+            name.push(Some(strings.get(r.name)));
+            unit.push(opt_id(r.unit).map(|u| strings.get(u)));
         }
         let cols: Vec<ArrayRef> = vec![
             Arc::new(UInt64Array::from_iter_values(
-                chunk.iter().map(|&i| u64::from(p.counters[i].track)),
+                chunk.iter().map(|r| u64::from(r.track)),
             )),
-            Arc::new(Int64Array::from_iter_values(
-                chunk.iter().map(|&i| p.counters[i].ts),
-            )),
+            Arc::new(Int64Array::from_iter_values(chunk.iter().map(|r| r.ts))),
             Arc::new(Float64Array::from_iter_values(
-                chunk.iter().map(|&i| p.counters[i].value),
+                chunk.iter().map(|r| r.value),
             )),
             name.finish(),
             unit.finish(),
         ];
         em.write(EvidenceTable::Counters, cols, chunk.len())?;
     }
-    Ok(())
 }
 
 /// Feeds every terminated slice into a [`StackAggregator`]: a slice is a

@@ -11,6 +11,7 @@ use std::collections::BTreeMap;
 use crate::FastHashMap;
 
 use super::clocks::{ClockError, Clocks};
+use super::counter_runs::{CounterNaming, CounterRuns};
 use super::ftrace_records::FtraceRecords;
 use super::pending_samples::{PendingSample, PendingSamples};
 use super::proto::{self, TracePacket, TrackDescriptor};
@@ -81,6 +82,12 @@ pub struct Decoder {
     /// Bit `kind as u8` set once an event of that kind was added (the
     /// events themselves may have left for spill runs).
     pub kinds_seen: u32,
+    /// Counter rows past the budget (with a spill folder).
+    pub counter_runs: Option<CounterRuns>,
+    /// How `resolve_tracks` named counter rows, for the spilled ones.
+    pub counter_naming: Option<CounterNaming>,
+    /// Earliest and latest counter value (spilled ones included).
+    pub counter_span: Option<(i64, i64)>,
 }
 
 impl Decoder {
@@ -117,6 +124,9 @@ impl Decoder {
             next_event_id: 0,
             producer_hint: None,
             kinds_seen: 0,
+            counter_runs: None,
+            counter_naming: None,
+            counter_span: None,
         }
     }
 
@@ -525,6 +535,15 @@ impl Decoder {
             name,
             unit,
         });
+        self.counter_span = Some(match self.counter_span {
+            None => (ts, ts),
+            Some((a, b)) => (a.min(ts), b.max(ts)),
+        });
+        if let Some(runs) = &mut self.counter_runs
+            && runs.full(self.p.counters.len())
+        {
+            runs.write(&mut self.p.counters);
+        }
     }
 }
 

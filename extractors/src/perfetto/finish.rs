@@ -3,6 +3,7 @@
 
 use crate::{FastHashMap, FastHashSet};
 
+use super::counter_runs::{CounterNaming, CounterRuns};
 use super::decoder::{Decoder, SlotKey};
 use super::proto::{UNIT_COUNT, UNIT_SIZE_BYTES, UNIT_TIME_NS};
 use super::sequence::lossy;
@@ -92,6 +93,28 @@ impl Decoder {
                     .unwrap_or_else(|| "counter".to_string());
                 row.name = self.p.strings.intern(&name);
             }
+        }
+        if self.counter_runs.as_ref().is_some_and(CounterRuns::spilled) {
+            // Held rows went to the last run before this; spilled rows are
+            // named as they are read back, with the names of this moment.
+            let names = map
+                .iter()
+                .map(|&track| {
+                    let track = &self.p.tracks.list[track as usize];
+                    let name = self
+                        .p
+                        .tracks
+                        .display_name(track, &self.p.strings)
+                        .unwrap_or_else(|| "counter".to_string());
+                    self.p.strings.intern(&name)
+                })
+                .collect();
+            self.counter_naming = Some(CounterNaming {
+                map: map.clone(),
+                units,
+                counter_slots,
+                names,
+            });
         }
         self.name_tracks();
         map

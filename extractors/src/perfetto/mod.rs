@@ -14,6 +14,7 @@
 pub mod annotations;
 pub mod atrace;
 pub mod clocks;
+pub mod counter_runs;
 pub mod decoder;
 pub mod finish;
 pub mod ftrace;
@@ -60,6 +61,10 @@ const SAMPLES_PER_EVENT_OF_BUDGET: usize = 4;
 /// 48 bytes each, so the default holds 1 M (48 MiB).
 const FTRACE_RECORDS_PER_EVENT_OF_BUDGET: usize = 2;
 
+/// Counter values held per event of the budget: 32 bytes each, so the
+/// default holds 1 M (32 MiB).
+const COUNTERS_PER_EVENT_OF_BUDGET: usize = 2;
+
 /// Extracts a Perfetto protobuf trace from `reader`.
 pub fn extract_perfetto<R: BufRead>(
     reader: R,
@@ -90,6 +95,10 @@ pub(crate) fn extract_perfetto_spilling<R: BufRead>(
             .spill_after_events
             .saturating_mul(FTRACE_RECORDS_PER_EVENT_OF_BUDGET);
         d.ftrace.spill_to(dir, records);
+        let counters = options
+            .spill_after_events
+            .saturating_mul(COUNTERS_PER_EVENT_OF_BUDGET);
+        d.counter_runs = Some(counter_runs::CounterRuns::new(dir, counters));
     }
     let mut spilling =
         spill::Spilling::new(options.spill_dir.as_deref(), options.spill_after_events);
@@ -158,6 +167,14 @@ pub(crate) fn extract_perfetto_spilling<R: BufRead>(
     d.p.log.note_n("unterminated_slice", open, || {
         "a slice begin has no matching end; kept with dur_ns = -1".to_string()
     });
+    // Once some counters were spilled, the held ones go out as the last run
+    // while every row still carries its slot.
+    if let Some(runs) = &mut d.counter_runs
+        && runs.spilled()
+        && !d.p.counters.is_empty()
+    {
+        runs.write(&mut d.p.counters);
+    }
     let mut spill = spilling.spill;
     match &mut spill {
         Some(spill) => d.spill_rest_and_resolve(spill)?,
@@ -209,7 +226,7 @@ fn write_tables(
             };
             let events = spill.finish_with(&mut d.p, &mut em, observer, &[], Some(into))?;
             emit::emit_tracks(&mut em, &d.p)?;
-            emit::emit_counters(&mut em, &d.p)?;
+            emit_counters(&mut em, &mut d)?;
             events
         }
         None => in_memory_events(&mut d, &mut em, agg, wall)?,
@@ -280,6 +297,17 @@ fn write_tables(
     Ok((summary, events.spilled_events))
 }
 
+/// Writes `counters`: from the runs, named on the way out, once some were
+/// spilled; else from the rows held.
+fn emit_counters(em: &mut Emitter, d: &mut Decoder) -> Result<(), ExtractError> {
+    match (&mut d.counter_runs, &d.counter_naming) {
+        (Some(runs), Some(naming)) if runs.spilled() => {
+            emit::emit_counter_rows(em, &d.p.strings, runs.merge(naming)?)
+        }
+        _ => emit::emit_counters(em, &d.p),
+    }
+}
+
 /// Nests, emits and reduces the events held in memory (tracks and
 /// counters too, in the spilled path's table order).
 fn in_memory_events(
@@ -292,7 +320,7 @@ fn in_memory_events(
     let has_phases = nesting::assign_phases(&d.p.store, &d.p.strings, &mut derived);
     emit::emit_trace_events(em, &d.p, &derived)?;
     emit::emit_tracks(em, &d.p)?;
-    emit::emit_counters(em, &d.p)?;
+    emit_counters(em, d)?;
     emit::aggregate_slices_into(&mut agg, wall, &d.p, &derived, reduced_kind);
     let s = &d.p.store;
     let span = (0..s.len())
@@ -337,10 +365,9 @@ fn time_span(
     events: Option<(i64, i64)>,
     samples: Option<(i64, i64)>,
 ) -> Option<(i64, i64)> {
-    let counters = d.p.counters.iter().map(|c| (c.ts, c.ts));
     events
         .into_iter()
-        .chain(counters)
+        .chain(d.counter_span)
         .chain(samples)
         .reduce(|(a, b), (c, e)| (a.min(c), b.max(e)))
 }
@@ -370,7 +397,7 @@ fn summarize(
         "callstack_samples".to_string(),
         rows.get("samples").copied().unwrap_or(0) > 0,
     );
-    coverage.insert("counters".to_string(), !d.p.counters.is_empty());
+    coverage.insert("counters".to_string(), d.counter_span.is_some());
     coverage.insert("process_names".to_string(), !d.process_names.is_empty());
     coverage.insert("clock_snapshots".to_string(), d.clocks.snapshots > 0);
     coverage.insert("compressed_packets".to_string(), d.compressed_packets > 0);
