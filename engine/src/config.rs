@@ -45,7 +45,9 @@ pub struct ImportConfig {
     pub min_decompressed_cap_mib: u64,
     /// Trace events held in memory during an import (about 130 bytes
     /// each); a trace with more is nested and sorted through spill runs in
-    /// the staging folder: bounded memory, 1.1–1.2× the time of holding it.
+    /// the staging folder: bounded memory, 1.1–1.3× the time of holding it.
+    /// Perfetto also holds at most 4× this many callstack samples and 2×
+    /// this many ftrace records and counter values.
     pub events_in_memory: u64,
 }
 
