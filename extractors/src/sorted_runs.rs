@@ -107,6 +107,90 @@ impl<R: RunRecord> RunSpill<R> {
     }
 }
 
+/// A record of a list replayed in time order, records at one time in
+/// input order (Perfetto's ftrace records and counter values).
+pub trait TimedRecord: Sized {
+    fn ts(&self) -> i64;
+    /// Appends the record's bytes to `out`.
+    fn encode(&self, out: &mut Vec<u8>);
+    /// The record `encode` wrote, `None` for bytes that are not one.
+    fn decode(bytes: &[u8]) -> Option<Self>;
+}
+
+/// A timed record and its input position.
+pub struct InputOrdered<T> {
+    seq: u64,
+    record: T,
+}
+
+impl<T: TimedRecord> RunRecord for InputOrdered<T> {
+    type Key = (i64, u64);
+
+    fn key(&self) -> (i64, u64) {
+        (self.record.ts(), self.seq)
+    }
+
+    fn encode(&self, out: &mut Vec<u8>) {
+        out.extend_from_slice(&self.seq.to_le_bytes());
+        self.record.encode(out);
+    }
+
+    fn decode(bytes: &[u8]) -> Option<Self> {
+        let (seq, rest) = bytes.split_at_checked(8)?;
+        Some(InputOrdered {
+            seq: u64::from_le_bytes(seq.try_into().ok()?),
+            record: T::decode(rest)?,
+        })
+    }
+}
+
+/// A list held up to a budget whose overflow goes to runs in time order,
+/// records at one time in input order: each run is the held list sorted
+/// stably and numbered after every earlier run.
+pub struct TimeOrderedRuns<T> {
+    spill: RunSpill<InputOrdered<T>>,
+    /// Input position of the first record still held.
+    first_seq: u64,
+}
+
+impl<T: TimedRecord> TimeOrderedRuns<T> {
+    pub fn new(dir: &Path, label: &'static str, budget: usize) -> Self {
+        TimeOrderedRuns {
+            spill: RunSpill::new(dir, label, budget),
+            first_seq: 0,
+        }
+    }
+
+    /// Whether a list holding `held` records should write a run now.
+    pub fn full(&self, held: usize) -> bool {
+        self.spill.full(held)
+    }
+
+    /// Whether some run was written.
+    pub fn spilled(&self) -> bool {
+        self.spill.spilled()
+    }
+
+    /// Writes `held` as one run and empties it (a failure is kept for
+    /// [`Self::merge`], which then fails).
+    pub fn write(&mut self, held: &mut Vec<T>) {
+        held.sort_by_key(T::ts);
+        let first = self.first_seq;
+        self.first_seq += held.len() as u64;
+        let records = held
+            .drain(..)
+            .zip(first..)
+            .map(|(record, seq)| InputOrdered { seq, record });
+        self.spill.write(records);
+    }
+
+    /// Every record written, in time order (nothing when none was).
+    pub fn merge(&mut self) -> io::Result<impl Iterator<Item = io::Result<T>> + '_> {
+        let merge = self.spill.merge()?;
+        Ok(merge.into_iter().flatten().map(|r| r.map(|r| r.record)))
+    }
+}
+
 /// Runs of records, each sorted by [`RunRecord::key`], in one file that
 /// vanishes with the process.
 pub struct SortedRuns<R> {

@@ -3,10 +3,7 @@
 //! back by [`crate::sorted_runs`] in the `samples` table's order.
 
 use crate::sorted_runs::RunRecord;
-use crate::timed_samples::TimedSample;
-
-/// The `samples` table's row order of a sample.
-pub type SampleOrder = (i64, u32, u32, u16, i64, u32);
+use crate::timed_samples::{SampleOrder, TimedSample};
 
 impl RunRecord for TimedSample {
     type Key = SampleOrder;

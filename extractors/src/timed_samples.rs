@@ -17,6 +17,10 @@ use std::path::Path;
 
 use crate::sorted_runs::RunSpill;
 
+/// The `samples` table's row order of a sample: time, stack, thread,
+/// metric, weight, count.
+pub type SampleOrder = (i64, u32, u32, u16, i64, u32);
+
 /// A sample with a timestamp. Its count is per sample (1 in every
 /// extractor) and kept as `u32`: negative counts as 0, larger ones at
 /// `u32::MAX`.
@@ -32,7 +36,7 @@ pub struct TimedSample {
 
 impl TimedSample {
     /// The `samples` table's row order.
-    pub fn order(&self) -> crate::timed_sample_runs::SampleOrder {
+    pub fn order(&self) -> SampleOrder {
         (
             self.ts,
             self.stack,

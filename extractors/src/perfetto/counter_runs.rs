@@ -1,107 +1,43 @@
 //! Counter values past the budget (a system trace's `cpu_idle` and
 //! `cpu_frequency` run to millions): the held rows are sorted by time,
-//! stably, and written as a run ([`crate::sorted_runs`]); `counters` is
-//! written from the merge. Rows carry their slot until tracks are
-//! resolved, so spilled rows are named on the way out with the answers
-//! `resolve_tracks` gives held rows ([`CounterNaming`]).
+//! stably, and written as a run ([`crate::sorted_runs::TimeOrderedRuns`]);
+//! `counters` is written from the merge. Rows carry their slot until
+//! tracks are resolved, so spilled rows are named on the way out with the
+//! answers `resolve_tracks` gives held rows ([`CounterNaming`]).
 
 use std::io;
-use std::path::Path;
 
 use crate::chrome::store::{CounterRow, NO_ID};
-use crate::sorted_runs::{RunRecord, RunSpill};
+use crate::sorted_runs::TimedRecord;
 use crate::{FastHashMap, FastHashSet};
 
-/// A row and its place in the input: `counters` is in time order, rows at
-/// one time in input order.
-struct Sequenced {
-    seq: u64,
-    row: CounterRow,
-}
-
-impl RunRecord for Sequenced {
-    type Key = (i64, u64);
-
-    fn key(&self) -> (i64, u64) {
-        (self.row.ts, self.seq)
+/// `counters` is in time order, rows at one time in input order.
+impl TimedRecord for CounterRow {
+    fn ts(&self) -> i64 {
+        self.ts
     }
 
     fn encode(&self, out: &mut Vec<u8>) {
-        out.extend_from_slice(&self.seq.to_le_bytes());
-        out.extend_from_slice(&self.row.ts.to_le_bytes());
-        out.extend_from_slice(&self.row.value.to_bits().to_le_bytes());
-        out.extend_from_slice(&self.row.track.to_le_bytes());
-        out.extend_from_slice(&self.row.name.to_le_bytes());
-        out.extend_from_slice(&self.row.unit.to_le_bytes());
+        out.extend_from_slice(&self.ts.to_le_bytes());
+        out.extend_from_slice(&self.value.to_bits().to_le_bytes());
+        out.extend_from_slice(&self.track.to_le_bytes());
+        out.extend_from_slice(&self.name.to_le_bytes());
+        out.extend_from_slice(&self.unit.to_le_bytes());
     }
 
     fn decode(b: &[u8]) -> Option<Self> {
-        if b.len() != 36 {
+        if b.len() != 28 {
             return None;
         }
         let u64_at = |k: usize| Some(u64::from_le_bytes(b.get(k..k + 8)?.try_into().ok()?));
         let u32_at = |k: usize| Some(u32::from_le_bytes(b.get(k..k + 4)?.try_into().ok()?));
-        Some(Sequenced {
-            seq: u64_at(0)?,
-            row: CounterRow {
-                ts: u64_at(8)? as i64,
-                value: f64::from_bits(u64_at(16)?),
-                track: u32_at(24)?,
-                name: u32_at(28)?,
-                unit: u32_at(32)?,
-            },
+        Some(CounterRow {
+            ts: u64_at(0)? as i64,
+            value: f64::from_bits(u64_at(8)?),
+            track: u32_at(16)?,
+            name: u32_at(20)?,
+            unit: u32_at(24)?,
         })
-    }
-}
-
-/// The counter rows written to runs so far.
-pub struct CounterRuns {
-    spill: RunSpill<Sequenced>,
-    /// Input position of the first row still held.
-    first_seq: u64,
-}
-
-impl CounterRuns {
-    pub fn new(dir: &Path, budget: usize) -> Self {
-        CounterRuns {
-            spill: RunSpill::new(dir, "counters", budget),
-            first_seq: 0,
-        }
-    }
-
-    /// Whether `held` rows should go to a run now.
-    pub fn full(&self, held: usize) -> bool {
-        self.spill.full(held)
-    }
-
-    pub fn spilled(&self) -> bool {
-        self.spill.spilled()
-    }
-
-    /// Writes the held rows as one run and empties `held` (a failure is
-    /// kept for [`Self::merge`], which fails the extraction).
-    pub fn write(&mut self, held: &mut Vec<CounterRow>) {
-        held.sort_by_key(|r| r.ts);
-        let first = self.first_seq;
-        self.first_seq += held.len() as u64;
-        let rows = held
-            .drain(..)
-            .zip(first..)
-            .map(|(row, seq)| Sequenced { seq, row });
-        self.spill.write(rows);
-    }
-
-    /// Every spilled row in `counters` order, named by `naming`.
-    pub fn merge<'a>(
-        &'a mut self,
-        naming: &'a CounterNaming,
-    ) -> io::Result<impl Iterator<Item = io::Result<CounterRow>> + 'a> {
-        let merge = self.spill.merge()?;
-        Ok(merge.into_iter().flatten().map(move |s| {
-            let mut row = s?.row;
-            naming.apply(&mut row)?;
-            Ok(row)
-        }))
     }
 }
 
@@ -145,6 +81,7 @@ impl CounterNaming {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::sorted_runs::TimeOrderedRuns;
 
     fn rows() -> Vec<CounterRow> {
         (0..500u32)
@@ -183,7 +120,7 @@ mod tests {
         }
         assert!(held.iter().any(|r| r.unit == 300) && held.iter().any(|r| r.name == 19));
         for budget in [1, 3, 499, 500] {
-            let mut runs = CounterRuns::new(&dir, budget);
+            let mut runs = TimeOrderedRuns::new(&dir, "counters", budget);
             let mut pending = Vec::new();
             for r in rows() {
                 pending.push(r);
@@ -192,11 +129,11 @@ mod tests {
                 }
             }
             runs.write(&mut pending);
-            let merged: Vec<CounterRow> = runs
-                .merge(&naming)
-                .unwrap()
-                .collect::<io::Result<_>>()
-                .unwrap();
+            let mut merged: Vec<CounterRow> =
+                runs.merge().unwrap().collect::<io::Result<_>>().unwrap();
+            for r in &mut merged {
+                naming.apply(r).unwrap();
+            }
             assert_eq!(
                 text(merged.into_iter()),
                 text(held.iter().copied()),

@@ -11,7 +11,7 @@ use std::collections::BTreeMap;
 use crate::FastHashMap;
 
 use super::clocks::{ClockError, Clocks};
-use super::counter_runs::{CounterNaming, CounterRuns};
+use super::counter_runs::CounterNaming;
 use super::ftrace_records::FtraceRecords;
 use super::pending_samples::{PendingSample, PendingSamples};
 use super::proto::{self, TracePacket, TrackDescriptor};
@@ -20,6 +20,7 @@ use crate::chrome::device_columns::DeviceFields;
 use crate::chrome::kinds::EventKind;
 use crate::chrome::process::Processor;
 use crate::chrome::store::{NO_ID, NewEvent};
+use crate::sorted_runs::TimeOrderedRuns;
 use crate::stacks::StackAggregator;
 
 /// Where an event or counter sits until tracks are resolved.
@@ -83,7 +84,7 @@ pub struct Decoder {
     /// events themselves may have left for spill runs).
     pub kinds_seen: u32,
     /// Counter rows past the budget (with a spill folder).
-    pub counter_runs: Option<CounterRuns>,
+    pub counter_runs: Option<TimeOrderedRuns<crate::chrome::store::CounterRow>>,
     /// How `resolve_tracks` named counter rows, for the spilled ones.
     pub counter_naming: Option<CounterNaming>,
     /// Earliest and latest counter value (spilled ones included).

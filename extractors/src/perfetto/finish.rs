@@ -3,7 +3,7 @@
 
 use crate::{FastHashMap, FastHashSet};
 
-use super::counter_runs::{CounterNaming, CounterRuns};
+use super::counter_runs::CounterNaming;
 use super::decoder::{Decoder, SlotKey};
 use super::proto::{UNIT_COUNT, UNIT_SIZE_BYTES, UNIT_TIME_NS};
 use super::sequence::lossy;
@@ -94,7 +94,7 @@ impl Decoder {
                 row.name = self.p.strings.intern(&name);
             }
         }
-        if self.counter_runs.as_ref().is_some_and(CounterRuns::spilled) {
+        if self.counter_runs.as_ref().is_some_and(|r| r.spilled()) {
             // Held rows went to the last run before this; spilled rows are
             // named as they are read back, with the names of this moment.
             let names = map

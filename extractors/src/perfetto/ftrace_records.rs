@@ -7,14 +7,7 @@ use std::io;
 use std::path::Path;
 
 use super::ftrace::{FtraceRecord, Record};
-use crate::sorted_runs::{RunRecord, RunSpill};
-
-/// A record and its place in the input: records at one time keep their
-/// input order.
-struct Sequenced {
-    seq: u64,
-    record: FtraceRecord,
-}
+use crate::sorted_runs::{TimeOrderedRuns, TimedRecord};
 
 const SWITCH: u8 = 0;
 const WAKING: u8 = 1;
@@ -38,9 +31,6 @@ impl Fields<'_> {
     fn i64(&mut self) -> Option<i64> {
         self.take().map(i64::from_le_bytes)
     }
-    fn u64(&mut self) -> Option<u64> {
-        self.take().map(u64::from_le_bytes)
-    }
     fn i32(&mut self) -> Option<i32> {
         self.take().map(i32::from_le_bytes)
     }
@@ -54,16 +44,13 @@ impl Fields<'_> {
     }
 }
 
-impl RunRecord for Sequenced {
-    type Key = (i64, u64);
-
-    fn key(&self) -> (i64, u64) {
-        (self.record.ts, self.seq)
+impl TimedRecord for FtraceRecord {
+    fn ts(&self) -> i64 {
+        self.ts
     }
 
     fn encode(&self, out: &mut Vec<u8>) {
-        let r = &self.record;
-        out.extend_from_slice(&self.seq.to_le_bytes());
+        let r = self;
         out.extend_from_slice(&r.ts.to_le_bytes());
         out.extend_from_slice(&r.cpu.to_le_bytes());
         match &r.what {
@@ -103,7 +90,6 @@ impl RunRecord for Sequenced {
 
     fn decode(bytes: &[u8]) -> Option<Self> {
         let mut f = Fields(bytes);
-        let seq = f.u64()?;
         let ts = f.i64()?;
         let cpu = f.u32()?;
         let [tag] = f.take()?;
@@ -134,10 +120,7 @@ impl RunRecord for Sequenced {
         if tag != PRINT && !f.0.is_empty() {
             return None;
         }
-        Some(Sequenced {
-            seq,
-            record: FtraceRecord { ts, cpu, what },
-        })
+        Some(FtraceRecord { ts, cpu, what })
     }
 }
 
@@ -145,59 +128,40 @@ impl RunRecord for Sequenced {
 #[derive(Default)]
 pub struct FtraceRecords {
     held: Vec<FtraceRecord>,
-    /// Input position of `held[0]`.
-    first_seq: u64,
-    spill: Option<RunSpill<Sequenced>>,
+    spill: Option<TimeOrderedRuns<FtraceRecord>>,
 }
 
 impl FtraceRecords {
     /// Holds at most `budget` records; the rest go to runs in `dir`.
     pub fn spill_to(&mut self, dir: &Path, budget: usize) {
-        self.spill = Some(RunSpill::new(dir, "ftrace", budget));
+        self.spill = Some(TimeOrderedRuns::new(dir, "ftrace", budget));
     }
 
     pub fn push(&mut self, record: FtraceRecord) {
         self.held.push(record);
-        if self.spill.as_ref().is_some_and(|s| s.full(self.held.len())) {
-            self.write_run();
+        if let Some(spill) = &mut self.spill
+            && spill.full(self.held.len())
+        {
+            spill.write(&mut self.held);
         }
-    }
-
-    /// Writes the held records as one run in time order (a failure is
-    /// kept for [`Self::sorted`], which fails the extraction).
-    fn write_run(&mut self) {
-        let Some(spill) = &mut self.spill else { return };
-        // Stable: records at one time keep their input order, and their
-        // place in the sorted run numbers them after every earlier run's.
-        self.held.sort_by_key(|r| r.ts);
-        let first = self.first_seq;
-        let held = std::mem::take(&mut self.held);
-        self.first_seq += held.len() as u64;
-        spill.write(
-            held.into_iter()
-                .zip(first..)
-                .map(|(record, seq)| Sequenced { seq, record }),
-        );
     }
 
     /// Every record in time order, records at one time in input order.
     pub fn sorted(
         &mut self,
     ) -> io::Result<Box<dyn Iterator<Item = io::Result<FtraceRecord>> + '_>> {
-        if self.spill.as_ref().is_some_and(RunSpill::spilled) && !self.held.is_empty() {
-            self.write_run();
-        }
-        let merge = match &mut self.spill {
-            Some(spill) => spill.merge()?,
-            None => None,
-        };
-        Ok(match merge {
-            Some(runs) => Box::new(runs.map(|s| s.map(|s| s.record))),
-            None => {
-                self.held.sort_by_key(|r| r.ts);
-                Box::new(std::mem::take(&mut self.held).into_iter().map(Ok))
+        match &mut self.spill {
+            Some(spill) if spill.spilled() => {
+                if !self.held.is_empty() {
+                    spill.write(&mut self.held);
+                }
+                Ok(Box::new(spill.merge()?))
             }
-        })
+            _ => {
+                self.held.sort_by_key(|r| r.ts);
+                Ok(Box::new(std::mem::take(&mut self.held).into_iter().map(Ok)))
+            }
+        }
     }
 }
 
@@ -257,7 +221,7 @@ mod tests {
             let mut spilled = FtraceRecords::default();
             spilled.spill_to(&dir, budget);
             records().into_iter().for_each(|r| spilled.push(r));
-            let wrote = spilled.spill.as_ref().is_some_and(RunSpill::spilled);
+            let wrote = spilled.spill.as_ref().is_some_and(TimeOrderedRuns::spilled);
             assert_eq!(wrote, budget <= 300, "budget {budget}");
             assert_eq!(sorted(&mut spilled), want, "budget {budget}");
         }
@@ -269,18 +233,16 @@ mod tests {
         let mut bytes = Vec::new();
         for record in records().into_iter().take(4) {
             bytes.clear();
-            let s = Sequenced { seq: 9, record };
-            s.encode(&mut bytes);
-            let back = Sequenced::decode(&bytes).expect("decodes");
-            assert_eq!(format!("{:?}", back.record), format!("{:?}", s.record));
-            assert_eq!(back.seq, 9);
-            if !matches!(s.record.what, Record::Print { .. }) {
-                assert!(Sequenced::decode(&bytes[..bytes.len() - 1]).is_none());
+            record.encode(&mut bytes);
+            let back = FtraceRecord::decode(&bytes).expect("decodes");
+            assert_eq!(format!("{back:?}"), format!("{record:?}"));
+            if !matches!(record.what, Record::Print { .. }) {
+                assert!(FtraceRecord::decode(&bytes[..bytes.len() - 1]).is_none());
                 bytes.push(0);
-                assert!(Sequenced::decode(&bytes).is_none());
+                assert!(FtraceRecord::decode(&bytes).is_none());
             }
         }
-        bytes[20] = 9;
-        assert!(Sequenced::decode(&bytes).is_none(), "unknown tag");
+        bytes[12] = 9;
+        assert!(FtraceRecord::decode(&bytes).is_none(), "unknown tag");
     }
 }

@@ -41,6 +41,7 @@ use crate::chrome::kinds::EventKind;
 use crate::chrome::nesting;
 use crate::detect::FormatKind;
 use crate::schema::EvidenceTable;
+use crate::sorted_runs::TimeOrderedRuns;
 use crate::stacks::{ReductionSpec, ThreadInfo};
 use decoder::Decoder;
 use reader::{Next, PacketReader};
@@ -98,7 +99,7 @@ pub(crate) fn extract_perfetto_spilling<R: BufRead>(
         let counters = options
             .spill_after_events
             .saturating_mul(COUNTERS_PER_EVENT_OF_BUDGET);
-        d.counter_runs = Some(counter_runs::CounterRuns::new(dir, counters));
+        d.counter_runs = Some(TimeOrderedRuns::new(dir, "counters", counters));
     }
     let mut spilling =
         spill::Spilling::new(options.spill_dir.as_deref(), options.spill_after_events);
@@ -302,7 +303,12 @@ fn write_tables(
 fn emit_counters(em: &mut Emitter, d: &mut Decoder) -> Result<(), ExtractError> {
     match (&mut d.counter_runs, &d.counter_naming) {
         (Some(runs), Some(naming)) if runs.spilled() => {
-            emit::emit_counter_rows(em, &d.p.strings, runs.merge(naming)?)
+            let rows = runs.merge()?.map(|row| {
+                let mut row = row?;
+                naming.apply(&mut row)?;
+                Ok(row)
+            });
+            emit::emit_counter_rows(em, &d.p.strings, rows)
         }
         _ => emit::emit_counters(em, &d.p),
     }
