@@ -171,8 +171,9 @@ impl<T: TimedRecord> TimeOrderedRuns<T> {
         self.spill.spilled()
     }
 
-    /// Writes `held` as one run and empties it (a failure is kept for
-    /// [`Self::merge`], which then fails).
+    /// Writes `held` as one run and empties it, keeping its capacity for
+    /// the records to come (a failure is kept for [`Self::merge`], which
+    /// then fails).
     pub fn write(&mut self, held: &mut Vec<T>) {
         held.sort_by_key(T::ts);
         let first = self.first_seq;

@@ -155,6 +155,8 @@ impl FtraceRecords {
                 if !self.held.is_empty() {
                     spill.write(&mut self.held);
                 }
+                // The list's capacity (up to the budget) is not needed again.
+                self.held = Vec::new();
                 Ok(Box::new(spill.merge()?))
             }
             _ => {

@@ -175,6 +175,7 @@ pub(crate) fn extract_perfetto_spilling<R: BufRead>(
         && !d.p.counters.is_empty()
     {
         runs.write(&mut d.p.counters);
+        d.p.counters = Vec::new();
     }
     let mut spill = spilling.spill;
     match &mut spill {
