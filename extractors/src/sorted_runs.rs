@@ -10,6 +10,7 @@
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
+use std::collections::binary_heap::PeekMut;
 use std::fs::File;
 use std::io::{self, BufWriter, Write};
 use std::marker::PhantomData;
@@ -345,16 +346,37 @@ impl<R: RunRecord> Iterator for Merge<'_, R> {
     type Item = io::Result<R>;
 
     fn next(&mut self) -> Option<Self::Item> {
-        let Reverse((_, run)) = self.heap.pop()?;
-        let next = match self.cursors[run].next_record::<R>(self.file) {
-            Ok(next) => next,
-            Err(e) => return Some(Err(e)),
-        };
-        if let Some(r) = &next {
-            self.heap.push(Reverse((r.key(), run)));
-        }
-        std::mem::replace(&mut self.heads[run], next).map(Ok)
+        let (cursors, file) = (&mut self.cursors, self.file);
+        merge_step(&mut self.heap, &mut self.heads, |run| {
+            let next = cursors[run].next_record::<R>(file)?;
+            Ok(next.map(|r| (r.key(), r)))
+        })
     }
+}
+
+/// One step of a k-way merge: yields the head of the run on top of `heap`
+/// and replaces it with that run's next record (`read_next(run)`, with its
+/// key). The top entry is overwritten in place, so the heap sifts once per
+/// record instead of once for the pop and again for the push.
+pub(crate) fn merge_step<K: Ord, R>(
+    heap: &mut BinaryHeap<Reverse<(K, usize)>>,
+    heads: &mut [Option<R>],
+    read_next: impl FnOnce(usize) -> io::Result<Option<(K, R)>>,
+) -> Option<io::Result<R>> {
+    let mut top = heap.peek_mut()?;
+    let run = top.0.1;
+    let next = match read_next(run) {
+        Ok(Some((key, r))) => {
+            top.0 = (key, run);
+            Some(r)
+        }
+        Ok(None) => {
+            PeekMut::pop(top);
+            None
+        }
+        Err(e) => return Some(Err(e)),
+    };
+    std::mem::replace(&mut heads[run], next).map(Ok)
 }
 
 #[cfg(test)]

@@ -17,7 +17,7 @@ use std::path::Path;
 
 use super::record::{EventRecord, HEAD_BYTES, MAX_RECORD_BYTES};
 use super::store::{EventStore, open_unlinked};
-use crate::sorted_runs::{BlockReader, merge_block_bytes};
+use crate::sorted_runs::{BlockReader, merge_block_bytes, merge_step};
 
 /// Runs of records, each sorted, in one file that vanishes with the process.
 pub struct RunFile {
@@ -179,15 +179,11 @@ impl<K: Ord> Iterator for Merge<'_, K> {
     type Item = io::Result<EventRecord>;
 
     fn next(&mut self) -> Option<Self::Item> {
-        let Reverse((_, run)) = self.heap.pop()?;
-        let next = match self.cursors[run].next_record(self.file, self.track_map) {
-            Ok(next) => next,
-            Err(e) => return Some(Err(e)),
-        };
-        if let Some(r) = &next {
-            self.heap.push(Reverse(((self.key)(r), run)));
-        }
-        std::mem::replace(&mut self.heads[run], next).map(Ok)
+        let (cursors, file, map, key) = (&mut self.cursors, self.file, self.track_map, self.key);
+        merge_step(&mut self.heap, &mut self.heads, |run| {
+            let next = cursors[run].next_record(file, map)?;
+            Ok(next.map(|r| (key(&r), r)))
+        })
     }
 }
 
