@@ -141,21 +141,68 @@ pub fn paired_median_log_ratio_interval(
 /// The bootstrap distribution of the median, in draw order: `resamples`
 /// medians of `values.len()` indices drawn uniformly with replacement from a
 /// generator seeded with `seed` (draws of resample `b` precede those of `b+1`).
+///
+/// A resample is kept as counts per position of `values` in sorted order,
+/// and its median read where the running count crosses the middle: the
+/// same value a selection over the drawn values gives (a resample's median
+/// depends only on how often each value was drawn), without gathering and
+/// partitioning `n` values per resample
+/// (`tests::counted_medians_equal_selected_ones`; 1.7–2× faster at 10–30
+/// values, 1.2× at 1,000: docs/performance.md "Statistics kernels").
 pub fn bootstrap_medians(values: &[f64], resamples: usize, seed: u64) -> Vec<f64> {
     let n = values.len();
     if n == 0 {
         return Vec::new();
     }
+    let mut order: Vec<u32> = (0..n as u32).collect();
+    order.sort_unstable_by(|&a, &b| values[a as usize].total_cmp(&values[b as usize]));
+    let sorted: Vec<f64> = order.iter().map(|&i| values[i as usize]).collect();
+    let mut rank_of = vec![0u32; n];
+    for (rank, &i) in order.iter().enumerate() {
+        rank_of[i as usize] = rank as u32;
+    }
     let mut rng = Xoshiro256StarStar::from_seed(seed);
-    let mut buffer = vec![0.0; n];
+    let mut counts = vec![0u32; n];
     (0..resamples)
         .map(|_| {
-            for slot in buffer.iter_mut() {
-                *slot = values[rng.below(n)];
+            counts.fill(0);
+            for _ in 0..n {
+                counts[rank_of[rng.below(n)] as usize] += 1;
             }
-            median_of_buffer(&mut buffer)
+            median_of_counts(&counts, &sorted)
         })
         .collect()
+}
+
+/// The median of a resample given as `counts[r]` draws of `sorted[r]`
+/// (counts summing to `sorted.len()`): the middle value, or the mean of the
+/// two middle values, as [`median_of_buffer`] computes it.
+fn median_of_counts(counts: &[u32], sorted: &[f64]) -> f64 {
+    let n = sorted.len();
+    let mid = n / 2;
+    let even = n.is_multiple_of(2);
+    // The value at 0-based position `mid` of the sorted resample, and the
+    // one at `mid - 1` (its predecessor, possibly the same value).
+    let mut seen = 0usize;
+    let mut lower_middle = f64::NAN;
+    for (&count, &value) in counts.iter().zip(sorted) {
+        if count == 0 {
+            continue;
+        }
+        let before = seen;
+        seen += count as usize;
+        if even && before < mid && mid - 1 < seen {
+            lower_middle = value;
+        }
+        if seen > mid {
+            return if even {
+                (lower_middle + value) / 2.0
+            } else {
+                value
+            };
+        }
+    }
+    f64::NAN
 }
 
 /// BCa bounds read from the sorted bootstrap medians.
@@ -242,6 +289,45 @@ mod tests {
             confidence_level: 0.95,
             resamples: 2_000,
             seed,
+        }
+    }
+
+    /// The counted medians are the medians of the very resamples the
+    /// draw-and-select form gathers (the same draws in the same order),
+    /// bit for bit: odd and even sizes, ties, negative values, one value.
+    #[test]
+    fn counted_medians_equal_selected_ones() {
+        fn selected(values: &[f64], resamples: usize, seed: u64) -> Vec<f64> {
+            let n = values.len();
+            let mut rng = Xoshiro256StarStar::from_seed(seed);
+            let mut buffer = vec![0.0; n];
+            (0..resamples)
+                .map(|_| {
+                    for slot in buffer.iter_mut() {
+                        *slot = values[rng.below(n)];
+                    }
+                    median_of_buffer(&mut buffer)
+                })
+                .collect()
+        }
+        let mut rng = Xoshiro256StarStar::from_seed(42);
+        for n in [1usize, 2, 3, 4, 5, 8, 31, 64, 257] {
+            for ties in [false, true] {
+                let values: Vec<f64> = (0..n)
+                    .map(|_| {
+                        let v = rng.standard_normal() * 10.0;
+                        if ties { v.round() } else { v }
+                    })
+                    .collect();
+                let seed = n as u64 * 2 + u64::from(ties);
+                let counted = bootstrap_medians(&values, 300, seed);
+                let reference = selected(&values, 300, seed);
+                let same = counted
+                    .iter()
+                    .zip(&reference)
+                    .all(|(a, b)| a.to_bits() == b.to_bits());
+                assert!(same, "n = {n}, ties = {ties}: {counted:?} vs {reference:?}");
+            }
         }
     }
 
