@@ -34,6 +34,7 @@ pub mod stream_gaps_thread;
 mod timed_sample_runs;
 mod timed_samples;
 pub mod ustar;
+mod varint;
 
 /// The hash map of the extractors' per-event paths: foldhash (seeded per
 /// process) instead of SipHash, which took ~4 % of a JSON import.

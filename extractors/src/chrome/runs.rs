@@ -15,7 +15,7 @@ use std::fs::File;
 use std::io::{self, BufWriter, Write};
 use std::path::Path;
 
-use super::record::{EventRecord, HEAD_BYTES, MAX_RECORD_BYTES};
+use super::record::{EventRecord, MAX_RECORD_BYTES, RunDelta};
 use super::store::{EventStore, open_unlinked};
 use crate::sorted_runs::{BlockReader, merge_block_bytes, merge_step};
 
@@ -47,6 +47,7 @@ impl RunFile {
     /// Appends one run; `records` must already be in the merge key's order.
     pub fn write_run(&mut self, records: impl Iterator<Item = EventRecord>) -> io::Result<()> {
         let start = self.bytes;
+        let mut delta = RunDelta::default();
         for r in records {
             let track = r.track as usize;
             if track >= self.tracks_seen.len() {
@@ -54,7 +55,7 @@ impl RunFile {
             }
             self.tracks_seen[track] = true;
             self.encoded.clear();
-            r.encode(&mut self.encoded);
+            r.encode(&mut delta, &mut self.encoded);
             self.writer.write_all(&self.encoded)?;
             self.bytes += self.encoded.len() as u64;
         }
@@ -123,8 +124,8 @@ impl RunFile {
     }
 }
 
-/// Reads one run's event records.
-struct Cursor(BlockReader);
+/// Reads one run's event records, each against the one before.
+struct Cursor(BlockReader, RunDelta);
 
 /// A record names a track the map does not cover.
 fn unmapped() -> io::Error {
@@ -136,7 +137,10 @@ fn unmapped() -> io::Error {
 
 impl Cursor {
     fn new(start: u64, end: u64, block_bytes: usize) -> Self {
-        Cursor(BlockReader::new(start, end, block_bytes))
+        Cursor(
+            BlockReader::new(start, end, block_bytes),
+            RunDelta::default(),
+        )
     }
 
     /// The next record, its track renamed through `map` if given.
@@ -152,10 +156,7 @@ impl Cursor {
                 "a spilled event record is damaged",
             )
         };
-        let len = EventRecord::encoded_len(rest)
-            .filter(|&len| len >= HEAD_BYTES && len <= rest.len())
-            .ok_or_else(damaged)?;
-        let mut record = EventRecord::decode(&rest[..len]).ok_or_else(damaged)?;
+        let (mut record, len) = EventRecord::decode(rest, &mut self.1).ok_or_else(damaged)?;
         if let Some(map) = map {
             record.track = *map.get(record.track as usize).ok_or_else(unmapped)?;
         }

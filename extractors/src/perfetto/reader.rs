@@ -157,18 +157,7 @@ impl<R: BufRead> PacketReader<R> {
 /// Calls `f(field_number)` for each top-level field of a message; false
 /// when the bytes are not well-formed protobuf.
 pub fn for_each_field(mut bytes: &[u8], mut f: impl FnMut(u32)) -> bool {
-    fn varint(bytes: &mut &[u8]) -> Option<u64> {
-        let mut value = 0u64;
-        for i in 0..10 {
-            let (&b, rest) = bytes.split_first()?;
-            *bytes = rest;
-            value |= u64::from(b & 0x7f) << (7 * i);
-            if b < 0x80 {
-                return Some(value);
-            }
-        }
-        None
-    }
+    use crate::varint::get_u64 as varint;
     while !bytes.is_empty() {
         let Some(key) = varint(&mut bytes) else {
             return false;
