@@ -20,9 +20,8 @@
 //! grows with tracks, flows only when correlation ids must be filled from
 //! them, and launches inside `ProfilerStep#N` (one entry each).
 
-use std::cmp::Reverse;
 use std::fs::File;
-use std::io::{self, BufReader, BufWriter, Read, Write};
+use std::io::{self, BufReader, Read, Write};
 use std::path::{Path, PathBuf};
 
 use crate::FastHashMap;
@@ -33,9 +32,10 @@ use super::kinds::EventKind;
 use super::nesting::{PHASE_CORRELATION, PHASE_NONE};
 use super::process::Processor;
 use super::record::EventRecord;
-use super::runs::{RunFile, nesting_key, nesting_key_of, output_key};
+use super::run_writer::{RunWriter, Written};
+use super::runs::{RunFile, nesting_key, output_key};
 use super::spill_phases::{PhaseCollector, Phases};
-use super::store::{EventStore, FlowPoint, NO_ID, NONE, open_unlinked};
+use super::store::{EventStore, FlowPoint, NO_ID, NONE};
 use super::tracks::Ident;
 use crate::api::{ExtractError, ExtractObserver};
 use crate::stacks::{MetricId, StackAggregator};
@@ -83,12 +83,7 @@ impl Default for SliceReductions {
 /// The spilled part of a trace's events, built up while reading.
 pub struct Spill {
     dir: PathBuf,
-    runs: RunFile,
-    flows: BufWriter<File>,
-    flow_count: u64,
-    phases: PhaseCollector,
-    needs_flow_fill: bool,
-    spilled_events: u64,
+    writer: RunWriter,
     /// Rows per run after the first (which holds the whole in-memory
     /// budget), and per time-sorted run of pass 2.
     chunk: usize,
@@ -104,12 +99,7 @@ impl Spill {
         let chunk = budget.min(RUN_EVENTS);
         Ok(Spill {
             dir: dir.to_path_buf(),
-            runs: RunFile::create(dir, "events-by-track")?,
-            flows: BufWriter::with_capacity(1 << 20, open_unlinked(dir, "flows")?),
-            flow_count: 0,
-            phases,
-            needs_flow_fill: false,
-            spilled_events: 0,
+            writer: RunWriter::start(dir, phases, chunk)?,
             chunk,
             next_at: budget,
         })
@@ -130,55 +120,19 @@ impl Spill {
     }
 
     /// Writes every event of the store but the rows `kept` (sorted) as
-    /// one run; the kept rows move to the front in order, so the caller
-    /// renumbers what points at them (`kept[k]` is now row `k`).
+    /// one run, on the run writer's thread ([`RunWriter`]); the kept rows
+    /// move to the front in order, so the caller renumbers what points at
+    /// them (`kept[k]` is now row `k`).
     pub fn write_run_keeping(&mut self, p: &mut Processor, kept: &[usize]) -> io::Result<()> {
-        let s = &p.store;
-        let mut is_open = vec![false; s.len()];
-        for &k in kept {
-            is_open[k] = true;
-        }
-        // Sorted by key, not by a comparator reading the columns at two
-        // random rows per comparison: the order of `runs::nesting_key`.
-        let mut rows: Vec<(u32, i64, Reverse<i64>, u64, u32)> = (0..s.len())
-            .filter(|&i| !is_open[i])
-            .map(|i| {
-                let key = nesting_key_of(s, i);
-                (key.0, key.1, key.2, key.3, i as u32)
-            })
-            .collect();
-        rows.sort_unstable();
-        for &(.., i) in &rows {
-            let i = i as usize;
-            if s.device_activity[i] && s.device.correlation(i) == NONE {
-                self.needs_flow_fill = true;
-            }
-            self.phases.observe(&p.strings, s, i);
-        }
-        self.runs.write_run(
-            rows.iter()
-                .map(|&(.., i)| EventRecord::from_store(s, i as usize)),
-        )?;
-        self.spilled_events += rows.len() as u64;
-        p.store.retain_rows(kept);
-        // Later runs are smaller: give back the first one's columns.
-        p.store.shrink_to(p.store.len() + self.chunk);
+        self.writer.hand_over(p, kept)?;
         self.next_at = p.store.len() + self.chunk;
-        let mut encoded = [0u8; FLOW_BYTES];
-        for f in p.flows.drain(..) {
-            encode_flow(&f, &mut encoded);
-            self.flows.write_all(&encoded)?;
-            self.flow_count += 1;
-        }
-        // The first run's flows may have grown the buffer to millions.
-        p.flows.shrink_to(self.chunk);
         Ok(())
     }
 
     /// Puts the events already written on their real tracks: `map[slot]`
     /// for runs whose track column held slots (Perfetto).
     pub fn retrack(&mut self, map: &[u32]) -> io::Result<()> {
-        self.runs.retrack(&self.dir, map)
+        self.writer.finish()?.runs.retrack(&self.dir, map)
     }
 
     /// Writes the rest of the events and produces `trace_events` (passes 2
@@ -209,18 +163,26 @@ impl Spill {
         self.write_run(p, true)?;
         // Every flow endpoint is in its file now.
         p.flows = Vec::new();
+        let Written {
+            mut runs,
+            mut flows,
+            flow_count,
+            phases,
+            needs_flow_fill,
+            spilled_events,
+        } = self.writer.into_written()?;
         // Drop the columns' capacity; the arena stays (rows point into it).
         let arena = std::mem::take(&mut p.store.arena);
         p.store = EventStore {
             arena,
             ..EventStore::default()
         };
-        self.flows.flush()?;
+        flows.flush()?;
         // Flows matter only when some device activity lacks a correlation
         // id; then they are read twice from their file rather than held.
         let mut track_flows = Vec::new();
-        if self.needs_flow_fill {
-            for_each_flow(self.flows.get_ref(), self.flow_count, |f| {
+        if needs_flow_fill {
+            for_each_flow(flows.get_ref(), flow_count, |f| {
                 if f.numeric_id != NONE
                     && let Some(track) = p.tracks.find_thread(f.pid, f.tid)
                 {
@@ -233,16 +195,16 @@ impl Spill {
                 }
             })?;
         }
-        let phases = std::mem::take(&mut self.phases).into_phases(thread_of_track);
+        let phases = phases.into_phases(thread_of_track);
         let mut walk = Walk::new(
             &phases,
             &self.dir,
             self.chunk,
-            self.needs_flow_fill,
+            needs_flow_fill,
             track_flows,
             into.unwrap_or_default(),
         )?;
-        walk.run(&mut self.runs, p, observer)?;
+        walk.run(&mut runs, p, observer)?;
         let Walk {
             mut by_time,
             agg,
@@ -260,7 +222,7 @@ impl Spill {
             Some(agg)
         };
         let filled = fill_from_flows(bound, |each| {
-            for_each_flow(self.flows.get_ref(), self.flow_count, |f| each(&f))
+            for_each_flow(flows.get_ref(), flow_count, |f| each(&f))
         })?;
         p.log.note_n("correlation_from_flow", filled.len() as u64, || {
             "device activity without a correlation id was linked to its launch through a flow id"
@@ -306,8 +268,8 @@ impl Spill {
             any_correlation: any_correlation || !filled.is_empty(),
             any_external,
             has_phases: phases.any(),
-            flow_endpoints: self.flow_count,
-            spilled_events: self.spilled_events,
+            flow_endpoints: flow_count,
+            spilled_events,
         })
     }
 }
@@ -700,7 +662,7 @@ impl LaunchPhases {
 }
 
 /// Bytes of one spilled flow endpoint.
-const FLOW_BYTES: usize = 4 + 8 + 1 + 9 + 9 + 8 + 1;
+pub(super) const FLOW_BYTES: usize = 4 + 8 + 1 + 9 + 9 + 8 + 1;
 
 fn encode_ident(id: Ident) -> [u8; 9] {
     let (tag, value) = match id {
@@ -724,7 +686,7 @@ fn decode_ident(bytes: &[u8]) -> Option<Ident> {
     }
 }
 
-fn encode_flow(f: &FlowPoint, out: &mut [u8; FLOW_BYTES]) {
+pub(super) fn encode_flow(f: &FlowPoint, out: &mut [u8; FLOW_BYTES]) {
     out[0..4].copy_from_slice(&f.key.to_le_bytes());
     out[4..12].copy_from_slice(&f.numeric_id.to_le_bytes());
     out[12] = f.phase;

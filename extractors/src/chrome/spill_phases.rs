@@ -36,8 +36,8 @@ struct Range {
 #[derive(Default)]
 pub struct PhaseCollector {
     steps: Vec<Step>,
-    /// Per interned name: 0 not yet known, 1 not a step, 2 a step.
-    step_names: Vec<u8>,
+    /// Per interned name learnt so far, whether it is a step's.
+    step_names: Vec<bool>,
     /// The kind of the annotated ranges that give phases when no step does.
     range_kind: Option<EventKind>,
     ranges: Vec<Range>,
@@ -53,9 +53,16 @@ impl PhaseCollector {
         }
     }
 
-    /// Looks at row `i` of `s` on its way to a run.
-    pub fn observe(&mut self, strings: &Interner, s: &EventStore, i: usize) {
-        if !s.instant[i] && self.is_step(strings, s.name[i]) {
+    /// Learns which of the names interned since the last call are
+    /// `ProfilerStep#N` ([`step_name_flags`]).
+    pub fn learn_step_names(&mut self, flags: &[bool]) {
+        self.step_names.extend_from_slice(flags);
+    }
+
+    /// Looks at row `i` of `s` on its way to a run; its name must have
+    /// been learnt.
+    pub fn observe(&mut self, s: &EventStore, i: usize) {
+        if !s.instant[i] && self.is_step(s.name[i]) {
             self.steps.push(Step {
                 ts: s.ts[i],
                 event_id: s.event_id[i],
@@ -74,19 +81,8 @@ impl PhaseCollector {
         }
     }
 
-    fn is_step(&mut self, strings: &Interner, name: u32) -> bool {
-        if name == NO_ID {
-            return false;
-        }
-        let at = name as usize;
-        if at >= self.step_names.len() {
-            self.step_names.resize(at + 1, 0);
-        }
-        if self.step_names[at] == 0 {
-            let step = strings.get(name).starts_with("ProfilerStep#");
-            self.step_names[at] = if step { 2 } else { 1 };
-        }
-        self.step_names[at] == 2
+    fn is_step(&self, name: u32) -> bool {
+        self.step_names.get(name as usize).copied().unwrap_or(false)
     }
 
     /// The phases of the trace: steps if any, else the ranges of tracks
@@ -140,6 +136,15 @@ impl PhaseCollector {
             list_of_track,
         }
     }
+}
+
+/// Whether each name interned from id `from` on is a `ProfilerStep#N`
+/// slice's, for [`PhaseCollector::learn_step_names`] on the thread that
+/// writes the runs (the interner stays with the reader).
+pub fn step_name_flags(strings: &Interner, from: usize) -> Vec<bool> {
+    (from..strings.len())
+        .map(|id| strings.get(id as u32).starts_with("ProfilerStep#"))
+        .collect()
 }
 
 /// An outermost range of one thread.

@@ -388,6 +388,43 @@ impl EventStore {
             .collect();
     }
 
+    /// Hands every row to a store of its own (the arena stays here) and
+    /// keeps the rows `keep` (ascending), renumbered from 0 in that order
+    /// as [`Self::retain_rows`] would. `spare` lends its empty columns.
+    pub fn split_off_keeping(&mut self, keep: &[usize], spare: EventStore) -> EventStore {
+        let mut out = std::mem::replace(self, spare);
+        std::mem::swap(&mut self.arena, &mut out.arena);
+        for &old in keep {
+            self.push_row_of(&out, old);
+        }
+        out
+    }
+
+    fn push_row_of(&mut self, from: &EventStore, i: usize) {
+        let at = self.len() as u32;
+        self.event_id.push(from.event_id[i]);
+        self.ts.push(from.ts[i]);
+        self.dur.push(from.dur[i]);
+        self.name.push(from.name[i]);
+        self.cat.push(from.cat[i]);
+        self.kind.push(from.kind[i]);
+        self.instant.push(from.instant[i]);
+        self.device_activity.push(from.device_activity[i]);
+        self.track.push(from.track[i]);
+        self.device.push(from.device.get(i));
+        self.args_start.push(from.args_start[i]);
+        self.args_len.push(from.args_len[i]);
+        if let Some(&thread) = from.thread_override.get(&(i as u32)) {
+            self.thread_override.insert(at, thread);
+        }
+    }
+
+    /// Empties every column, keeping capacity for at most `rows` rows.
+    pub fn clear_rows(&mut self, rows: usize) {
+        self.retain_rows(&[]);
+        self.shrink_to(rows);
+    }
+
     /// Lowers every column's capacity to at most `rows` (not below its length).
     pub fn shrink_to(&mut self, rows: usize) {
         self.event_id.shrink_to(rows);
