@@ -230,11 +230,12 @@ impl Spill {
         });
         let launch_phase = launch_phases(launches, &filled);
         let mut batch = EventBatch::default();
-        for (n, record) in by_time.merge(output_key)?.enumerate() {
+        let mut n = 0usize;
+        by_time.for_each_merged(output_key, |mut r| -> Result<(), ExtractError> {
             if n % POLL_EVERY == 0 && observer.cancelled() {
                 return Err(ExtractError::Cancelled);
             }
-            let mut r = record?;
+            n += 1;
             if r.fields.correlation == NONE
                 && let Some(&id) = filled.get(&r.event_id)
             {
@@ -258,7 +259,8 @@ impl Spill {
                 batch.write(em, &p.strings, &p.store.arena)?;
                 batch.clear();
             }
-        }
+            Ok(())
+        })?;
         if !batch.is_empty() {
             batch.write(em, &p.strings, &p.store.arena)?;
         }
@@ -367,11 +369,12 @@ impl<'a> Walk<'a> {
         observer: &dyn ExtractObserver,
     ) -> Result<(), ExtractError> {
         let mut track = None;
-        for (n, record) in runs.merge(nesting_key)?.enumerate() {
+        let mut n = 0usize;
+        runs.for_each_merged(nesting_key, |r| -> Result<(), ExtractError> {
             if n % POLL_EVERY == 0 && observer.cancelled() {
                 return Err(ExtractError::Cancelled);
             }
-            let r = record?;
+            n += 1;
             if track != Some(r.track) {
                 if let Some(done) = track {
                     self.end_track(done)?;
@@ -380,7 +383,8 @@ impl<'a> Walk<'a> {
                 self.start_track(p, r.track);
             }
             self.slice(p, r)?;
-        }
+            Ok(())
+        })?;
         if let Some(done) = track {
             self.end_track(done)?;
         }

@@ -14,6 +14,7 @@ use std::collections::BinaryHeap;
 use std::fs::File;
 use std::io::{self, BufWriter, Write};
 use std::path::Path;
+use std::sync::mpsc::{channel, sync_channel};
 
 use super::record::{EventRecord, MAX_RECORD_BYTES, RunDelta};
 use super::store::{EventStore, open_unlinked};
@@ -121,6 +122,73 @@ impl RunFile {
             merge.heads.push(head);
         }
         Ok(merge)
+    }
+}
+
+/// Records the merging thread of [`RunFile::for_each_merged`] hands over
+/// at a time (about half a MiB).
+const MERGED_CHUNK: usize = 4096;
+
+impl RunFile {
+    /// Calls `each` with every record of [`Self::merge`] in `key` order;
+    /// the merge itself (reading and decoding the runs, choosing the
+    /// smallest head) runs on a second thread a few chunks ahead, so the
+    /// consumer's work and the merge's overlap on two cores. Stops at the
+    /// first error of either side.
+    pub fn for_each_merged<K, E>(
+        &mut self,
+        key: fn(&EventRecord) -> K,
+        mut each: impl FnMut(EventRecord) -> Result<(), E>,
+    ) -> Result<(), E>
+    where
+        K: Ord + Send,
+        E: From<io::Error>,
+    {
+        let merge = self.merge(key)?;
+        let (full_tx, full_rx) = sync_channel::<Vec<EventRecord>>(2);
+        let (empty_tx, empty_rx) = channel::<Vec<EventRecord>>();
+        std::thread::scope(|scope| {
+            let merging = std::thread::Builder::new()
+                .name("flameox-merge".into())
+                .spawn_scoped(scope, move || -> io::Result<()> {
+                    let mut chunk = Vec::with_capacity(MERGED_CHUNK);
+                    for record in merge {
+                        chunk.push(record?);
+                        if chunk.len() == MERGED_CHUNK {
+                            let next = empty_rx
+                                .try_recv()
+                                .unwrap_or_else(|_| Vec::with_capacity(MERGED_CHUNK));
+                            if full_tx.send(std::mem::replace(&mut chunk, next)).is_err() {
+                                // The consumer stopped; its error is the one told.
+                                return Ok(());
+                            }
+                        }
+                    }
+                    if !chunk.is_empty() {
+                        let _ = full_tx.send(chunk);
+                    }
+                    Ok(())
+                })?;
+            let mut consumed = Ok(());
+            'chunks: for mut chunk in full_rx.iter() {
+                for record in chunk.drain(..) {
+                    if let Err(e) = each(record) {
+                        consumed = Err(e);
+                        break 'chunks;
+                    }
+                }
+                // The merge may be done already; then the chunk goes.
+                let _ = empty_tx.send(chunk);
+            }
+            // Unblocks the merge if the consumer stopped early.
+            drop(full_rx);
+            let merged = merging
+                .join()
+                .map_err(|_| io::Error::other("the run merge thread panicked"))?;
+            consumed?;
+            merged?;
+            Ok(())
+        })
     }
 }
 
