@@ -232,7 +232,7 @@ impl Spill {
         let mut batch = EventBatch::default();
         let mut n = 0usize;
         by_time.for_each_merged(output_key, |mut r| -> Result<(), ExtractError> {
-            if n % POLL_EVERY == 0 && observer.cancelled() {
+            if n.is_multiple_of(POLL_EVERY) && observer.cancelled() {
                 return Err(ExtractError::Cancelled);
             }
             n += 1;
@@ -371,7 +371,7 @@ impl<'a> Walk<'a> {
         let mut track = None;
         let mut n = 0usize;
         runs.for_each_merged(nesting_key, |r| -> Result<(), ExtractError> {
-            if n % POLL_EVERY == 0 && observer.cancelled() {
+            if n.is_multiple_of(POLL_EVERY) && observer.cancelled() {
                 return Err(ExtractError::Cancelled);
             }
             n += 1;
