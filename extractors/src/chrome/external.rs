@@ -33,7 +33,7 @@ use super::nesting::{PHASE_CORRELATION, PHASE_NONE};
 use super::process::Processor;
 use super::record::EventRecord;
 use super::run_writer::{RunWriter, Written};
-use super::runs::{RunFile, nesting_key, output_key};
+use super::runs::{RunFile, RunSorter, nesting_key, output_key};
 use super::spill_phases::{PhaseCollector, Phases};
 use super::store::{EventStore, FlowPoint, NO_ID, NONE};
 use super::tracks::Ident;
@@ -206,7 +206,7 @@ impl Spill {
         )?;
         walk.run(&mut runs, p, observer)?;
         let Walk {
-            mut by_time,
+            by_time,
             agg,
             span,
             any_correlation,
@@ -231,6 +231,7 @@ impl Spill {
         let launch_phase = launch_phases(launches, &filled);
         let mut batch = EventBatch::default();
         let mut n = 0usize;
+        let mut by_time = by_time.finish()?;
         by_time.for_each_merged(output_key, |mut r| -> Result<(), ExtractError> {
             if n.is_multiple_of(POLL_EVERY) && observer.cancelled() {
                 return Err(ExtractError::Cancelled);
@@ -313,10 +314,10 @@ struct Walk<'a> {
     metric: MetricId,
     include: fn(EventKind) -> bool,
     thread: u32,
-    by_time: RunFile,
+    by_time: RunSorter,
     finished: Vec<EventRecord>,
-    /// `finished`'s output keys with their positions, for sorting.
-    order: Vec<((i64, u64), u32)>,
+    /// Rows per time-ordered run: half the run size, as two lists exist
+    /// at once (one filling, one being written).
     chunk: usize,
     keep_uncorrelated_launches: bool,
     launches: Vec<(u64, i64, u32)>,
@@ -350,10 +351,9 @@ impl<'a> Walk<'a> {
             metric: reductions.metric,
             include: reductions.include,
             thread: 0,
-            by_time: RunFile::create(dir, "events-by-time")?,
-            finished: Vec::with_capacity(chunk),
-            order: Vec::new(),
-            chunk,
+            by_time: RunSorter::start(RunFile::create(dir, "events-by-time")?, output_key)?,
+            finished: Vec::with_capacity(chunk.div_ceil(2)),
+            chunk: chunk.div_ceil(2),
             keep_uncorrelated_launches: needs_flow_fill,
             launches: Vec::new(),
             span: None,
@@ -391,7 +391,6 @@ impl<'a> Walk<'a> {
         self.flush_finished()?;
         // Pass 3 needs none of these.
         self.finished = Vec::new();
-        self.order = Vec::new();
         self.flows = Vec::new();
         self.stack = Vec::new();
         Ok(())
@@ -560,22 +559,12 @@ impl<'a> Walk<'a> {
         Ok(())
     }
 
-    /// Writes the finished rows as one run in output order. Their keys
-    /// are sorted, not the records: moving 136-byte records through a
-    /// sort was most of pass 2's `memmove`.
+    /// Hands the finished rows over to be written as one run in output
+    /// order ([`RunSorter`]).
     fn flush_finished(&mut self) -> io::Result<()> {
-        self.order.clear();
-        self.order.extend(
-            self.finished
-                .iter()
-                .enumerate()
-                .map(|(at, r)| (output_key(r), at as u32)),
-        );
-        self.order.sort_unstable();
-        let finished = &self.finished;
-        self.by_time
-            .write_run(self.order.iter().map(|&(_, at)| finished[at as usize]))?;
-        self.finished.clear();
+        if !self.finished.is_empty() {
+            self.finished = self.by_time.write(std::mem::take(&mut self.finished))?;
+        }
         Ok(())
     }
 }

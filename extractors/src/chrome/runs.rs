@@ -14,7 +14,8 @@ use std::collections::BinaryHeap;
 use std::fs::File;
 use std::io::{self, BufWriter, Write};
 use std::path::Path;
-use std::sync::mpsc::{channel, sync_channel};
+use std::sync::mpsc::{Receiver, SyncSender, channel, sync_channel};
+use std::thread::JoinHandle;
 
 use super::record::{EventRecord, MAX_RECORD_BYTES, RunDelta};
 use super::store::{EventStore, open_unlinked};
@@ -189,6 +190,74 @@ impl RunFile {
             merged?;
             Ok(())
         })
+    }
+}
+
+/// A [`RunFile`] whose runs are sorted and written on a thread of its own:
+/// pass 2's time-ordered runs, which the walk hands over as it finishes
+/// rows instead of stopping to sort and write them.
+pub struct RunSorter {
+    jobs: SyncSender<Vec<EventRecord>>,
+    spares: Receiver<Vec<EventRecord>>,
+    thread: JoinHandle<io::Result<RunFile>>,
+}
+
+impl RunSorter {
+    /// Starts the thread that writes `runs`' runs, each sorted by `key`.
+    pub fn start<K: Ord + Send + 'static>(
+        mut runs: RunFile,
+        key: fn(&EventRecord) -> K,
+    ) -> io::Result<Self> {
+        // One list being written while the next fills.
+        let (jobs, job_rx) = sync_channel::<Vec<EventRecord>>(0);
+        let (spare_tx, spares) = channel::<Vec<EventRecord>>();
+        let thread = std::thread::Builder::new()
+            .name("flameox-sort".into())
+            .spawn(move || -> io::Result<RunFile> {
+                // The keys are sorted, not the records: moving 136-byte
+                // records through a sort was most of pass 2's `memmove`.
+                let mut order: Vec<(K, u32)> = Vec::new();
+                for mut records in job_rx {
+                    order.clear();
+                    order.extend(
+                        records
+                            .iter()
+                            .enumerate()
+                            .map(|(at, r)| (key(r), at as u32)),
+                    );
+                    order.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+                    runs.write_run(order.iter().map(|&(_, at)| records[at as usize]))?;
+                    records.clear();
+                    let _ = spare_tx.send(records);
+                }
+                Ok(runs)
+            })?;
+        Ok(RunSorter {
+            jobs,
+            spares,
+            thread,
+        })
+    }
+
+    /// Hands `records` over as one run; returns an empty list (with
+    /// capacity, once one came back) to fill next.
+    pub fn write(&mut self, records: Vec<EventRecord>) -> io::Result<Vec<EventRecord>> {
+        let capacity = records.capacity();
+        if self.jobs.send(records).is_err() {
+            return Err(io::Error::other("the run sorting thread stopped"));
+        }
+        Ok(self
+            .spares
+            .try_recv()
+            .unwrap_or_else(|_| Vec::with_capacity(capacity)))
+    }
+
+    /// Waits for every run to be written; the writer's error if it failed.
+    pub fn finish(self) -> io::Result<RunFile> {
+        drop(self.jobs);
+        self.thread
+            .join()
+            .map_err(|_| io::Error::other("the run sorting thread panicked"))?
     }
 }
 
