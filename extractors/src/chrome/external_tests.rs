@@ -142,3 +142,60 @@ fn a_trace_within_the_budget_never_spills() {
     assert_eq!(spilled, 0);
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// `n` complete events on four threads, each the start of a flow that
+/// ends on the next thread: enough records and flow endpoints that every
+/// spill file outgrows its 1 MiB write buffer while the threads run.
+fn events_with_flows(n: usize) -> String {
+    let mut doc = String::from("{\"traceEvents\":[");
+    for i in 0..n {
+        let (ts, tid, next) = (i * 10, i % 4, (i + 1) % 4);
+        if i > 0 {
+            doc.push(',');
+        }
+        doc.push_str(&format!(
+            "{{\"ph\":\"X\",\"name\":\"op{}\",\"pid\":1,\"tid\":{tid},\"ts\":{ts},\"dur\":5}},\
+             {{\"ph\":\"s\",\"cat\":\"c\",\"name\":\"f\",\"id\":{i},\"pid\":1,\"tid\":{tid},\"ts\":{}}},\
+             {{\"ph\":\"f\",\"bp\":\"e\",\"cat\":\"c\",\"name\":\"f\",\"id\":{i},\"pid\":1,\"tid\":{next},\"ts\":{}}}",
+            i % 50,
+            ts + 1,
+            ts + 12,
+        ));
+    }
+    doc.push_str("]}");
+    doc
+}
+
+#[test]
+fn a_spill_file_that_cannot_be_written_fails_the_extraction() {
+    let doc = events_with_flows(60_000);
+    // The pass-1 runs and the flows are written on the run writer's
+    // thread, the time-ordered runs on the sorter's: each failure must
+    // come back as the extraction's error, not a panic or a hang.
+    for label in ["events-by-track", "flows", "events-by-time"] {
+        let dir = spill_dir(label);
+        super::store::full_disk::register(&dir, label);
+        let mut sink = Collect::default();
+        let result = extract_chrome_json_spilling(
+            doc.as_bytes(),
+            &options(Some((&dir, 5_000))),
+            &mut sink,
+            &NoObserver,
+        );
+        match result {
+            Err(crate::api::ExtractError::Io(e)) => {
+                assert_eq!(e.kind(), std::io::ErrorKind::StorageFull, "{label}: {e}")
+            }
+            Err(other) => panic!("{label}: not the disk's error: {other:?}"),
+            Ok((summary, spilled)) => {
+                panic!("{label}: extracted on a full disk ({spilled} spilled): {summary:?}")
+            }
+        }
+        assert_no_spill_files_left(&dir);
+    }
+    // The same trace on a writable disk goes through the runs.
+    let dir = spill_dir("writable");
+    let (_, _, spilled) = extract(doc.as_bytes(), Some((&dir, 5_000)));
+    assert!(spilled >= 60_000, "{spilled}");
+    assert_no_spill_files_left(&dir);
+}

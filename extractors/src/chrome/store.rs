@@ -274,6 +274,13 @@ fn open_spill(dir: &std::path::Path, already: &[u8]) -> io::Result<BufWriter<Fil
 /// Creates a read-write file in `dir` and unlinks it at once, so it
 /// vanishes with the process whatever happens (crash, kill, error).
 pub fn open_unlinked(dir: &std::path::Path, label: &str) -> io::Result<File> {
+    #[cfg(test)]
+    if full_disk::covers(dir, label) {
+        return std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open("/dev/full");
+    }
     static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
     let serial = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let nanos = std::time::SystemTime::now()
@@ -289,6 +296,30 @@ pub fn open_unlinked(dir: &std::path::Path, label: &str) -> io::Result<File> {
         .open(&path)?;
     std::fs::remove_file(&path)?;
     Ok(file)
+}
+
+/// Tests: spill files that behave like a full disk. A `(folder, label)`
+/// registered here makes [`open_unlinked`] open `/dev/full`, where every
+/// write fails with "no space left on device"; keyed by folder so tests
+/// running beside each other are not affected.
+#[cfg(test)]
+pub mod full_disk {
+    use std::path::{Path, PathBuf};
+    use std::sync::Mutex;
+
+    static FULL: Mutex<Vec<(PathBuf, String)>> = Mutex::new(Vec::new());
+
+    pub fn register(dir: &Path, label: &str) {
+        if let Ok(mut full) = FULL.lock() {
+            full.push((dir.to_path_buf(), label.to_owned()));
+        }
+    }
+
+    pub(super) fn covers(dir: &Path, label: &str) -> bool {
+        FULL.lock()
+            .map(|full| full.iter().any(|(d, l)| d == dir && l == label))
+            .unwrap_or(false)
+    }
 }
 
 /// The kept events, column by column.
