@@ -12,7 +12,6 @@ use crate::FastHashMap;
 
 use super::clocks::{ClockError, Clocks};
 use super::counter_runs::CounterNaming;
-use super::decode_ahead::{DecodedPacket, Malformed, Spares, decode_into};
 use super::ftrace_records::FtraceRecords;
 use super::pending_samples::{PendingSample, PendingSamples};
 use super::proto::{self, TracePacket, TrackDescriptor};
@@ -68,10 +67,10 @@ pub struct Decoder {
     pub gpu_counter_names: FastHashMap<u32, String>,
     /// Packets per top-level data field number (named in the summary).
     field_counts: FieldCounts,
-    /// Boxed sub-messages reused by [`Self::packet`], and its packet
-    /// (taken while a compressed packet's inner ones are applied).
-    spares: Spares,
-    scratch: Option<Box<DecodedPacket>>,
+    /// The last packet's sub-messages, cleared and decoded into again:
+    /// a box and its lists per packet were a tenth of the decode.
+    spare_event: Option<Box<proto::TrackEvent>>,
+    spare_sample: Option<Box<proto::PerfSample>>,
     /// Track events' `args_json` buffers, reused.
     pub(super) args_scratch: super::annotations::ArgsScratch,
     /// ftrace events of kinds flameox does not read.
@@ -116,8 +115,8 @@ impl Decoder {
             sampled: false,
             gpu_counter_names: FastHashMap::default(),
             field_counts: FieldCounts::default(),
-            spares: Spares::default(),
-            scratch: None,
+            spare_event: None,
+            spare_sample: None,
             args_scratch: Default::default(),
             ftrace_other_events: 0,
             packets: 0,
@@ -259,31 +258,61 @@ impl Decoder {
         }
     }
 
-    /// Decodes and dispatches one packet's bytes on this thread (the
-    /// packets inside compressed packets; the input's own packets are
-    /// decoded ahead on another thread: [`super::decode_ahead`]).
+    /// Decodes and dispatches one packet's bytes (recursing into compressed
+    /// packets).
     pub fn packet(&mut self, bytes: &[u8]) {
-        let mut decoded = self.scratch.take().unwrap_or_default();
-        decode_into(bytes, &mut decoded, &mut self.spares);
-        self.apply(&decoded);
-        self.scratch = Some(decoded);
-    }
-
-    /// Counts and dispatches one decoded packet (a malformed one is
-    /// counted and noted, then skipped).
-    pub fn apply(&mut self, decoded: &DecodedPacket) {
         self.packets += 1;
-        for &f in decoded.fields() {
-            self.field_counts.add(f);
+        // A packet has one data field (its oneof); count each once.
+        let mut seen = [0u32; 4];
+        let mut n_seen = 0;
+        let field_counts = &mut self.field_counts;
+        let well_formed = super::reader::for_each_field(bytes, |f| {
+            if proto::is_packet_envelope_field(f) || seen[..n_seen].contains(&f) {
+                return;
+            }
+            if n_seen < seen.len() {
+                seen[n_seen] = f;
+                n_seen += 1;
+            }
+            field_counts.add(f);
+        });
+        let mut packet = TracePacket::default();
+        let seen = &seen[..n_seen];
+        if seen.contains(&proto::TRACK_EVENT_FIELD) {
+            packet.track_event = self.spare_event.take().map(|mut e| {
+                prost::Message::clear(&mut *e);
+                e
+            });
         }
-        match &decoded.malformed {
-            None => self.dispatch(&decoded.packet),
-            Some(Malformed::Decode(e)) => self.p.log.note("malformed_packet", || {
-                format!("a packet could not be decoded ({e}); skipped")
-            }),
-            Some(Malformed::Fields) => self.p.log.note("malformed_packet", || {
-                "a packet's fields are not well-formed protobuf; skipped".to_string()
-            }),
+        if seen.contains(&proto::PERF_SAMPLE_FIELD) {
+            packet.perf_sample = self.spare_sample.take().map(|mut e| {
+                prost::Message::clear(&mut *e);
+                e
+            });
+        }
+        // Merging into cleared messages is decoding them afresh.
+        let decoded = prost::Message::merge(&mut packet, bytes);
+        let packet = match (well_formed, decoded) {
+            (true, Ok(())) => packet,
+            (_, Err(e)) => {
+                self.p.log.note("malformed_packet", || {
+                    format!("a packet could not be decoded ({e}); skipped")
+                });
+                return;
+            }
+            (false, Ok(_)) => {
+                self.p.log.note("malformed_packet", || {
+                    "a packet's fields are not well-formed protobuf; skipped".to_string()
+                });
+                return;
+            }
+        };
+        self.dispatch(&packet);
+        if packet.track_event.is_some() {
+            self.spare_event = packet.track_event;
+        }
+        if packet.perf_sample.is_some() {
+            self.spare_sample = packet.perf_sample;
         }
     }
 

@@ -3,8 +3,7 @@
 //! anything else that writes a `Trace` of `TracePacket`s.
 //!
 //! Pipeline: [`reader`] frames packets one at a time from a buffered
-//! reader and prost decodes them ([`proto`]) on their own thread
-//! ([`decode_ahead`]) → [`decoder`] applies, in input order, the
+//! reader → [`decoder`] decodes each with prost ([`proto`]), applies the
 //! sequence's incremental state ([`sequence`]) and clocks ([`clocks`]) and
 //! dispatches track events ([`track_event`], [`annotations`]), ftrace ([`ftrace`],
 //! [`atrace`]) and callstack samples ([`samples`]) → at the end, slots
@@ -16,7 +15,6 @@ pub mod annotations;
 pub mod atrace;
 pub mod clocks;
 pub mod counter_runs;
-pub mod decode_ahead;
 pub mod decoder;
 pub mod finish;
 pub mod ftrace;
@@ -45,13 +43,14 @@ use crate::detect::FormatKind;
 use crate::schema::EvidenceTable;
 use crate::sorted_runs::TimeOrderedRuns;
 use crate::stacks::{ReductionSpec, ThreadInfo};
-use decode_ahead::{Ahead, DecodeAhead};
 use decoder::Decoder;
-use reader::Next;
+use reader::{Next, PacketReader};
 
 pub const PERFETTO_EXTRACTOR_NAME: &str = "perfetto_protobuf";
 /// Bumped whenever the rows produced for the same input change.
 pub const PERFETTO_EXTRACTOR_VERSION: &str = "1";
+
+const POLL_EVERY: u64 = 4096;
 
 /// Callstack samples held per event of the in-memory budget, both while
 /// they wait for thread names and in the aggregator: 16 bytes each where
@@ -68,7 +67,7 @@ const FTRACE_RECORDS_PER_EVENT_OF_BUDGET: usize = 2;
 const COUNTERS_PER_EVENT_OF_BUDGET: usize = 2;
 
 /// Extracts a Perfetto protobuf trace from `reader`.
-pub fn extract_perfetto<R: BufRead + Send>(
+pub fn extract_perfetto<R: BufRead>(
     reader: R,
     options: &ExtractOptions,
     sink: &mut dyn BatchSink,
@@ -79,12 +78,13 @@ pub fn extract_perfetto<R: BufRead + Send>(
 
 /// [`extract_perfetto`], also returning how many events went through spill
 /// runs ([`spill`]).
-pub(crate) fn extract_perfetto_spilling<R: BufRead + Send>(
+pub(crate) fn extract_perfetto_spilling<R: BufRead>(
     reader: R,
     options: &ExtractOptions,
     sink: &mut dyn BatchSink,
     observer: &dyn ExtractObserver,
 ) -> Result<(ExtractionSummary, u64), ExtractError> {
+    let mut packets = PacketReader::new(reader);
     let mut d = Decoder::new(options.max_args_bytes, options.spill_dir.clone());
     if let Some(dir) = options.spill_dir.as_deref() {
         let held = options
@@ -103,10 +103,64 @@ pub(crate) fn extract_perfetto_spilling<R: BufRead + Send>(
     }
     let mut spilling =
         spill::Spilling::new(options.spill_dir.as_deref(), options.spill_after_events);
-    let input = std::thread::scope(|scope| -> Result<(u64, u64), ExtractError> {
-        let ahead = DecodeAhead::start(scope, reader)?;
-        read_packets(&ahead, &mut d, &mut spilling, observer)
-    })?;
+    let mut framed: u64 = 0;
+    loop {
+        if framed.is_multiple_of(POLL_EVERY) {
+            observer.bytes_read(packets.offset());
+            if observer.cancelled() {
+                return Err(ExtractError::Cancelled);
+            }
+        }
+        match packets.next_packet()? {
+            Next::Packet => {
+                framed += 1;
+                let bytes = std::mem::take(&mut packets.packet);
+                d.packet(&bytes);
+                packets.packet = bytes;
+                if let Some(spill) = spilling.due(&d.p.store)? {
+                    d.spill_finished(spill)?;
+                }
+            }
+            Next::End => break,
+            Next::Truncated if framed > 0 => {
+                let at = packets.offset();
+                d.p.log.note("truncated_input", || {
+                    format!(
+                        "input ends at byte {at} inside a packet; the complete packets were kept"
+                    )
+                });
+                break;
+            }
+            Next::Truncated => {
+                return Err(ExtractError::Parse {
+                    message: format!(
+                        "the input ends after {} bytes before any complete trace packet",
+                        packets.offset()
+                    ),
+                    offset: Some(packets.offset()),
+                });
+            }
+            Next::Corrupt(why) if framed == 0 => {
+                return Err(ExtractError::Parse {
+                    message: format!("not a Perfetto trace: {why}"),
+                    offset: Some(packets.offset()),
+                });
+            }
+            Next::Corrupt(why) => {
+                d.p.log.note("truncated_input", || {
+                    format!("the trace is corrupt after {framed} packets ({why}); the packets before were kept")
+                });
+                break;
+            }
+        }
+    }
+    observer.bytes_read(packets.offset());
+    if framed == 0 {
+        return Err(ExtractError::Parse {
+            message: "the input holds no trace packet".to_string(),
+            offset: Some(0),
+        });
+    }
     // Begins still open are final now: unterminated.
     let open: u64 = d.open.values().map(|v| v.len() as u64).sum();
     d.open.clear();
@@ -134,75 +188,8 @@ pub(crate) fn extract_perfetto_spilling<R: BufRead + Send>(
     if observer.cancelled() {
         return Err(ExtractError::Cancelled);
     }
+    let input = (packets.offset(), packets.skipped_fields);
     write_tables(d, options, sink, observer, spill, input)
-}
-
-/// Applies the packets `ahead` decodes, in input order, writing spill
-/// runs when due; returns the input bytes read and the top-level fields
-/// skipped. Stops at the first complete packet's end, a truncation or
-/// corruption after some packets (noted), or an error.
-fn read_packets(
-    ahead: &DecodeAhead,
-    d: &mut Decoder,
-    spilling: &mut spill::Spilling,
-    observer: &dyn ExtractObserver,
-) -> Result<(u64, u64), ExtractError> {
-    let mut framed: u64 = 0;
-    let ending = loop {
-        let batch = match ahead.next() {
-            Ahead::Batch(batch) => batch,
-            Ahead::End(ending) => break ending,
-            Ahead::Failed(e) => return Err(e.into()),
-        };
-        observer.bytes_read(batch.offset);
-        if observer.cancelled() {
-            return Err(ExtractError::Cancelled);
-        }
-        for decoded in &batch.packets[..batch.len] {
-            framed += 1;
-            d.apply(decoded);
-            if let Some(spill) = spilling.due(&d.p.store)? {
-                d.spill_finished(spill)?;
-            }
-        }
-        ahead.give_back(batch.packets);
-    };
-    let at = ending.offset;
-    match ending.how {
-        Next::Packet | Next::End => {}
-        Next::Truncated if framed > 0 => {
-            d.p.log.note("truncated_input", || {
-                format!("input ends at byte {at} inside a packet; the complete packets were kept")
-            });
-        }
-        Next::Truncated => {
-            return Err(ExtractError::Parse {
-                message: format!(
-                    "the input ends after {at} bytes before any complete trace packet"
-                ),
-                offset: Some(at),
-            });
-        }
-        Next::Corrupt(why) if framed == 0 => {
-            return Err(ExtractError::Parse {
-                message: format!("not a Perfetto trace: {why}"),
-                offset: Some(at),
-            });
-        }
-        Next::Corrupt(why) => {
-            d.p.log.note("truncated_input", || {
-                format!("the trace is corrupt after {framed} packets ({why}); the packets before were kept")
-            });
-        }
-    }
-    observer.bytes_read(at);
-    if framed == 0 {
-        return Err(ExtractError::Parse {
-            message: "the input holds no trace packet".to_string(),
-            offset: Some(0),
-        });
-    }
-    Ok((at, ending.skipped_fields))
 }
 
 /// Kinds whose slices go into the call-stack reductions: scheduling rows
