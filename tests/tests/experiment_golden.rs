@@ -3,10 +3,10 @@
 //! half the inner-loop work of `full`) declared in a temp project's
 //! `flameox.toml`, run through the CLI binary as
 //! `init → experiment run → analyze scaling <experiment> → analyze compare
-//! <base set> <candidate set>`. Scaling must name n² for each variant (or
-//! hold k = 2 in the power-law interval, or be the close runner-up of a power law
-//! with k within 2 ± 0.3); compare must call `half` an
-//! improvement over `full` (the first declared variant is the baseline).
+//! <base set> <candidate set>`. Scaling must recognize each variant as
+//! quadratic (`golden_experiment::assert_quadratic`); compare must call
+//! `half` an improvement over `full` (the first declared variant is the
+//! baseline).
 //! `experiment_golden_mcp.rs` is the same experiment through MCP.
 
 use flameox_tests::Project;

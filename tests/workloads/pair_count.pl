@@ -6,9 +6,10 @@
 # the experiment golden test expects `half` to be faster and both to grow
 # like n^2.
 #
-# Perl, not Python: perl starts in ~1 ms of CPU where python3 -S took 60-80 ms
-# here, more than the whole inner loop of `half` at n = 1000. That constant
-# floor flattened the measured curve enough for one CI run to fit k = 1.15.
+# Perl, not Python: perl starts in ~3.5 ms of CPU where python3 -S took
+# 60-80 ms here, more than the whole inner loop of `half` at n = 1000. That
+# constant floor flattened the measured curve enough for CI to fit k = 1.15
+# (tests/src/golden_experiment.rs says more).
 use strict;
 use warnings;
 
