@@ -36,6 +36,7 @@ from peer_common import (
     median,
     ratio,
     remove_workspace,
+    resolved,
     timed,
 )
 
@@ -99,6 +100,8 @@ def main():
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--repeats", type=int, default=5)
     args = parser.parse_args()
+    args.flameox = resolved(args.flameox)
+    args.traces = [resolved(p) for p in args.traces]
     python = args.python or ensure_venv(args.venv, ["duckdb==2.0.1"])
     header = (
         f"{'trace':<44} {'MB':>7} {'load':>5} {'flameox s':>9} {'DuckDB s':>8} {'×faster':>7} "

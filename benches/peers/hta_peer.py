@@ -19,7 +19,7 @@ import re
 import subprocess
 import sys
 
-from peer_common import fresh_workspace, flameox_import, remove_workspace, timed
+from peer_common import fresh_workspace, flameox_import, remove_workspace, resolved, timed
 
 HTA_SCRIPT = r"""
 import sys
@@ -68,7 +68,8 @@ def hta(python, trace):
 def main():
     if len(sys.argv) < 4:
         sys.exit(__doc__)
-    bin_path, python, traces = sys.argv[1], sys.argv[2], sys.argv[3:]
+    bin_path, python = resolved(sys.argv[1]), resolved(sys.argv[2])
+    traces = [resolved(t) for t in sys.argv[3:]]
     print(f"{'trace':<48} {'MB':>7} {'flameox s':>9} {'HTA s':>8} {'×faster':>7} {'flameox MiB':>11} {'HTA MiB':>8} {'×leaner':>7}")
     for trace in traces:
         size = os.path.getsize(trace) / 1e6

@@ -33,6 +33,14 @@ def timed(argv, cwd=None):
         return float(wall), int(rss), p.stdout
 
 
+def resolved(path):
+    """`path` usable from any folder: the children run inside fresh
+    workspaces, so an existing relative path (`target/release/flameox`,
+    `../shared/corpus/...`) is made absolute; anything else (a command
+    found on PATH) is left as given."""
+    return os.path.abspath(path) if os.path.exists(path) else path
+
+
 def fresh_workspace(prefix):
     """A new empty folder under the temp dir (the caller removes it)."""
     return tempfile.mkdtemp(prefix=prefix)

@@ -39,6 +39,7 @@ from peer_common import (
     median,
     ratio,
     remove_workspace,
+    resolved,
     timed,
 )
 
@@ -149,6 +150,8 @@ def main():
     parser.add_argument("exports", nargs="+")
     parser.add_argument("--runs", type=int, default=3)
     args = parser.parse_args()
+    args.flameox = resolved(args.flameox)
+    args.exports = [resolved(p) for p in args.exports]
     print(
         f"{'export':<40} {'MB':>6} {'rows':>9} {'load':>5} {'flameox s':>9} {'SQLite s':>8} {'×faster':>7} "
         f"{'fx MiB':>7} {'sq MiB':>7} {'×leaner':>7} {'import s':>8} {'rows/s':>9}",
