@@ -55,7 +55,7 @@ def flameox(bin_path, trace):
 def hta(python, trace):
     work = fresh_workspace("hta-peer-")
     try:
-        os.symlink(os.path.abspath(trace), os.path.join(work, os.path.basename(trace)))
+        os.symlink(trace, os.path.join(work, os.path.basename(trace)))
         script = os.path.join(work, "hta_run.py")
         with open(script, "w") as f:
             f.write(HTA_SCRIPT)
