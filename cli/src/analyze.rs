@@ -103,13 +103,13 @@ pub(crate) fn analyze_command(g: &GlobalOptions, analysis: AnalyzeCommand) -> Re
         AnalyzeCommand::AcceleratorLaunches {
             target,
             phase,
-            compare_to,
+            base,
             limit,
         } => {
             let request = AcceleratorRequest {
                 target,
                 phase,
-                compare_to,
+                base,
                 limit,
             };
             let result = block_on(gpu::accelerator_launches(&qc, &request))??;

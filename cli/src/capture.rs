@@ -127,7 +127,7 @@ fn run_error(result: &CaptureResult) -> Option<FlameoxError> {
         .detail("result", serde_json::to_value(result).unwrap_or_default())
         .recover_with(
             "get_run",
-            json!({ "run_id": result.run_id }),
+            json!({ "target": result.run_id }),
             format!("flameox runs show {}", result.run_id),
         ),
     )

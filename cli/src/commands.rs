@@ -12,6 +12,7 @@ use flameox_engine::services::analyze::{self, FrameRequest, WindowRequest};
 use flameox_engine::services::import::{
     ImportProgress, ImportRequest, ImportResult, import_artifact,
 };
+use flameox_engine::services::import_deadline::{ImportDeadline, deadline_error};
 use flameox_engine::services::{CallOptions, QueryContext, inventory};
 use flameox_engine::{FlameoxError, Workspace, WorkspaceLocator, validate};
 use serde::Serialize;
@@ -181,7 +182,9 @@ pub fn run(cli: Cli) -> Result<()> {
                 producer,
                 variant,
                 parameters,
+                timeout: call_options(g)?.timeout,
             };
+            arm_import_backstop(ImportDeadline::of(&ws, request.timeout), g.json);
             let result = import_artifact(&ws, &request, &progress);
             progress.finish();
             let result = result?;
@@ -450,6 +453,25 @@ fn trace_command(g: &GlobalOptions, action: TraceCommand) -> Result<()> {
                 r.evidence.status, r.evidence.reason
             )
     })
+}
+
+/// How long past its deadline an import may take to stop by itself.
+const IMPORT_STOP_GRACE: Duration = Duration::from_secs(30);
+
+/// The last resort behind an import's deadline: the import stops itself
+/// at its deadline (the extractors poll for it); should one miss its polls
+/// for another [`IMPORT_STOP_GRACE`], the process reports the deadline and
+/// exits 8 as a crash would end it — nothing half-published (publication
+/// is atomic), the staging folder removed by the next writer.
+fn arm_import_backstop(deadline: ImportDeadline, json: bool) {
+    let _ = std::thread::Builder::new()
+        .name("import-backstop".into())
+        .spawn(move || {
+            std::thread::sleep(deadline.limit + IMPORT_STOP_GRACE);
+            let err = deadline_error(deadline).detail("still_stopping", true);
+            crate::report_error(&err, json);
+            std::process::exit(err.exit_code());
+        });
 }
 
 /// Progress bar on a TTY, nothing on a pipe; Ctrl-C cancels.

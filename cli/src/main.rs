@@ -10,6 +10,7 @@ mod gaps_memory_view;
 mod gpu_breakdown;
 mod measurements;
 mod open;
+mod operations;
 mod render;
 mod run_sets;
 mod workload;
@@ -17,7 +18,7 @@ mod workload;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use clap::{Args, Parser, Subcommand};
+use clap::{Args, CommandFactory, FromArgMatches, Parser, Subcommand};
 use flameox_engine::FlameoxError;
 use flameox_engine::services::gpu_gaps;
 
@@ -49,7 +50,9 @@ pub struct GlobalOptions {
     /// Diagnostics level on stderr (error, warn, info, debug).
     #[arg(long, global = true, default_value = "warn")]
     pub log_level: String,
-    /// Lower the query deadline for this call (seconds).
+    /// Lower the deadline of this call (seconds): a query's
+    /// (query.timeout_ms) or an import's (import.timeout_seconds; past it
+    /// the import stops, nothing is published, exit 8).
     #[arg(long, global = true, value_name = "SECONDS")]
     pub timeout: Option<f64>,
 }
@@ -301,8 +304,8 @@ pub enum AnalyzeCommand {
         #[arg(long)]
         phase: Option<String>,
         /// Per-region deltas against this run or artifact (descriptive).
-        #[arg(long, value_name = "RUN_OR_ARTIFACT")]
-        compare_to: Option<String>,
+        #[arg(long, alias = "compare-to", value_name = "RUN_OR_ARTIFACT")]
+        base: Option<String>,
         /// Regions listed, heaviest kernel time first (1..1000).
         #[arg(long)]
         limit: Option<usize>,
@@ -483,13 +486,29 @@ pub enum ArtifactsCommand {
 
 fn main() -> ExitCode {
     flameox_engine::allocator::tune_malloc();
-    let cli = match Cli::try_parse() {
+    let usage_error = |err: clap::Error| {
+        let code = if err.use_stderr() { 2 } else { 0 };
+        let _ = err.print();
+        ExitCode::from(code)
+    };
+    // The derived commands plus the engine's catalogued operations.
+    let matches = match operations::augment(Cli::command()).try_get_matches() {
+        Ok(m) => m,
+        Err(err) => return usage_error(err),
+    };
+    if let Some((op, sub)) = operations::chosen(&matches) {
+        let global = match GlobalOptions::from_arg_matches(&matches) {
+            Ok(g) => g,
+            Err(err) => return usage_error(err),
+        };
+        return match operations::run(&global, op, sub) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(err) => report_error(&err, global.json),
+        };
+    }
+    let cli = match Cli::from_arg_matches(&matches) {
         Ok(cli) => cli,
-        Err(err) => {
-            let code = if err.use_stderr() { 2 } else { 0 };
-            let _ = err.print();
-            return ExitCode::from(code);
-        }
+        Err(err) => return usage_error(err),
     };
     let json = cli.global.json;
     match commands::run(cli) {
@@ -498,7 +517,7 @@ fn main() -> ExitCode {
     }
 }
 
-fn report_error(err: &FlameoxError, json: bool) -> ExitCode {
+pub(crate) fn report_error(err: &FlameoxError, json: bool) -> ExitCode {
     if json {
         println!(
             "{}",

@@ -3,21 +3,8 @@
 
 use std::fmt::Write;
 
-/// `1.53 ms`, `12 ns`, `2.10 s` — three significant digits.
-pub fn duration_ns(ns: i64) -> String {
-    let sign = if ns < 0 { "-" } else { "" };
-    let v = ns.unsigned_abs() as f64;
-    let (value, unit) = if v >= 1e9 {
-        (v / 1e9, "s")
-    } else if v >= 1e6 {
-        (v / 1e6, "ms")
-    } else if v >= 1e3 {
-        (v / 1e3, "µs")
-    } else {
-        return format!("{sign}{} ns", ns.unsigned_abs());
-    };
-    format!("{sign}{} {unit}", sig3(value))
-}
+pub use flameox_engine::units::duration_ns;
+use flameox_engine::units::sig3;
 
 /// `1.2 KiB`, `12.4 GiB`.
 pub fn bytes(n: u64) -> String {
@@ -41,16 +28,6 @@ pub fn value(v: i64, unit: &str) -> String {
         "ns" => duration_ns(v),
         "bytes" => bytes(v.max(0) as u64),
         _ => thousands(v),
-    }
-}
-
-fn sig3(v: f64) -> String {
-    if v >= 100.0 {
-        format!("{v:.0}")
-    } else if v >= 10.0 {
-        format!("{v:.1}")
-    } else {
-        format!("{v:.2}")
     }
 }
 

@@ -14,7 +14,9 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use crate::error::{ErrorCode, FlameoxError, Result, io_error};
-use crate::fsutil::{digest_json, now_rfc3339, read_json, write_atomic, write_json_atomic};
+use crate::fsutil::{
+    digest_json, now_rfc3339, read_versioned_json, write_atomic, write_json_atomic,
+};
 use crate::workspace::Workspace;
 
 pub const MANIFEST_SCHEMA_VERSION: u32 = 1;
@@ -167,9 +169,11 @@ pub fn read_commit(ws: &Workspace, commit_id: &str) -> Result<CommitManifest> {
             "malformed commit id",
         ));
     }
-    read_json(
+    read_versioned_json(
         &ws.commits_dir().join(format!("{commit_id}.json")),
-        "a corpus commit",
+        &format!("corpus commit {commit_id}"),
+        MANIFEST_SCHEMA_VERSION,
+        |c: &CommitManifest| c.schema_version,
     )
 }
 
@@ -186,9 +190,11 @@ pub fn read_generation(ws: &Workspace, generation_id: &str) -> Result<Generation
             "malformed generation id",
         ));
     }
-    read_json(
+    read_versioned_json(
         &generation_manifest_path(ws, generation_id),
-        "a generation manifest",
+        &format!("generation manifest {generation_id}"),
+        MANIFEST_SCHEMA_VERSION,
+        |g: &GenerationManifest| g.schema_version,
     )
 }
 

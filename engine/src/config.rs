@@ -49,6 +49,9 @@ pub struct ImportConfig {
     /// Perfetto also holds at most 4× this many callstack samples and 2×
     /// this many ftrace records and counter values.
     pub events_in_memory: u64,
+    /// Longest an import may run (seconds); `--timeout` lowers it per call.
+    /// Past it the import stops, nothing is published, exit 8.
+    pub timeout_seconds: u64,
 }
 
 impl Default for LimitsConfig {
@@ -83,6 +86,7 @@ impl Default for ImportConfig {
             max_decompression_ratio: 500,
             min_decompressed_cap_mib: 1024,
             events_in_memory: flameox_extractors::api::DEFAULT_SPILL_AFTER_EVENTS as u64,
+            timeout_seconds: 3600,
         }
     }
 }
@@ -117,6 +121,9 @@ impl Config {
         }
         if self.import.events_in_memory == 0 {
             return bad("import.events_in_memory", "must be positive");
+        }
+        if self.import.timeout_seconds == 0 {
+            return bad("import.timeout_seconds", "must be positive");
         }
         Ok(())
     }

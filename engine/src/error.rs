@@ -199,9 +199,106 @@ impl FlameoxError {
     }
 }
 
-/// Wraps an I/O failure as an internal error naming the operation, not the path.
+/// Wraps an I/O failure on the workspace, naming the operation, not the path.
+///
+/// What the environment refuses gets a typed code with its remedy: a full
+/// disk or quota is `STORAGE_QUOTA_EXCEEDED`; a read-only file system or a
+/// workspace this user may not access is `CAPABILITY_UNAVAILABLE`. Anything
+/// else is an internal error.
 pub fn io_error(what: &str, err: std::io::Error) -> FlameoxError {
-    FlameoxError::internal(format!("{what}: {err}")).detail("io_kind", format!("{:?}", err.kind()))
+    io_failure(what, err.kind(), &err.to_string())
+}
+
+/// A failure of a layer that wraps I/O (a Parquet writer, an evidence
+/// sink): typed like [`io_error`] when an I/O error is in its source chain
+/// (or, once flattened to text, its OS error number is), else internal.
+pub fn wrapped_io_error(what: &str, err: &(dyn std::error::Error + 'static)) -> FlameoxError {
+    use std::io::ErrorKind;
+    let mut current = Some(err);
+    while let Some(e) = current {
+        if let Some(io) = e.downcast_ref::<std::io::Error>() {
+            return io_failure(what, io.kind(), &err.to_string());
+        }
+        current = e.source();
+    }
+    let text = err.to_string();
+    let flattened = [
+        (28, ErrorKind::StorageFull),
+        (122, ErrorKind::QuotaExceeded),
+        (30, ErrorKind::ReadOnlyFilesystem),
+        (13, ErrorKind::PermissionDenied),
+    ]
+    .into_iter()
+    .find(|(errno, _)| text.contains(&format!("(os error {errno})")));
+    match flattened {
+        Some((_, kind)) => io_failure(what, kind, &text),
+        None => FlameoxError::internal(format!("{what}: {text}")),
+    }
+}
+
+fn io_failure(what: &str, kind: std::io::ErrorKind, err: &str) -> FlameoxError {
+    use std::io::ErrorKind;
+    let typed = match kind {
+        ErrorKind::StorageFull | ErrorKind::QuotaExceeded => FlameoxError::new(
+            ErrorCode::StorageQuotaExceeded,
+            format!("{what}: no space left on the disk that holds the workspace ({err})"),
+        )
+        .detail("resource", "disk_space")
+        .remedy(
+            "free disk space (or raise the quota) on the file system that holds .flameox, \
+             then run the command again",
+        )
+        .remedy("`flameox recover` removes what an interrupted writer left behind"),
+        ErrorKind::ReadOnlyFilesystem => FlameoxError::new(
+            ErrorCode::CapabilityUnavailable,
+            format!("{what}: the workspace is on a read-only file system ({err})"),
+        )
+        .detail("capability", "write_workspace")
+        .remedy(
+            "remount the file system read-write, or point --workspace at a writable copy; \
+             reads still work",
+        ),
+        ErrorKind::PermissionDenied => FlameoxError::new(
+            ErrorCode::CapabilityUnavailable,
+            format!("{what}: permission denied for the user running flameox ({err})"),
+        )
+        .detail("capability", "workspace_access")
+        .remedy("run flameox as the user that owns .flameox, or give this user access to it"),
+        _ => FlameoxError::internal(format!("{what}: {err}")),
+    };
+    typed.detail("io_kind", format!("{kind:?}"))
+}
+
+/// Wraps an I/O failure on an input file the caller named (`field`, e.g.
+/// `path`): one it may not read, or one that vanished, is
+/// `INVALID_ARGUMENTS` naming the file (its name only, never its folder);
+/// anything else is [`io_error`].
+pub fn input_io_error(
+    field: &str,
+    name: Option<&str>,
+    what: &str,
+    err: std::io::Error,
+) -> FlameoxError {
+    use std::io::ErrorKind;
+    let named = name.map(|n| format!(" `{n}`")).unwrap_or_default();
+    let (problem, remedy) = match err.kind() {
+        ErrorKind::PermissionDenied => (
+            format!("cannot read the input file{named}: permission denied"),
+            "make the file readable by the user running flameox (e.g. chmod a+r), or import a copy it can read",
+        ),
+        ErrorKind::NotFound => (
+            format!("the input file{named} does not exist (it was removed during the import?)"),
+            "check the path and import the file again",
+        ),
+        _ => return io_error(what, err),
+    };
+    let mut error = FlameoxError::invalid_argument(field, problem)
+        .detail("io_kind", format!("{:?}", err.kind()))
+        .remedy(remedy);
+    if let Some(name) = name {
+        error = error.detail("input", name);
+    }
+    error
 }
 
 /// Candidates closest to `wanted` by edit distance (for "did you mean").
@@ -221,6 +318,13 @@ pub fn closest<'a>(
         .take(n)
         .map(|(_, c)| c.to_owned())
         .collect()
+}
+
+/// Whether `a` looks like a misspelling of `b`: at most two edits, or a
+/// third of the longer name's length.
+pub fn near_spelling(a: &str, b: &str) -> bool {
+    let limit = 2.max(a.chars().count().max(b.chars().count()) / 3);
+    edit_distance(&a.to_lowercase(), &b.to_lowercase()) <= limit
 }
 
 fn edit_distance(a: &str, b: &str) -> usize {
@@ -259,6 +363,37 @@ mod tests {
             ErrorCode::InvalidCapturePlan.as_str(),
             "INVALID_CAPTURE_PLAN"
         );
+    }
+
+    #[test]
+    fn refusals_of_the_environment_get_typed_codes() {
+        use std::io::{Error, ErrorKind};
+        let full = io_error("writing", Error::from_raw_os_error(28));
+        assert_eq!(full.code, ErrorCode::StorageQuotaExceeded);
+        assert_eq!(full.exit_code(), 5);
+        assert!(full.remediation[0].contains("free disk space"));
+        let ro = io_error("writing", Error::from_raw_os_error(30));
+        assert_eq!(ro.code, ErrorCode::CapabilityUnavailable);
+        assert_eq!(ro.exit_code(), 3);
+        let other = io_error("writing", Error::other("boom"));
+        assert_eq!(other.code, ErrorCode::InternalError);
+        // Behind a wrapping error, or flattened to its text.
+        let boxed: Box<dyn std::error::Error + Send + Sync> =
+            Box::new(Error::new(ErrorKind::StorageFull, "full"));
+        let wrapped = wrapped_io_error("writing Parquet", &*boxed);
+        assert_eq!(wrapped.code, ErrorCode::StorageQuotaExceeded);
+        let flat: Box<dyn std::error::Error + Send + Sync> =
+            "External: No space left on device (os error 28)".into();
+        let flattened = wrapped_io_error("writing Parquet", &*flat);
+        assert_eq!(flattened.code, ErrorCode::StorageQuotaExceeded);
+        let input = input_io_error(
+            "path",
+            Some("t.json"),
+            "opening",
+            Error::from_raw_os_error(13),
+        );
+        assert_eq!(input.code, ErrorCode::InvalidArguments);
+        assert!(input.message.contains("`t.json`") && input.message.contains("permission denied"));
     }
 
     #[test]

@@ -59,6 +59,83 @@ pub fn read_json<T: DeserializeOwned>(path: &Path, what: &str) -> Result<T> {
     })
 }
 
+/// Who wrote a versioned manifest, read leniently (any other keys ignored).
+#[derive(serde::Deserialize)]
+struct WrittenBy {
+    schema_version: Option<u32>,
+    flameox_version: Option<String>,
+}
+
+/// Reads a versioned JSON manifest like [`read_json`], but one written with
+/// a newer schema than `supported` (whatever else it holds) is refused as
+/// written by a newer flameox rather than as malformed.
+pub fn read_versioned_json<T: DeserializeOwned>(
+    path: &Path,
+    what: &str,
+    supported: u32,
+    version_of: impl Fn(&T) -> u32,
+) -> Result<T> {
+    let bytes = fs::read(path).map_err(|e| {
+        FlameoxError::new(
+            ErrorCode::WorkspaceInvalid,
+            format!("cannot read {what}: {e}"),
+        )
+    })?;
+    let parsed = serde_json::from_slice::<T>(&bytes);
+    let maybe_newer = parsed
+        .as_ref()
+        .map_or(true, |value| version_of(value) > supported);
+    if maybe_newer
+        && let Ok(written) = serde_json::from_slice::<WrittenBy>(&bytes)
+        && let Some(found) = written.schema_version.filter(|v| *v > supported)
+    {
+        return Err(newer_schema_error(
+            what,
+            found,
+            supported,
+            written.flameox_version.as_deref(),
+        ));
+    }
+    parsed.map_err(|e| {
+        FlameoxError::new(
+            ErrorCode::WorkspaceInvalid,
+            format!("{what} is malformed: {e}"),
+        )
+    })
+}
+
+/// `WORKSPACE_INVALID` for something written by a newer flameox: who wrote
+/// it, what this build supports, and the remedy (upgrade).
+pub fn newer_schema_error(
+    what: &str,
+    found: u32,
+    supported: u32,
+    written_by: Option<&str>,
+) -> FlameoxError {
+    let this = env!("CARGO_PKG_VERSION");
+    let by = written_by.map_or_else(String::new, |v| format!("flameox {v}, "));
+    let upgrade = match written_by {
+        Some(v) => format!("upgrade flameox to {v} or later to use it"),
+        None => "upgrade flameox to the version that wrote it".to_owned(),
+    };
+    let mut err = FlameoxError::new(
+        ErrorCode::WorkspaceInvalid,
+        format!(
+            "{what} was written by a newer flameox ({by}schema version {found}); \
+             this build (flameox {this}) supports schema version {supported}"
+        ),
+    )
+    .detail("schema_version", found)
+    .detail("supported_schema_version", supported)
+    .detail("flameox_version", this)
+    .remedy(upgrade)
+    .remedy("do not write to it with this build; nothing was changed");
+    if let Some(v) = written_by {
+        err = err.detail("written_by_flameox_version", v);
+    }
+    err
+}
+
 /// fsyncs a folder so a rename inside it is durable.
 pub fn sync_dir(dir: &Path) -> std::io::Result<()> {
     File::open(dir)?.sync_all()

@@ -12,6 +12,7 @@ pub mod execution;
 pub mod fsutil;
 pub mod late_identity;
 pub mod lock;
+pub mod operations;
 pub mod project;
 pub mod publish;
 pub mod query;
@@ -22,6 +23,7 @@ pub mod services;
 pub mod staging;
 pub mod store;
 pub mod store_in_flight;
+pub mod units;
 pub mod validate;
 pub mod workspace;
 

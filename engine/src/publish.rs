@@ -22,7 +22,7 @@ use crate::catalog::{
     self, GenerationFile, GenerationInputs, GenerationManifest, MANIFEST_SCHEMA_VERSION,
     OperationKey, Snapshot,
 };
-use crate::error::{FlameoxError, Result, io_error};
+use crate::error::{FlameoxError, Result, io_error, wrapped_io_error};
 use crate::fsutil::{now_rfc3339, sync_dir};
 use crate::late_identity::{LateArtifactId, LateIdSink};
 use crate::lock::FileLock;
@@ -120,7 +120,7 @@ pub fn stage_extraction_with_late_id(
     let summary = extract(&mut stamping, staging.area.dir())?;
     operation.artifact_id = stamping
         .finish()
-        .map_err(|e| FlameoxError::internal(format!("naming the staged evidence: {e}")))?;
+        .map_err(|e| wrapped_io_error("naming the staged evidence", &*e))?;
     let digest = operation.digest();
     let head = catalog::pin_head(ws)?;
     if let Some(existing) = head.find_operation(&digest) {
@@ -142,7 +142,7 @@ fn start_staging(ws: &Workspace) -> Result<Staging> {
     let generation_id = uuid::Uuid::now_v7().to_string();
     let area = StagingArea::create(ws, &format!("generation-{generation_id}"))?;
     let sink = BackgroundParquetSink::new(area.dir())
-        .map_err(|e| FlameoxError::internal(format!("starting the Parquet writer: {e}")))?;
+        .map_err(|e| wrapped_io_error("starting the Parquet writer", &*e))?;
     Ok(Staging {
         generation_id,
         area,
@@ -166,7 +166,7 @@ fn finish_staging(
     } = staging;
     let staged = sink
         .finish()
-        .map_err(|e| FlameoxError::internal(format!("finishing staged Parquet: {e}")))?;
+        .map_err(|e| wrapped_io_error("finishing staged Parquet", &*e))?;
     check_row_counts(&summary, &staged)?;
     let mut files = Vec::with_capacity(staged.len());
     for file in staged {

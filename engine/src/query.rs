@@ -68,6 +68,20 @@ pub fn open_session(
 ) -> Result<PinnedSession> {
     if let Some(commit) = &snapshot.commit {
         for (table, version) in &commit.tables {
+            if *version > SCHEMA_VERSION {
+                return Err(FlameoxError::new(
+                    ErrorCode::EvidenceSchemaMismatch,
+                    format!(
+                        "table {table} was written by a newer flameox (evidence schema \
+                         version {version}); this build (flameox {}) reads schema version \
+                         {SCHEMA_VERSION}",
+                        env!("CARGO_PKG_VERSION")
+                    ),
+                )
+                .detail("schema_version", *version)
+                .detail("supported_schema_version", SCHEMA_VERSION)
+                .remedy("upgrade flameox to the version that wrote this workspace"));
+            }
             if *version != SCHEMA_VERSION {
                 return Err(FlameoxError::new(
                     ErrorCode::EvidenceSchemaMismatch,

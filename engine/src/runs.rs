@@ -134,11 +134,71 @@ pub fn valid_run_id(run_id: &str) -> bool {
     uuid::Uuid::parse_str(run_id).is_ok() && run_id.len() == 36
 }
 
-/// Reads a run; an unknown id is `RUN_NOT_FOUND` with the closest ids.
-pub fn read_run(ws: &Workspace, run_id: &str) -> Result<RunManifest> {
-    if !valid_run_id(run_id) {
+/// Whether `text` can name a run: a full run id, `latest`, or a prefix of
+/// one (at least 4 hex digits or hyphens) — what a person types.
+pub fn is_run_reference(text: &str) -> bool {
+    valid_run_id(text)
+        || text == LATEST
+        || (text.len() >= 4
+            && text.len() < 36
+            && text.chars().all(|c| c.is_ascii_hexdigit() || c == '-'))
+}
+
+/// The word that names the newest run.
+pub const LATEST: &str = "latest";
+
+/// The full run id `text` names: itself, the newest run for `latest`, or
+/// the one run whose id starts with it. No run, or several, is
+/// `RUN_NOT_FOUND` with the candidates.
+pub fn resolve_run_id(ws: &Workspace, text: &str) -> Result<String> {
+    if valid_run_id(text) {
+        return Ok(text.to_owned());
+    }
+    if !is_run_reference(text) {
         return Err(malformed_target("run_id"));
     }
+    let ids = list_run_ids(ws);
+    let matches: Vec<&String> = if text == LATEST {
+        ids.last().into_iter().collect()
+    } else {
+        let lower = text.to_ascii_lowercase();
+        ids.iter().filter(|id| id.starts_with(&lower)).collect()
+    };
+    match matches.as_slice() {
+        [one] => Ok((*one).clone()),
+        [] => Err(FlameoxError::new(
+            ErrorCode::RunNotFound,
+            if text == LATEST {
+                "no runs yet: import a trace first".to_owned()
+            } else {
+                format!("no run id starts with {text}")
+            },
+        )
+        .recover_with("list_runs", serde_json::json!({}), "flameox runs list")),
+        several => Err(FlameoxError::new(
+            ErrorCode::InvalidArguments,
+            format!(
+                "{text} is the start of {} run ids; give more of it",
+                several.len()
+            ),
+        )
+        .detail(
+            "candidates",
+            several
+                .iter()
+                .take(5)
+                .map(|s| s.as_str())
+                .collect::<Vec<_>>(),
+        )
+        .recover_with("list_runs", serde_json::json!({}), "flameox runs list")),
+    }
+}
+
+/// Reads a run by id, unique id prefix or `latest`; an unknown id is
+/// `RUN_NOT_FOUND` with the closest ids.
+pub fn read_run(ws: &Workspace, run_ref: &str) -> Result<RunManifest> {
+    let run_id = resolve_run_id(ws, run_ref)?;
+    let run_id = run_id.as_str();
     let path = ws.runs_dir().join(run_id).join("manifest.json");
     if !path.is_file() {
         let ids = list_run_ids(ws);
@@ -159,7 +219,7 @@ pub fn read_run(ws: &Workspace, run_id: &str) -> Result<RunManifest> {
 pub fn malformed_target(field: &str) -> FlameoxError {
     FlameoxError::invalid_argument(
         field,
-        "expected a run id (UUID, e.g. 0193…-…) or an artifact id (sha256:<64 hex digits>)",
+        "expected a run id (UUID, a unique prefix of one, or `latest`) or an artifact id (sha256:<64 hex digits>)",
     )
     .recover_with("list_runs", serde_json::json!({}), "flameox runs list")
 }
@@ -189,4 +249,94 @@ pub fn list_runs(ws: &Workspace) -> Result<Vec<RunManifest>> {
         }
     }
     Ok(runs)
+}
+
+/// Held by the process importing a run until the run's final status is
+/// written: `locks/run-<run_id>.lock`. The operating system releases it
+/// when the process dies (even on SIGKILL), so a `pending` import whose
+/// lock is free lost its writer.
+#[derive(Debug)]
+pub struct RunWriter {
+    path: std::path::PathBuf,
+    _lock: crate::lock::FileLock,
+}
+
+impl Drop for RunWriter {
+    fn drop(&mut self) {
+        // The run's status is final by now: the file goes before the lock.
+        let _ = fs::remove_file(&self.path);
+    }
+}
+
+fn writer_lock_path(ws: &Workspace, run_id: &str) -> std::path::PathBuf {
+    ws.locks_dir().join(format!("run-{run_id}.lock"))
+}
+
+/// Takes the writer lock of a new run (before its first manifest is saved).
+pub fn hold_run_writer(ws: &Workspace, run_id: &str) -> Result<RunWriter> {
+    let path = writer_lock_path(ws, run_id);
+    let lock = crate::lock::FileLock::acquire(&path, std::time::Duration::from_secs(5))?;
+    Ok(RunWriter { path, _lock: lock })
+}
+
+/// A run as listings show it: a `pending` import whose writer is gone
+/// (killed mid-import) reads `interrupted` / `failed`, as `flameox recover`
+/// will record it; the manifest on disk is left to `recover`.
+pub fn with_live_status(ws: &Workspace, run: RunManifest) -> RunManifest {
+    if run.run_type != "import" || run.status.extraction != "pending" {
+        return run;
+    }
+    let path = writer_lock_path(ws, &run.run_id);
+    let alive = path.exists() && matches!(crate::lock::FileLock::try_acquire(&path), Ok(None));
+    if alive {
+        return run;
+    }
+    // The writer saves the final status before it lets the lock go: read
+    // again, so a run that just finished is shown as it ended.
+    let manifest = ws.runs_dir().join(&run.run_id).join("manifest.json");
+    let mut run = read_json::<RunManifest>(&manifest, "a run manifest").unwrap_or(run);
+    if run.status.extraction == "pending" {
+        run.status.extraction = "interrupted".into();
+        run.status.validation = "failed".into();
+    }
+    run
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A pending import reads `interrupted` only once its writer is gone;
+    /// a run that finished reads as it ended.
+    #[test]
+    fn a_pending_import_without_its_writer_reads_interrupted() {
+        let project = tempfile::tempdir().unwrap();
+        let (ws, _) = Workspace::init(project.path()).unwrap();
+        let listed = |id: &str| with_live_status(&ws, read_run(&ws, id).unwrap());
+
+        let mut run = RunManifest::new_import();
+        let writer = hold_run_writer(&ws, &run.run_id).unwrap();
+        save_run(&ws, &mut run).unwrap();
+        assert_eq!(listed(&run.run_id).status.extraction, "pending");
+        run.status.extraction = "completed".into();
+        save_run(&ws, &mut run).unwrap();
+        drop(writer);
+        assert_eq!(listed(&run.run_id).status.extraction, "completed");
+
+        // A writer killed before the final status holds no lock.
+        let mut orphan = RunManifest::new_import();
+        save_run(&ws, &mut orphan).unwrap();
+        let shown = listed(&orphan.run_id);
+        assert_eq!(shown.status.extraction, "interrupted");
+        assert_eq!(shown.status.validation, "failed");
+        // The manifest itself is left to `recover`.
+        assert_eq!(
+            read_run(&ws, &orphan.run_id).unwrap().status.extraction,
+            "pending"
+        );
+        // Executions are not imports: left as they are.
+        let mut execution = RunManifest::new_execution();
+        save_run(&ws, &mut execution).unwrap();
+        assert_eq!(listed(&execution.run_id).status.extraction, "pending");
+    }
 }

@@ -44,9 +44,20 @@ impl StagingArea {
         let building = ws.staging_dir().join(format!("{NEW_PREFIX}{name}"));
         let dir = ws.staging_dir().join(name);
         fs::create_dir_all(&building).map_err(|e| io_error("creating a staging folder", e))?;
-        let lock = FileLock::acquire(&building.join(".lock"), std::time::Duration::from_secs(5))?;
-        fs::rename(&building, &dir).map_err(|e| io_error("naming a staging folder", e))?;
-        Ok(StagingArea { dir, _lock: lock })
+        // A failure here (a full disk, say) must not leave the folder behind.
+        let named = FileLock::acquire(&building.join(".lock"), std::time::Duration::from_secs(5))
+            .and_then(|lock| {
+                fs::rename(&building, &dir)
+                    .map(|()| lock)
+                    .map_err(|e| io_error("naming a staging folder", e))
+            });
+        match named {
+            Ok(lock) => Ok(StagingArea { dir, _lock: lock }),
+            Err(err) => {
+                let _ = fs::remove_dir_all(&building);
+                Err(err)
+            }
+        }
     }
 
     pub fn dir(&self) -> &Path {

@@ -70,7 +70,10 @@ pub fn check_regular_file(path: &Path) -> Result<()> {
 /// Copies a regular file into the store, hashing as it goes.
 pub fn store_file(ws: &Workspace, source: &Path, kind: &str) -> Result<ArtifactRecord> {
     check_regular_file(source)?;
-    let mut input = File::open(source).map_err(|e| io_error("opening the input file", e))?;
+    let mut input = File::open(source).map_err(|e| {
+        let name = source.file_name().and_then(|n| n.to_str());
+        crate::error::input_io_error("path", name, "opening the input file", e)
+    })?;
     let meta = input
         .metadata()
         .map_err(|e| io_error("reading the input file", e))?;

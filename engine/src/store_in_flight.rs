@@ -27,7 +27,7 @@ use std::sync::mpsc::{Receiver, Sender, SyncSender, channel, sync_channel};
 use std::thread::JoinHandle;
 use std::time::SystemTime;
 
-use crate::error::{ErrorCode, FlameoxError, Result, io_error};
+use crate::error::{ErrorCode, FlameoxError, Result, input_io_error, io_error};
 use crate::fsutil::now_rfc3339;
 use crate::late_identity::{LateArtifactId, PENDING_ARTIFACT_ID, ResolveOnDrop};
 use crate::staging::StagingArea;
@@ -148,6 +148,11 @@ fn source_state(path: &Path) -> (u64, Option<SystemTime>) {
     }
 }
 
+/// The file name of an input (never its folder), for messages.
+fn source_name(path: &Path) -> Option<&str> {
+    path.file_name().and_then(|n| n.to_str())
+}
+
 /// True when the store may already hold these bytes: an artifact of the
 /// same size exists (or the store cannot be listed).
 fn maybe_stored(ws: &Workspace, bytes: u64) -> bool {
@@ -173,8 +178,9 @@ pub fn begin_store_file(
         };
         (PENDING_ARTIFACT_ID.to_string(), size, Some(late))
     } else {
-        let (hex, bytes) =
-            store::sha256_file(source).map_err(|e| io_error("reading the input file", e))?;
+        let (hex, bytes) = store::sha256_file(source).map_err(|e| {
+            input_io_error("path", source_name(source), "reading the input file", e)
+        })?;
         let artifact_id = format!("sha256:{hex}");
         if let Ok(existing) = store::read_artifact(ws, &artifact_id)
             && store::payload_path(ws, &existing).is_file()
@@ -195,7 +201,8 @@ pub fn begin_store_file(
     };
     let staging = StagingArea::create(ws, &format!("artifact-{}", uuid::Uuid::now_v7()))?;
     let tmp = staging.dir().join("payload.part");
-    let input = File::open(source).map_err(|e| io_error("opening the input file", e))?;
+    let input = File::open(source)
+        .map_err(|e| input_io_error("path", source_name(source), "opening the input file", e))?;
     let out = HashingWriter::create(&tmp)
         .map_err(|e| io_error("copying the input into the artifact store", e))?;
     let (full_tx, full_rx) = sync_channel(BLOCKS_IN_FLIGHT);

@@ -6,7 +6,7 @@ use std::collections::BTreeSet;
 use std::fs::{self, File};
 
 use datafusion::parquet::file::reader::{FileReader, SerializedFileReader};
-use flameox_extractors::EvidenceTable;
+use flameox_extractors::{EvidenceTable, SCHEMA_VERSION};
 use serde::{Deserialize, Serialize};
 
 use crate::catalog::{self, CommitManifest};
@@ -89,6 +89,19 @@ pub fn validate(ws: &Workspace, full: bool) -> Result<ValidationReport> {
                 "commit_digest_mismatch",
                 format!("commit {id} does not match its digest"),
             ));
+        }
+        for (table, version) in &commit.tables {
+            if *version > SCHEMA_VERSION {
+                errors.push(issue(
+                    "evidence_schema_newer",
+                    format!(
+                        "commit {id}: table {table} was written by a newer flameox \
+                         (evidence schema version {version}); this build (flameox {}) \
+                         reads schema version {SCHEMA_VERSION}: upgrade flameox",
+                        env!("CARGO_PKG_VERSION")
+                    ),
+                ));
+            }
         }
         let is_head = Some(&id) == head.as_ref();
         for (generation_id, manifest_sha) in &commit.generations {
@@ -203,6 +216,20 @@ fn check_generation(
             ));
             continue;
         };
+        if file.schema_version > SCHEMA_VERSION {
+            errors.push(issue(
+                "evidence_schema_newer",
+                format!(
+                    "{} was written by a newer flameox (evidence schema version {}); \
+                     this build (flameox {}) reads schema version {SCHEMA_VERSION}: \
+                     upgrade flameox",
+                    file.path,
+                    file.schema_version,
+                    env!("CARGO_PKG_VERSION")
+                ),
+            ));
+            continue;
+        }
         match check_parquet(&full_path, table, file.rows) {
             Ok(()) => {}
             Err(message) => errors.push(issue(
@@ -250,6 +277,17 @@ fn check_parquet(
                 .collect()
         })
         .unwrap_or_default();
+    let written = kv
+        .iter()
+        .find(|(k, _)| k == "flameox.schema_version")
+        .and_then(|(_, v)| v.parse::<u32>().ok());
+    if let Some(version) = written.filter(|v| *v > SCHEMA_VERSION) {
+        return Err(format!(
+            "was written by a newer flameox (evidence schema version {version}); this build \
+             (flameox {}) reads schema version {SCHEMA_VERSION}: upgrade flameox",
+            env!("CARGO_PKG_VERSION")
+        ));
+    }
     for expected in expected_metadata(table) {
         if !kv.contains(&expected) {
             return Err(format!("missing metadata {}={}", expected.0, expected.1));

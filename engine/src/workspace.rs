@@ -10,7 +10,9 @@ use serde::{Deserialize, Serialize};
 
 use crate::config::Config;
 use crate::error::{ErrorCode, FlameoxError, Result, io_error};
-use crate::fsutil::{now_rfc3339, random_bytes, read_json, write_atomic, write_json_atomic};
+use crate::fsutil::{
+    now_rfc3339, random_bytes, read_versioned_json, write_atomic, write_json_atomic,
+};
 
 pub const WORKSPACE_DIR: &str = ".flameox";
 pub const WORKSPACE_SCHEMA_VERSION: u32 = 1;
@@ -136,15 +138,27 @@ impl Workspace {
         if !identity_path.is_file() {
             return Err(FlameoxError::workspace_not_found());
         }
-        let identity: WorkspaceIdentity = read_json(&identity_path, "workspace.json")?;
+        // A newer flameox may have added keys too: its schema version is
+        // read first, so the error says who wrote it and what to upgrade to.
+        let identity: WorkspaceIdentity = read_versioned_json(
+            &identity_path,
+            "this workspace",
+            WORKSPACE_SCHEMA_VERSION,
+            |i: &WorkspaceIdentity| i.schema_version,
+        )?;
         if identity.schema_version != WORKSPACE_SCHEMA_VERSION {
             return Err(FlameoxError::new(
                 ErrorCode::WorkspaceInvalid,
                 format!(
-                    "workspace schema version {} is not supported",
-                    identity.schema_version
+                    "this workspace has schema version {}, older than any this build \
+                     (flameox {}) reads: it supports schema version {WORKSPACE_SCHEMA_VERSION}",
+                    identity.schema_version,
+                    env!("CARGO_PKG_VERSION")
                 ),
-            ));
+            )
+            .detail("schema_version", identity.schema_version)
+            .detail("supported_schema_version", WORKSPACE_SCHEMA_VERSION)
+            .remedy("open it with the flameox version that wrote it, or import its traces into a new workspace"));
         }
         let config_text = fs::read_to_string(dir.join("config.toml")).unwrap_or_default();
         let config = Config::parse(&config_text)?;

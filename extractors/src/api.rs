@@ -32,7 +32,7 @@ impl BatchSink for CountingSink<'_, '_> {
 }
 
 /// Progress and cancellation, polled by extractors between batches of work.
-pub trait ExtractObserver {
+pub trait ExtractObserver: Sync {
     /// Input bytes consumed so far (compressed bytes for gzip input).
     fn bytes_read(&self, _bytes: u64) {}
     /// When this returns true the extractor stops with [`ExtractError::Cancelled`].
@@ -197,7 +197,7 @@ impl LimitationLog {
             return;
         }
         match self.entries.get_mut(code) {
-            Some(entry) => entry.0 += n,
+            Some(entry) => entry.0 = entry.0.saturating_add(n),
             None => {
                 self.entries.insert(code, (n, message()));
             }

@@ -11,6 +11,7 @@ mod arrow_util;
 pub mod benchmarks;
 pub mod chrome;
 pub mod cpuprofile;
+mod decoder_guard;
 pub mod detect;
 pub mod device_work;
 pub mod execution_receipt;
@@ -28,6 +29,7 @@ mod sorted_runs;
 pub mod speedscope;
 #[cfg(test)]
 mod spill_compare;
+mod stack_totals;
 pub mod stacks;
 pub mod stream_gaps;
 pub mod stream_gaps_thread;

@@ -17,6 +17,7 @@ use sha2::{Digest, Sha256};
 use crate::api::{BatchSink, ExtractError};
 use crate::arrow_util::{DictColumn, IdDictColumn, const_dict};
 use crate::schema::EvidenceTable;
+use crate::stack_totals::{topmost_nodes, tree_totals};
 use crate::timed_samples::{TimedSample, TimedSamples};
 
 /// The digest that identifies a function across runs: the first 16 bytes
@@ -427,12 +428,17 @@ impl StackAggregator {
         drop(rows);
         let mut sums: Vec<_> = sums.into_iter().collect();
         sums.sort_unstable();
+        let topmost = topmost_nodes(&self.nodes, self.frames.len());
+        // One run of `sums` per metric (sorted by metric first): each
+        // metric's rows are read once, whatever the number of metrics.
+        let mut runs = sums.chunk_by(|a, b| a.0.0 == b.0.0).peekable();
         for (m, spec) in self.metrics.iter().enumerate() {
-            let rows = sums
-                .iter()
-                .filter(|((metric, _, _), _)| usize::from(*metric) == m)
-                .map(|&((_, s, t), (w, c))| (s, t, w, c));
-            self.write_reductions(rows, spec, &mut emit, &scope, batch_rows)?;
+            let rows = match runs.peek() {
+                Some(run) if usize::from(run[0].0.0) == m => runs.next().unwrap_or_default(),
+                _ => &[],
+            };
+            let rows = rows.iter().map(|&((_, s, t), (w, c))| (s, t, w, c));
+            self.write_reductions(rows, &topmost, spec, &mut emit, &scope, batch_rows)?;
         }
         Ok(())
     }
@@ -442,45 +448,13 @@ impl StackAggregator {
     fn write_reductions(
         &self,
         samples: impl Iterator<Item = (u32, u32, i64, i64)>,
+        topmost: &[bool],
         spec: &ReductionSpec,
         emit: &mut impl FnMut(EvidenceTable, Vec<ArrayRef>) -> Result<(), ExtractError>,
         scope: &impl Fn(usize) -> Vec<ArrayRef>,
         batch_rows: usize,
     ) -> Result<(), ExtractError> {
-        let mut totals: FastHashMap<(u32, u32), [i64; 3]> = FastHashMap::default();
-        let mut edges: FastHashMap<(u32, u32), [i64; 2]> = FastHashMap::default();
-        let mut seen = vec![u64::MAX; self.frames.len()];
-        let mut path: Vec<u32> = Vec::new();
-        for (n, (stack, thread, weight, count)) in samples.enumerate() {
-            path.clear();
-            let mut s = stack;
-            while s != NO_PARENT
-                && (s as usize) < self.nodes.len()
-                && path.len() <= self.nodes.len()
-            {
-                let node = self.nodes[s as usize];
-                path.push(node.1);
-                s = node.0;
-            }
-            let Some(&leaf) = path.first() else { continue };
-            let t = totals.entry((leaf, thread)).or_insert([0; 3]);
-            t[0] = t[0].saturating_add(weight);
-            t[2] = t[2].saturating_add(count);
-            for &f in &path {
-                if seen[f as usize] != n as u64 {
-                    seen[f as usize] = n as u64;
-                    let t = totals.entry((f, thread)).or_insert([0; 3]);
-                    t[1] = t[1].saturating_add(weight);
-                }
-            }
-            for (k, pair) in path.windows(2).enumerate() {
-                let e = edges.entry((pair[1], pair[0])).or_insert([0; 2]);
-                e[0] = e[0].saturating_add(weight);
-                if k == 0 {
-                    e[1] = e[1].saturating_add(count);
-                }
-            }
-        }
+        let (totals, edges) = tree_totals(&self.nodes, topmost, samples);
         let mut totals: Vec<_> = totals.into_iter().collect();
         totals.sort_unstable_by_key(|t| t.0);
         for chunk in totals.chunks(batch_rows) {

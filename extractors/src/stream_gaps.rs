@@ -65,9 +65,9 @@ impl StreamState {
             self.max_end_event = event_id;
         } else {
             if ts > self.max_end {
-                let length = ts - self.max_end;
+                let length = ts.saturating_sub(self.max_end);
                 self.gaps += 1;
-                self.gap_total += length;
+                self.gap_total = self.gap_total.saturating_add(length);
                 self.gap_max = self.gap_max.max(length);
                 self.histogram[gap_bucket(length)] += 1;
                 gap = Some(Gap(self.max_end, length, self.max_end_event, event_id));
@@ -78,7 +78,7 @@ impl StreamState {
             }
         }
         self.kernels += 1;
-        self.kernel_ns += dur;
+        self.kernel_ns = self.kernel_ns.saturating_add(dur);
         gap
     }
 }
@@ -435,7 +435,7 @@ impl StreamGapsReducer {
                 }
                 let total = self.launches.entry((phase, kind)).or_default();
                 total.0 += 1;
-                total.1 += dur;
+                total.1 = total.1.saturating_add(dur);
             }
         }
     }
@@ -461,7 +461,7 @@ impl StreamGapsReducer {
                     .entry((phase, LaunchKind::Direct))
                     .or_default();
                 total.0 += 1;
-                total.1 += dur;
+                total.1 = total.1.saturating_add(dur);
             }
         }
         self.launch_starts = LaunchStarts::default();
@@ -640,6 +640,19 @@ fn dictionary_values<T>(
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
+
+    /// A fuzz find (a damaged parquetdir export): kernels at the ends of
+    /// the i64 range overflowed the stream's totals.
+    #[test]
+    fn kernels_at_extreme_times_saturate_instead_of_overflowing() {
+        let mut s = StreamState::default();
+        assert!(s.add(i64::MIN, i64::MAX, 1).is_none());
+        let gap = s.add(i64::MAX, i64::MAX, 2).expect("a gap");
+        assert!(gap.1 > 0);
+        s.add(i64::MAX, i64::MAX, 3);
+        assert_eq!(s.kernel_ns, i64::MAX);
+        assert_eq!(s.kernels, 3);
+    }
     use crate::{ExtractOptions, NoObserver, extract_chrome_json};
     use arrow::compute::take;
 

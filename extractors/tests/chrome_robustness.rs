@@ -439,3 +439,46 @@ fn cancellation_is_honoured() {
     assert!(matches!(r, Err(ExtractError::Cancelled)));
     let _ = ev("");
 }
+
+/// Extracts `input` on a thread and fails (instead of hanging the suite)
+/// when it does not end within `limit`.
+fn extract_within(
+    input: Vec<u8>,
+    limit: std::time::Duration,
+) -> Result<(flameox_extractors::ExtractionSummary, MemorySink), ExtractError> {
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(extract_bytes(&input));
+    });
+    rx.recv_timeout(limit)
+        .unwrap_or_else(|_| panic!("the extraction did not end within {limit:?}"))
+}
+
+#[test]
+fn a_stray_closer_after_a_malformed_event_ends_the_scan() {
+    // The regression of issue 25: one `]` of an args array replaced by `\`
+    // makes the event swallow the rest of the array; the scanner then meets
+    // the document's last `}` where an element starts. It used to take that
+    // as an empty value without consuming it and loop forever.
+    let input = br#"{"traceEvents":[{"ph":"X","name":"a","ts":1,"dur":1,"args":{"t":["x"\}},{"ph":"X","name":"b","ts":2,"dur":1}],"k":1}"#;
+    let (s, _) = extract_within(input.to_vec(), std::time::Duration::from_secs(10)).unwrap();
+    assert!(
+        limitation(&s, "malformed_event") >= 1,
+        "{:?}",
+        s.limitations
+    );
+    // Every closer alone where an element starts is consumed too.
+    for stray in ["}", "}}}", ":}", "} }"] {
+        let input = format!(
+            r#"[{{"ph":"X","name":"a","ts":1,"dur":1}},{stray},{{"ph":"X","name":"b","ts":2,"dur":1}}]"#
+        );
+        let (s, sink) =
+            extract_within(input.into_bytes(), std::time::Duration::from_secs(10)).unwrap();
+        assert!(
+            limitation(&s, "malformed_event") >= 1,
+            "{stray}: {:?}",
+            s.limitations
+        );
+        assert_eq!(sink.rows(T::TraceEvents), 2, "{stray}");
+    }
+}

@@ -7,7 +7,6 @@
 
 mod common;
 
-use std::cell::Cell;
 use std::collections::{BTreeMap, BTreeSet};
 
 use common::*;
@@ -464,15 +463,15 @@ fn inputs_that_are_not_gecko_profiles_are_parse_errors() {
 
 #[test]
 fn cancellation_stops_the_read() {
-    struct Cancel(Cell<u32>);
+    struct Cancel(std::sync::atomic::AtomicU32);
     impl ExtractObserver for Cancel {
         fn cancelled(&self) -> bool {
-            self.0.set(self.0.get() + 1);
+            self.0.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
             true
         }
     }
     let bytes = std::fs::read(corpus(RECORDING)).unwrap();
-    let observer = Cancel(Cell::new(0));
+    let observer = Cancel(std::sync::atomic::AtomicU32::new(0));
     let mut sink = MemorySink::default();
     let r = extract_gecko_profile(&bytes[..], &options(), &mut sink, &observer);
     assert!(matches!(r, Err(ExtractError::Cancelled)), "{r:?}");

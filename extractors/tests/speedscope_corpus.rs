@@ -6,7 +6,6 @@
 
 mod common;
 
-use std::cell::Cell;
 use std::collections::{BTreeMap, BTreeSet};
 
 use common::*;
@@ -446,18 +445,18 @@ fn broken_inputs_are_typed() {
 
 #[test]
 fn cancellation_stops_the_read() {
-    struct Cancel(Cell<u32>);
+    struct Cancel(std::sync::atomic::AtomicU32);
     impl ExtractObserver for Cancel {
         fn cancelled(&self) -> bool {
-            self.0.set(self.0.get() + 1);
+            self.0.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
             true
         }
     }
     let bytes = std::fs::read(corpus("stacks/pyspy_workload.speedscope.json")).unwrap();
-    let observer = Cancel(Cell::new(0));
+    let observer = Cancel(std::sync::atomic::AtomicU32::new(0));
     let mut sink = MemorySink::default();
     let r = extract_speedscope(&bytes[..], &options(), &mut sink, &observer);
     assert!(matches!(r, Err(ExtractError::Cancelled)), "{r:?}");
-    assert!(observer.0.get() > 0);
+    assert!(observer.0.load(std::sync::atomic::Ordering::SeqCst) > 0);
     assert_eq!(sink.rows(T::Frames), 0);
 }

@@ -2,32 +2,118 @@
 //! decoding, so malformed calls get `INVALID_ARGUMENTS` with `details.fields`
 //! (and the closest valid name for a misspelled one) instead of a serde text.
 
-use flameox_engine::error::{ErrorCode, FlameoxError, closest};
+use flameox_engine::error::{ErrorCode, FlameoxError, closest, near_spelling};
 use serde_json::{Map, Value, json};
 
+/// Names agents reach for, by what they mean, and the argument that holds
+/// it (one vocabulary: `target` names what is analysed, `base` the other
+/// side of a comparison). Used only when the tool has that argument.
+const MEANINGS: &[(&str, &[&str])] = &[
+    (
+        "target",
+        &[
+            "run_id",
+            "run",
+            "runs",
+            "artifact_id",
+            "artifact",
+            "id",
+            "trace",
+            "targets",
+            "run_ids",
+            "trace_id",
+            "target_id",
+        ],
+    ),
+    (
+        "base",
+        &[
+            "baseline",
+            "compare_to",
+            "base_run",
+            "base_id",
+            "against",
+            "reference_run",
+            "base_target",
+            "before",
+        ],
+    ),
+    (
+        "frame",
+        &["function", "symbol", "frame_name", "func", "method"],
+    ),
+    ("thread", &["thread_name", "tid", "thread_id"]),
+    ("process", &["pid", "process_name", "process_id"]),
+    (
+        "limit",
+        &[
+            "max",
+            "max_rows",
+            "top",
+            "n",
+            "count",
+            "page_size",
+            "top_n",
+            "rows",
+        ],
+    ),
+    ("metric", &["metrics", "measure", "value"]),
+];
+
+/// The argument `name` means, when the tool has it.
+fn by_meaning<'a>(name: &str, properties: &'a Map<String, Value>) -> Option<&'a str> {
+    let lower = name.to_ascii_lowercase();
+    MEANINGS
+        .iter()
+        .find(|(_, aliases)| aliases.contains(&lower.as_str()))
+        .and_then(|(canonical, _)| properties.get_key_value(*canonical))
+        .map(|(k, _)| k.as_str())
+}
+
 /// Checks `args` against `schema` (an object schema with `properties`,
-/// `required`, `additionalProperties: false`). Returns every problem at once.
-pub fn check(schema: &Value, args: &Map<String, Value>) -> Result<(), FlameoxError> {
+/// `required`, `additionalProperties: false`). Returns every problem at once;
+/// when every unknown name has a meaning or spelling match, the error's
+/// recovery is the same call with those names corrected.
+pub fn check(tool: &str, schema: &Value, args: &Map<String, Value>) -> Result<(), FlameoxError> {
     let empty = Map::new();
     let properties = schema
         .get("properties")
         .and_then(Value::as_object)
         .unwrap_or(&empty);
     let mut problems: Vec<Value> = Vec::new();
+    let mut corrected = Map::new();
+    let mut all_corrected = true;
     for (name, value) in args {
         match properties.get(name) {
             None => {
-                let near = closest(name, properties.keys().map(String::as_str), 1);
+                let suggestion = by_meaning(name, properties).map(str::to_owned).or_else(|| {
+                    closest(name, properties.keys().map(String::as_str), 1)
+                        .into_iter()
+                        .next()
+                        .filter(|c| near_spelling(name, c))
+                });
+                match &suggestion {
+                    Some(s) if !args.contains_key(s) => {
+                        corrected.insert(s.clone(), value.clone());
+                    }
+                    _ => all_corrected = false,
+                }
                 problems.push(json!({
                     "field": name,
-                    "problem": "unknown field",
-                    "closest": near.first(),
+                    "problem": match &suggestion {
+                        Some(s) => format!("unknown field; did you mean `{s}`?"),
+                        None => "unknown field".to_owned(),
+                    },
+                    "closest": suggestion,
                     "valid": properties.keys().collect::<Vec<_>>(),
                 }));
             }
             Some(rule) => {
                 if let Some(problem) = check_value(rule, value) {
                     problems.push(json!({ "field": name, "problem": problem }));
+                    all_corrected = false;
+                } else {
+                    corrected.insert(name.clone(), value.clone());
                 }
             }
         }
@@ -40,8 +126,10 @@ pub fn check(schema: &Value, args: &Map<String, Value>) -> Result<(), FlameoxErr
     {
         if let Some(name) = required.as_str()
             && !args.contains_key(name)
+            && !corrected.contains_key(name)
         {
             problems.push(json!({ "field": name, "problem": "required" }));
+            all_corrected = false;
         }
     }
     if problems.is_empty() {
@@ -57,10 +145,14 @@ pub fn check(schema: &Value, args: &Map<String, Value>) -> Result<(), FlameoxErr
             )
         })
         .collect();
-    Err(
-        FlameoxError::new(ErrorCode::InvalidArguments, summary.join("; "))
-            .detail("fields", problems),
-    )
+    let error = FlameoxError::new(ErrorCode::InvalidArguments, summary.join("; "))
+        .detail("fields", problems);
+    Err(if all_corrected {
+        let command = format!("the same call with {}", Value::Object(corrected.clone()));
+        error.recover_with(tool, Value::Object(corrected), command)
+    } else {
+        error
+    })
 }
 
 fn check_value(rule: &Value, value: &Value) -> Option<String> {
@@ -149,6 +241,48 @@ mod tests {
     use super::*;
 
     #[test]
+    fn names_by_meaning_get_the_corrected_call_as_recovery() {
+        let schema = json!({
+            "type": "object",
+            "properties": { "target": {"type": "string"}, "base": {"type": "string"}, "limit": {"type": "integer"} },
+            "required": ["target"],
+            "additionalProperties": false
+        });
+        let args = json!({ "run_id": "r1", "baseline": "r0", "limit": 5 })
+            .as_object()
+            .cloned()
+            .unwrap();
+        let err = check("compare_hotspots", &schema, &args).unwrap_err();
+        let fields = err.details["fields"].as_array().unwrap();
+        assert!(
+            fields
+                .iter()
+                .any(|f| f["field"] == "run_id" && f["closest"] == "target")
+        );
+        assert!(
+            fields
+                .iter()
+                .any(|f| f["field"] == "baseline" && f["closest"] == "base")
+        );
+        assert!(
+            !fields.iter().any(|f| f["problem"] == "required"),
+            "{fields:?}"
+        );
+        let recovery = err.recovery.as_ref().unwrap();
+        assert_eq!(recovery.next_tool, "compare_hotspots");
+        assert_eq!(
+            recovery.next_arguments,
+            json!({ "target": "r1", "base": "r0", "limit": 5 })
+        );
+        // A name with no meaning or spelling match leaves no recovery.
+        let args = json!({ "target": "r1", "zzzzzzzz": 1 })
+            .as_object()
+            .cloned()
+            .unwrap();
+        assert!(check("t", &schema, &args).unwrap_err().recovery.is_none());
+    }
+
+    #[test]
     fn misspelled_unknown_missing_and_out_of_range_fields_are_all_reported() {
         let schema = json!({
             "type": "object",
@@ -160,7 +294,7 @@ mod tests {
             .as_object()
             .cloned()
             .unwrap();
-        let err = check(&schema, &args).unwrap_err();
+        let err = check("t", &schema, &args).unwrap_err();
         assert_eq!(err.code, ErrorCode::InvalidArguments);
         let fields = err.details["fields"].as_array().unwrap();
         assert_eq!(fields.len(), 3);
@@ -180,9 +314,9 @@ mod tests {
                 .any(|f| f["field"] == "target" && f["problem"] == "required")
         );
         let ok = json!({ "target": "abc" }).as_object().cloned().unwrap();
-        assert!(check(&schema, &ok).is_ok());
+        assert!(check("t", &schema, &ok).is_ok());
         let long = json!({ "target": "abcdef" }).as_object().cloned().unwrap();
-        assert!(check(&schema, &long).is_err());
+        assert!(check("t", &schema, &long).is_err());
     }
 
     #[test]
@@ -197,7 +331,7 @@ mod tests {
             "additionalProperties": false
         });
         let ok = json!({ "below": 0.5, "targets": ["a", "bcd"] });
-        assert!(check(&schema, ok.as_object().unwrap()).is_ok());
+        assert!(check("t", &schema, ok.as_object().unwrap()).is_ok());
         for bad in [
             json!({ "below": 1.5 }),
             json!({ "below": "half" }),
@@ -206,7 +340,10 @@ mod tests {
             json!({ "targets": ["abcd"] }),
             json!({ "targets": [7] }),
         ] {
-            assert!(check(&schema, bad.as_object().unwrap()).is_err(), "{bad}");
+            assert!(
+                check("t", &schema, bad.as_object().unwrap()).is_err(),
+                "{bad}"
+            );
         }
     }
 }

@@ -84,13 +84,41 @@ pub fn tools() -> Vec<ToolSpec> {
         .map_or(tools.len(), |i| i + 1);
     let workload_tools = crate::catalog_workloads::tools();
     tools.splice(at..at, workload_tools);
+    // The engine's operation catalog, after the drill-downs.
+    let at = tools
+        .iter()
+        .position(|t| t.name == "get_stack_examples")
+        .map_or(tools.len(), |i| i + 1);
+    tools.splice(
+        at..at,
+        flameox_engine::operations::catalog()
+            .iter()
+            .map(operation_tool),
+    );
     tools
+}
+
+/// A catalogued operation as a tool.
+fn operation_tool(op: &flameox_engine::operations::Operation) -> ToolSpec {
+    use flameox_engine::operations::Group;
+    ToolSpec {
+        name: op.name,
+        title: op.title,
+        description: op.description,
+        group: match op.group {
+            Group::ReadOnly => ToolGroup::ReadOnly,
+            Group::Additive => ToolGroup::Additive,
+            Group::Configure => ToolGroup::Configure,
+            Group::Execute => ToolGroup::Execute,
+        },
+        input_schema: (op.schema)(),
+    }
 }
 
 /// The tools that came before workloads (traces, imports, analyses).
 fn core_tools() -> Vec<ToolSpec> {
     use ToolGroup::*;
-    let target = || id_prop("Run id (UUID) or artifact id (sha256:…).");
+    let target = || id_prop("Run id (or a unique prefix, or latest) or artifact id (sha256:…).");
     let frame =
         || id_prop("Frame key from analyze_hotspots (rows[].frame) or an exact function name.");
     vec![
@@ -134,7 +162,8 @@ fn core_tools() -> Vec<ToolSpec> {
                     "kind": { "type": "string", "maxLength": 64, "description": "Force a format, e.g. execution_trace (Chrome/Kineto JSON)." },
                     "producer": { "type": "string", "maxLength": 64, "description": "Force the producer, e.g. kineto, chromium." },
                     "variant": { "type": "string", "minLength": 1, "maxLength": 64, "description": "Variant label, e.g. base." },
-                    "parameters": { "type": "object", "maxProperties": 32, "additionalProperties": { "type": "string", "maxLength": 200 }, "description": "Workload parameters (string values), kept on the run and its measurements." }
+                    "parameters": { "type": "object", "maxProperties": 32, "additionalProperties": { "type": "string", "maxLength": 200 }, "description": "Workload parameters (string values), kept on the run and its measurements." },
+                    "timeout_seconds": { "type": "number", "exclusiveMinimum": 0, "description": "Stop the import after this many seconds (lowers import.timeout_seconds, default 3600); nothing is published." }
                 }),
                 &["path"],
             ),
@@ -154,7 +183,7 @@ fn core_tools() -> Vec<ToolSpec> {
             title: "Get run",
             description: "One run's manifest: status, artifacts, evidence rows, limitations.",
             group: ReadOnly,
-            input_schema: object(json!({ "run_id": id_prop("Run id (UUID).") }), &["run_id"]),
+            input_schema: object(json!({ "target": id_prop("Run id, a unique prefix of one, or `latest`.") }), &["target"]),
         },
         ToolSpec {
             name: "list_artifacts",
@@ -172,8 +201,8 @@ fn core_tools() -> Vec<ToolSpec> {
             description: "One artifact's metadata and the runs that used it. No bytes, no paths.",
             group: ReadOnly,
             input_schema: object(
-                json!({ "artifact_id": id_prop("sha256:… id.") }),
-                &["artifact_id"],
+                json!({ "target": id_prop("Artifact id (sha256:…).") }),
+                &["target"],
             ),
         },
         ToolSpec {
@@ -182,8 +211,8 @@ fn core_tools() -> Vec<ToolSpec> {
             description: "How a person opens this artifact in its native viewer (Perfetto UI, speedscope).",
             group: ReadOnly,
             input_schema: object(
-                json!({ "artifact_id": id_prop("sha256:… id.") }),
-                &["artifact_id"],
+                json!({ "target": id_prop("Artifact id (sha256:…).") }),
+                &["target"],
             ),
         },
         ToolSpec {
@@ -268,7 +297,7 @@ fn core_tools() -> Vec<ToolSpec> {
                 json!({
                     "target": target(),
                     "phase": { "type": "string", "maxLength": ID, "description": "Only this phase, e.g. ProfilerStep#3." },
-                    "compare_to": id_prop("Run or artifact: adds per-phase deltas (descriptive)."),
+                    "base": id_prop("Run or artifact to compare with: adds per-phase deltas (descriptive)."),
                     "limit": limit_prop()
                 }),
                 &["target"],
@@ -291,11 +320,11 @@ fn core_tools() -> Vec<ToolSpec> {
             group: ReadOnly,
             input_schema: object(
                 json!({
-                    "targets": { "type": "array", "minItems": 1, "maxItems": 64, "items": { "type": "string", "maxLength": ID }, "description": "Runs or artifacts, side by side." },
+                    "target": { "type": ["string", "array"], "minItems": 1, "maxItems": 64, "maxLength": ID, "items": { "type": "string", "maxLength": ID }, "description": "Run or artifact id, or a list of them shown side by side (ranks)." },
                     "section": { "type": "string", "enum": ["temporal", "idle", "overlap", "kernels", "launches", "bandwidth"], "description": "Default all." },
                     "limit": limit_prop()
                 }),
-                &["targets"],
+                &["target"],
             ),
         },
         ToolSpec {
@@ -331,7 +360,7 @@ fn core_tools() -> Vec<ToolSpec> {
             group: ReadOnly,
             input_schema: object(
                 json!({
-                    "artifact_id": id_prop("sha256:… id (or a run with one artifact)."),
+                    "target": id_prop("Artifact id (sha256:…) or a run with one artifact."),
                     "start_ns": { "type": "integer" },
                     "end_ns": { "type": "integer" },
                     "relative": { "type": "boolean" },
@@ -341,7 +370,7 @@ fn core_tools() -> Vec<ToolSpec> {
                     "limit": limit_prop(),
                     "cursor": cursor_prop()
                 }),
-                &["artifact_id", "start_ns", "end_ns"],
+                &["target", "start_ns", "end_ns"],
             ),
         },
         ToolSpec {
@@ -351,7 +380,7 @@ fn core_tools() -> Vec<ToolSpec> {
             group: ReadOnly,
             input_schema: object(
                 json!({
-                    "run_id": id_prop("Run or artifact id; default all runs."),
+                    "target": id_prop("Run or artifact id; default all runs."),
                     "name_prefix": { "type": "string", "minLength": 1, "maxLength": ID, "description": "Name prefix, e.g. pyperf." },
                     "include_warmups": { "type": "boolean" },
                     "limit": limit_prop(),

@@ -107,8 +107,16 @@ pub fn success(tool: &str, reply: Reply) -> CallToolResult {
 
 /// Wraps a domain error (`isError: true`).
 pub fn failure(tool: &str, error: &FlameoxError) -> CallToolResult {
-    let error_value =
+    let mut error_value =
         serde_json::to_value(error).unwrap_or_else(|_| json!({ "code": "INTERNAL_ERROR" }));
+    // A recovery is rendered per transport: here the tool call; the command
+    // line is the terminal's rendering of the same step.
+    if let Some(recovery) = error_value
+        .get_mut("recovery")
+        .and_then(serde_json::Value::as_object_mut)
+    {
+        recovery.remove("next_command");
+    }
     let payload = json!({ "schema_version": ENVELOPE_SCHEMA_VERSION, "ok": false, "result": null, "error": error_value });
     let mut line = format!(
         "[{tool}: error {} | {}]",

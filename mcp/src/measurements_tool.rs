@@ -12,7 +12,7 @@ use crate::server::{ToolResult, to_value};
 /// One page of measurements as an envelope reply.
 pub(crate) async fn query(qc: &QueryContext<'_>, a: MeasurementsArgs) -> ToolResult {
     let request = MeasurementsRequest {
-        run: a.run_id,
+        run: a.target,
         name_prefix: a.name_prefix,
         include_warmups: a.include_warmups.unwrap_or(false),
         limit: a.limit,

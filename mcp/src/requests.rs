@@ -15,12 +15,12 @@ pub struct PageArgs {
 #[derive(serde::Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RunArgs {
-    pub run_id: String,
+    pub target: String,
 }
 #[derive(serde::Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ArtifactArgs {
-    pub artifact_id: String,
+    pub target: String,
 }
 #[derive(serde::Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -37,6 +37,7 @@ pub struct ImportArgs {
     pub variant: Option<String>,
     #[serde(default)]
     pub parameters: std::collections::BTreeMap<String, String>,
+    pub timeout_seconds: Option<f64>,
 }
 #[derive(serde::Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -87,7 +88,7 @@ pub struct GpuSummaryArgs {
 pub struct AcceleratorArgs {
     pub target: String,
     pub phase: Option<String>,
-    pub compare_to: Option<String>,
+    pub base: Option<String>,
     pub limit: Option<usize>,
 }
 #[derive(serde::Deserialize)]
@@ -99,7 +100,7 @@ pub struct PytorchArgs {
 #[derive(serde::Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct BreakdownArgs {
-    pub targets: Vec<String>,
+    pub target: OneOrMany,
     pub section: Option<String>,
     pub limit: Option<usize>,
 }
@@ -121,7 +122,7 @@ pub struct MemoryArgs {
 #[derive(serde::Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct WindowArgs {
-    pub artifact_id: String,
+    pub target: String,
     pub start_ns: i64,
     pub end_ns: i64,
     pub relative: Option<bool>,
@@ -134,9 +135,26 @@ pub struct WindowArgs {
 #[derive(serde::Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct MeasurementsArgs {
-    pub run_id: Option<String>,
+    pub target: Option<String>,
     pub name_prefix: Option<String>,
     pub include_warmups: Option<bool>,
     pub limit: Option<usize>,
     pub cursor: Option<String>,
+}
+
+/// One id, or a list of them.
+#[derive(serde::Deserialize)]
+#[serde(untagged)]
+pub enum OneOrMany {
+    One(String),
+    Many(Vec<String>),
+}
+
+impl OneOrMany {
+    pub fn into_vec(self) -> Vec<String> {
+        match self {
+            OneOrMany::One(one) => vec![one],
+            OneOrMany::Many(many) => many,
+        }
+    }
 }

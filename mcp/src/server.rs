@@ -4,6 +4,7 @@
 
 use std::path::PathBuf;
 use std::sync::Arc;
+use std::time::Duration;
 
 use flameox_engine::error::FlameoxError;
 use flameox_engine::query::SessionCache;
@@ -14,6 +15,7 @@ use flameox_engine::services::gpu::{self, AcceleratorRequest, GpuSummaryRequest}
 use flameox_engine::services::gpu_breakdown::{self, GpuBreakdownRequest};
 use flameox_engine::services::gpu_gaps::{self, GpuGapsRequest};
 use flameox_engine::services::import::{ImportRequest, import_artifact};
+use flameox_engine::services::import_deadline::{ImportDeadline, deadline_error};
 use flameox_engine::services::memory::{self, MemoryRequest};
 use flameox_engine::services::pytorch::{self, PytorchRequest};
 use flameox_engine::services::views::{self, FrameDeltaRequest};
@@ -119,7 +121,7 @@ impl FlameoxServer {
         ctx: Option<&RequestContext<RoleServer>>,
     ) -> Option<CallToolResult> {
         let spec = self.tools.iter().find(|t| t.name == name)?;
-        let outcome = match arguments::check(&spec.input_schema, &args) {
+        let outcome = match arguments::check(name, &spec.input_schema, &args) {
             Ok(()) => self.dispatch(name, Value::Object(args), ctx).await,
             Err(e) => Err(e),
         };
@@ -151,6 +153,10 @@ impl FlameoxServer {
             cache: Some(&self.cache),
             options: Default::default(),
         };
+        if let Some(op) = flameox_engine::operations::by_name(name) {
+            let answer = (op.run)(&qc, args).await?;
+            return Ok(Reply::new(answer.summary, answer.result));
+        }
         match name {
             "workspace_status" => Ok(Reply::new("status", to_value(&inventory::status(&ws)?)?)),
             "validate_workspace" => {
@@ -173,9 +179,9 @@ impl FlameoxServer {
             }
             "get_run" => {
                 let a: RunArgs = decode(args)?;
-                let run = inventory::show_run(&ws, &a.run_id)?;
-                let mut reply =
-                    Reply::new(format!("run {}", a.run_id), to_value(&run)?).link_run(&a.run_id);
+                let run = inventory::show_run(&ws, &a.target)?;
+                let mut reply = Reply::new(format!("run {}", run.run_id), to_value(&run)?)
+                    .link_run(&run.run_id);
                 for artifact in &run.artifacts {
                     reply = reply.link_artifact(&artifact.artifact_id);
                 }
@@ -188,18 +194,17 @@ impl FlameoxServer {
             }
             "get_artifact" => {
                 let a: ArtifactArgs = decode(args)?;
-                let detail = inventory::show_artifact(&ws, &a.artifact_id)?;
-                Ok(Reply::new(
-                    format!("artifact {}", short(&a.artifact_id)),
-                    to_value(&detail)?,
+                let detail = inventory::show_artifact(&ws, &a.target)?;
+                Ok(
+                    Reply::new(format!("artifact {}", short(&a.target)), to_value(&detail)?)
+                        .link_artifact(&a.target),
                 )
-                .link_artifact(&a.artifact_id))
             }
             "get_native_viewer_plan" => {
                 let a: ArtifactArgs = decode(args)?;
                 Ok(Reply::new(
                     "viewer plan",
-                    to_value(&capabilities::viewer_plan(&ws, &a.artifact_id)?)?,
+                    to_value(&capabilities::viewer_plan(&ws, &a.target)?)?,
                 ))
             }
             "get_evidence" => {
@@ -325,7 +330,7 @@ impl FlameoxServer {
                 let request = AcceleratorRequest {
                     target: a.target,
                     phase: a.phase,
-                    compare_to: a.compare_to,
+                    base: a.base,
                     limit: a.limit,
                 };
                 let result = gpu::accelerator_launches(&qc, &request).await?;
@@ -357,7 +362,7 @@ impl FlameoxServer {
             "analyze_gpu_breakdown" => {
                 let a: BreakdownArgs = decode(args)?;
                 let request = GpuBreakdownRequest {
-                    targets: a.targets,
+                    targets: a.target.into_vec(),
                     section: a.section,
                     limit: a.limit,
                     ..Default::default()
@@ -412,7 +417,7 @@ impl FlameoxServer {
             "get_trace_window" => {
                 let a: WindowArgs = decode(args)?;
                 let request = WindowRequest {
-                    target: a.artifact_id,
+                    target: a.target,
                     start_ns: a.start_ns,
                     end_ns: a.end_ns,
                     kind: a.kind,
@@ -451,6 +456,16 @@ impl FlameoxServer {
             &a.path,
             a.source_root.as_deref().unwrap_or("project"),
         )?;
+        let timeout = match a.timeout_seconds {
+            Some(t) if t.is_finite() && t > 0.0 => Some(Duration::from_secs_f64(t.min(1e9))),
+            Some(_) => {
+                return Err(FlameoxError::invalid_argument(
+                    "timeout_seconds",
+                    "must be a positive number of seconds",
+                ));
+            }
+            None => None,
+        };
         let request = ImportRequest {
             path,
             more_paths: Vec::new(),
@@ -458,13 +473,22 @@ impl FlameoxServer {
             producer: a.producer,
             variant: a.variant,
             parameters: a.parameters,
+            timeout,
         };
+        let deadline = ImportDeadline::of(ws, timeout);
         let (reporter, forwarder) = McpProgress::start(ctx);
         let ws = ws.clone();
-        let outcome =
-            tokio::task::spawn_blocking(move || import_artifact(&ws, &request, &reporter))
-                .await
-                .map_err(|e| FlameoxError::internal(format!("import task failed: {e}")))?;
+        let task = tokio::task::spawn_blocking(move || import_artifact(&ws, &request, &reporter));
+        // The import stops itself at its deadline; this only answers the
+        // call if an extractor missed its cancellation polls for much longer.
+        let outcome = match tokio::time::timeout(deadline.limit + IMPORT_STOP_GRACE, task).await {
+            Ok(joined) => {
+                joined.map_err(|e| FlameoxError::internal(format!("import task failed: {e}")))?
+            }
+            Err(_) => Err(deadline_error(deadline)
+                .detail("still_stopping", true)
+                .remedy("the import did not stop in time; its staging folder is removed by the next import or `flameox recover`")),
+        };
         forwarder.finish().await;
         let result = outcome?;
         Ok(
@@ -474,6 +498,10 @@ impl FlameoxServer {
         )
     }
 }
+
+/// How long past its deadline an import may take to stop before the call
+/// is answered without it.
+const IMPORT_STOP_GRACE: Duration = Duration::from_secs(30);
 
 fn short(id: &str) -> String {
     if id.chars().count() > 20 {

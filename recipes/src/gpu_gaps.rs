@@ -4,6 +4,13 @@
 //! chunks, those whose busy fraction is under a threshold), each with the
 //! host activity during it ([`crate::host_activity`]).
 //!
+//! A gap's host activity is the *launching thread's*: the host call with the
+//! correlation id of the activity after the gap ([`crate::gap_launchers`])
+//! names the thread whose delay made the gap, and only its slices count. A
+//! chunk's is the launcher of the first activity starting in or after it.
+//! Without a correlated launch (traces that record none) every host thread
+//! counts, and `host_scope` says so.
+//!
 //! Gaps use the accelerator-launches definition (start minus the running
 //! maximum of earlier ends on the stream, when positive — as
 //! [`crate::accelerator::stream_gap_rows`]), over kernels, memcpy and
@@ -21,7 +28,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::common::{ArtifactScope, RecipeResult};
 use crate::device_pass::{DeviceOp, DeviceOps, RunningEnd, covered, union_segments};
-use crate::host_activity::{HostActivity, TimeWindow, host_activity};
+use crate::gap_launchers::{Launcher, launchers};
+use crate::host_activity::{HostActivity, TimeWindow, host_activity, thread_names};
 
 /// Host slice names reported per gap or chunk.
 pub const HOST_TOP: usize = 5;
@@ -51,6 +59,12 @@ pub struct GpuGap {
     /// The activity that ended at `start_ns` (the smallest name on a tie).
     pub before: Option<String>,
     pub after: String,
+    /// The host call that launched `after` (same correlation id).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub launched_by: Option<Launcher>,
+    /// Whose activity `host` shows: `launching_thread`, or `all_threads`
+    /// when no launch of `after` was recorded.
+    pub host_scope: String,
     pub host: HostActivity,
 }
 
@@ -77,6 +91,12 @@ pub struct LowUtilizationChunk {
     pub end_ns: i64,
     pub busy_ns: i64,
     pub busy_fraction: f64,
+    /// The host call that launched the first activity starting in or after
+    /// the chunk (same correlation id).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub launched_by: Option<Launcher>,
+    /// Whose activity `host` shows: `launching_thread` or `all_threads`.
+    pub host_scope: String,
     pub host: HostActivity,
 }
 
@@ -102,29 +122,64 @@ pub async fn gpu_gaps(
     options: &GapOptions,
 ) -> RecipeResult<GpuGapsAnswer> {
     let mut ops = DeviceOps::read(ctx, scope).await?;
-    let (gaps_found, gaps_total_ns, mut gaps, gap_pids) = longest_gaps(&mut ops, options);
+    let (gaps_found, gaps_total_ns, mut gaps, gap_pids, gap_correlations) =
+        longest_gaps(&mut ops, options);
     let (spans, pids) = device_spans(&mut ops);
     let (devices, low_utilization_found, mut chunks) = low_utilization(options, &spans);
+
+    // The launching thread of the activity that ended each gap, and of the
+    // first activity starting in or after each chunk.
+    let chunk_correlations = next_correlations(&ops, &chunks);
+    let keyed = |artifact: &str, c: &Option<i64>| c.map(|c| (artifact.to_owned(), c));
+    let wanted: Vec<(String, i64)> = gaps
+        .iter()
+        .zip(&gap_correlations)
+        .filter_map(|(g, c)| keyed(&g.artifact_id, c))
+        .chain(
+            chunks
+                .iter()
+                .zip(&chunk_correlations)
+                .filter_map(|(k, c)| keyed(&k.artifact_id, c)),
+        )
+        .collect();
+    let launched = launchers(ctx, &wanted).await?;
+    let find = |artifact: &str, c: &Option<i64>| -> Option<Launcher> {
+        c.and_then(|c| launched.get(&(artifact.to_owned(), c)).cloned())
+    };
+    for (g, c) in gaps.iter_mut().zip(&gap_correlations) {
+        g.launched_by = find(&g.artifact_id, c);
+        g.host_scope = scope_word(g.launched_by.as_ref()).into();
+    }
+    for (k, c) in chunks.iter_mut().zip(&chunk_correlations) {
+        k.launched_by = find(&k.artifact_id, c);
+        k.host_scope = scope_word(k.launched_by.as_ref()).into();
+    }
 
     // One host join for every window (gaps first, then chunks).
     let mut windows = Vec::new();
     for (i, g) in gaps.iter().enumerate() {
+        let launcher = g.launched_by.as_ref().filter(|l| l.tid.is_some());
         windows.push(TimeWindow {
             id: i as i64,
             artifact_id: g.artifact_id.clone(),
-            pid: gap_pids.get(i).copied().flatten(),
+            pid: launcher
+                .and_then(|l| l.pid)
+                .or(gap_pids.get(i).copied().flatten()),
+            tid: launcher.and_then(|l| l.tid),
             start_ns: g.start_ns,
             end_ns: g.end_ns,
         });
     }
     for (i, c) in chunks.iter().enumerate() {
+        let launcher = c.launched_by.as_ref().filter(|l| l.tid.is_some());
         windows.push(TimeWindow {
             id: (gaps.len() + i) as i64,
             artifact_id: c.artifact_id.clone(),
-            pid: pids
+            pid: launcher.and_then(|l| l.pid).or(pids
                 .get(&(c.artifact_id.clone(), c.device))
                 .copied()
-                .flatten(),
+                .flatten()),
+            tid: launcher.and_then(|l| l.tid),
             start_ns: c.start_ns,
             end_ns: c.end_ns,
         });
@@ -132,6 +187,26 @@ pub async fn gpu_gaps(
     let mut host = host_activity(ctx, &windows, HOST_TOP).await?;
     for (i, g) in gaps.iter_mut().enumerate() {
         g.host = host.remove(&(i as i64)).unwrap_or_default();
+    }
+    let launchers_named = gaps.iter().map(|g| &g.launched_by);
+    if launchers_named
+        .chain(chunks.iter().map(|c| &c.launched_by))
+        .any(Option::is_some)
+    {
+        let names = thread_names(ctx).await?;
+        let name = |artifact: &str, l: &mut Option<Launcher>| {
+            if let Some(l) = l.as_mut() {
+                l.thread = l
+                    .track
+                    .and_then(|t| names.get(&(artifact.to_owned(), t)).cloned().flatten());
+            }
+        };
+        for g in &mut gaps {
+            name(&g.artifact_id, &mut g.launched_by);
+        }
+        for c in &mut chunks {
+            name(&c.artifact_id, &mut c.launched_by);
+        }
     }
     let offset = gaps.len();
     for (i, c) in chunks.iter_mut().enumerate() {
@@ -148,7 +223,9 @@ pub async fn gpu_gaps(
     })
 }
 
-type Gaps = (u64, i64, Vec<GpuGap>, Vec<Option<i64>>);
+/// Count, total, the longest gaps, and per gap the pid and correlation id
+/// of the activity after it.
+type Gaps = (u64, i64, Vec<GpuGap>, Vec<Option<i64>>, Vec<Option<i64>>);
 
 /// One gap before its strings are read: where, how long, the activity
 /// ending at its start and the one starting at its end.
@@ -207,12 +284,15 @@ fn longest_gaps(ops: &mut DeviceOps, options: &GapOptions) -> Gaps {
             duration_ns: g.op.ts - g.start,
             before: g.before.map(|n| strings.get(n).to_owned()),
             after: strings.get(g.op.name).to_owned(),
+            launched_by: None,
+            host_scope: "all_threads".into(),
             host: HostActivity::default(),
         })
         .collect();
     let pids = raw.iter().map(|g| g.op.pid).collect();
+    let correlations = raw.iter().map(|g| g.op.correlation).collect();
     ops.strings = strings;
-    (found, total, gaps, pids)
+    (found, total, gaps, pids, correlations)
 }
 
 /// Per (artifact, device): first start, last end, and the chunks' busy
@@ -286,6 +366,8 @@ fn low_utilization(options: &GapOptions, spans: &[Span]) -> LowUse {
                     end_ns: end,
                     busy_ns,
                     busy_fraction,
+                    launched_by: None,
+                    host_scope: "all_threads".into(),
                     host: HostActivity::default(),
                 });
             }
@@ -307,4 +389,39 @@ fn low_utilization(options: &GapOptions, spans: &[Span]) -> LowUse {
     });
     below.truncate(options.limit);
     (devices, found, below)
+}
+
+/// `launching_thread` when a launcher with a thread is known, else
+/// `all_threads`.
+fn scope_word(launcher: Option<&Launcher>) -> &'static str {
+    if launcher.is_some_and(|l| l.tid.is_some()) {
+        "launching_thread"
+    } else {
+        "all_threads"
+    }
+}
+
+/// Per chunk, the correlation id of the first device activity on its device
+/// starting at or after the chunk's start (the work that ended the lull).
+fn next_correlations(ops: &DeviceOps, chunks: &[LowUtilizationChunk]) -> Vec<Option<i64>> {
+    if chunks.is_empty() {
+        return Vec::new();
+    }
+    let mut starts: Vec<(u32, Option<i64>, i64, Option<i64>)> = ops
+        .rows
+        .iter()
+        .map(|r| (r.artifact, r.device, r.ts, r.correlation))
+        .collect();
+    starts.sort_unstable();
+    chunks
+        .iter()
+        .map(|c| {
+            let artifact = ops.strings.find(&c.artifact_id)?;
+            let at = starts.partition_point(|s| (s.0, s.1, s.2) < (artifact, c.device, c.start_ns));
+            starts
+                .get(at)
+                .filter(|s| s.0 == artifact && s.1 == c.device)
+                .and_then(|s| s.3)
+        })
+        .collect()
 }

@@ -1,7 +1,9 @@
 //! What the host was doing during given time windows (GPU idle gaps,
 //! low-utilization chunks): the host slices overlapping each window, ranked
 //! by the time they themselves spent inside it, and the share of the window
-//! covered by any host activity.
+//! covered by host activity. A window may name one thread (the one that
+//! launched the device work ending a GPU gap): then only that thread's
+//! slices count, for both the ranking and the coverage.
 //!
 //! A slice's time inside a window is clipped to the window; its *self* time
 //! there is that minus the clipped time of its direct children (so a
@@ -51,6 +53,8 @@ pub struct TimeWindow {
     pub id: i64,
     pub artifact_id: String,
     pub pid: Option<i64>,
+    /// Only this thread's slices (a launching thread's tid), when set.
+    pub tid: Option<i64>,
     pub start_ns: i64,
     pub end_ns: i64,
 }
@@ -73,7 +77,8 @@ pub struct HostSlice {
 /// The host's activity during one window.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct HostActivity {
-    /// Union of host activity inside the window (any thread).
+    /// Union of host activity inside the window (on the window's thread
+    /// when it names one, else any thread).
     pub covered_ns: i64,
     /// `covered_ns` over the window length, 0..=1 (0 for an empty window).
     pub covered_share: f64,
@@ -261,6 +266,7 @@ pub async fn host_activity(
     let candidates: Vec<Candidate> = candidates
         .into_iter()
         .filter(|c| restrict[c.window].is_none_or(|p| c.pid == Some(p)))
+        .filter(|c| windows[c.window].tid.is_none_or(|t| c.tid == Some(t)))
         .collect();
 
     // Self time inside the window: clipped time minus the direct children's.
@@ -340,7 +346,7 @@ pub async fn host_activity(
 }
 
 /// Thread name of each (artifact, track) (the smallest when several).
-async fn thread_names(
+pub(crate) async fn thread_names(
     ctx: &SessionContext,
 ) -> RecipeResult<BTreeMap<(String, i64), Option<String>>> {
     let threads = table(ctx, "tracks").await?.aggregate(

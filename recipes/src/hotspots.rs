@@ -109,7 +109,31 @@ pub fn choose_metric(requested: Option<&str>, available: &[String]) -> RecipeRes
 }
 
 /// `name = value`, or the numeric id column when the value is an integer.
-fn name_or_id(name_col: &str, id_col: &str, value: &str) -> Expr {
+/// The events of `events` whose track matches `track_filter` (a filter
+/// over `tracks`: thread and process names live there).
+pub(crate) async fn on_tracks(
+    ctx: &SessionContext,
+    events: DataFrame,
+    track_filter: Expr,
+) -> RecipeResult<DataFrame> {
+    let tracks = table(ctx, "tracks")
+        .await?
+        .filter(track_filter)?
+        .select(vec![
+            col("artifact_id").alias("t_artifact"),
+            col("track_id").alias("t_track"),
+        ])?;
+    Ok(events.join(
+        tracks,
+        datafusion::prelude::JoinType::LeftSemi,
+        &["artifact_id", "track_id"],
+        &["t_artifact", "t_track"],
+        None,
+    )?)
+}
+
+/// `name = value`, or the id column when the value is a number.
+pub(crate) fn name_or_id(name_col: &str, id_col: &str, value: &str) -> Expr {
     let by_name = col(name_col).eq(lit(value));
     match value.parse::<i64>() {
         Ok(id) => by_name.or(col(id_col).eq(lit(id))),
@@ -279,20 +303,7 @@ async fn from_events(
         if let Some(p) = query.process.as_ref().filter(|p| p.parse::<i64>().is_err()) {
             track_filter = track_filter.and(col("process_name").eq(lit(p.as_str())));
         }
-        let tracks = table(ctx, "tracks")
-            .await?
-            .filter(track_filter)?
-            .select(vec![
-                col("artifact_id").alias("t_artifact"),
-                col("track_id").alias("t_track"),
-            ])?;
-        events = events.join(
-            tracks,
-            datafusion::prelude::JoinType::LeftSemi,
-            &["artifact_id", "track_id"],
-            &["t_artifact", "t_track"],
-            None,
-        )?;
+        events = on_tracks(ctx, events, track_filter).await?;
     }
     // Grouped on the dictionary columns themselves (a cast to text first
     // would build a string per event: 1.7 s over 6.85 M events), then the

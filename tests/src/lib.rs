@@ -2,6 +2,7 @@
 //! binary, run it in a scratch project, and locate the shared corpus.
 
 pub mod golden_experiment;
+pub mod nsight_export;
 pub mod workloads;
 
 use std::path::{Path, PathBuf};
@@ -189,4 +190,5 @@ pub fn micros_to_ns(v: &serde_json::Value) -> i64 {
     if negative { -ns } else { ns }
 }
 
+pub mod fuzz;
 pub mod generated_runs;

@@ -213,13 +213,7 @@ fn compare_to_gives_per_region_deltas() {
     };
     let big = run_of("nsys/pipit_cloverleaf_a100_nsys2024.5.sqlite");
     let small = run_of("nsys/pipit_saxpy_mpi_a100_nsys2022.2.sqlite");
-    let same = project.json(&[
-        "analyze",
-        "accelerator-launches",
-        &big,
-        "--compare-to",
-        &big,
-    ]);
+    let same = project.json(&["analyze", "accelerator-launches", &big, "--base", &big]);
     for r in same["comparison"]["regions"].as_array().expect("regions") {
         assert_eq!(r["kernels"], 0, "{r}");
         assert_eq!(r["kernel_time_ns"], 0, "{r}");

@@ -249,7 +249,7 @@ async fn mcp_cancellation_kills_the_trial_marks_the_experiment_and_keeps_finishe
     let shown = loop {
         let runs = s.ok("list_runs", json!({})).await;
         let newest = runs["items"][0]["run_id"].as_str().unwrap_or("").to_owned();
-        let run = s.ok("get_run", json!({ "run_id": newest })).await;
+        let run = s.ok("get_run", json!({ "target": newest })).await;
         if let Some(id) = run["metadata"]["experiment_id"].as_str() {
             let shown = s.ok("get_experiment", json!({ "experiment_id": id })).await;
             if shown["status"] == "cancelled" {

@@ -386,3 +386,92 @@ fn no_device_activity_is_partial_with_the_next_call() {
     assert_eq!(a["evidence"]["next_tool"], "get_run");
     assert_eq!(a["gaps"], json!([]));
 }
+
+/// A Kineto-shaped trace where a helper thread waits through every gap and
+/// the main thread launches each kernel after preparing its input.
+fn helper_thread_trace(dir: &std::path::Path) -> std::path::PathBuf {
+    let slice = |tid: i64, name: &str, cat: &str, ts: i64, dur: i64, corr: Option<i64>| {
+        let mut args = json!({});
+        if let Some(c) = corr {
+            args["correlation"] = json!(c);
+        }
+        json!({"ph": "X", "cat": cat, "name": name, "pid": 1, "tid": tid, "ts": ts, "dur": dur, "args": args})
+    };
+    let kernel = |name: &str, ts: i64, dur: i64, corr: i64| {
+        json!({"ph": "X", "cat": "kernel", "name": name, "pid": 0, "tid": 7, "ts": ts, "dur": dur,
+               "args": {"device": 0, "stream": 7, "correlation": corr}})
+    };
+    let mut events = vec![
+        // The helper waits from start to end: it overlaps every gap.
+        slice(
+            2,
+            "threading.py(359): wait",
+            "python_function",
+            0,
+            10_000,
+            None,
+        ),
+    ];
+    for i in 0..4 {
+        let start = i * 2_000;
+        // Main thread: 1.5 ms of data preparation, then the launch.
+        events.push(slice(
+            1,
+            "prepare_batch",
+            "cpu_op",
+            start + 100,
+            1_500,
+            None,
+        ));
+        events.push(slice(
+            1,
+            "cudaLaunchKernel",
+            "cuda_runtime",
+            start + 1_650,
+            20,
+            Some(100 + i),
+        ));
+        events.push(kernel("step_kernel", start + 1_700, 300, 100 + i));
+    }
+    let doc = json!({ "schemaVersion": 1, "traceEvents": events });
+    let path = dir.join("helper.pt.trace.json");
+    std::fs::write(&path, doc.to_string()).expect("write trace");
+    path
+}
+
+#[test]
+fn gaps_are_attributed_to_the_launching_thread_not_an_idle_helper() {
+    let project = Project::new();
+    let path = helper_thread_trace(project.path());
+    let run = import(&project, path.to_str().expect("utf-8"));
+    let a = gpu_gaps(&project, &run, &[]);
+    let gaps = a["gaps"].as_array().expect("gaps");
+    // Kernels at 1700, 3700, 5700, 7700 µs for 300 µs: three 1.7 ms gaps.
+    assert_eq!(a["gaps_found"], 3, "{a}");
+    for gap in gaps {
+        assert_eq!(gap["host_scope"], "launching_thread", "{gap}");
+        assert_eq!(gap["launched_by"]["tid"], 1, "{gap}");
+        assert_eq!(gap["launched_by"]["name"], "cudaLaunchKernel", "{gap}");
+        let top = gap["host"]["top"].as_array().expect("top");
+        assert_eq!(top[0]["name"], "prepare_batch", "{gap}");
+        assert!(
+            top.iter().all(|s| s["tid"] == 1),
+            "only the launching thread counts: {gap}"
+        );
+        // 1500 + 20 of the 1700 µs gap on the main thread (2000 − 300).
+        let share = gap["host"]["covered_share"].as_f64().expect("share");
+        assert!((share - 1520.0 / 1700.0).abs() < 1e-9, "{gap}");
+    }
+    assert!(!a.to_string().contains("wait"), "{a}");
+
+    // The orientation call tells the same story in a sentence.
+    let summary = project.json(&["analyze", "summary", &run]);
+    let longest = &summary["gpu"]["longest"][0];
+    assert_eq!(longest["host_top"], "prepare_batch", "{summary}");
+    assert!(
+        longest["launched_by"]
+            .as_str()
+            .is_some_and(|l| l.contains("tid 1")),
+        "{summary}"
+    );
+}

@@ -99,7 +99,7 @@ async fn first_run_session_pages_refuses_and_leaks_no_host_path() {
     assert_eq!(values.last().copied(), Some(100.0));
 
     // The import result links its run and artifact.
-    let result = s.call("get_run", json!({ "run_id": run_id })).await;
+    let result = s.call("get_run", json!({ "target": run_id })).await;
     let links: Vec<String> = result
         .content
         .iter()
@@ -183,7 +183,7 @@ async fn first_run_session_pages_refuses_and_leaks_no_host_path() {
     let breakdown = s
         .ok(
             "analyze_gpu_breakdown",
-            json!({ "targets": [run_id], "section": "temporal" }),
+            json!({ "target": [run_id], "section": "temporal" }),
         )
         .await;
     assert_eq!(breakdown["evidence"]["status"], "available", "{breakdown}");
@@ -218,7 +218,7 @@ async fn first_run_session_pages_refuses_and_leaks_no_host_path() {
     let span = imported["time_span_ns"].as_array().expect("span").clone();
     let (start, end) = (span[0].as_i64().unwrap_or(0), span[1].as_i64().unwrap_or(0));
     let window =
-        json!({ "artifact_id": artifact_id, "start_ns": start, "end_ns": end + 1, "limit": 1000 });
+        json!({ "target": artifact_id, "start_ns": start, "end_ns": end + 1, "limit": 1000 });
     let mut page = s.ok("get_trace_window", window.clone()).await;
     let total = page["total"].as_u64().expect("total");
     let mut seen: Vec<(i64, u64)> = Vec::new();
@@ -282,7 +282,7 @@ async fn first_run_session_pages_refuses_and_leaks_no_host_path() {
     let refusals = [
         (
             "get_run",
-            json!({ "run_id": "../../../etc/passwd" }),
+            json!({ "target": "../../../etc/passwd" }),
             "INVALID_ARGUMENTS",
         ),
         (

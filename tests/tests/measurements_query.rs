@@ -269,7 +269,7 @@ async fn mcp_imports_with_labels_and_pages_measurements() {
         .expect("run")
         .to_owned();
     let mut seen = Vec::new();
-    let mut args = json!({"run_id": run, "include_warmups": true, "limit": 4});
+    let mut args = json!({"target": run, "include_warmups": true, "limit": 4});
     loop {
         let page = call("query_measurements", args.clone()).await;
         assert_eq!(page["ok"], true, "{page}");

@@ -83,11 +83,14 @@ fn broken_inputs_get_typed_errors_and_leave_head_unchanged() {
         write("binary.bin", &[0u8, 159, 146, 150, 1, 2, 3]),
         write("bad-utf8.json", b"\xff\xfe\xfd{\"traceEvents\": ["),
     ];
-    // Recognized but not extractable in this build: a capability error, not a parse error.
+    // A SQLite header over zeros is read by its schema and is no database
+    // at all: a parse failure. (A readable SQLite database without Nsight
+    // tables is a capability error: `fuzz_finds.rs`.)
     let mut sqlite = b"SQLite format 3\0".to_vec();
     sqlite.resize(4096, 0);
     let sqlite = write("plain.sqlite", &sqlite);
-    project.json_err(&["import", &sqlite], "CAPABILITY_UNAVAILABLE", 3);
+    let err = project.json_err(&["import", &sqlite], "ARTIFACT_PARSE_FAILED", 5);
+    assert_eq!(err["details"]["kind"], "sqlite", "{err}");
     assert_eq!(project.head(), head);
     // A cpuprofile without nodes is read by its extractor and refused.
     refused.push(write("object.json", b"{\"nodes\": [], \"startTime\": 0}"));

@@ -9,8 +9,6 @@
 //! result. The same through MCP: `freeze_run_set`, `analyze_scaling`,
 //! `compare_run_sets`, `record_analysis`, the run-set resource.
 
-// Shared helpers: this file uses the session, not the progress recorder.
-#[allow(dead_code)]
 mod support;
 
 use flameox_tests::Project;

@@ -203,7 +203,7 @@ async fn failures_are_records_and_timeouts_are_errors_with_the_run() {
     let timed_out = call(&server, "execute_capture_plan", json!({ "plan_id": id })).await;
     assert_eq!(timed_out["error"]["code"], "PROCESS_TIMEOUT");
     let run_id = timed_out["error"]["run_id"].as_str().expect("run id");
-    let run = call(&server, "get_run", json!({ "run_id": run_id })).await;
+    let run = call(&server, "get_run", json!({ "target": run_id })).await;
     assert_eq!(run["result"]["status"]["execution"], "timed_out");
     assert_eq!(run["result"]["rows"]["measurements"], 3);
 }
@@ -264,7 +264,7 @@ async fn stdio_execution_streams_phases_and_cancellation_kills_the_tree() {
     loop {
         let runs = s.ok("list_runs", json!({})).await;
         let newest = runs["items"][0]["run_id"].as_str().unwrap_or("").to_owned();
-        let run = s.ok("get_run", json!({ "run_id": newest })).await;
+        let run = s.ok("get_run", json!({ "target": newest })).await;
         if run["status"]["execution"] == "cancelled" && run["status"]["extraction"] == "completed" {
             assert_eq!(run["rows"]["measurements"], 3);
             break;

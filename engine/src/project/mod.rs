@@ -7,6 +7,7 @@
 //! `docs/workloads.md`.
 
 pub mod edit;
+mod locate;
 pub mod schema;
 pub mod validate;
 
@@ -65,8 +66,8 @@ pub fn parse(text: &str) -> std::result::Result<ProjectConfig, Vec<Diagnostic>> 
     Err(problems)
 }
 
-/// A parse error with its line, column and (best effort) key path: the
-/// table header above it plus the key it points at.
+/// A parse error with its line, column and key path (see [`locate`]; for a
+/// syntax error, best effort: the table header above it plus the key).
 fn syntax_diagnostic(text: &str, err: &toml::de::Error) -> Diagnostic {
     let mut diagnostic = Diagnostic::new("", err.message().trim());
     let Some(span) = err.span() else {
@@ -76,6 +77,12 @@ fn syntax_diagnostic(text: &str, err: &toml::de::Error) -> Diagnostic {
     let line = before.matches('\n').count() + 1;
     diagnostic.line = Some(line);
     diagnostic.column = Some(before.len() - before.rfind('\n').map_or(0, |i| i + 1) + 1);
+    // A well-formed document: match the span against the parsed keys.
+    if let Some(path) = locate::key_path_at(text, &span, err.message()) {
+        diagnostic.key_path = path;
+        return diagnostic;
+    }
+    // A syntax error: the table header above it plus the key it points at.
     let header = before
         .lines()
         .rev()

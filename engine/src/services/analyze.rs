@@ -501,7 +501,7 @@ async fn window_page(qc: &QueryContext<'_>, req: &WindowRequest) -> Result<Windo
         if let Some((first, last)) = trace_span_ns {
             evidence.next_tool = Some("get_trace_window".into());
             evidence.next_arguments = Some(json!({
-                "artifact_id": artifact_id, "start_ns": first, "end_ns": last.max(first + 1),
+                "target": artifact_id, "start_ns": first, "end_ns": last.max(first + 1),
             }));
         }
     }

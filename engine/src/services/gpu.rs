@@ -80,8 +80,10 @@ async fn summary_of(qc: &QueryContext<'_>, req: &GpuSummaryRequest) -> Result<Gp
     if answer.names == 0 && evidence.status == "empty" {
         // No device (or API) activity is not a negative answer: the trace
         // may simply not have recorded it.
-        evidence = EvidenceStatus::new("partial", "accelerator_tracks_missing")
-            .with_next("get_run", json!({ "run_id": scope.run_id }));
+        evidence = EvidenceStatus::new("partial", "accelerator_tracks_missing").with_next(
+            "get_run",
+            json!({ "target": scope.run_id.as_deref().unwrap_or(&scope.requested) }),
+        );
     }
     Ok(GpuSummaryResult {
         commit_id: session.snapshot.commit_id().to_owned(),
@@ -104,7 +106,7 @@ pub struct AcceleratorRequest {
     /// Only this phase (e.g. `ProfilerStep#3`).
     pub phase: Option<String>,
     /// Also compute per-region deltas against this run or artifact.
-    pub compare_to: Option<String>,
+    pub base: Option<String>,
     /// Regions (and region deltas) returned, heaviest kernel time first.
     pub limit: Option<usize>,
 }
@@ -196,11 +198,13 @@ async fn launches_of(qc: &QueryContext<'_>, req: &AcceleratorRequest) -> Result<
             (false, false) => Some("accelerator_tracks_missing"),
         };
         if let Some(reason) = reason {
-            evidence = EvidenceStatus::new("partial", reason)
-                .with_next("get_run", json!({ "run_id": scope.run_id }));
+            evidence = EvidenceStatus::new("partial", reason).with_next(
+                "get_run",
+                json!({ "target": scope.run_id.as_deref().unwrap_or(&scope.requested) }),
+            );
         }
     }
-    let comparison = match &req.compare_to {
+    let comparison = match &req.base {
         None => None,
         Some(base) => {
             let base_scope = resolve_scope(qc.ws, &session.snapshot, base)?;

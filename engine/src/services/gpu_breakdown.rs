@@ -177,7 +177,7 @@ pub async fn gpu_breakdown(
         // trace may simply not have recorded them.
         if let Some(missing) = labels.iter().find(|l| !l.has_device_work) {
             evidence = EvidenceStatus::new("partial", "accelerator_tracks_missing")
-                .with_next("get_run", json!({ "run_id": missing.run_id }));
+                .with_next("get_run", json!({ "target": missing.run_id }));
         }
     }
     Ok(GpuBreakdownResult {

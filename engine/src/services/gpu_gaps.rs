@@ -94,8 +94,10 @@ pub async fn gpu_gaps(qc: &QueryContext<'_>, req: &GpuGapsRequest) -> Result<Gpu
     let mut evidence = answer_status(&session.snapshot, &scope, answer.has_device_activity, false);
     if !answer.has_device_activity && evidence.status == "empty" {
         // No device rows: the trace may not have recorded them.
-        evidence = EvidenceStatus::new("partial", "accelerator_tracks_missing")
-            .with_next("get_run", json!({ "run_id": scope.run_id }));
+        evidence = EvidenceStatus::new("partial", "accelerator_tracks_missing").with_next(
+            "get_run",
+            json!({ "target": scope.run_id.as_deref().unwrap_or(&scope.requested) }),
+        );
     }
     Ok(GpuGapsResult {
         commit_id: session.snapshot.commit_id().to_owned(),

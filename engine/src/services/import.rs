@@ -34,6 +34,7 @@ use flameox_extractors::{
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
+use super::import_deadline::{DeadlineProgress, ImportDeadline};
 use super::import_plan::{
     AUTO, InputShape, PlannedInput, check_run_labels, extract_error, extractor_of, for_input,
     input_limits, plan_inputs, stamps_run_labels,
@@ -67,6 +68,9 @@ pub struct ImportRequest {
     /// Workload parameters (`--param n=1024`): recorded in the run manifest
     /// and merged into every `measurements` row's `parameters_json`.
     pub parameters: BTreeMap<String, String>,
+    /// Lowers `import.timeout_seconds` for this import (`--timeout`); past
+    /// the deadline the import stops as if cancelled ([`super::import_deadline`]).
+    pub timeout: Option<std::time::Duration>,
 }
 
 /// Progress and cancellation for long imports.
@@ -182,7 +186,7 @@ fn run_extractor(
 ) -> Result<ExtractionSummary> {
     let reducer = StreamGapsReducer::new(&options.run_id, &options.artifact_id, options.batch_rows);
     let reduction_error =
-        |e: SinkError| FlameoxError::internal(format!("writing accelerator reductions: {e}"));
+        |e: SinkError| crate::error::wrapped_io_error("writing accelerator reductions", &*e);
     let mut reducing = ThreadedReducingSink::start(sink, reducer).map_err(reduction_error)?;
     let mut summary = run_format_extractor(ws, kind, payload, options, &mut reducing, observer)?;
     let reduced = reducing.finish().map_err(reduction_error)?;
@@ -397,11 +401,22 @@ fn fail(ws: &Workspace, run: &mut RunManifest, recorded: bool, err: FlameoxError
     }
 }
 
-/// Imports one file, a folder, or several paths as a new import run.
+/// Imports one file, a folder, or several paths as a new import run,
+/// within the import's deadline.
 pub fn import_artifact(
     ws: &Workspace,
     request: &ImportRequest,
     progress: &dyn ImportProgress,
+) -> Result<ImportResult> {
+    let deadline = ImportDeadline::of(ws, request.timeout);
+    let guarded = DeadlineProgress::new(progress, deadline);
+    import_within(ws, request, &guarded).map_err(|e| guarded.explain(e))
+}
+
+fn import_within(
+    ws: &Workspace,
+    request: &ImportRequest,
+    progress: &DeadlineProgress<'_>,
 ) -> Result<ImportResult> {
     progress.phase("validating_artifact");
     check_run_labels(request.variant.as_deref(), &request.parameters)?;
@@ -421,6 +436,8 @@ pub fn import_artifact(
         storing.push(store_input(ws, input).map_err(|e| named(e, input))?);
     }
     let mut run = RunManifest::new_import();
+    // Held until the run's status is final: listings tell a killed import.
+    let _writer = crate::runs::hold_run_writer(ws, &run.run_id)?;
     run.collector = collector_of(&inputs);
     run.variant = request.variant.clone();
     run.parameters = request.parameters.clone();
@@ -473,9 +490,19 @@ pub fn import_artifact(
                 records.push(record);
             }
             (_, Err(err)) | (Err(err), Ok(_)) => {
-                return Err(fail(ws, &mut run, recorded, named(err, input)));
+                let err = progress.explain(named(err, input));
+                return Err(fail(ws, &mut run, recorded, err));
             }
         }
+    }
+    // A cancel (or the deadline) that came after the last poll of the
+    // extractors still stops the import before anything is published.
+    if progress.cancelled() {
+        let err = progress.explain(FlameoxError::new(
+            ErrorCode::OperationCancelled,
+            "the import was cancelled",
+        ));
+        return Err(fail(ws, &mut run, recorded, err));
     }
     progress.phase("publishing");
     if !recorded {

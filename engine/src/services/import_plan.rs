@@ -30,7 +30,7 @@ use flameox_extractors::{
     HYPERFINE_EXTRACTOR_NAME, PYPERF_EXTRACTOR_NAME,
 };
 
-use crate::error::{ErrorCode, FlameoxError, Result};
+use crate::error::{ErrorCode, FlameoxError, Result, input_io_error, wrapped_io_error};
 use crate::store::check_regular_file;
 use crate::workspace::Workspace;
 
@@ -312,8 +312,8 @@ pub fn extract_error(err: ExtractError, kind: &str) -> FlameoxError {
         ExtractError::Cancelled => {
             FlameoxError::new(ErrorCode::OperationCancelled, "the import was cancelled")
         }
-        ExtractError::Io(e) => FlameoxError::internal(format!("reading the input failed: {e}")),
-        ExtractError::Sink(e) => FlameoxError::internal(format!("writing evidence failed: {e}")),
+        ExtractError::Io(e) => input_io_error("path", None, "reading the input failed", e),
+        ExtractError::Sink(e) => wrapped_io_error("writing evidence failed", &*e),
     }
 }
 
@@ -324,8 +324,11 @@ fn decide_kind(
     forced: Option<&str>,
 ) -> Result<(FormatKind, Option<String>)> {
     let limits = input_limits(ws);
-    let head = read_head(path, &limits, 64 * 1024).map_err(|e| extract_error(e, "input"))?;
     let name = path.file_name().and_then(|n| n.to_str());
+    let head = read_head(path, &limits, 64 * 1024).map_err(|e| match e {
+        ExtractError::Io(io) => input_io_error("path", name, "reading the input file", io),
+        other => extract_error(other, "input"),
+    })?;
     let detection = detect(&head, name);
     let kind = match forced.filter(|k| *k != AUTO) {
         Some(forced) => FormatKind::from_name(forced).ok_or_else(|| {
@@ -340,6 +343,14 @@ fn decide_kind(
         })?,
         None => detection.kind,
     };
+    if kind == FormatKind::Sqlite && forced.filter(|k| *k != AUTO).is_none() {
+        // Detection saw the first 64 KiB only: read the schema itself.
+        return match flameox_extractors::nsight::sqlite_is_nsys_export(path) {
+            Ok(true) => Ok((FormatKind::NsightSqlite, Some("nsys".to_owned()))),
+            Ok(false) => Ok((kind, detection.producer_hint)),
+            Err(e) => Err(extract_error(e, "sqlite")),
+        };
+    }
     if kind == FormatKind::Unknown || head.is_empty() {
         let shown: String = String::from_utf8_lossy(&head[..head.len().min(32)])
             .escape_debug()
@@ -397,6 +408,13 @@ fn require_extractor(kind: FormatKind) -> Result<()> {
         .detail("kind", kind.name())
         .remedy("nsys export --type sqlite --output report.sqlite report.nsys-rep")
         .remedy("then: flameox import report.sqlite")),
+        FormatKind::Sqlite => Err(FlameoxError::new(
+            ErrorCode::CapabilityUnavailable,
+            "a SQLite database without Nsight Systems tables (StringIds plus a CUPTI_, NVTX_, \
+             OSRT_ or TARGET_INFO_ table); flameox reads SQLite only as an nsys export",
+        )
+        .detail("kind", kind.name())
+        .remedy("nsys export --type sqlite --output report.sqlite report.nsys-rep")),
         FormatKind::CriterionDir => Err(FlameoxError::invalid_argument(
             "path",
             "this is one file of a criterion benchmark folder; import the folder",

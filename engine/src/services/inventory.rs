@@ -151,8 +151,9 @@ pub fn list_runs(
     cursor: Option<&str>,
 ) -> Result<ListPage<RunSummary>> {
     let mut all: Vec<(String, RunSummary)> = runs::list_runs(ws)?
-        .iter()
-        .map(|r| (r.run_id.clone(), RunSummary::from(r)))
+        .into_iter()
+        .map(|r| runs::with_live_status(ws, r))
+        .map(|r| (r.run_id.clone(), RunSummary::from(&r)))
         .collect();
     all.reverse();
     // Newest first: page keys descend, so invert them for the keyset filter.
@@ -173,7 +174,7 @@ fn invert(run_id: &str) -> String {
 
 pub fn show_run(ws: &Workspace, run_id: &str) -> Result<RunManifest> {
     check_id("run_id", run_id)?;
-    runs::read_run(ws, run_id)
+    runs::read_run(ws, run_id).map(|run| runs::with_live_status(ws, run))
 }
 
 /// An artifact with the runs that used it.

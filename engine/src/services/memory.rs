@@ -65,8 +65,10 @@ async fn memory_of(qc: &QueryContext<'_>, req: &MemoryRequest) -> Result<MemoryR
     if !found && evidence.status == "empty" {
         // Memory is recorded only when asked (`profile_memory=True`,
         // Perfetto's process_stats data source): absence proves nothing.
-        evidence = EvidenceStatus::new("partial", "memory_counters_missing")
-            .with_next("get_run", json!({ "run_id": scope.run_id }));
+        evidence = EvidenceStatus::new("partial", "memory_counters_missing").with_next(
+            "get_run",
+            json!({ "target": scope.run_id.as_deref().unwrap_or(&scope.requested) }),
+        );
     }
     Ok(MemoryResult {
         commit_id: session.snapshot.commit_id().to_owned(),

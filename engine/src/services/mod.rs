@@ -18,10 +18,12 @@ pub mod confine;
 pub mod experiment_plan;
 pub mod experiment_run;
 pub mod experiments;
+pub mod frame_instances;
 pub mod gpu;
 pub mod gpu_breakdown;
 pub mod gpu_gaps;
 pub mod import;
+pub mod import_deadline;
 pub mod import_plan;
 pub mod import_totals;
 pub mod inventory;
@@ -32,6 +34,8 @@ pub mod pytorch;
 pub mod run_set_samples;
 pub mod run_sets;
 pub mod scaling;
+pub mod summary;
+pub mod threads;
 pub mod viewer;
 pub mod views;
 pub mod window_count;
@@ -139,7 +143,7 @@ impl<'a> QueryContext<'a> {
 /// Resolves a run id or artifact id against a snapshot.
 pub fn resolve_scope(ws: &Workspace, snapshot: &Snapshot, target: &str) -> Result<ResolvedScope> {
     check_id("target", target)?;
-    if !target.starts_with("sha256:") && !runs::valid_run_id(target) {
+    if !target.starts_with("sha256:") && !runs::is_run_reference(target) {
         return Err(runs::malformed_target("target"));
     }
     let (run_id, artifact_ids) = if target.starts_with("sha256:") {
@@ -189,8 +193,10 @@ pub fn answer_status(
     filtered: bool,
 ) -> EvidenceStatus {
     if !has_evidence(snapshot, scope) {
-        return EvidenceStatus::new("unavailable", "evidence_not_extracted")
-            .with_next("get_run", serde_json::json!({ "run_id": scope.run_id }));
+        return EvidenceStatus::new("unavailable", "evidence_not_extracted").with_next(
+            "get_run",
+            serde_json::json!({ "target": scope.run_id.as_deref().unwrap_or(&scope.requested) }),
+        );
     }
     if !found_rows {
         let reason = if filtered {

@@ -144,7 +144,7 @@ fn narrow_hotspots(
 fn narrow_window(err: FlameoxError, req: &WindowRequest) -> FlameoxError {
     let (start, end) = quarter(req.start_ns, req.end_ns);
     let mut args = json!({
-        "artifact_id": req.target, "start_ns": start, "end_ns": end, "relative": req.relative,
+        "target": req.target, "start_ns": start, "end_ns": end, "relative": req.relative,
     });
     let mut command = format!(
         "flameox trace window {} --start {start} --end {end}",

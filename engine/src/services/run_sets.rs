@@ -275,10 +275,10 @@ pub fn resolve_run_set(ws: &Workspace, field: &str, requested: &str) -> Result<R
             members: record.members,
         });
     }
-    if !runs::valid_run_id(requested) {
+    if !runs::is_run_reference(requested) {
         return Err(FlameoxError::invalid_argument(
             field,
-            "expected a run set id (rs_…) or a run id (UUID)",
+            "expected a run set id (rs_…) or a run id (UUID, a unique prefix, or `latest`)",
         )
         .recover_with("list_runs", serde_json::json!({}), "flameox runs list"));
     }

@@ -213,7 +213,12 @@ pub fn aggregate_slices_into(
 ) {
     let s = &p.store;
     let mut frames = SliceFrames::default();
-    let mut stack_of = vec![NO_ID; s.len()];
+    // The node an event's children hang under: its own stack, else (not
+    // aggregated: unterminated, instant, excluded) its nearest aggregated
+    // ancestor's. Parents come before children in a track's nesting
+    // order, so one lookup replaces a walk up the ancestors (which was
+    // quadratic under many unterminated begins).
+    let mut inherited = vec![NO_ID; s.len()];
     for (t, track) in p.tracks.list.iter().enumerate() {
         let events = d.track_events(t);
         if events.is_empty() {
@@ -222,22 +227,18 @@ pub fn aggregate_slices_into(
         let thread = agg.thread(thread_info(p, track));
         for &i in events {
             let i = i as usize;
+            let from_parent = match d.parent[i] {
+                NO_ID => NO_ID,
+                a => inherited[a as usize],
+            };
             if s.instant[i] || s.dur[i] < 0 || !include(s.kind[i]) {
+                inherited[i] = from_parent;
                 continue;
             }
             let frame = frames.frame(agg, &p.strings, s.name[i], s.cat[i], s.kind[i]);
-            // Nearest ancestor that has a stack (unterminated ones have none).
-            let mut parent_stack = None;
-            let mut a = d.parent[i];
-            while a != NO_ID {
-                if stack_of[a as usize] != NO_ID {
-                    parent_stack = Some(stack_of[a as usize]);
-                    break;
-                }
-                a = d.parent[a as usize];
-            }
+            let parent_stack = (from_parent != NO_ID).then_some(from_parent);
             let stack = agg.stack(parent_stack, frame);
-            stack_of[i] = stack;
+            inherited[i] = stack;
             agg.add_metric_sample(metric, stack, thread, None, d.self_ns[i], 1);
         }
     }

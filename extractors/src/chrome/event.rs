@@ -147,15 +147,39 @@ pub fn object_members(text: &str) -> Option<Vec<(Cow<'_, str>, &str)>> {
 /// All `args` pairs in order, duplicates resolved last-wins in the first
 /// one's place (for counters). Values are raw JSON text.
 pub fn args_pairs(args: &str) -> Option<Vec<(Cow<'_, str>, &str)>> {
-    let mut out: Vec<(Cow<'_, str>, &str)> = Vec::new();
-    for (key, value) in object_members(args)? {
-        match out.iter_mut().find(|(k, _)| *k == key) {
-            Some(slot) => slot.1 = value,
-            None => out.push((key, value)),
+    let members = object_members(args)?;
+    let mut out: Vec<(Cow<'_, str>, &str)> = Vec::with_capacity(members.len());
+    // A few keys (the usual counter) are deduplicated by a scan; many by a
+    // map, so a counter with millions of args stays linear.
+    let mut slots: Option<crate::FastHashMap<Cow<'_, str>, usize>> = None;
+    for (key, value) in members {
+        if out.len() == DEDUP_BY_SCAN && slots.is_none() {
+            slots = Some(
+                out.iter()
+                    .enumerate()
+                    .map(|(i, (k, _))| (k.clone(), i))
+                    .collect(),
+            );
+        }
+        let found = match &slots {
+            Some(map) => map.get(&key).copied(),
+            None => out.iter().position(|(k, _)| *k == key),
+        };
+        match found {
+            Some(i) => out[i].1 = value,
+            None => {
+                if let Some(map) = &mut slots {
+                    map.insert(key.clone(), out.len());
+                }
+                out.push((key, value));
+            }
         }
     }
     Some(out)
 }
+
+/// Keys [`args_pairs`] deduplicates by scanning before it builds a map.
+const DEDUP_BY_SCAN: usize = 32;
 
 /// A JSON string value, borrowed when it needs no unescaping.
 pub fn raw_str(text: &str) -> Option<Cow<'_, str>> {

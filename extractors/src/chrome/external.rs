@@ -283,6 +283,9 @@ struct Open {
     child_sum: i64,
     /// Its stack-reduction node (`NO_ID`: not aggregated).
     stack_id: u32,
+    /// The node its children hang under: its own, else the nearest
+    /// aggregated ancestor's (kept here so no child walks the stack).
+    inherited: u32,
 }
 
 /// A flow endpoint on a track, ready to bind.
@@ -442,12 +445,15 @@ impl<'a> Walk<'a> {
                 .frame(&mut self.agg, &p.strings, r.name, r.cat, r.kind);
             let parent = self
                 .stack
-                .iter()
-                .rev()
-                .map(|o| o.stack_id)
-                .find(|&id| id != NO_ID);
+                .last()
+                .map(|o| o.inherited)
+                .filter(|&id| id != NO_ID);
             stack_id = self.agg.stack(parent, frame);
         }
+        let inherited = match (stack_id, self.stack.last()) {
+            (NO_ID, Some(open)) => open.inherited,
+            _ => stack_id,
+        };
         for key in self.pending.drain(..) {
             self.bound.push((
                 key,
@@ -461,6 +467,7 @@ impl<'a> Walk<'a> {
             r,
             child_sum: 0,
             stack_id,
+            inherited,
         });
         Ok(())
     }

@@ -140,7 +140,13 @@ pub(crate) fn extract_chrome_json_spilling<R: BufRead + Send>(
     p.finish_reading();
 
     p.store.arena.finish_writes()?;
-    let metadata = summarize_metadata(&scanner.metadata);
+    let mut metadata = summarize_metadata(&scanner.metadata);
+    if scanner.metadata_dropped > 0 {
+        metadata.insert(
+            "omitted_keys".to_string(),
+            serde_json::json!(scanner.metadata_dropped),
+        );
+    }
     let kineto_meta = [
         "schemaVersion",
         "deviceProperties",
@@ -193,7 +199,6 @@ pub(crate) fn extract_chrome_json_spilling<R: BufRead + Send>(
             "chrome".to_string()
         }
     });
-    let mut metadata = metadata;
     if events.flow_endpoints > 0 {
         metadata.insert(
             "flow_endpoints".to_string(),

@@ -139,18 +139,59 @@ pub fn nest(store: &EventStore, tracks: &mut Tracks, log: &mut LimitationLog) ->
     }
 }
 
+/// For each position of a track's nesting order, the nearest slice (not
+/// instant) at or before it and at or after it: a flow finds its slice in
+/// one lookup, however many instants lie between (scanning past them once
+/// per flow was quadratic).
+struct SliceNeighbours {
+    at_or_before: Vec<u32>,
+    at_or_after: Vec<u32>,
+}
+
+impl SliceNeighbours {
+    fn of(store: &EventStore, group: &[u32]) -> SliceNeighbours {
+        let mut at_or_before = Vec::with_capacity(group.len());
+        let mut last = NO_ID;
+        for &i in group {
+            if !store.instant[i as usize] {
+                last = i;
+            }
+            at_or_before.push(last);
+        }
+        let mut at_or_after = vec![NO_ID; group.len()];
+        let mut next = NO_ID;
+        for (k, &i) in group.iter().enumerate().rev() {
+            if !store.instant[i as usize] {
+                next = i;
+            }
+            at_or_after[k] = next;
+        }
+        SliceNeighbours {
+            at_or_before,
+            at_or_after,
+        }
+    }
+}
+
 /// The slice a flow endpoint binds to: the deepest slice enclosing (or
 /// starting at) `ts`, or — for a non-enclosing end — the next slice starting
 /// at or after `ts`.
-fn bind(store: &EventStore, d: &Derived, track: usize, ts: i64, enclosing: bool) -> Option<usize> {
+fn bind(
+    store: &EventStore,
+    d: &Derived,
+    track: usize,
+    neighbours: &SliceNeighbours,
+    ts: i64,
+    enclosing: bool,
+) -> Option<usize> {
     let group = d.track_events(track);
+    let found = |id: Option<&u32>| id.copied().filter(|&i| i != NO_ID).map(|i| i as usize);
     if enclosing {
         let upto = group.partition_point(|&i| store.ts[i as usize] <= ts);
-        let mut candidate = group[..upto]
-            .iter()
-            .rev()
-            .map(|&i| i as usize)
-            .find(|&i| !store.instant[i])?;
+        let mut candidate = found(
+            upto.checked_sub(1)
+                .and_then(|k| neighbours.at_or_before.get(k)),
+        )?;
         loop {
             if store.ts[candidate] == ts || store.end(candidate) > ts {
                 return Some(candidate);
@@ -163,10 +204,7 @@ fn bind(store: &EventStore, d: &Derived, track: usize, ts: i64, enclosing: bool)
         }
     }
     let from = group.partition_point(|&i| store.ts[i as usize] < ts);
-    group[from..]
-        .iter()
-        .map(|&i| i as usize)
-        .find(|&i| !store.instant[i])
+    found(neighbours.at_or_after.get(from))
 }
 
 /// Fills missing correlation ids from flows that link device activity to the
@@ -184,12 +222,16 @@ pub fn fill_correlation_from_flows(
     }
     // (flow key, bound slice), sorted so each key's slices are one run:
     // no map of vectors (one allocation per flow key).
+    let mut neighbours: FastHashMap<usize, SliceNeighbours> = FastHashMap::default();
     let mut bound: Vec<(u32, usize)> = flows
         .iter()
         .filter(|f| f.numeric_id != NONE)
         .filter_map(|f| {
-            let track = tracks.find_thread(f.pid, f.tid)?;
-            bind(store, d, track as usize, f.ts, f.enclosing).map(|slice| (f.key, slice))
+            let track = tracks.find_thread(f.pid, f.tid)? as usize;
+            let near = neighbours
+                .entry(track)
+                .or_insert_with(|| SliceNeighbours::of(store, d.track_events(track)));
+            bind(store, d, track, near, f.ts, f.enclosing).map(|slice| (f.key, slice))
         })
         .collect();
     bound.sort_unstable();

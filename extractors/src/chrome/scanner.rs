@@ -21,6 +21,9 @@ use crate::input::CorruptCompressedStream;
 pub const MAX_EVENT_BYTES: usize = 64 << 20;
 /// Largest top-level metadata value kept.
 pub const MAX_METADATA_BYTES: usize = 1 << 20;
+/// Top-level keys kept as metadata; later ones are only counted (real
+/// traces have a dozen; a damaged one can have millions).
+pub const MAX_METADATA_KEYS: usize = 64;
 
 /// The index of an element that is not a complete object (never read).
 const NOT_INDEXED: Malformed = Malformed {
@@ -70,6 +73,8 @@ pub struct Scanner<R> {
     pub corrupt: Option<String>,
     /// Top-level values other than `traceEvents`: (key, raw bytes or None if too big, size).
     pub metadata: Vec<(String, Option<Vec<u8>>, usize)>,
+    /// Top-level keys past [`MAX_METADATA_KEYS`], scanned and dropped.
+    pub metadata_dropped: u64,
     /// Something other than JSON followed the document.
     pub trailing_data: bool,
 }
@@ -110,6 +115,7 @@ impl<R: BufRead> Scanner<R> {
             shape: Shape::NotStarted,
             corrupt: None,
             metadata: Vec::new(),
+            metadata_dropped: 0,
             trailing_data: false,
         }
     }
@@ -264,9 +270,14 @@ impl<R: BufRead> Scanner<R> {
                 return Ok(false);
             }
             buf.clear();
-            let value = self.capture_value(&mut buf, MAX_METADATA_BYTES)?;
+            let full = self.metadata.len() >= MAX_METADATA_KEYS;
+            let value = self.capture_value(&mut buf, if full { 0 } else { MAX_METADATA_BYTES })?;
             if !value.complete {
                 return Ok(false);
+            }
+            if full {
+                self.metadata_dropped += 1;
+                continue;
             }
             let size = buf.len();
             let kept = (!value.overflowed).then(|| buf.clone());
@@ -389,6 +400,8 @@ impl<R: BufRead> Scanner<R> {
         let mut escape = false;
         let mut control_chars = 0u32;
         let mut overflowed = false;
+        // Bytes of this value consumed from earlier chunks.
+        let mut consumed = 0usize;
         let push = |buf: &mut Vec<u8>, bytes: &[u8], overflowed: &mut bool| {
             if buf.len() - start + bytes.len() <= limit {
                 buf.extend_from_slice(bytes);
@@ -451,7 +464,12 @@ impl<R: BufRead> Scanner<R> {
                 }
                 let b = chunk[i];
                 if mode == Mode::Bare {
-                    if matches!(b, b',' | b']' | b'}') || b.is_ascii_whitespace() {
+                    // A stray closer where a value starts (`}` after a
+                    // malformed event) is a one-byte value of its own:
+                    // every capture consumes at least one byte, so the
+                    // caller's loop always moves on.
+                    let first = i == 0 && consumed == 0;
+                    if (matches!(b, b',' | b']' | b'}') || b.is_ascii_whitespace()) && !first {
                         done = Some(i);
                         break;
                     }
@@ -476,6 +494,7 @@ impl<R: BufRead> Scanner<R> {
             push(buf, &chunk[seg..end], &mut overflowed);
             self.reader.consume(end);
             self.offset += end as u64;
+            consumed += end;
             if done.is_some() {
                 return Ok(Capture {
                     complete: true,

@@ -98,7 +98,7 @@ pub fn extract_cpuprofile<R: BufRead>(
                 }),
             };
             agg.add_metric_sample(samples_metric, stack, thread, None, hits, hits);
-            sample_count += hits as u64;
+            sample_count = sample_count.saturating_add(hits as u64);
         }
         log.note("no_samples_array", || {
             "no `samples` array: cpu.samples come from hitCount, and there is no cpu.time_ns".into()

@@ -53,7 +53,10 @@ pub(super) struct CallFrame {
 pub(super) fn frame_of(cf: &CallFrame) -> (&str, Option<&str>, Option<i64>, &'static str) {
     let name = cf.function_name.as_deref().unwrap_or("");
     let url = cf.url.as_deref().filter(|u| !u.is_empty());
-    let line = cf.line_number.filter(|l| *l >= 0).map(|l| l + 1);
+    let line = cf
+        .line_number
+        .filter(|l| *l >= 0)
+        .map(|l| l.saturating_add(1));
     let vm_state = name.starts_with('(') && name.ends_with(')');
     let language = match url {
         Some(_) => "javascript",

@@ -264,11 +264,7 @@ fn process_of(
             Some((start, end, l.name.clone()?))
         })
         .collect();
-    Process {
-        start_ns,
-        interval_ns,
-        libs,
-    }
+    Process::new(start_ns, interval_ns, libs)
 }
 
 #[cfg(test)]

@@ -18,8 +18,44 @@ pub(super) struct Process {
     pub start_ns: i64,
     /// `meta.interval` in ns, when usable.
     pub interval_ns: Option<i64>,
-    /// `libs` as `[start, end)` address ranges with names.
-    pub libs: Vec<(u64, u64, String)>,
+    /// `libs` as `[start, end)` address ranges with names and their place
+    /// in the list, sorted by start (see [`Process::lib_at`]).
+    pub libs: Vec<(u64, u64, String, usize)>,
+}
+
+/// Libraries [`Process::lib_at`] looks back at among those starting at or
+/// before an address (overlapping libraries are rare; a bound keeps a
+/// hostile list from making every address frame a scan of all of them).
+const LIB_LOOKBACK: usize = 32;
+
+impl Process {
+    /// Sorts `libs` by start for [`Self::lib_at`].
+    pub fn new(start_ns: i64, interval_ns: Option<i64>, libs: Vec<(u64, u64, String)>) -> Process {
+        let mut libs: Vec<(u64, u64, String, usize)> = libs
+            .into_iter()
+            .enumerate()
+            .map(|(i, (start, end, name))| (start, end, name, i))
+            .collect();
+        libs.sort_by_key(|l| (l.0, l.3));
+        Process {
+            start_ns,
+            interval_ns,
+            libs,
+        }
+    }
+
+    /// The name of the library whose `[start, end)` holds `address` (the
+    /// first in the profile's list when several do).
+    pub fn lib_at(&self, address: u64) -> Option<&str> {
+        let upto = self.libs.partition_point(|l| l.0 <= address);
+        self.libs[..upto]
+            .iter()
+            .rev()
+            .take(LIB_LOOKBACK)
+            .filter(|l| address < l.1)
+            .min_by_key(|l| l.3)
+            .map(|l| l.2.as_str())
+    }
 }
 
 /// State shared across threads and processes.
@@ -316,11 +352,7 @@ impl Builder {
         let loc = parse_location(text);
         let module = match (loc.module, loc.address) {
             (Some(m), _) => Some(m),
-            (None, Some(a)) => process
-                .libs
-                .iter()
-                .find(|l| l.0 <= a && a < l.1)
-                .map(|l| l.2.as_str()),
+            (None, Some(a)) => process.lib_at(a),
             _ => None,
         };
         self.unsymbolized |= loc.address.is_some();

@@ -25,6 +25,9 @@ use parquet::file::reader::{ChunkReader, Length};
 use crate::api::ExtractError;
 use crate::ustar::{self, Member};
 
+use super::ipc_check;
+use crate::decoder_guard::guard;
+
 /// Rows per batch read from a table file.
 const BATCH_ROWS: usize = 8192;
 
@@ -143,6 +146,14 @@ impl ChunkReader for FileRange {
     }
 
     fn get_bytes(&self, start: u64, length: usize) -> parquet::errors::Result<Bytes> {
+        // A corrupt footer may claim any length: never allocate past the member.
+        let end = start.saturating_add(length as u64);
+        if end > self.len {
+            return Err(parquet::errors::ParquetError::EOF(format!(
+                "a read of {length} bytes at {start} passes the end of a {}-byte member",
+                self.len
+            )));
+        }
         let mut buf = vec![0u8; length];
         let mut reader = RangeReader {
             range: self.clone(),
@@ -199,7 +210,23 @@ impl ExportDirTables {
             };
             let mut head = [0u8; 8];
             let n = range.read_at(0, &mut head)?;
-            match table_file_format(&head[..n]) {
+            let format = table_file_format(&head[..n]);
+            let framing = match format {
+                Some(TableFileFormat::ArrowFile) => {
+                    ipc_check::check_file(&|pos, buf| range.read_at(pos, buf), range.len)
+                }
+                Some(TableFileFormat::ArrowStream) => {
+                    ipc_check::check_stream(&|pos, buf| range.read_at(pos, buf), range.len)
+                }
+                _ => Ok(()),
+            };
+            if let Err(problem) = framing {
+                return Err(parse_error(format!(
+                    "the table file {} is not valid Arrow IPC: {problem}",
+                    member.name
+                )));
+            }
+            match format {
                 Some(format) => {
                     let table = table_of_file(&member.name).to_string();
                     tables.insert(
@@ -255,22 +282,26 @@ impl ExportDirTables {
     fn schema_of(&self, t: &TableFile) -> Result<Arc<ArrowSchema>, ExtractError> {
         let range = self.range(t);
         let e = |e: &dyn std::fmt::Display| table_error(&t.table, e);
-        Ok(match t.format {
-            TableFileFormat::Parquet => ParquetRecordBatchReaderBuilder::try_new(range)
-                .map_err(|x| e(&x))?
-                .schema()
-                .clone(),
-            TableFileFormat::ArrowFile => FileReader::try_new(range.get_read_seek(), None)
-                .map_err(|x| e(&x))?
-                .schema(),
-            TableFileFormat::ArrowStream => StreamReader::try_new(range.get_read_seek(), None)
-                .map_err(|x| e(&x))?
-                .schema(),
-        })
+        let what = format!("the table file of {}", t.table);
+        guard(&what, || -> Result<Arc<ArrowSchema>, ExtractError> {
+            Ok(match t.format {
+                TableFileFormat::Parquet => ParquetRecordBatchReaderBuilder::try_new(range)
+                    .map_err(|x| e(&x))?
+                    .schema()
+                    .clone(),
+                TableFileFormat::ArrowFile => FileReader::try_new(range.get_read_seek(), None)
+                    .map_err(|x| e(&x))?
+                    .schema(),
+                TableFileFormat::ArrowStream => StreamReader::try_new(range.get_read_seek(), None)
+                    .map_err(|x| e(&x))?
+                    .schema(),
+            })
+        })?
     }
 
     /// Calls `each` with every record batch of `table`, reading only the
     /// named columns (those present; absent ones are simply not in the batch).
+    /// Decoding runs inside [`guard`]; `each` (flameox's own code) does not.
     pub fn for_each_batch(
         &self,
         table: &str,
@@ -287,8 +318,10 @@ impl ExportDirTables {
         projection.dedup();
         let range = self.range(t);
         let e = |x: &dyn std::fmt::Display| table_error(&t.table, x);
-        let batches: Box<dyn Iterator<Item = Result<RecordBatch, arrow::error::ArrowError>>> =
-            match t.format {
+        let what = format!("the table file of {}", t.table);
+        type Batches = Box<dyn Iterator<Item = Result<RecordBatch, arrow::error::ArrowError>>>;
+        let mut batches = guard(&what, || -> Result<Batches, ExtractError> {
+            Ok(match t.format {
                 TableFileFormat::Parquet => {
                     let builder =
                         ParquetRecordBatchReaderBuilder::try_new(range).map_err(|x| e(&x))?;
@@ -309,8 +342,9 @@ impl ExportDirTables {
                     StreamReader::try_new(range.get_read_seek(), Some(projection))
                         .map_err(|x| e(&x))?,
                 ),
-            };
-        for batch in batches {
+            })
+        })??;
+        while let Some(batch) = guard(&what, || batches.next())? {
             each(&batch.map_err(|x| e(&x))?)?;
         }
         Ok(())
@@ -320,8 +354,11 @@ impl ExportDirTables {
     pub fn has_rows(&self, table: &str) -> Result<bool, ExtractError> {
         let t = self.file_of(table)?;
         if t.format == TableFileFormat::Parquet {
-            let builder = ParquetRecordBatchReaderBuilder::try_new(self.range(t))
-                .map_err(|x| table_error(&t.table, x))?;
+            let what = format!("the table file of {}", t.table);
+            let builder = guard(&what, || {
+                ParquetRecordBatchReaderBuilder::try_new(self.range(t))
+            })?
+            .map_err(|x| table_error(&t.table, x))?;
             return Ok(builder.metadata().file_metadata().num_rows() > 0);
         }
         let mut any = false;

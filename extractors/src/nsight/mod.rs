@@ -32,6 +32,8 @@
 
 mod args;
 pub mod export_dir;
+mod interrupt;
+mod ipc_check;
 mod lookups;
 mod names;
 mod read_ahead;
@@ -193,6 +195,23 @@ pub fn open_readonly(path: &Path) -> Result<Connection, ExtractError> {
     Ok(conn)
 }
 
+/// Whether a SQLite file whose first 64 KiB did not show Nsight tables is
+/// an Nsight export after all (its schema lies further in): its tables
+/// are read. A file SQLite cannot read (truncated, corrupt) is a parse
+/// error, not "some other SQLite database".
+pub fn sqlite_is_nsys_export(path: &Path) -> Result<bool, ExtractError> {
+    let conn = open_readonly(path)?;
+    let mut names = Vec::new();
+    let mut stmt = conn.prepare("SELECT name FROM sqlite_master WHERE type = 'table'")?;
+    let mut rows = stmt.query([])?;
+    while let Some(row) = rows.next()? {
+        names.push(row.get::<_, String>(0)?);
+    }
+    Ok(export_dir::is_nsys_table_set(
+        names.iter().map(String::as_str),
+    ))
+}
+
 /// One row about to enter the store.
 struct Ev {
     ts: Option<i64>,
@@ -237,7 +256,7 @@ impl Ev {
 }
 
 struct Reader<'a> {
-    source: &'a TableSource,
+    source: &'a TableSource<'a>,
     schema: Schema,
     observer: &'a dyn ExtractObserver,
     max_args: usize,
@@ -430,7 +449,7 @@ impl<'a> Reader<'a> {
                     });
                     0
                 }
-                Some(end) => end - ts,
+                Some(end) => end.saturating_sub(ts),
             }
         };
         let args = args.map(|t| bound_args(t, self.max_args, ARGS_TRUNCATED_MARKER));
@@ -498,16 +517,27 @@ pub fn extract_nsight_sqlite(
     observer: &dyn ExtractObserver,
 ) -> Result<ExtractionSummary, ExtractError> {
     let file_len = std::fs::metadata(path)?.len();
+    let interrupts = interrupt::SqliteInterrupts::default();
+    let conn = open_readonly(path)?;
+    interrupts.register(&conn);
     let source = TableSource::Sqlite {
-        conn: open_readonly(path)?,
+        conn,
         path: path.to_path_buf(),
+        interrupts: &interrupts,
     };
     let input = Input {
         extractor: NSIGHT_EXTRACTOR_NAME,
         format: FormatKind::NsightSqlite,
         bytes: file_len,
     };
-    extract_tables(&source, input, options, sink, observer).map(|(summary, _)| summary)
+    let result = interrupts.watch(observer, || {
+        extract_tables(&source, input, options, sink, observer)
+    });
+    match result {
+        // An interrupted statement fails with SQLite's own error.
+        Err(_) if interrupts.stopped() => Err(ExtractError::Cancelled),
+        other => other.map(|(summary, _)| summary),
+    }
 }
 
 /// Extracts a stored `nsys export --type parquetdir` / `arrowdir` folder:

@@ -15,6 +15,7 @@ use std::sync::mpsc::{Receiver, SyncSender, channel, sync_channel};
 
 use rusqlite::types::ValueRef;
 
+use super::interrupt::SqliteInterrupts;
 use super::source::{Cell, EachRow, RowView};
 use crate::api::ExtractError;
 
@@ -104,6 +105,7 @@ impl RowView for BatchedRow<'_> {
 /// export at `path`, the rows being read on a second thread.
 pub fn for_each_row_read_ahead(
     path: &Path,
+    interrupts: &SqliteInterrupts,
     sql: &str,
     width: usize,
     each: &mut EachRow<'_>,
@@ -114,7 +116,7 @@ pub fn for_each_row_read_ahead(
         let reader = std::thread::Builder::new()
             .name("nsight-sqlite".into())
             .spawn_scoped(scope, move || {
-                read_batches(path, sql, width, full_tx, empty_rx)
+                read_batches(path, interrupts, sql, width, full_tx, empty_rx)
             })?;
         let mut consumed = Ok(());
         'batches: for batch in full_rx.iter() {
@@ -142,12 +144,18 @@ pub fn for_each_row_read_ahead(
 /// early (without error) when the consumer hung up.
 fn read_batches(
     path: &Path,
+    interrupts: &SqliteInterrupts,
     sql: &str,
     width: usize,
     full_tx: SyncSender<RowBatch>,
     empty_rx: Receiver<RowBatch>,
 ) -> Result<(), ExtractError> {
     let conn = super::open_readonly(path)?;
+    interrupts.register(&conn);
+    // A table cell takes at least 4 bytes of the file; a corrupt file
+    // whose pages repeat each other would yield rows without end.
+    let max_rows = std::fs::metadata(path)?.len() / 4 + 1;
+    let mut read = 0u64;
     let mut stmt = conn.prepare(sql)?;
     let mut rows = stmt.query([])?;
     let fresh = || RowBatch {
@@ -156,6 +164,16 @@ fn read_batches(
     };
     let mut batch = fresh();
     while let Some(row) = rows.next()? {
+        read += 1;
+        if read > max_rows {
+            return Err(ExtractError::Parse {
+                message: format!(
+                    "the SQLite file is corrupt: a table yields more than {max_rows} rows, \
+                     more than a file of its size can hold"
+                ),
+                offset: None,
+            });
+        }
         batch.push_row(row);
         if batch.full() {
             let next = empty_rx.try_recv().unwrap_or_else(|_| fresh());
@@ -243,7 +261,7 @@ mod tests {
             expected.push(cells);
         }
         let mut got = Vec::new();
-        for_each_row_read_ahead(&path, sql, 4, &mut |row| {
+        for_each_row_read_ahead(&path, &Default::default(), sql, 4, &mut |row| {
             got.push((0..5).map(|i| owned(row.cell(i))).collect::<Vec<_>>());
             Ok(())
         })
@@ -257,7 +275,7 @@ mod tests {
 
         // A failing callback stops the read with its own error.
         let mut seen = 0;
-        let stopped = for_each_row_read_ahead(&path, sql, 4, &mut |_| {
+        let stopped = for_each_row_read_ahead(&path, &Default::default(), sql, 4, &mut |_| {
             seen += 1;
             if seen == 10 {
                 return Err(ExtractError::Cancelled);
@@ -267,7 +285,13 @@ mod tests {
         assert!(matches!(stopped, Err(ExtractError::Cancelled)));
         assert_eq!(seen, 10);
         // A query error surfaces from the reader thread.
-        let bad = for_each_row_read_ahead(&path, "SELECT x FROM missing", 1, &mut |_| Ok(()));
+        let bad = for_each_row_read_ahead(
+            &path,
+            &Default::default(),
+            "SELECT x FROM missing",
+            1,
+            &mut |_| Ok(()),
+        );
         assert!(matches!(bad, Err(ExtractError::Parse { .. })));
         std::fs::remove_dir_all(&dir).unwrap();
     }

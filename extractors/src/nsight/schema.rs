@@ -23,7 +23,9 @@ impl Schema {
         let mut names = Vec::new();
         {
             let mut stmt = conn.prepare(
-                "SELECT name FROM sqlite_master WHERE type IN ('table','view') ORDER BY name",
+                // Tables only: a view runs SQL the file's author wrote (a
+                // recursive one never ends), and nsys exports have none.
+                "SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name",
             )?;
             let mut rows = stmt.query([])?;
             while let Some(row) = rows.next()? {

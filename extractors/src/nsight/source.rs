@@ -8,6 +8,7 @@ use std::path::PathBuf;
 use rusqlite::Connection;
 
 use super::export_dir::{Column, ExportDirTables};
+use super::interrupt::SqliteInterrupts;
 use super::schema::{Schema, Table};
 use crate::api::ExtractError;
 
@@ -48,17 +49,19 @@ impl RowView for BatchRow<'_> {
 pub type EachRow<'f> = dyn FnMut(&dyn RowView) -> Result<(), ExtractError> + 'f;
 
 /// The tables of one export.
-pub enum TableSource {
+pub enum TableSource<'i> {
     /// A SQLite export: `conn` answers schema questions, table rows are
     /// read on a second connection to `path` ([`super::read_ahead`]).
     Sqlite {
         conn: Connection,
         path: PathBuf,
+        /// Every connection reading the export, for cancellation.
+        interrupts: &'i SqliteInterrupts,
     },
     ExportDir(ExportDirTables),
 }
 
-impl TableSource {
+impl TableSource<'_> {
     /// Every table and its columns.
     pub fn schema(&self) -> Result<Schema, ExtractError> {
         match self {
@@ -77,8 +80,11 @@ impl TableSource {
         each: &mut EachRow<'_>,
     ) -> Result<(), ExtractError> {
         match self {
-            TableSource::Sqlite { path, .. } => super::read_ahead::for_each_row_read_ahead(
+            TableSource::Sqlite {
+                path, interrupts, ..
+            } => super::read_ahead::for_each_row_read_ahead(
                 path,
+                interrupts,
                 &table.select(fields, None),
                 fields.len(),
                 each,

@@ -15,6 +15,7 @@ fn extract(path: &Path, spill: Option<(&Path, usize)>) -> Extracted {
     let source = TableSource::Sqlite {
         conn: open_readonly(path).unwrap(),
         path: path.to_path_buf(),
+        interrupts: &Default::default(),
     };
     let input = Input {
         extractor: NSIGHT_EXTRACTOR_NAME,

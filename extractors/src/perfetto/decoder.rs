@@ -40,6 +40,20 @@ pub enum SlotKey {
     Async(i32, u32),
 }
 
+/// Largest ratio of inflated to compressed bytes over a trace's
+/// `compressed_packets` (the same as the gzip input limit's default).
+const INFLATE_RATIO: u64 = 500;
+/// Inflated bytes always allowed, whatever the ratio.
+const INFLATE_FLOOR: u64 = 256 << 20;
+
+/// How many bytes the `compressed_packets` seen so far may inflate to in
+/// all: work stays proportional to the input, whatever its blocks claim.
+fn inflate_budget(compressed: u64) -> u64 {
+    INFLATE_FLOOR.max(compressed.saturating_mul(INFLATE_RATIO))
+}
+
+/// The state of one Perfetto decode: sequences, clocks, tracks, pending
+/// samples and the rows they become.
 pub struct Decoder {
     pub p: Processor,
     pub sequences: FastHashMap<u32, Sequence>,
@@ -73,10 +87,22 @@ pub struct Decoder {
     spare_sample: Option<Box<proto::PerfSample>>,
     /// Track events' `args_json` buffers, reused.
     pub(super) args_scratch: super::annotations::ArgsScratch,
+    /// Classifications of long event names by (name, category, instant)
+    /// string ids (see `track_event`).
+    pub(super) class_cache: FastHashMap<(u32, u32, bool), crate::chrome::kinds::Classified>,
+    /// GPU counter labels (`gpu<gpu>.<name>`) by counter id and gpu, as
+    /// string ids: a counter's name is not copied and hashed per value.
+    gpu_counter_labels: FastHashMap<u32, FastHashMap<i32, u32>>,
     /// ftrace events of kinds flameox does not read.
     pub ftrace_other_events: u64,
     pub packets: u64,
     pub compressed_packets: u64,
+    /// Compressed and inflated bytes of `compressed_packets` so far: the
+    /// inflated total may not pass [`inflate_budget`] of the compressed one.
+    compressed_bytes: u64,
+    inflated_bytes: u64,
+    /// Inside a `compressed_packets` block (a nested one is refused).
+    inflating: bool,
     pub max_args_bytes: usize,
     next_event_id: u64,
     pub producer_hint: Option<&'static str>,
@@ -118,9 +144,14 @@ impl Decoder {
             spare_event: None,
             spare_sample: None,
             args_scratch: Default::default(),
+            class_cache: FastHashMap::default(),
+            gpu_counter_labels: FastHashMap::default(),
             ftrace_other_events: 0,
             packets: 0,
             compressed_packets: 0,
+            compressed_bytes: 0,
+            inflated_bytes: 0,
+            inflating: false,
             max_args_bytes,
             next_event_id: 0,
             producer_hint: None,
@@ -389,10 +420,21 @@ impl Decoder {
     fn compressed(&mut self, bytes: &[u8]) {
         use std::io::Read;
         self.compressed_packets += 1;
+        if self.inflating {
+            // Perfetto never nests them; following a chain of nested blocks
+            // would recurse once per level (a stack overflow) and hold every
+            // level's inflated bytes at once.
+            self.p.log.note("malformed_packet", || {
+                "compressed packets inside compressed packets; skipped".to_string()
+            });
+            return;
+        }
+        self.compressed_bytes += bytes.len() as u64;
+        let budget = inflate_budget(self.compressed_bytes).saturating_sub(self.inflated_bytes);
+        let limit = budget.min(super::reader::MAX_PACKET_BYTES);
         let mut inflated = Vec::new();
-        let limit = super::reader::MAX_PACKET_BYTES * 4;
         let read = flate2::read::ZlibDecoder::new(bytes)
-            .take(limit)
+            .take(limit + 1)
             .read_to_end(&mut inflated);
         if let Err(e) = read {
             self.p.log.note("malformed_packet", || {
@@ -400,6 +442,18 @@ impl Decoder {
             });
             return;
         }
+        if inflated.len() as u64 > limit {
+            self.p.log.note("compressed_packets_too_large", || {
+                format!(
+                    "a compressed_packets block inflates past {limit} bytes (more than \
+                     {INFLATE_RATIO}x the compressed bytes of the trace, or one packet's \
+                     limit); skipped"
+                )
+            });
+            return;
+        }
+        self.inflated_bytes += inflated.len() as u64;
+        self.inflating = true;
         let mut reader = super::reader::PacketReader::new(inflated.as_slice());
         loop {
             match reader.next_packet() {
@@ -417,6 +471,7 @@ impl Decoder {
                 }
             }
         }
+        self.inflating = false;
     }
 
     fn process_tree(&mut self, tree: &proto::ProcessTree) {
@@ -497,6 +552,7 @@ impl Decoder {
             for spec in &d.specs {
                 if let (Some(id), Some(name)) = (spec.counter_id, &spec.name) {
                     self.gpu_counter_names.insert(id, lossy(name));
+                    self.gpu_counter_labels.remove(&id);
                 }
             }
         }
@@ -507,14 +563,25 @@ impl Decoder {
                 (None, Some(d)) => d,
                 _ => continue,
             };
-            let name = self
-                .gpu_counter_names
-                .get(&id)
-                .cloned()
-                .unwrap_or_else(|| format!("gpu counter {id}"));
             let gpu = event.gpu_id.unwrap_or(0);
-            let label = format!("gpu{gpu}.{name}");
-            self.named_counter(0, &label, ts, value, None);
+            let known = self.gpu_counter_labels.get(&id).and_then(|g| g.get(&gpu));
+            let label = match known {
+                Some(&label) => label,
+                None => {
+                    let label = match self.gpu_counter_names.get(&id) {
+                        Some(name) => format!("gpu{gpu}.{name}"),
+                        None => format!("gpu{gpu}.gpu counter {id}"),
+                    };
+                    let label = self.p.strings.intern(&label);
+                    self.gpu_counter_labels
+                        .entry(id)
+                        .or_default()
+                        .insert(gpu, label);
+                    label
+                }
+            };
+            let slot = self.slot(SlotKey::Counter(0, label));
+            self.counter_row(slot, label, ts, value, None);
         }
     }
 

@@ -13,6 +13,7 @@
 //! a CPU), Sleeping, Uninterruptible Sleep, … — on a thread-state track.
 
 use crate::FastHashMap;
+use crate::api::LimitationLog;
 
 use super::decoder::{Decoder, EventRow, SlotKey};
 use super::proto::{CompactSched, FtraceEventBundle};
@@ -20,6 +21,10 @@ use super::sequence::lossy;
 use super::spill::Spilling;
 use crate::chrome::kinds::EventKind;
 use crate::chrome::store::NONE;
+
+/// Longest thread name taken from a task's `comm` (the kernel's are 16
+/// bytes at most); longer ones are cut (`comm_truncated`).
+pub const MAX_COMM_NAME_BYTES: usize = 256;
 
 /// One scheduling or atrace record, in the trace clock.
 #[derive(Debug, Clone)]
@@ -63,10 +68,10 @@ impl Decoder {
             if let Some(s) = &event.sched_switch {
                 let next_comm = s.next_comm.as_deref().map(lossy).unwrap_or_default();
                 if let (Some(pid), Some(comm)) = (s.prev_pid, s.prev_comm.as_deref()) {
-                    self.name_thread_weak(pid, lossy(comm));
+                    name_thread_weak(&mut self.threads, &mut self.p.log, pid, &lossy(comm));
                 }
                 let next_pid = s.next_pid.unwrap_or(0);
-                self.name_thread_weak(next_pid, next_comm.clone());
+                name_thread_weak(&mut self.threads, &mut self.p.log, next_pid, &next_comm);
                 let next_comm = self.p.strings.intern(&next_comm);
                 self.ftrace.push(FtraceRecord {
                     ts,
@@ -122,14 +127,6 @@ impl Decoder {
         }
     }
 
-    /// A thread name from the kernel's `comm` when nothing better is known.
-    fn name_thread_weak(&mut self, tid: i32, comm: String) {
-        let entry = self.threads.entry(tid).or_insert((None, None));
-        if entry.1.is_none() && !comm.is_empty() {
-            entry.1 = Some(comm);
-        }
-    }
-
     fn compact_sched(&mut self, cpu: u32, c: &CompactSched) {
         let table: Vec<u32> = c
             .intern_table
@@ -150,7 +147,14 @@ impl Decoder {
             ts = ts.wrapping_add(c.switch_timestamp[i] as i64);
             let next_pid = c.switch_next_pid[i];
             let next_comm = comm(c.switch_next_comm_index.get(i)).unwrap_or(0);
-            self.name_thread_weak(next_pid, self.p.strings.get(next_comm).to_string());
+            // Lent, not copied per switch: the entry may be long and every
+            // switch may use it.
+            name_thread_weak(
+                &mut self.threads,
+                &mut self.p.log,
+                next_pid,
+                self.p.strings.get(next_comm),
+            );
             self.ftrace.push(FtraceRecord {
                 ts,
                 cpu,
@@ -208,8 +212,8 @@ impl Decoder {
                     next_prio,
                     next_comm,
                 } => {
-                    let prev = prev_pid.or_else(|| sched.running.get(&r.cpu).map(|o| o.tid));
-                    if let Some(open) = sched.running.remove(&r.cpu) {
+                    let prev = prev_pid.or_else(|| sched.running.get(r.cpu).map(|o| o.tid));
+                    if let Some(open) = sched.running.remove(r.cpu) {
                         if prev_pid.is_some_and(|p| p != open.tid) {
                             self.p.log.note("sched_switch_mismatch", || {
                                 "a switch's previous task is not the one that was running"
@@ -225,14 +229,9 @@ impl Decoder {
                     if next_pid != 0 {
                         // A task runs on one CPU at a time: a switch-out that
                         // never arrived (lost events) ends where it runs next.
-                        let elsewhere = sched
-                            .running
-                            .iter()
-                            .filter(|(c, o)| **c != r.cpu && o.tid == next_pid)
-                            .map(|(c, _)| *c)
-                            .min();
+                        let elsewhere = sched.running.cpu_of(next_pid).filter(|&c| c != r.cpu);
                         if let Some(other) = elsewhere
-                            && let Some(stale) = sched.running.remove(&other)
+                            && let Some(stale) = sched.running.remove(other)
                         {
                             self.p.log.note("sched_switch_missing", || {
                                 "a task was switched in while still running on another CPU; \
@@ -277,8 +276,10 @@ impl Decoder {
         // In CPU and thread order, not the maps' (seeded per process):
         // event ids and track ids must not change from one import to the
         // next.
-        let mut running: Vec<(u32, Running)> =
-            std::mem::take(&mut sched.running).into_iter().collect();
+        let mut running: Vec<(u32, Running)> = std::mem::take(&mut sched.running)
+            .by_cpu
+            .into_iter()
+            .collect();
         running.sort_unstable_by_key(|(cpu, _)| *cpu);
         for (cpu, open) in running {
             self.sched_slice(cpu, &open, NONE, 0);
@@ -376,6 +377,34 @@ impl Decoder {
     }
 }
 
+/// Names thread `tid` from the kernel's `comm` when nothing better is
+/// known. Copied only when it names the thread, and cut at
+/// [`MAX_COMM_NAME_BYTES`]: one long compact-sched entry may name any
+/// number of threads.
+fn name_thread_weak(
+    threads: &mut FastHashMap<i32, (Option<i32>, Option<String>)>,
+    log: &mut LimitationLog,
+    tid: i32,
+    comm: &str,
+) {
+    let entry = threads.entry(tid).or_insert((None, None));
+    if entry.1.is_none() && !comm.is_empty() {
+        let mut cut = comm.len().min(MAX_COMM_NAME_BYTES);
+        while !comm.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        entry.1 = Some(comm[..cut].to_string());
+        if cut < comm.len() {
+            log.note("comm_truncated", || {
+                format!(
+                    "a task's comm passes {MAX_COMM_NAME_BYTES} bytes; the thread it names was \
+                     given the first {MAX_COMM_NAME_BYTES}"
+                )
+            });
+        }
+    }
+}
+
 struct Running {
     tid: i32,
     start: i64,
@@ -389,9 +418,44 @@ struct OpenState {
     cpu: Option<u32>,
 }
 
+/// The task running on each CPU, and the CPU of each running task.
+///
+/// A task runs on one CPU at a time: switching it in ends its run on any
+/// other (see `replay_ftrace`), so each tid is on one CPU at most and the
+/// switch finds it by tid instead of scanning every CPU.
+#[derive(Default)]
+struct RunningTasks {
+    by_cpu: FastHashMap<u32, Running>,
+    cpu_of_tid: FastHashMap<i32, u32>,
+}
+
+impl RunningTasks {
+    fn get(&self, cpu: u32) -> Option<&Running> {
+        self.by_cpu.get(&cpu)
+    }
+
+    fn cpu_of(&self, tid: i32) -> Option<u32> {
+        self.cpu_of_tid.get(&tid).copied()
+    }
+
+    fn remove(&mut self, cpu: u32) -> Option<Running> {
+        let open = self.by_cpu.remove(&cpu)?;
+        if self.cpu_of_tid.get(&open.tid) == Some(&cpu) {
+            self.cpu_of_tid.remove(&open.tid);
+        }
+        Some(open)
+    }
+
+    fn insert(&mut self, cpu: u32, run: Running) {
+        self.remove(cpu);
+        self.cpu_of_tid.insert(run.tid, cpu);
+        self.by_cpu.insert(cpu, run);
+    }
+}
+
 #[derive(Default)]
 struct Sched {
-    running: FastHashMap<u32, Running>,
+    running: RunningTasks,
     states: FastHashMap<i32, OpenState>,
     wake_args: FastHashMap<i32, String>,
 }

@@ -11,6 +11,7 @@
 
 use super::decoder::Decoder;
 use super::proto::{PerfSample, StreamingProfilePacket};
+use super::sequence::{MAX_PATH_PIECES, MAX_SLASH_MODULE_BYTES};
 
 /// The frame of a sample whose callstack could not be resolved.
 pub const UNRESOLVED_STACK: &str = "[unresolved callstack]";
@@ -80,65 +81,85 @@ impl Decoder {
     }
 
     /// The aggregator stack of an interned callstack (cached per sequence).
+    ///
+    /// Each frame reference costs a few lookups: frames resolve to the
+    /// definitions they are made of ([`super::sequence::FrameKey`]), and the aggregator
+    /// (which hashes a frame's text) sees each distinct one once per
+    /// sequence state, however many references a callstack holds.
     fn callstack(&mut self, sequence_id: u32, iid: u64) -> u32 {
-        let seq = self.sequences.entry(sequence_id).or_default();
+        let Decoder {
+            sequences, agg, p, ..
+        } = self;
+        let seq = sequences.entry(sequence_id).or_default();
         if let Some(Some(stack)) = seq.stack_cache.get(&iid) {
             return *stack;
         }
-        let Some(frame_ids) = seq.callstacks.get(&iid).cloned() else {
-            self.p.log.note("interned_id_missing", || {
+        // Lent out of the sequence while its frames resolve.
+        let Some(frame_ids) = seq.callstacks.get_mut(&iid).map(std::mem::take) else {
+            p.log.note("interned_id_missing", || {
                 "a sample's callstack was never interned on its sequence".to_string()
             });
-            let frame = self
-                .agg
-                .frame(UNRESOLVED_STACK, None, None, None, "unknown", false);
-            return self.agg.stack(None, frame);
+            let frame = agg.frame(UNRESOLVED_STACK, None, None, None, "unknown", false);
+            return agg.stack(None, frame);
         };
-        let resolved: Vec<_> = frame_ids.iter().map(|&f| seq.frame(f)).collect();
         let mut parent = None;
         let mut missing = 0u64;
-        for frame in resolved {
-            let id = match frame {
-                Some(f) => {
-                    let module = f.module.as_deref().map(basename);
-                    match &f.function {
-                        Some(name) => self.agg.frame(name, None, None, module, "native", true),
+        let mut truncated = 0u64;
+        let mut unknown = None;
+        for &f in &frame_ids {
+            let id = match seq.frame_key(f) {
+                Some((key, cut)) => {
+                    truncated += u64::from(cut);
+                    match seq.frame_ids.get(&key) {
+                        Some(&id) => id,
                         None => {
-                            let pc = format!("0x{:x}", f.rel_pc.unwrap_or(0));
-                            self.agg.frame(&pc, None, None, module, "native", false)
+                            let (function, module, symbolized) = seq.frame_text(&key);
+                            let id = agg.frame(
+                                &function,
+                                None,
+                                None,
+                                module.as_deref(),
+                                "native",
+                                symbolized,
+                            );
+                            seq.frame_ids.insert(key, id);
+                            id
                         }
                     }
                 }
                 None => {
                     missing += 1;
-                    self.agg
-                        .frame("[unknown frame]", None, None, None, "unknown", false)
+                    *unknown.get_or_insert_with(|| {
+                        agg.frame("[unknown frame]", None, None, None, "unknown", false)
+                    })
                 }
             };
-            parent = Some(self.agg.stack(parent, id));
+            parent = Some(agg.stack(parent, id));
+        }
+        if let Some(slot) = seq.callstacks.get_mut(&iid) {
+            *slot = frame_ids;
         }
         if missing > 0 {
-            self.p.log.note_n("interned_id_missing", missing, || {
+            p.log.note_n("interned_id_missing", missing, || {
                 "a callstack names a frame its sequence never interned".to_string()
+            });
+        }
+        if truncated > 0 {
+            p.log.note_n("mapping_path_truncated", truncated, || {
+                format!(
+                    "a mapping's path has more than {MAX_PATH_PIECES} pieces, or is more than \
+                     {MAX_SLASH_MODULE_BYTES} slashes; only the first pieces were read"
+                )
             });
         }
         let stack = match parent {
             Some(s) => s,
             None => {
-                let frame = self
-                    .agg
-                    .frame(UNRESOLVED_STACK, None, None, None, "unknown", false);
-                self.agg.stack(None, frame)
+                let frame = agg.frame(UNRESOLVED_STACK, None, None, None, "unknown", false);
+                agg.stack(None, frame)
             }
         };
-        if let Some(seq) = self.sequences.get_mut(&sequence_id) {
-            seq.stack_cache.insert(iid, Some(stack));
-        }
+        seq.stack_cache.insert(iid, Some(stack));
         stack
     }
-}
-
-/// The file name of a mapping path (`/system/lib64/libc.so` → `libc.so`).
-fn basename(path: &str) -> &str {
-    path.rsplit('/').find(|p| !p.is_empty()).unwrap_or(path)
 }

@@ -8,6 +8,8 @@
 //! were dropped since) cannot be decoded faithfully; it is skipped and
 //! counted, as Perfetto's own trace processor does.
 
+use std::borrow::Cow;
+
 use crate::FastHashMap;
 
 use super::proto::{
@@ -19,12 +21,82 @@ pub fn lossy(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
 }
 
-/// A frame resolved from the interning tables.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ResolvedFrame {
-    pub function: Option<String>,
-    pub module: Option<String>,
-    pub rel_pc: Option<u64>,
+/// Mapping path pieces read per mapping: real paths have a handful
+/// (`/system/lib64/libc.so` is three); the rest are not read (counted as
+/// `mapping_path_truncated`), so resolving a module costs at most this many
+/// lookups however long the interned list.
+pub const MAX_PATH_PIECES: usize = 256;
+
+/// Longest module name made of `/` alone (a path whose pieces hold
+/// nothing but slashes); longer ones are cut (`mapping_path_truncated`).
+pub const MAX_SLASH_MODULE_BYTES: usize = 4096;
+
+/// An interned function name with the serial of its definition: caches
+/// keyed by serials stay right when an iid is defined again.
+pub struct Defined {
+    pub serial: u64,
+    pub text: String,
+}
+
+/// An interned mapping path piece and its last non-empty `/` segment,
+/// found once when it is defined.
+pub struct PathPiece {
+    pub serial: u64,
+    pub text: String,
+    pub segment: Option<std::ops::Range<usize>>,
+}
+
+impl PathPiece {
+    fn new(serial: u64, text: String) -> Self {
+        let mut end = text.len();
+        let mut segment = None;
+        for (i, b) in text.bytes().enumerate().rev() {
+            if b == b'/' {
+                if i + 1 < end {
+                    segment = Some(i + 1..end);
+                    break;
+                }
+                end = i;
+            }
+        }
+        if segment.is_none() && end > 0 {
+            segment = Some(0..end);
+        }
+        PathPiece {
+            serial,
+            text,
+            segment,
+        }
+    }
+}
+
+/// What names a frame's function: an interned name (by definition), or
+/// its relative pc when it has none.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum FunctionRef {
+    Named { iid: u64, serial: u64 },
+    Pc(u64),
+}
+
+/// A frame's module: the last non-empty segment of its mapping's path
+/// (what the stacks show), by the definition of the piece that holds it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ModuleRef {
+    None,
+    Segment {
+        iid: u64,
+        serial: u64,
+    },
+    /// A path of slashes alone: the path itself, this many bytes long.
+    Slashes(usize),
+}
+
+/// A frame by the definitions it is made of: equal keys give the same
+/// aggregator frame, so each is hashed and stored once.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct FrameKey {
+    pub function: FunctionRef,
+    pub module: ModuleRef,
 }
 
 #[derive(Default)]
@@ -36,13 +108,26 @@ pub struct Sequence {
     pub annotation_names: FastHashMap<u64, String>,
     pub annotation_strings: FastHashMap<u64, String>,
     pub source_locations: FastHashMap<u64, SourceLocation>,
-    pub function_names: FastHashMap<u64, String>,
-    pub mapping_paths: FastHashMap<u64, String>,
+    pub function_names: FastHashMap<u64, Defined>,
+    pub mapping_paths: FastHashMap<u64, PathPiece>,
     pub mappings: FastHashMap<u64, Mapping>,
     pub frames: FastHashMap<u64, super::proto::Frame>,
     pub callstacks: FastHashMap<u64, Vec<u64>>,
     /// Callstack iid → aggregator stack id, valid until the next reset.
     pub stack_cache: FastHashMap<u64, Option<u32>>,
+    /// Event name iid → the processor's string id (dropped when the iid
+    /// is defined again): a name is hashed once, not once per event.
+    pub event_name_ids: FastHashMap<u64, u32>,
+    /// Category iid → the processor's string id, likewise.
+    pub category_ids: FastHashMap<u64, u32>,
+    /// Mapping iid → its module (dropped when the mapping or any path
+    /// piece is defined again).
+    pub module_cache: FastHashMap<u64, ModuleRef>,
+    /// Frame content → aggregator frame id: the aggregator hashes a
+    /// frame's text, once per distinct frame instead of once per use.
+    pub frame_ids: FastHashMap<FrameKey, u32>,
+    /// Serial of the next function name or path piece definition.
+    next_serial: u64,
     pub defaults: Option<TracePacketDefaults>,
     /// Legacy `ThreadDescriptor` packet: `(pid, tid)` and the reference
     /// time for delta timestamps (µs).
@@ -58,6 +143,13 @@ pub enum Admission {
     Accept,
     /// The packet needs interned state the sequence does not have.
     SkipNeedsState,
+}
+
+/// A frame's module as resolved from its mapping, and whether the
+/// mapping's path had to be cut.
+pub struct ResolvedModule {
+    pub module: ModuleRef,
+    pub truncated: bool,
 }
 
 impl Sequence {
@@ -93,31 +185,53 @@ impl Sequence {
     }
 
     fn intern(&mut self, d: &InternedData) {
-        let names = |map: &mut FastHashMap<u64, String>, items: &[super::proto::InternedName]| {
+        let names = |map: &mut FastHashMap<u64, String>,
+                     ids: &mut FastHashMap<u64, u32>,
+                     items: &[super::proto::InternedName]| {
             for item in items {
                 if let (Some(iid), Some(name)) = (item.iid, &item.name) {
                     map.insert(iid, lossy(name));
+                    ids.remove(&iid);
                 }
             }
         };
-        names(&mut self.event_names, &d.event_names);
-        names(&mut self.categories, &d.event_categories);
-        names(&mut self.annotation_names, &d.debug_annotation_names);
-        let strings = |map: &mut FastHashMap<u64, String>,
-                       items: &[super::proto::InternedString]| {
-            for item in items {
-                if let (Some(iid), Some(s)) = (item.iid, &item.str) {
-                    map.insert(iid, lossy(s));
-                }
-            }
-        };
-        strings(
-            &mut self.annotation_strings,
-            &d.debug_annotation_string_values,
+        names(
+            &mut self.event_names,
+            &mut self.event_name_ids,
+            &d.event_names,
         );
-        strings(&mut self.function_names, &d.function_names);
-        strings(&mut self.function_names, &d.kernel_symbols);
-        strings(&mut self.mapping_paths, &d.mapping_paths);
+        names(
+            &mut self.categories,
+            &mut self.category_ids,
+            &d.event_categories,
+        );
+        for item in &d.debug_annotation_names {
+            if let (Some(iid), Some(name)) = (item.iid, &item.name) {
+                self.annotation_names.insert(iid, lossy(name));
+            }
+        }
+        for item in &d.debug_annotation_string_values {
+            if let (Some(iid), Some(s)) = (item.iid, &item.str) {
+                self.annotation_strings.insert(iid, lossy(s));
+            }
+        }
+        for item in d.function_names.iter().chain(&d.kernel_symbols) {
+            if let (Some(iid), Some(s)) = (item.iid, &item.str) {
+                let serial = self.serial();
+                let text = lossy(s);
+                self.function_names.insert(iid, Defined { serial, text });
+            }
+        }
+        for item in &d.mapping_paths {
+            if let (Some(iid), Some(s)) = (item.iid, &item.str) {
+                let serial = self.serial();
+                self.mapping_paths
+                    .insert(iid, PathPiece::new(serial, lossy(s)));
+            }
+        }
+        if !d.mapping_paths.is_empty() {
+            self.module_cache.clear();
+        }
         for loc in &d.source_locations {
             if let Some(iid) = loc.iid {
                 self.source_locations.insert(iid, loc.clone());
@@ -126,6 +240,7 @@ impl Sequence {
         for m in &d.mappings {
             if let Some(iid) = m.iid {
                 self.mappings.insert(iid, m.clone());
+                self.module_cache.remove(&iid);
             }
         }
         for f in &d.frames {
@@ -141,41 +256,114 @@ impl Sequence {
         }
     }
 
-    /// The mapping's path (its interned path pieces joined by `/`).
-    fn mapping_path(&self, mapping: &Mapping) -> Option<String> {
-        let parts: Vec<&str> = mapping
-            .path_string_ids
-            .iter()
-            .filter_map(|id| self.mapping_paths.get(id).map(String::as_str))
-            .collect();
-        if parts.is_empty() {
-            return None;
-        }
-        let joined = parts.join("/");
-        Some(if joined.starts_with('/') || parts.len() == 1 {
-            joined
-        } else {
-            format!("/{joined}")
-        })
+    fn serial(&mut self) -> u64 {
+        self.next_serial += 1;
+        self.next_serial
     }
 
-    /// Resolves a frame iid; `None` when the frame was never interned.
-    pub fn frame(&self, iid: u64) -> Option<ResolvedFrame> {
+    /// The module of a mapping: the last non-empty `/` segment of its path
+    /// (its interned pieces joined by `/`), as the stacks name it. Reads at
+    /// most [`MAX_PATH_PIECES`] pieces; cached per mapping.
+    fn module(&mut self, mapping_id: Option<u64>) -> ResolvedModule {
+        let unresolved = ResolvedModule {
+            module: ModuleRef::None,
+            truncated: false,
+        };
+        let Some(iid) = mapping_id else {
+            return unresolved;
+        };
+        if let Some(&module) = self.module_cache.get(&iid) {
+            return ResolvedModule {
+                module,
+                truncated: false,
+            };
+        }
+        let Some(mapping) = self.mappings.get(&iid) else {
+            return unresolved;
+        };
+        let ids = &mapping.path_string_ids;
+        let mut truncated = ids.len() > MAX_PATH_PIECES;
+        let mut known = 0usize;
+        let mut slashes = 0usize;
+        let mut module = None;
+        for id in ids[..ids.len().min(MAX_PATH_PIECES)].iter().rev() {
+            let Some(piece) = self.mapping_paths.get(id) else {
+                continue;
+            };
+            known += 1;
+            if piece.segment.is_some() {
+                module = Some(ModuleRef::Segment {
+                    iid: *id,
+                    serial: piece.serial,
+                });
+                break;
+            }
+            slashes = slashes.saturating_add(piece.text.len());
+        }
+        let module = match module {
+            Some(m) => m,
+            None if known == 0 => ModuleRef::None,
+            // Pieces of slashes alone (or empty): the path has no
+            // non-empty segment and is its own name.
+            None => {
+                let len = slashes.saturating_add(known - 1);
+                truncated |= len > MAX_SLASH_MODULE_BYTES;
+                ModuleRef::Slashes(len.min(MAX_SLASH_MODULE_BYTES))
+            }
+        };
+        self.module_cache.insert(iid, module);
+        ResolvedModule { module, truncated }
+    }
+
+    /// Resolves a frame iid to the definitions it is made of; `None` when
+    /// the frame was never interned. The second value says the mapping's
+    /// path was cut.
+    pub fn frame_key(&mut self, iid: u64) -> Option<(FrameKey, bool)> {
         let frame = self.frames.get(&iid)?;
-        let function = frame
-            .function_name_id
-            .and_then(|id| self.function_names.get(&id))
-            .filter(|name| !name.is_empty())
-            .cloned();
-        let module = frame
-            .mapping_id
-            .and_then(|id| self.mappings.get(&id))
-            .and_then(|m| self.mapping_path(m));
-        Some(ResolvedFrame {
-            function,
-            module,
-            rel_pc: frame.rel_pc,
-        })
+        let (function_name_id, mapping_id, rel_pc) =
+            (frame.function_name_id, frame.mapping_id, frame.rel_pc);
+        let function = function_name_id
+            .and_then(|id| {
+                self.function_names
+                    .get(&id)
+                    .filter(|name| !name.text.is_empty())
+                    .map(|name| FunctionRef::Named {
+                        iid: id,
+                        serial: name.serial,
+                    })
+            })
+            .unwrap_or(FunctionRef::Pc(rel_pc.unwrap_or(0)));
+        let module = self.module(mapping_id);
+        Some((
+            FrameKey {
+                function,
+                module: module.module,
+            },
+            module.truncated,
+        ))
+    }
+
+    /// The text of a frame key: its function name (or `0x<rel_pc>`, then
+    /// unsymbolized) and its module.
+    pub fn frame_text(&self, key: &FrameKey) -> (Cow<'_, str>, Option<Cow<'_, str>>, bool) {
+        let (function, symbolized) = match key.function {
+            FunctionRef::Named { iid, .. } => match self.function_names.get(&iid) {
+                Some(name) => (Cow::Borrowed(name.text.as_str()), true),
+                None => (Cow::Borrowed(""), true),
+            },
+            FunctionRef::Pc(pc) => (Cow::Owned(format!("0x{pc:x}")), false),
+        };
+        let module = match key.module {
+            ModuleRef::None => None,
+            ModuleRef::Segment { iid, .. } => Some(
+                self.mapping_paths
+                    .get(&iid)
+                    .and_then(|p| p.segment.clone().map(|r| &p.text[r]))
+                    .map_or(Cow::Borrowed(""), Cow::Borrowed),
+            ),
+            ModuleRef::Slashes(n) => Some(Cow::Owned("/".repeat(n))),
+        };
+        (function, module, symbolized)
     }
 }
 

@@ -9,12 +9,13 @@
 
 use std::borrow::Cow;
 
-use super::annotations::{UNKNOWN, event_args};
+use super::annotations::{UNKNOWN, event_args_bounded};
 use super::decoder::{Decoder, EventRow, SlotKey};
 use super::proto::{TYPE_COUNTER, TYPE_INSTANT, TYPE_SLICE_BEGIN, TYPE_SLICE_END, TrackEvent};
 use super::sequence::Sequence;
-use crate::chrome::kinds::classify;
-use crate::chrome::store::{NO_ID, NONE};
+use crate::FastHashMap;
+use crate::chrome::kinds::{Classified, classify};
+use crate::chrome::store::{Interner, NO_ID, NONE};
 
 impl Decoder {
     pub fn track_event(&mut self, sequence_id: u32, ts: Option<i64>, e: &TrackEvent) {
@@ -33,8 +34,7 @@ impl Decoder {
         let legacy_thread = seq.thread;
         let kind = e.r#type.unwrap_or(0);
         if !(e.extra_counter_values.is_empty() && e.extra_double_counter_values.is_empty()) {
-            let defaults = defaults.cloned();
-            self.extra_counters(e, defaults.as_ref(), ts);
+            self.extra_counters(sequence_id, e, ts);
         }
         let slot = match (uuid, legacy_thread) {
             (Some(u), _) if u != 0 || legacy_thread.is_none() => self.slot(SlotKey::Uuid(u)),
@@ -82,18 +82,28 @@ impl Decoder {
     }
 
     fn slice_or_instant(&mut self, sequence_id: u32, slot: u32, ts: i64, e: &TrackEvent) {
-        let Some(seq) = self.sequences.get(&sequence_id) else {
+        // The scratch leaves `self` while the sequence is borrowed from it.
+        let mut scratch = std::mem::take(&mut self.args_scratch);
+        let max_args_bytes = self.max_args_bytes;
+        let Decoder {
+            sequences,
+            p,
+            class_cache,
+            ..
+        } = self;
+        let Some(seq) = sequences.get_mut(&sequence_id) else {
+            self.args_scratch = scratch;
             return;
         };
-        let (name, missing_name) = event_name(seq, e);
-        let categories = categories(seq, e);
         let mut missing_ids = 0;
-        // The scratch leaves `self` while `seq` is borrowed from it.
-        let mut scratch = std::mem::take(&mut self.args_scratch);
-        let has_args = event_args(seq, e, &mut scratch, &mut missing_ids);
+        let has_args = event_args_bounded(seq, e, &mut scratch, &mut missing_ids, max_args_bytes);
         let instant = e.r#type == Some(TYPE_INSTANT);
+        // The name first, then the category: the processor numbers its
+        // strings in the order they are first seen.
+        let (name, missing_name) = event_name(seq, &mut p.strings, e);
+        let (category, truncated) = categories(seq, &mut p.strings, e);
         if missing_name || missing_ids > 0 {
-            self.p.log.note_n(
+            p.log.note_n(
                 "interned_id_missing",
                 u64::from(missing_name) + missing_ids,
                 || {
@@ -103,16 +113,21 @@ impl Decoder {
                 },
             );
         }
-        let class = classify(categories.as_deref(), &name, instant);
-        // Interned while `seq` lends the names: no copy of either.
-        let name = self.p.strings.intern(&name);
-        let category = categories.map_or(NO_ID, |c| self.p.strings.intern(&c));
+        if truncated {
+            p.log.note("category_truncated", || {
+                format!(
+                    "a track event's categories joined by `,` pass {MAX_JOINED_CATEGORY_BYTES} \
+                     bytes; cut there"
+                )
+            });
+        }
+        let class = classified(class_cache, &p.strings, category, name, instant);
         let row = self.push_event(EventRow {
             slot,
             ts,
             dur: if instant { 0 } else { -1 },
             name,
-            category,
+            category: category.unwrap_or(NO_ID),
             kind: class.kind,
             instant,
             correlation: e
@@ -145,14 +160,16 @@ impl Decoder {
 
     /// A value on a counter track (absolute or incremental per descriptor).
     fn uuid_counter(&mut self, uuid: u64, ts: i64, value: f64) {
-        let descriptor = self.descriptors.get(&uuid).and_then(|d| d.counter.clone());
-        let multiplier = descriptor
-            .as_ref()
-            .and_then(|c| c.unit_multiplier)
-            .filter(|&m| m != 0)
-            .unwrap_or(1) as f64;
+        // Only the two numbers: the descriptor (its unit name may be long)
+        // is not copied per value.
+        let (multiplier, incremental) = self
+            .descriptors
+            .get(&uuid)
+            .and_then(|d| d.counter.as_ref())
+            .map_or((None, None), |c| (c.unit_multiplier, c.is_incremental));
+        let multiplier = multiplier.filter(|&m| m != 0).unwrap_or(1) as f64;
         let mut value = value * multiplier;
-        if descriptor.as_ref().and_then(|c| c.is_incremental) == Some(true) {
+        if incremental == Some(true) {
             let total = self.counter_totals.entry(uuid).or_insert(0.0);
             *total += value;
             value = *total;
@@ -162,12 +179,15 @@ impl Decoder {
         self.counter_row(slot, NO_ID, ts, value, None);
     }
 
-    fn extra_counters(
-        &mut self,
-        e: &TrackEvent,
-        defaults: Option<&super::proto::TrackEventDefaults>,
-        ts: i64,
-    ) {
+    /// The event's extra counter values on the tracks it (or its
+    /// sequence's defaults) lists. The defaults are read in place: a long
+    /// default list is not copied per event.
+    fn extra_counters(&mut self, sequence_id: u32, e: &TrackEvent, ts: i64) {
+        let defaults = self
+            .sequences
+            .get(&sequence_id)
+            .and_then(|s| s.defaults.as_ref())
+            .and_then(|d| d.track_event_defaults.as_ref());
         let ints = if e.extra_counter_track_uuids.is_empty() {
             defaults.map_or(&[][..], |d| &d.extra_counter_track_uuids[..])
         } else {
@@ -194,42 +214,112 @@ impl Decoder {
     }
 }
 
-/// The event's name and whether an interned name was missing.
-fn event_name<'a>(seq: &'a Sequence, e: &'a TrackEvent) -> (Cow<'a, str>, bool) {
+/// Longest category string built by joining an event's categories: past
+/// it the string is cut (`category_truncated`), so an event naming one
+/// long interned category many times costs at most this much.
+pub const MAX_JOINED_CATEGORY_BYTES: usize = 4096;
+
+/// Names at least this long have their classification cached: classifying
+/// may search the whole name, once per distinct name then.
+const CLASSIFY_CACHE_MIN_BYTES: usize = 256;
+
+/// The event's name (interned in `strings`) and whether an interned name
+/// was missing. An interned name is hashed once per definition, not once
+/// per event.
+fn event_name(seq: &mut Sequence, strings: &mut Interner, e: &TrackEvent) -> (u32, bool) {
     if let Some(name) = &e.name {
-        return (String::from_utf8_lossy(name), false);
+        return (strings.intern(&String::from_utf8_lossy(name)), false);
     }
     match e.name_iid {
-        Some(iid) => match seq.event_names.get(&iid) {
-            Some(n) => (Cow::Borrowed(n.as_str()), false),
-            None => (Cow::Borrowed(UNKNOWN), true),
-        },
-        None => (Cow::Borrowed(""), false),
+        Some(iid) => {
+            if let Some(&id) = seq.event_name_ids.get(&iid) {
+                return (id, false);
+            }
+            match seq.event_names.get(&iid) {
+                Some(n) => {
+                    let id = strings.intern(n);
+                    seq.event_name_ids.insert(iid, id);
+                    (id, false)
+                }
+                None => (strings.intern(UNKNOWN), true),
+            }
+        }
+        None => (strings.intern(""), false),
     }
 }
 
-/// Categories joined by `,` (inline first, then interned); one category
-/// is lent, not copied.
-fn categories<'a>(seq: &'a Sequence, e: &'a TrackEvent) -> Option<Cow<'a, str>> {
-    let mut all = e
-        .categories
-        .iter()
-        .map(|c| String::from_utf8_lossy(c))
-        .chain(e.category_iids.iter().map(|iid| {
-            seq.categories
-                .get(iid)
-                .map_or(Cow::Borrowed(UNKNOWN), |c| Cow::Borrowed(c.as_str()))
-        }));
-    let first = all.next()?;
-    match all.next() {
-        None => Some(first),
-        Some(second) => {
-            let mut joined = first.into_owned();
-            for c in std::iter::once(second).chain(all) {
-                joined.push(',');
-                joined.push_str(&c);
+/// Categories joined by `,` (inline first, then interned), interned in
+/// `strings`; `true` when the joined string was cut at
+/// [`MAX_JOINED_CATEGORY_BYTES`].
+fn categories(seq: &mut Sequence, strings: &mut Interner, e: &TrackEvent) -> (Option<u32>, bool) {
+    match (&e.categories[..], &e.category_iids[..]) {
+        ([], []) => (None, false),
+        ([only], []) => (Some(strings.intern(&String::from_utf8_lossy(only))), false),
+        ([], &[iid]) => {
+            if let Some(&id) = seq.category_ids.get(&iid) {
+                return (Some(id), false);
             }
-            Some(Cow::Owned(joined))
+            match seq.categories.get(&iid) {
+                Some(c) => {
+                    let id = strings.intern(c);
+                    seq.category_ids.insert(iid, id);
+                    (Some(id), false)
+                }
+                None => (Some(strings.intern(UNKNOWN)), false),
+            }
+        }
+        (inline, iids) => {
+            let all = inline
+                .iter()
+                .map(|c| String::from_utf8_lossy(c))
+                .chain(iids.iter().map(|iid| {
+                    seq.categories
+                        .get(iid)
+                        .map_or(Cow::Borrowed(UNKNOWN), |c| Cow::Borrowed(c.as_str()))
+                }));
+            let mut joined = String::new();
+            let mut truncated = false;
+            for (i, c) in all.enumerate() {
+                let separator = if i == 0 { "" } else { "," };
+                for piece in [separator, &c] {
+                    let room = MAX_JOINED_CATEGORY_BYTES - joined.len();
+                    if piece.len() <= room {
+                        joined.push_str(piece);
+                    } else {
+                        let mut cut = room;
+                        while !piece.is_char_boundary(cut) {
+                            cut -= 1;
+                        }
+                        joined.push_str(&piece[..cut]);
+                        truncated = true;
+                        break;
+                    }
+                }
+                if truncated {
+                    break;
+                }
+            }
+            (Some(strings.intern(&joined)), truncated)
         }
     }
+}
+
+/// The event's classification; cached by string ids for long names, whose
+/// classifying may read the whole name.
+fn classified(
+    cache: &mut FastHashMap<(u32, u32, bool), Classified>,
+    strings: &Interner,
+    category: Option<u32>,
+    name: u32,
+    instant: bool,
+) -> Classified {
+    let name_text = strings.get(name);
+    let category_text = category.map(|c| strings.get(c));
+    if name_text.len() < CLASSIFY_CACHE_MIN_BYTES {
+        return classify(category_text, name_text, instant);
+    }
+    let key = (name, category.unwrap_or(NO_ID), instant);
+    *cache
+        .entry(key)
+        .or_insert_with(|| classify(category_text, name_text, instant))
 }

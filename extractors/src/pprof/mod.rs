@@ -10,6 +10,7 @@
 //! [`symbols`]). pprof samples carry no timestamps: `samples.ts_ns` is null
 //! and the time span is the profile's `time_nanos` + `duration_nanos`.
 
+pub mod decode_cost;
 pub mod metrics;
 pub mod proto;
 pub mod symbols;
@@ -87,8 +88,10 @@ fn read_whole<R: BufRead>(
     }
 }
 
-/// Decodes a profile, refusing input that is not one.
+/// Decodes a profile, refusing input that is not one (or that would take
+/// too much memory decoded: [`decode_cost`]).
 pub fn decode_profile(bytes: &[u8]) -> Result<Profile, ExtractError> {
+    decode_cost::check_decode_cost(bytes)?;
     let profile = Profile::decode(bytes).map_err(|e| ExtractError::Parse {
         message: format!("not a pprof profile (protobuf decoding failed: {e})"),
         offset: None,

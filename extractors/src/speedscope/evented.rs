@@ -3,6 +3,7 @@
 //! so a frame's self time is the time it was on top and its inclusive time
 //! the time it was open; time with nothing open is charged to nobody.
 
+use crate::FastHashMap;
 use crate::stacks::MetricId;
 
 use super::build::{Builder, Unit, spec, unit_of};
@@ -31,8 +32,7 @@ impl Builder<'_> {
             });
         }
         let metric = self.agg.metric(metric);
-        // Open frames, innermost last: (frame index as written, stack id).
-        let mut open: Vec<(i64, u32)> = Vec::new();
+        let mut open = OpenFrames::default();
         let mut last: Option<i64> = None;
         for event in events {
             self.events += 1;
@@ -61,7 +61,7 @@ impl Builder<'_> {
                     let stack = self.agg.stack(open.last().map(|o| o.1), frame);
                     open.push((event.frame, stack));
                 }
-                "C" => match open.iter().rposition(|o| o.0 == event.frame) {
+                "C" => match open.position_of(event.frame) {
                     Some(p) if p + 1 == open.len() => {
                         open.pop();
                     }
@@ -107,6 +107,54 @@ impl Builder<'_> {
         if length > 0 {
             self.agg
                 .add_metric_sample(metric, stack, thread, None, length, 1);
+        }
+    }
+}
+
+/// The open frames, innermost last: (frame index as written, stack id),
+/// with how often each frame is open, so closing a frame that is not open
+/// costs nothing (N such closes after N opens would otherwise scan the
+/// whole stack N times).
+#[derive(Default)]
+struct OpenFrames {
+    stack: Vec<(i64, u32)>,
+    open_count: FastHashMap<i64, u32>,
+}
+
+impl OpenFrames {
+    fn push(&mut self, entry: (i64, u32)) {
+        *self.open_count.entry(entry.0).or_insert(0) += 1;
+        self.stack.push(entry);
+    }
+
+    fn last(&self) -> Option<&(i64, u32)> {
+        self.stack.last()
+    }
+
+    fn len(&self) -> usize {
+        self.stack.len()
+    }
+
+    /// Where the innermost open `frame` is. The scan stops at it, and what
+    /// it passed is closed with it, so scans cost at most what was pushed.
+    fn position_of(&self, frame: i64) -> Option<usize> {
+        if self.open_count.get(&frame).copied().unwrap_or(0) == 0 {
+            return None;
+        }
+        self.stack.iter().rposition(|o| o.0 == frame)
+    }
+
+    fn pop(&mut self) {
+        self.truncate(self.stack.len().saturating_sub(1));
+    }
+
+    fn truncate(&mut self, len: usize) {
+        while self.stack.len() > len {
+            if let Some((frame, _)) = self.stack.pop()
+                && let Some(n) = self.open_count.get_mut(&frame)
+            {
+                *n = n.saturating_sub(1);
+            }
         }
     }
 }

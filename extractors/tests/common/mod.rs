@@ -1,7 +1,9 @@
 //! Test helpers: an in-memory sink and column accessors.
 #![allow(dead_code)]
 
+pub mod fuzz;
 pub mod perfetto;
+pub mod proto_gen;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

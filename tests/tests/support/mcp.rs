@@ -156,6 +156,23 @@ impl Session {
             .collect()
     }
 
+    /// The server's process id (None once it was reaped).
+    #[allow(dead_code)]
+    pub fn pid(&self) -> Option<u32> {
+        self.child.id()
+    }
+
+    /// SIGKILLs the server process (a crash: no cleanup runs), reaps it and
+    /// returns its stdout and stderr so far.
+    #[allow(dead_code)]
+    pub async fn kill(mut self) -> (Vec<u8>, String) {
+        self.child.kill().await.expect("SIGKILL the server");
+        let _ = self.client.cancel().await;
+        let stderr = String::from_utf8_lossy(&self.stderr.lock().expect("stderr")).into_owned();
+        let stdout = self.stdout.lock().expect("stdout").clone();
+        (stdout, stderr)
+    }
+
     /// Closes the client and waits for the server to exit; returns stdout.
     pub async fn close(mut self) -> (Vec<u8>, String, Vec<String>) {
         let _ = self.client.cancel().await;

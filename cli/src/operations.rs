@@ -1,0 +1,264 @@
+//! The engine's operation catalog as subcommands: each operation's clap
+//! command is built from its declaration (path, description, positional
+//! arguments, and the input schema's properties as `--flags`), its
+//! arguments are read back into the JSON the engine decodes, and its answer
+//! is printed as the summary line and a table of the declared columns.
+
+use std::io::Write;
+
+use clap::{Arg, ArgAction, ArgMatches, Command};
+use flameox_engine::FlameoxError;
+use flameox_engine::error::Result;
+use flameox_engine::operations::{Cell, Operation, catalog};
+use flameox_engine::services::QueryContext;
+use serde_json::{Map, Value};
+
+use crate::GlobalOptions;
+use crate::commands::{block_on, call_options, open};
+use crate::render::{Table, cut, duration_ns, thousands};
+
+/// A name clap keeps for the process's life (the tree is built once; clap
+/// takes `&'static str` without its `string` feature).
+fn leak(text: String) -> &'static str {
+    Box::leak(text.into_boxed_str())
+}
+
+/// `window_start_ns` → `window-start-ns`.
+fn flag_name(property: &str) -> String {
+    property.replace('_', "-")
+}
+
+/// The clap command of one operation (its last path word).
+fn command_of(op: &'static Operation) -> Command {
+    let schema = (op.schema)();
+    let required: Vec<&str> = schema["required"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
+        .collect();
+    let name = op.cli.last().copied().unwrap_or(op.name);
+    let mut cmd = Command::new(name).about(op.description);
+    let Some(props) = schema["properties"].as_object() else {
+        return cmd;
+    };
+    for (i, positional) in op.positional.iter().enumerate() {
+        let help = props[*positional]["description"].as_str().unwrap_or("");
+        cmd = cmd.arg(
+            Arg::new(*positional)
+                .index(i + 1)
+                .required(required.contains(positional))
+                .value_name(leak(positional.to_uppercase()))
+                .help(help.to_owned()),
+        );
+    }
+    for (property, rule) in props {
+        if op.positional.contains(&property.as_str()) {
+            continue;
+        }
+        let long = leak(flag_name(property));
+        let id = leak(property.clone());
+        let mut arg = Arg::new(id)
+            .long(long)
+            .help(rule["description"].as_str().unwrap_or("").to_owned())
+            .required(required.contains(&property.as_str()));
+        arg = match rule["type"].as_str() {
+            Some("boolean") => arg.action(ArgAction::SetTrue),
+            Some("integer") => arg
+                .value_parser(clap::value_parser!(i64))
+                .value_name("N")
+                .allow_negative_numbers(true),
+            _ => match rule["enum"].as_array() {
+                Some(values) => {
+                    let names: Vec<&'static str> = values
+                        .iter()
+                        .filter_map(|v| v.as_str().map(|s| leak(s.to_owned())))
+                        .collect();
+                    arg.value_parser(clap::builder::PossibleValuesParser::new(names))
+                }
+                None => arg.value_name(leak(property.to_uppercase())),
+            },
+        };
+        cmd = cmd.arg(arg);
+    }
+    cmd
+}
+
+/// Adds every catalogued operation to the command tree (under an existing
+/// parent such as `stacks`, or at the top).
+pub fn augment(mut root: Command) -> Command {
+    for op in catalog() {
+        let sub = command_of(op);
+        root = match op.cli {
+            [_] => root.subcommand(sub),
+            [parent, _] => {
+                if root.find_subcommand(parent).is_some() {
+                    root.mut_subcommand(*parent, |p| p.subcommand(sub))
+                } else {
+                    root.subcommand(
+                        Command::new(*parent)
+                            .subcommand_required(true)
+                            .subcommand(sub),
+                    )
+                }
+            }
+            _ => root,
+        };
+    }
+    root
+}
+
+/// The catalogued operation the command line chose, with its matches.
+pub fn chosen(matches: &ArgMatches) -> Option<(&'static Operation, &ArgMatches)> {
+    catalog().iter().find_map(|op| {
+        let mut m = matches;
+        for word in op.cli {
+            match m.subcommand() {
+                Some((name, sub)) if name == *word => m = sub,
+                _ => return None,
+            }
+        }
+        Some((op, m))
+    })
+}
+
+/// The arguments as the JSON object the engine decodes.
+fn arguments(op: &Operation, m: &ArgMatches) -> Map<String, Value> {
+    let schema = (op.schema)();
+    let mut args = Map::new();
+    let Some(props) = schema["properties"].as_object() else {
+        return args;
+    };
+    for (property, rule) in props {
+        let value = match rule["type"].as_str() {
+            Some("boolean") => m.get_flag(property).then_some(Value::Bool(true)),
+            Some("integer") => m.get_one::<i64>(property).map(|n| Value::from(*n)),
+            _ => m
+                .get_one::<String>(property)
+                .map(|s| Value::String(s.clone())),
+        };
+        if let Some(v) = value {
+            args.insert(property.clone(), v);
+        }
+    }
+    args
+}
+
+fn cell(value: &Value, kind: Cell) -> String {
+    match (kind, value) {
+        (_, Value::Null) => String::new(),
+        (Cell::Duration, v) => v.as_i64().map(duration_ns).unwrap_or_default(),
+        (Cell::Integer, v) => v.as_i64().map(thousands).unwrap_or_else(|| v.to_string()),
+        (Cell::Percent, v) => v.as_f64().map(|p| format!("{p:.1} %")).unwrap_or_default(),
+        (Cell::Text, Value::String(s)) => cut(s, 60),
+        (Cell::Text, v) => cut(&v.to_string(), 60),
+    }
+}
+
+/// Runs the operation and prints its answer.
+pub fn run(g: &GlobalOptions, op: &'static Operation, m: &ArgMatches) -> Result<()> {
+    let ws = open(g)?;
+    let qc = QueryContext {
+        ws: &ws,
+        cache: None,
+        options: call_options(g)?,
+    };
+    let args = Value::Object(arguments(op, m));
+    let answer = block_on((op.run)(&qc, args))??;
+    let out = if g.json {
+        serde_json::to_string_pretty(&answer.result)
+            .map_err(|e| FlameoxError::internal(e.to_string()))?
+            + "\n"
+    } else if g.quiet {
+        String::new()
+    } else {
+        let headers: Vec<&str> = op.columns.iter().map(|c| c.header).collect();
+        let right: Vec<usize> = op
+            .columns
+            .iter()
+            .enumerate()
+            .filter(|(_, c)| c.cell != Cell::Text)
+            .map(|(i, _)| i)
+            .collect();
+        let mut table = Table::new(&headers, &right);
+        for row in answer.result[op.rows].as_array().into_iter().flatten() {
+            table.row(
+                op.columns
+                    .iter()
+                    .map(|c| cell(&row[c.field], c.cell))
+                    .collect(),
+            );
+        }
+        let mut text = format!("{}\n\n{}", answer.summary, table.render());
+        for line in &answer.details {
+            text.push_str(line);
+            text.push('\n');
+        }
+        for call in answer.result["next"].as_array().into_iter().flatten() {
+            let operation = call["operation"].as_str().unwrap_or("");
+            text.push_str(&format!(
+                "next: {}  ({})\n",
+                command_line(operation, &call["arguments"]),
+                call["why"].as_str().unwrap_or("")
+            ));
+        }
+        if let Some(status) = answer.result["evidence"]["status"].as_str()
+            && status != "available"
+        {
+            text.push_str(&format!(
+                "evidence: {status} ({})\n",
+                answer.result["evidence"]["reason"].as_str().unwrap_or("")
+            ));
+        }
+        text
+    };
+    let _ = std::io::stdout().lock().write_all(out.as_bytes());
+    Ok(())
+}
+
+/// A next step (`{operation, arguments}`) as a command line: catalogued
+/// operations by their declared path, positional arguments and flags;
+/// others (not yet in the catalog) by name with their arguments.
+pub fn command_line(operation: &str, arguments: &Value) -> String {
+    let Some(op) = flameox_engine::operations::by_name(operation) else {
+        return format!("{operation} {arguments}");
+    };
+    let mut words = vec!["flameox".to_owned()];
+    words.extend(op.cli.iter().map(|w| (*w).to_owned()));
+    let text = |v: &Value| match v {
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    };
+    for positional in op.positional {
+        if let Some(v) = arguments.get(*positional) {
+            words.push(shell_word(&text(v)));
+        }
+    }
+    for (name, value) in arguments.as_object().into_iter().flatten() {
+        if op.positional.contains(&name.as_str()) {
+            continue;
+        }
+        match value {
+            Value::Bool(true) => words.push(format!("--{}", flag_name(name))),
+            Value::Bool(false) | Value::Null => {}
+            v => {
+                words.push(format!("--{}", flag_name(name)));
+                words.push(shell_word(&text(v)));
+            }
+        }
+    }
+    words.join(" ")
+}
+
+/// A word quoted for a POSIX shell when it needs to be.
+fn shell_word(word: &str) -> String {
+    if !word.is_empty()
+        && word
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-_.:/#@%+=,".contains(c))
+    {
+        word.to_owned()
+    } else {
+        format!("'{}'", word.replace('\'', "'\\''"))
+    }
+}

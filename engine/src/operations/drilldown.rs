@@ -1,0 +1,218 @@
+//! Declarations of the orientation and drill-down operations: threads of
+//! a target, a frame's individual slices, and frames by a piece of name.
+
+use super::schema::input_schema;
+use super::{Answer, AnswerFuture, Cell, Column, Group, Operation, decode, to_value};
+use crate::services::QueryContext;
+use crate::services::frame_instances::{self, FindFramesRequest, InstancesRequest};
+use crate::services::threads::{self, ThreadsRequest};
+
+pub(super) static OPERATIONS: &[Operation] = &[
+    Operation {
+        name: "list_threads",
+        cli: &["threads"],
+        title: "List threads",
+        description: "Processes, threads and GPU streams of a target with busy time and share of the trace's span, busiest first; names shared by several threads are listed (filter those by tid).",
+        group: Group::ReadOnly,
+        positional: &["target"],
+        schema: input_schema::<ThreadsRequest>,
+        run: run_threads,
+        rows: "rows",
+        columns: &[
+            Column {
+                header: "busy",
+                field: "busy_ns",
+                cell: Cell::Duration,
+            },
+            Column {
+                header: "% span",
+                field: "busy_pct_of_span",
+                cell: Cell::Percent,
+            },
+            Column {
+                header: "events",
+                field: "events",
+                cell: Cell::Integer,
+            },
+            Column {
+                header: "samples",
+                field: "samples",
+                cell: Cell::Integer,
+            },
+            Column {
+                header: "% samples",
+                field: "samples_pct",
+                cell: Cell::Percent,
+            },
+            Column {
+                header: "tid",
+                field: "tid",
+                cell: Cell::Integer,
+            },
+            Column {
+                header: "thread",
+                field: "thread_name",
+                cell: Cell::Text,
+            },
+            Column {
+                header: "process",
+                field: "label",
+                cell: Cell::Text,
+            },
+        ],
+    },
+    Operation {
+        name: "get_frame_instances",
+        cli: &["stacks", "instances"],
+        title: "Get frame instances",
+        description: "A frame's individual slices, longest first (or earliest), with start, duration, thread and args (cut to 300 bytes): from a hotspot to its worst occurrence in one call.",
+        group: Group::ReadOnly,
+        positional: &["target", "frame"],
+        schema: input_schema::<InstancesRequest>,
+        run: run_instances,
+        rows: "rows",
+        columns: &[
+            Column {
+                header: "duration",
+                field: "dur_ns",
+                cell: Cell::Duration,
+            },
+            Column {
+                header: "self",
+                field: "self_ns",
+                cell: Cell::Duration,
+            },
+            Column {
+                header: "start (ns)",
+                field: "ts_ns",
+                cell: Cell::Integer,
+            },
+            Column {
+                header: "tid",
+                field: "tid",
+                cell: Cell::Integer,
+            },
+            Column {
+                header: "thread",
+                field: "thread_name",
+                cell: Cell::Text,
+            },
+            Column {
+                header: "args",
+                field: "args",
+                cell: Cell::Text,
+            },
+        ],
+    },
+    Operation {
+        name: "find_frames",
+        cli: &["stacks", "find"],
+        title: "Find frames",
+        description: "Frames whose name contains a text (case-insensitive), exact matches first, then by inclusive value; returns the frame keys the drill-downs accept.",
+        group: Group::ReadOnly,
+        positional: &["target", "text"],
+        schema: input_schema::<FindFramesRequest>,
+        run: run_find_frames,
+        rows: "rows",
+        columns: &[
+            Column {
+                header: "inclusive",
+                field: "inclusive_value",
+                cell: Cell::Integer,
+            },
+            Column {
+                header: "self",
+                field: "self_value",
+                cell: Cell::Integer,
+            },
+            Column {
+                header: "metric",
+                field: "metric",
+                cell: Cell::Text,
+            },
+            Column {
+                header: "function",
+                field: "function",
+                cell: Cell::Text,
+            },
+            Column {
+                header: "frame",
+                field: "frame",
+                cell: Cell::Text,
+            },
+        ],
+    },
+];
+
+fn run_threads<'a>(qc: &'a QueryContext<'a>, args: serde_json::Value) -> AnswerFuture<'a> {
+    Box::pin(async move {
+        let req: ThreadsRequest = decode(args)?;
+        let r = threads::list_threads(qc, &req).await?;
+        let mut summary = format!("{} of {} threads and streams", r.returned, r.total);
+        if let Some(top) = r.rows.first() {
+            let name = match (&top.thread.thread_name, top.thread.tid) {
+                (Some(name), Some(tid)) => format!("{name} (tid {tid})"),
+                (Some(name), None) => name.clone(),
+                (None, Some(tid)) => format!("tid {tid}"),
+                (None, None) => top.thread.label.clone(),
+            };
+            if top.thread.busy_ns > 0 {
+                summary.push_str(&format!(
+                    "; busiest: {name}, {} % of the trace's span",
+                    top.busy_pct_of_span
+                ));
+            } else if top.thread.samples > 0 {
+                summary.push_str(&format!(
+                    "; most sampled: {name}, {} % of the samples",
+                    top.samples_pct
+                ));
+            }
+        }
+        if !r.shared_names.is_empty() {
+            summary.push_str(&format!(
+                "; {} thread names are shared by several threads",
+                r.shared_names.len()
+            ));
+        }
+        Ok(Answer {
+            summary,
+            result: to_value(&r)?,
+            details: Vec::new(),
+        })
+    })
+}
+
+fn run_instances<'a>(qc: &'a QueryContext<'a>, args: serde_json::Value) -> AnswerFuture<'a> {
+    Box::pin(async move {
+        let req: InstancesRequest = decode(args)?;
+        let r = frame_instances::frame_instances(qc, &req).await?;
+        let summary = format!(
+            "{} of {} slices of {} (longest {} ns, {} ns in all)",
+            r.returned, r.total, r.frame.function, r.max_dur_ns, r.total_dur_ns
+        );
+        Ok(Answer {
+            summary,
+            result: to_value(&r)?,
+            details: Vec::new(),
+        })
+    })
+}
+
+fn run_find_frames<'a>(qc: &'a QueryContext<'a>, args: serde_json::Value) -> AnswerFuture<'a> {
+    Box::pin(async move {
+        let req: FindFramesRequest = decode(args)?;
+        let r = frame_instances::find_frames(qc, &req).await?;
+        let summary = format!(
+            "{} of {} frames contain {:?}{}",
+            r.returned,
+            r.total,
+            req.text,
+            if r.exact_match { " (one exactly)" } else { "" }
+        );
+        Ok(Answer {
+            summary,
+            result: to_value(&r)?,
+            details: Vec::new(),
+        })
+    })
+}

@@ -1,0 +1,161 @@
+//! The operation catalog: each operation declared once — its name (the MCP
+//! tool), its CLI path, title, one-line description, annotation group,
+//! positional arguments, input schema (generated from the request type
+//! serde decodes), handler (an engine service) and how a person reads its
+//! result. The CLI's subcommands, the MCP tool list and dispatch, and the
+//! generated operations table in `docs/operations.md` are rendered from it
+//! (ripgrep's `flags/` is the model: one declaration, many renderings).
+//!
+//! Operations move here from the transports' older hand-kept tables one by
+//! one; `docs/operations.md` lists the ones that have.
+
+mod declare;
+mod drilldown;
+pub mod schema;
+mod summary;
+
+use std::future::Future;
+use std::pin::Pin;
+
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+
+use crate::error::{FlameoxError, Result};
+use crate::services::QueryContext;
+
+pub use declare::docs_table;
+
+/// Annotation groups (`interfaces.md`): what a call may change.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Group {
+    /// Reads evidence; idempotent; closed world.
+    ReadOnly,
+    /// Adds runs or records; not idempotent.
+    Additive,
+    /// Edits configuration; idempotent.
+    Configure,
+    /// Runs programs; open world.
+    Execute,
+}
+
+/// How a person reads one column of an answer's rows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Cell {
+    Text,
+    Integer,
+    /// Nanoseconds, shown as a duration.
+    Duration,
+    /// A percentage.
+    Percent,
+}
+
+/// One column of the human table.
+#[derive(Debug, Clone, Copy)]
+pub struct Column {
+    pub header: &'static str,
+    /// The row field it shows.
+    pub field: &'static str,
+    pub cell: Cell,
+}
+
+/// A finished call: one line that says what it found, and the result.
+#[derive(Debug, Clone, Default)]
+pub struct Answer {
+    pub summary: String,
+    pub result: Value,
+    /// Lines a person reads under the table (the terminal prints them; an
+    /// agent reads the same facts in `result`).
+    pub details: Vec<String>,
+}
+
+/// The future a handler returns.
+pub type AnswerFuture<'a> = Pin<Box<dyn Future<Output = Result<Answer>> + Send + 'a>>;
+
+/// An operation's body: decodes its request from the arguments and calls
+/// one engine service.
+pub type Handler = for<'a> fn(&'a QueryContext<'a>, Value) -> AnswerFuture<'a>;
+
+/// One operation.
+#[derive(Clone, Copy)]
+pub struct Operation {
+    /// The MCP tool name (snake_case, verb first).
+    pub name: &'static str,
+    /// The CLI path, e.g. `["stacks", "instances"]`.
+    pub cli: &'static [&'static str],
+    pub title: &'static str,
+    /// One line; both transports show it.
+    pub description: &'static str,
+    pub group: Group,
+    /// Arguments given by position on the command line, in order.
+    pub positional: &'static [&'static str],
+    /// The strict input schema (from the request type).
+    pub schema: fn() -> Value,
+    pub run: Handler,
+    /// Where the answer's rows are, and how a person reads them.
+    pub rows: &'static str,
+    pub columns: &'static [Column],
+}
+
+impl std::fmt::Debug for Operation {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Operation")
+            .field("name", &self.name)
+            .finish()
+    }
+}
+
+/// Every catalogued operation, in the order clients see them.
+pub fn catalog() -> &'static [Operation] {
+    static ALL: std::sync::LazyLock<Vec<Operation>> = std::sync::LazyLock::new(|| {
+        summary::OPERATIONS
+            .iter()
+            .chain(drilldown::OPERATIONS)
+            .copied()
+            .collect()
+    });
+    &ALL
+}
+
+/// The operation with this MCP name.
+pub fn by_name(name: &str) -> Option<&'static Operation> {
+    catalog().iter().find(|op| op.name == name)
+}
+
+/// Decodes a request; a field error names the field.
+pub(crate) fn decode<T: DeserializeOwned>(args: Value) -> Result<T> {
+    serde_json::from_value(args).map_err(|e| {
+        let text = e.to_string();
+        let field = text
+            .split('`')
+            .nth(1)
+            .filter(|f| f.chars().all(|c| c.is_ascii_alphanumeric() || c == '_'))
+            .unwrap_or("arguments")
+            .to_owned();
+        FlameoxError::invalid_argument(&field, &text)
+    })
+}
+
+/// A result as JSON (nulls left out: an absent field says the same).
+pub(crate) fn to_value<T: Serialize>(value: &T) -> Result<Value> {
+    let mut v = serde_json::to_value(value).map_err(|e| {
+        FlameoxError::new(
+            crate::error::ErrorCode::InternalError,
+            format!("encoding: {e}"),
+        )
+    })?;
+    strip_nulls(&mut v);
+    Ok(v)
+}
+
+fn strip_nulls(v: &mut Value) {
+    match v {
+        Value::Object(map) => {
+            map.retain(|_, x| !x.is_null());
+            map.values_mut().for_each(strip_nulls);
+        }
+        Value::Array(items) => items.iter_mut().for_each(strip_nulls),
+        _ => {}
+    }
+}

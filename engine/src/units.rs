@@ -1,0 +1,29 @@
+//! How people read numbers: durations with three significant digits. Shared
+//! by the terminal's tables and the one-line summaries both transports show.
+
+/// `1.53 ms`, `12 ns`, `2.10 s` — three significant digits.
+pub fn duration_ns(ns: i64) -> String {
+    let sign = if ns < 0 { "-" } else { "" };
+    let v = ns.unsigned_abs() as f64;
+    let (value, unit) = if v >= 1e9 {
+        (v / 1e9, "s")
+    } else if v >= 1e6 {
+        (v / 1e6, "ms")
+    } else if v >= 1e3 {
+        (v / 1e3, "µs")
+    } else {
+        return format!("{sign}{} ns", ns.unsigned_abs());
+    };
+    format!("{sign}{} {unit}", sig3(value))
+}
+
+/// Three significant digits.
+pub fn sig3(v: f64) -> String {
+    if v >= 100.0 {
+        format!("{v:.0}")
+    } else if v >= 10.0 {
+        format!("{v:.1}")
+    } else {
+        format!("{v:.2}")
+    }
+}

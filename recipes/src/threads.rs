@@ -1,0 +1,269 @@
+//! Processes and threads of a scope: who is there and how busy, so that a
+//! question can name one thread (and see when a name means several).
+//!
+//! Thread rows come from `tracks` (identity and names) with per-track
+//! totals from `trace_events` (events; busy time = the sum of top-level
+//! slices) and per-thread sample counts from `samples`. GPU stream tracks
+//! are rows of their own, labelled by device and stream. Tracks are few (one
+//! per thread or stream), so they are joined here after DataFusion has
+//! reduced the events to one row per track.
+
+use std::collections::BTreeMap;
+
+use datafusion::functions_aggregate::expr_fn::{count, max, min, sum};
+use datafusion::logical_expr::{col, lit, when};
+use serde::{Deserialize, Serialize};
+
+use crate::common::{
+    ArtifactScope, RecipeResult, collect, column, i64_at, string_at, table, u64_at,
+};
+
+/// What to list.
+#[derive(Debug, Clone)]
+pub struct ThreadQuery {
+    pub scope: ArtifactScope,
+    /// A pid, or a process name (exact).
+    pub process: Option<String>,
+}
+
+/// One thread (or GPU stream) of the scope.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ThreadRow {
+    /// `thread` (a host thread) or `gpu_stream`.
+    pub kind: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pid: Option<i64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tid: Option<i64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub process_name: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub thread_name: Option<String>,
+    /// What tells this thread apart when names repeat (a GPU's device and
+    /// stream; the process name and pid of a thread).
+    pub label: String,
+    /// Slices and instants on its tracks.
+    pub events: u64,
+    /// Sum of its top-level slices' durations.
+    pub busy_ns: i64,
+    /// Call-stack samples taken on it (`trace.*` weights, slices seen as
+    /// stacks, are not samples).
+    pub samples: i64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub first_ts_ns: Option<i64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub last_end_ns: Option<i64>,
+}
+
+/// Every thread of the scope, busiest first (then by samples, events).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ThreadAnswer {
+    pub rows: Vec<ThreadRow>,
+    /// First event start and last event end over the scope (the share
+    /// denominator), when there are events.
+    pub span_ns: Option<(i64, i64)>,
+}
+
+/// A row's identity: kind, pid, then tid (threads) or device and stream.
+type RowKey = (String, Option<i64>, Option<i64>, Option<i64>);
+
+/// Totals per track from `trace_events`.
+#[derive(Default, Clone, Copy)]
+struct TrackTotals {
+    events: u64,
+    busy_ns: i64,
+    first: Option<i64>,
+    last: Option<i64>,
+}
+
+fn merge_span(a: Option<i64>, b: Option<i64>, pick: fn(i64, i64) -> i64) -> Option<i64> {
+    match (a, b) {
+        (Some(x), Some(y)) => Some(pick(x, y)),
+        (x, None) => x,
+        (None, y) => y,
+    }
+}
+
+/// Lists the scope's threads and GPU streams.
+pub async fn threads(
+    ctx: &datafusion::prelude::SessionContext,
+    query: &ThreadQuery,
+) -> RecipeResult<ThreadAnswer> {
+    let per_track = table(ctx, "trace_events")
+        .await?
+        .filter(query.scope.filter())?
+        .aggregate(
+            vec![col("artifact_id"), col("track_id")],
+            vec![
+                count(lit(1)).alias("events"),
+                sum(when(
+                    col("depth").eq(lit(0)).and(col("dur_ns").gt(lit(0i64))),
+                    col("dur_ns"),
+                )
+                .otherwise(lit(0i64))?)
+                .alias("busy_ns"),
+                min(col("ts_ns")).alias("first"),
+                max(col("ts_ns")
+                    + when(col("dur_ns").gt(lit(0i64)), col("dur_ns")).otherwise(lit(0i64))?)
+                .alias("last"),
+            ],
+        )?;
+    let mut totals: BTreeMap<(String, u64), TrackTotals> = BTreeMap::new();
+    for batch in collect(per_track).await? {
+        for i in 0..batch.num_rows() {
+            let artifact = string_at(column(&batch, "artifact_id")?, i).unwrap_or_default();
+            let Some(track) = u64_at(column(&batch, "track_id")?, i) else {
+                continue;
+            };
+            totals.insert(
+                (artifact, track),
+                TrackTotals {
+                    events: i64_at(column(&batch, "events")?, i).unwrap_or(0).max(0) as u64,
+                    busy_ns: i64_at(column(&batch, "busy_ns")?, i).unwrap_or(0),
+                    first: i64_at(column(&batch, "first")?, i),
+                    last: i64_at(column(&batch, "last")?, i),
+                },
+            );
+        }
+    }
+    let span_first = totals.values().filter_map(|t| t.first).min();
+    let span_last = totals.values().filter_map(|t| t.last).max();
+    let samples = sample_counts(ctx, &query.scope).await?;
+
+    let tracks = table(ctx, "tracks").await?.filter(
+        query.scope.filter().and(
+            col("kind")
+                .eq(lit("thread"))
+                .or(col("kind").eq(lit("gpu_stream")))
+                .or(col("kind").eq(lit("async"))),
+        ),
+    )?;
+    let mut rows: BTreeMap<RowKey, ThreadRow> = BTreeMap::new();
+    for batch in collect(tracks).await? {
+        for i in 0..batch.num_rows() {
+            let artifact = string_at(column(&batch, "artifact_id")?, i).unwrap_or_default();
+            let kind = string_at(column(&batch, "kind")?, i).unwrap_or_default();
+            let track = u64_at(column(&batch, "track_id")?, i).unwrap_or(0);
+            let pid = i64_at(column(&batch, "pid")?, i);
+            let tid = i64_at(column(&batch, "tid")?, i);
+            let device = i64_at(column(&batch, "device")?, i);
+            let stream = i64_at(column(&batch, "stream")?, i);
+            let process_name = string_at(column(&batch, "process_name")?, i);
+            let track_name = string_at(column(&batch, "name")?, i).filter(|_| kind != "async");
+            let thread_name = string_at(column(&batch, "thread_name")?, i).or(track_name);
+            let gpu = kind == "gpu_stream";
+            if kind == "async" && tid.is_none() {
+                continue;
+            }
+            let key = if gpu {
+                ("gpu_stream".to_owned(), pid, device, stream)
+            } else {
+                ("thread".to_owned(), pid, tid, None)
+            };
+            let t = totals.get(&(artifact, track)).copied().unwrap_or_default();
+            let row = rows.entry(key).or_insert_with(|| ThreadRow {
+                kind: if gpu { "gpu_stream" } else { "thread" }.to_owned(),
+                pid,
+                tid: if gpu { None } else { tid },
+                process_name: process_name.clone(),
+                thread_name: None,
+                label: String::new(),
+                events: 0,
+                busy_ns: 0,
+                samples: 0,
+                first_ts_ns: None,
+                last_end_ns: None,
+            });
+            row.events += t.events;
+            // Async tracks overlap the thread's own slices: their events
+            // count, their time does not.
+            if kind != "async" {
+                row.busy_ns = row.busy_ns.saturating_add(t.busy_ns);
+            }
+            row.first_ts_ns = merge_span(row.first_ts_ns, t.first, i64::min);
+            row.last_end_ns = merge_span(row.last_end_ns, t.last, i64::max);
+            if row.thread_name.is_none() && kind != "async" {
+                row.thread_name = thread_name;
+            }
+            if row.process_name.is_none() {
+                row.process_name = process_name;
+            }
+            row.label = if gpu {
+                match (device, stream) {
+                    (Some(d), Some(s)) => format!("GPU {d} stream {s}"),
+                    (Some(d), None) => format!("GPU {d}"),
+                    _ => "GPU".to_owned(),
+                }
+            } else {
+                let process = row.process_name.as_deref().unwrap_or("process");
+                match pid {
+                    Some(p) => format!("{process} (pid {p})"),
+                    None => process.to_owned(),
+                }
+            };
+        }
+    }
+    for ((pid, tid), n) in samples {
+        let key = ("thread".to_owned(), pid, tid, None);
+        let row = rows.entry(key).or_insert_with(|| ThreadRow {
+            kind: "thread".to_owned(),
+            pid,
+            tid,
+            process_name: None,
+            thread_name: None,
+            label: pid.map_or_else(|| "process".to_owned(), |p| format!("process (pid {p})")),
+            events: 0,
+            busy_ns: 0,
+            samples: 0,
+            first_ts_ns: None,
+            last_end_ns: None,
+        });
+        row.samples += n;
+    }
+    let mut rows: Vec<ThreadRow> = rows
+        .into_values()
+        .filter(|r| match &query.process {
+            None => true,
+            Some(p) => match p.parse::<i64>() {
+                Ok(pid) => r.pid == Some(pid) || r.process_name.as_deref() == Some(p),
+                Err(_) => r.process_name.as_deref() == Some(p.as_str()),
+            },
+        })
+        .filter(|r| r.events > 0 || r.samples > 0)
+        .collect();
+    rows.sort_by(|a, b| {
+        (b.busy_ns, b.samples, b.events, a.pid, a.tid)
+            .cmp(&(a.busy_ns, a.samples, a.events, b.pid, b.tid))
+    });
+    Ok(ThreadAnswer {
+        rows,
+        span_ns: span_first.zip(span_last),
+    })
+}
+
+/// Samples per (pid, tid).
+async fn sample_counts(
+    ctx: &datafusion::prelude::SessionContext,
+    scope: &ArtifactScope,
+) -> RecipeResult<BTreeMap<(Option<i64>, Option<i64>), i64>> {
+    let df = table(ctx, "samples")
+        .await?
+        // `trace.*` weights are slices seen as stacks, not samples taken.
+        .filter(scope.filter().and(col("metric").not_like(lit("trace.%"))))?
+        .aggregate(
+            vec![col("pid"), col("tid"), col("metric")],
+            vec![sum(col("count")).alias("n")],
+        )?;
+    // Each metric of a profile counts the same samples: take the largest.
+    let mut out: BTreeMap<(Option<i64>, Option<i64>), i64> = BTreeMap::new();
+    for batch in collect(df).await? {
+        for i in 0..batch.num_rows() {
+            let pid = i64_at(column(&batch, "pid")?, i);
+            let tid = i64_at(column(&batch, "tid")?, i);
+            let n = i64_at(column(&batch, "n")?, i).unwrap_or(0);
+            let slot = out.entry((pid, tid)).or_insert(0);
+            *slot = (*slot).max(n);
+        }
+    }
+    Ok(out)
+}

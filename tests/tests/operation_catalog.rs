@@ -1,0 +1,233 @@
+//! The operation catalog (`engine/src/operations/`): each catalogued
+//! operation exists in both transports with the same name and arguments,
+//! and the new orientation operations answer real traces — the Chromium
+//! page load's two `CrRendererMain` threads listed apart, a frame's worst
+//! slices in one call, frames found by a piece of name.
+
+mod support;
+
+use flameox_tests::{Project, corpus};
+use serde_json::{Value, json};
+use support::mcp::Session;
+
+const CHROMIUM: &str = "chrome_json/chromium_headless_page_devtools.json";
+
+fn import(project: &Project, rel: &str) -> String {
+    let out = project.json(&["import", corpus().join(rel).to_str().expect("utf-8 path")]);
+    out["run_id"].as_str().expect("run_id").to_owned()
+}
+
+fn tools(project: &Project) -> Vec<Value> {
+    let inspect = project.json(&["mcp", "inspect"]);
+    inspect["tools"].as_array().cloned().unwrap_or_default()
+}
+
+#[test]
+fn every_catalogued_operation_is_a_tool_and_a_command_with_the_same_arguments() {
+    let project = Project::new();
+    let tools = tools(&project);
+    for op in flameox_engine::operations::catalog() {
+        let tool = tools
+            .iter()
+            .find(|t| t["name"] == op.name)
+            .unwrap_or_else(|| panic!("{} is not a tool", op.name));
+        let schema = (op.schema)();
+        assert_eq!(tool["inputSchema"], schema, "{}", op.name);
+        assert_eq!(tool["title"], op.title);
+        assert_eq!(tool["annotations"]["readOnlyHint"], true, "{}", op.name);
+        // The command: the path, with every argument named in its help.
+        let mut args: Vec<&str> = op.cli.to_vec();
+        args.push("--help");
+        let help = project.run(&args);
+        assert!(help.status.success(), "{}: {:?}", op.name, help);
+        let text = String::from_utf8_lossy(&help.stdout);
+        for property in schema["properties"].as_object().expect("properties").keys() {
+            let shown = if op.positional.contains(&property.as_str()) {
+                format!("<{}>", property.to_uppercase())
+            } else {
+                format!("--{}", property.replace('_', "-"))
+            };
+            assert!(
+                text.contains(&shown),
+                "{}: {shown} missing from\n{text}",
+                op.name
+            );
+        }
+        assert!(text.contains(op.description.split(';').next().unwrap_or("")));
+    }
+}
+
+#[test]
+fn the_generated_operations_table_is_current() {
+    let page = std::fs::read_to_string(flameox_tests::repo_root().join("docs/operations.md"))
+        .expect("docs/operations.md");
+    let table = flameox_engine::operations::docs_table();
+    assert!(
+        page.contains(&table),
+        "docs/operations.md is stale; its table should read:\n{table}"
+    );
+}
+
+#[test]
+fn threads_list_the_page_and_the_popup_main_threads_apart() {
+    let project = Project::new();
+    let run = import(&project, CHROMIUM);
+    let out = project.json(&["threads", &run]);
+    let rows = out["rows"].as_array().expect("rows");
+    let mains: Vec<&Value> = rows
+        .iter()
+        .filter(|r| r["thread_name"] == "CrRendererMain")
+        .collect();
+    assert!(mains.len() >= 2, "{out}");
+    assert_ne!(mains[0]["pid"], mains[1]["pid"]);
+    assert_ne!(mains[0]["label"], mains[1]["label"]);
+    // Busiest first, shares of the span in 0..=100, and the shared name said.
+    let busy: Vec<i64> = rows
+        .iter()
+        .map(|r| r["busy_ns"].as_i64().unwrap_or(-1))
+        .collect();
+    assert!(busy.windows(2).all(|w| w[0] >= w[1]), "{busy:?}");
+    for r in rows {
+        let p = r["busy_pct_of_span"].as_f64().expect("share");
+        assert!((0.0..=100.0).contains(&p), "{r}");
+    }
+    let shared = out["shared_names"].as_array().expect("shared_names");
+    let main = shared
+        .iter()
+        .find(|s| s["thread_name"] == "CrRendererMain")
+        .expect("CrRendererMain is shared");
+    assert!(main["threads"].as_array().map_or(0, Vec::len) >= 2);
+    assert_eq!(out["returned"].as_u64(), Some(rows.len() as u64));
+    assert!(out["total"].as_u64().unwrap_or(0) >= rows.len() as u64);
+    // The default is 20 rows; a process filter keeps one process.
+    assert!(rows.len() <= 20);
+    let pid = mains[0]["pid"].as_i64().expect("pid").to_string();
+    let one = project.json(&["threads", &run, "--process", &pid]);
+    for r in one["rows"].as_array().expect("rows") {
+        assert_eq!(r["pid"].as_i64().map(|p| p.to_string()), Some(pid.clone()));
+    }
+}
+
+#[test]
+fn a_sampled_profile_ranks_threads_by_samples() {
+    let project = Project::new();
+    let run = import(&project, "stacks/pyspy_workload.speedscope.json");
+    let out = project.json(&["threads", &run]);
+    let rows = out["rows"].as_array().expect("rows");
+    assert!(!rows.is_empty(), "{out}");
+    let samples: Vec<i64> = rows
+        .iter()
+        .map(|r| r["samples"].as_i64().unwrap_or(0))
+        .collect();
+    assert!(
+        samples[0] > 0 && samples.windows(2).all(|w| w[0] >= w[1]),
+        "{samples:?}"
+    );
+    let pct: f64 = rows
+        .iter()
+        .map(|r| r["samples_pct"].as_f64().unwrap_or(0.0))
+        .sum();
+    assert!((pct - 100.0).abs() < 0.1, "{pct}");
+    let text = project.run(&["threads", &run]);
+    let text = String::from_utf8_lossy(&text.stdout);
+    assert!(text.contains("most sampled"), "{text}");
+}
+
+#[test]
+fn instances_go_from_a_frame_to_its_longest_slices_and_find_frames_names_them() {
+    let project = Project::new();
+    let run = import(&project, CHROMIUM);
+    let found = project.json(&["stacks", "find", &run, "parsehtml"]);
+    let first = &found["rows"][0];
+    assert_eq!(first["function"], "ParseHTML", "{found}");
+    assert_eq!(first["exact"], false, "case differs: {found}");
+    let exact = project.json(&["stacks", "find", &run, "ParseHTML"]);
+    assert_eq!(exact["exact_match"], true);
+
+    let frame = first["frame"].as_str().expect("frame key");
+    let out = project.json(&["stacks", "instances", &run, frame, "--limit", "5"]);
+    let rows = out["rows"].as_array().expect("rows");
+    assert_eq!(rows.len(), 5, "{out}");
+    let total = out["total"].as_u64().expect("total");
+    assert!(total > 5 && out["truncated"] == true);
+    let durs: Vec<i64> = rows
+        .iter()
+        .map(|r| r["dur_ns"].as_i64().unwrap_or(0))
+        .collect();
+    assert!(durs.windows(2).all(|w| w[0] >= w[1]), "{durs:?}");
+    assert_eq!(out["max_dur_ns"].as_i64(), Some(durs[0]));
+    for r in rows {
+        assert!(r["args"].as_str().map_or(0, str::len) <= 300, "{r}");
+        assert!(r["tid"].is_i64() && r["thread_name"].is_string(), "{r}");
+    }
+    // In time order, and on one thread only.
+    let tid = rows[0]["tid"].as_i64().expect("tid").to_string();
+    let timed = project.json(&[
+        "stacks",
+        "instances",
+        &run,
+        "ParseHTML",
+        "--order",
+        "earliest",
+        "--thread",
+        &tid,
+        "--limit",
+        "50",
+    ]);
+    let ts: Vec<i64> = timed["rows"]
+        .as_array()
+        .expect("rows")
+        .iter()
+        .map(|r| {
+            assert_eq!(r["tid"].as_i64().map(|t| t.to_string()), Some(tid.clone()));
+            r["ts_ns"].as_i64().unwrap_or(0)
+        })
+        .collect();
+    assert!(
+        !ts.is_empty() && ts.windows(2).all(|w| w[0] <= w[1]),
+        "{ts:?}"
+    );
+    assert!(timed["total"].as_u64().unwrap_or(0) < total);
+    // A name that is not a frame: exit 1 or 2 with the closest names.
+    let missing = project.run(&["stacks", "instances", &run, "ParseHTMLX", "--json"]);
+    assert!(!missing.status.success());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_operations_answer_over_mcp_as_on_the_command_line() {
+    let project = Project::new();
+    let run = import(&project, CHROMIUM);
+    let cli = project.json(&["stacks", "instances", &run, "ParseHTML", "--limit", "3"]);
+    let mut s = Session::start(project.path(), &[]).await;
+    let mcp = s
+        .ok(
+            "get_frame_instances",
+            json!({ "target": run, "frame": "ParseHTML", "limit": 3 }),
+        )
+        .await;
+    assert_eq!(mcp["rows"], cli["rows"]);
+    assert_eq!(mcp["total"], cli["total"]);
+    let threads = s
+        .ok("list_threads", json!({ "target": run, "limit": 2 }))
+        .await;
+    assert_eq!(threads["returned"], 2);
+    // A misspelled argument is refused with the valid names.
+    let err = s
+        .err(
+            "list_threads",
+            json!({ "run_id": run }),
+            "INVALID_ARGUMENTS",
+        )
+        .await;
+    assert!(err.to_string().contains("target"), "{err}");
+    // ... by meaning, with the corrected call as the recovery (a tool call,
+    // not a command line).
+    assert_eq!(err["recovery"]["next_tool"], "list_threads", "{err}");
+    assert_eq!(
+        err["recovery"]["next_arguments"],
+        json!({ "target": run }),
+        "{err}"
+    );
+    assert!(err["recovery"].get("next_command").is_none(), "{err}");
+    s.close().await;
+}
