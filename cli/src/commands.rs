@@ -284,12 +284,15 @@ fn stacks_command(g: &GlobalOptions, action: StacksCommand) -> Result<()> {
         StacksCommand::Callers {
             target,
             frame,
+            scope,
             page,
             metric,
         } => (
             FrameRequest {
                 target,
                 frame,
+                thread: scope.thread,
+                process: scope.process,
                 metric,
                 limit: page.limit,
                 cursor: page.cursor,
@@ -299,12 +302,15 @@ fn stacks_command(g: &GlobalOptions, action: StacksCommand) -> Result<()> {
         StacksCommand::Callees {
             target,
             frame,
+            scope,
             page,
             metric,
         } => (
             FrameRequest {
                 target,
                 frame,
+                thread: scope.thread,
+                process: scope.process,
                 metric,
                 limit: page.limit,
                 cursor: page.cursor,
@@ -314,12 +320,15 @@ fn stacks_command(g: &GlobalOptions, action: StacksCommand) -> Result<()> {
         StacksCommand::Examples {
             target,
             frame,
+            scope,
             metric,
             limit,
         } => (
             FrameRequest {
                 target,
                 frame,
+                thread: scope.thread,
+                process: scope.process,
                 metric,
                 limit,
                 cursor: None,

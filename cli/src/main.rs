@@ -388,6 +388,8 @@ pub enum StacksCommand {
         target: String,
         frame: String,
         #[command(flatten)]
+        scope: ThreadScopeOptions,
+        #[command(flatten)]
         page: PageOptions,
         #[arg(long)]
         metric: Option<String>,
@@ -397,6 +399,8 @@ pub enum StacksCommand {
         target: String,
         frame: String,
         #[command(flatten)]
+        scope: ThreadScopeOptions,
+        #[command(flatten)]
         page: PageOptions,
         #[arg(long)]
         metric: Option<String>,
@@ -405,12 +409,26 @@ pub enum StacksCommand {
     Examples {
         target: String,
         frame: String,
+        #[command(flatten)]
+        scope: ThreadScopeOptions,
         /// Weigh stacks by this metric (default: the artifact's primary one).
         #[arg(long)]
         metric: Option<String>,
         #[arg(long)]
         limit: Option<usize>,
     },
+}
+
+/// The thread scope of a drill-down.
+#[derive(clap::Args, Debug, Clone, Default)]
+pub struct ThreadScopeOptions {
+    /// Only this thread: a tid or an exact thread name (several threads
+    /// sharing the name are merged, and the answer lists them).
+    #[arg(long)]
+    pub thread: Option<String>,
+    /// Only this process: a pid or an exact process name.
+    #[arg(long)]
+    pub process: Option<String>,
 }
 
 #[derive(Subcommand, Debug)]

@@ -121,6 +121,10 @@ fn core_tools() -> Vec<ToolSpec> {
     let target = || id_prop("Run id (or a unique prefix, or latest) or artifact id (sha256:…).");
     let frame =
         || id_prop("Frame key from analyze_hotspots (rows[].frame) or an exact function name.");
+    let thread =
+        || json!({ "type": "string", "maxLength": ID, "description": "Thread name or tid." });
+    let process =
+        || json!({ "type": "string", "maxLength": ID, "description": "Process name or pid." });
     vec![
         ToolSpec {
             name: "initialize_workspace",
@@ -224,8 +228,8 @@ fn core_tools() -> Vec<ToolSpec> {
                 json!({
                     "target": target(),
                     "metric": metric_prop(),
-                    "thread": { "type": "string", "maxLength": ID, "description": "Thread name or tid." },
-                    "process": { "type": "string", "maxLength": ID, "description": "Process name or pid." },
+                    "thread": thread(),
+                    "process": process(),
                     "window_start_ns": { "type": "integer" },
                     "window_end_ns": { "type": "integer" },
                     "limit": limit_prop(),
@@ -240,7 +244,7 @@ fn core_tools() -> Vec<ToolSpec> {
             description: "Frames that call a frame, heaviest edge first, paged.",
             group: ReadOnly,
             input_schema: object(
-                json!({ "target": target(), "frame": frame(), "metric": metric_prop(), "limit": limit_prop(), "cursor": cursor_prop() }),
+                json!({ "target": target(), "frame": frame(), "thread": thread(), "process": process(), "metric": metric_prop(), "limit": limit_prop(), "cursor": cursor_prop() }),
                 &["target", "frame"],
             ),
         },
@@ -250,7 +254,7 @@ fn core_tools() -> Vec<ToolSpec> {
             description: "Frames a frame calls, heaviest edge first, paged.",
             group: ReadOnly,
             input_schema: object(
-                json!({ "target": target(), "frame": frame(), "metric": metric_prop(), "limit": limit_prop(), "cursor": cursor_prop() }),
+                json!({ "target": target(), "frame": frame(), "thread": thread(), "process": process(), "metric": metric_prop(), "limit": limit_prop(), "cursor": cursor_prop() }),
                 &["target", "frame"],
             ),
         },
@@ -260,7 +264,7 @@ fn core_tools() -> Vec<ToolSpec> {
             description: "Full call stacks through a frame, heaviest first.",
             group: ReadOnly,
             input_schema: object(
-                json!({ "target": target(), "frame": frame(), "metric": metric_prop(), "limit": limit_prop() }),
+                json!({ "target": target(), "frame": frame(), "thread": thread(), "process": process(), "metric": metric_prop(), "limit": limit_prop() }),
                 &["target", "frame"],
             ),
         },

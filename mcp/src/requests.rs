@@ -56,6 +56,8 @@ pub struct HotspotArgs {
 pub struct FrameArgs {
     pub target: String,
     pub frame: String,
+    pub thread: Option<String>,
+    pub process: Option<String>,
     pub metric: Option<String>,
     pub limit: Option<usize>,
     pub cursor: Option<String>,
@@ -65,6 +67,8 @@ pub struct FrameArgs {
 pub struct ExamplesArgs {
     pub target: String,
     pub frame: String,
+    pub thread: Option<String>,
+    pub process: Option<String>,
     pub metric: Option<String>,
     pub limit: Option<usize>,
 }

@@ -253,6 +253,8 @@ impl FlameoxServer {
                 let request = FrameRequest {
                     target: a.target.clone(),
                     frame: a.frame,
+                    thread: a.thread,
+                    process: a.process,
                     metric: a.metric,
                     limit: a.limit,
                     cursor: a.cursor,
@@ -278,6 +280,8 @@ impl FlameoxServer {
                 let request = FrameRequest {
                     target: a.target,
                     frame: a.frame,
+                    thread: a.thread,
+                    process: a.process,
                     metric: a.metric,
                     limit: a.limit,
                     cursor: None,

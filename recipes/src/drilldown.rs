@@ -227,21 +227,23 @@ pub struct StackExamplesAnswer {
 }
 
 /// The call tree of a scope, loaded for path reconstruction.
-struct StackForest {
+pub(crate) struct StackForest {
     /// (artifact, frame_id) → (logical_key, function)
     frames: HashMap<(String, u64), (String, String)>,
     /// (artifact, stack_id) → (parent, frame_id)
     nodes: HashMap<(String, u64), (Option<u64>, u64)>,
     /// (artifact, stack_id) → (weight, count)
-    weights: BTreeMap<(String, u64), (i64, i64)>,
+    pub(crate) weights: BTreeMap<(String, u64), (i64, i64)>,
 }
 
 impl StackForest {
-    /// Loads frames, the prefix tree, and the sample weights of `metric`.
-    async fn load(
+    /// Loads frames, the prefix tree, and the sample weights of `metric`
+    /// (only the samples `samples` keeps, when given: a thread scope).
+    pub(crate) async fn load(
         ctx: &SessionContext,
         scope: &ArtifactScope,
         metric: &str,
+        samples: Option<&datafusion::logical_expr::Expr>,
     ) -> RecipeResult<StackForest> {
         let mut frames = HashMap::new();
         let df = table(ctx, "frames")
@@ -272,14 +274,17 @@ impl StackForest {
             }
         }
         let mut weights = BTreeMap::new();
-        let df = table(ctx, "samples")
+        let mut df = table(ctx, "samples")
             .await?
             .filter(scope.filter())?
-            .filter(col("metric").eq(lit(metric)))?
-            .aggregate(
-                vec![col("artifact_id"), col("stack_id")],
-                vec![sum(col("weight")).alias("w"), sum(col("count")).alias("c")],
-            )?;
+            .filter(col("metric").eq(lit(metric)))?;
+        if let Some(keep) = samples {
+            df = df.filter(keep.clone())?;
+        }
+        let df = df.aggregate(
+            vec![col("artifact_id"), col("stack_id")],
+            vec![sum(col("weight")).alias("w"), sum(col("count")).alias("c")],
+        )?;
         for b in collect(df).await? {
             for i in 0..b.num_rows() {
                 let artifact = string_at(column(&b, "artifact_id")?, i).unwrap_or_default();
@@ -297,7 +302,7 @@ impl StackForest {
     }
 
     /// Root-first (logical_key, function) path of a stack; bounded against cycles.
-    fn path(&self, artifact: &str, stack_id: u64) -> Vec<(String, String)> {
+    pub(crate) fn path(&self, artifact: &str, stack_id: u64) -> Vec<(String, String)> {
         let mut out = Vec::new();
         let mut cursor = Some(stack_id);
         while let Some(id) = cursor {
@@ -346,8 +351,9 @@ pub async fn stack_examples(
     frame: &ResolvedFrame,
     metric: &str,
     limit: usize,
+    samples: Option<&datafusion::logical_expr::Expr>,
 ) -> RecipeResult<StackExamplesAnswer> {
-    let forest = StackForest::load(ctx, scope, metric).await?;
+    let forest = StackForest::load(ctx, scope, metric, samples).await?;
     let mut stacks: Vec<StackExample> = forest
         .paths(Some(&frame.keys))
         .into_iter()
@@ -378,7 +384,7 @@ pub async fn folded_stacks(
     scope: &ArtifactScope,
     metric: &str,
 ) -> RecipeResult<Vec<(String, i64)>> {
-    let forest = StackForest::load(ctx, scope, metric).await?;
+    let forest = StackForest::load(ctx, scope, metric, None).await?;
     Ok(forest
         .paths(None)
         .into_iter()

@@ -32,7 +32,7 @@ use crate::gap_launchers::{Launcher, launchers};
 use crate::host_activity::{HostActivity, TimeWindow, host_activity, thread_names};
 
 /// Host slice names reported per gap or chunk.
-pub const HOST_TOP: usize = 5;
+pub const HOST_TOP: usize = 3;
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct GapOptions {
@@ -48,6 +48,8 @@ pub struct GapOptions {
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct GpuGap {
+    /// Empty (and left out) when the scope has one artifact.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
     pub artifact_id: String,
     pub device: Option<i64>,
     pub stream: Option<i64>,
@@ -70,6 +72,7 @@ pub struct GpuGap {
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct DeviceSpan {
+    #[serde(default, skip_serializing_if = "String::is_empty")]
     pub artifact_id: String,
     pub device: Option<i64>,
     /// First activity start to last activity end on the device.
@@ -83,6 +86,7 @@ pub struct DeviceSpan {
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct LowUtilizationChunk {
+    #[serde(default, skip_serializing_if = "String::is_empty")]
     pub artifact_id: String,
     pub device: Option<i64>,
     /// 0-based position in the device's span.
@@ -211,6 +215,16 @@ pub async fn gpu_gaps(
     let offset = gaps.len();
     for (i, c) in chunks.iter_mut().enumerate() {
         c.host = host.remove(&((offset + i) as i64)).unwrap_or_default();
+    }
+    // A launching thread's slices all run on it: `launched_by` names it once.
+    for (launcher, host) in gaps
+        .iter_mut()
+        .map(|g| (&g.launched_by, &mut g.host))
+        .chain(chunks.iter_mut().map(|c| (&c.launched_by, &mut c.host)))
+    {
+        if launcher.as_ref().is_some_and(|l| l.tid.is_some()) {
+            host.top.iter_mut().for_each(|s| s.thread = None);
+        }
     }
     Ok(GpuGapsAnswer {
         has_device_activity: !spans.is_empty(),

@@ -65,6 +65,7 @@ pub struct HostSlice {
     pub name: String,
     pub kind: String,
     pub tid: Option<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub thread: Option<String>,
     /// Time inside the window not spent in a child slice.
     pub self_overlap_ns: i64,

@@ -29,6 +29,7 @@ pub mod memory_allocations;
 pub mod pytorch;
 pub mod run_set_evidence;
 pub mod stats;
+pub mod thread_scope;
 pub mod threads;
 pub mod window;
 

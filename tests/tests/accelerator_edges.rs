@@ -144,7 +144,7 @@ fn a_trace_without_device_tracks_is_partial_with_the_next_call() {
     assert_eq!(a["evidence"]["status"], "partial", "{a}");
     assert_eq!(a["evidence"]["next_tool"], "get_run", "{a}");
     assert_eq!(
-        a["evidence"]["next_arguments"]["run_id"],
+        a["evidence"]["next_arguments"]["target"],
         run.as_str(),
         "{a}"
     );

@@ -433,7 +433,7 @@ fn edge_cases_built_by_hand() {
     assert_eq!(none["evidence"]["status"], "partial");
     assert_eq!(none["evidence"]["reason"], "accelerator_tracks_missing");
     assert_eq!(none["evidence"]["next_tool"], "get_run");
-    assert_eq!(none["evidence"]["next_arguments"]["run_id"], other.as_str());
+    assert_eq!(none["evidence"]["next_arguments"]["target"], other.as_str());
 }
 
 #[test]

@@ -231,3 +231,126 @@ async fn the_operations_answer_over_mcp_as_on_the_command_line() {
     assert!(err["recovery"].get("next_command").is_none(), "{err}");
     s.close().await;
 }
+
+/// Callers, callees and examples accept a thread scope: a tid keeps one
+/// thread, a shared name merges and lists its threads, the scoped weights
+/// never exceed the whole target's, and the scoped callers agree with a
+/// model built from the scoped example stacks.
+#[test]
+fn drill_downs_take_a_thread_scope_and_say_which_threads_they_merged() {
+    let project = Project::new();
+    let run = import(&project, CHROMIUM);
+    let hot = project.json(&[
+        "analyze",
+        "hotspots",
+        &run,
+        "--thread",
+        "CrRendererMain",
+        "--limit",
+        "10",
+    ]);
+    // The heaviest frame that has a caller (RunTask is a root).
+    let row = hot["rows"]
+        .as_array()
+        .expect("rows")
+        .iter()
+        .find(|r| r["function"] != "RunTask")
+        .expect("a frame under RunTask");
+    let frame = row["frame"].as_str().expect("frame").to_owned();
+    let threads = project.json(&["threads", &run]);
+    let main_tid = threads["rows"]
+        .as_array()
+        .expect("rows")
+        .iter()
+        .find(|r| r["thread_name"] == "CrRendererMain")
+        .and_then(|r| r["tid"].as_i64())
+        .expect("a renderer main thread")
+        .to_string();
+
+    let whole = project.json(&["stacks", "callers", &run, &frame, "--limit", "1000"]);
+    assert!(whole.get("threads").is_none(), "{whole}");
+    let one = project.json(&[
+        "stacks", "callers", &run, &frame, "--thread", &main_tid, "--limit", "1000",
+    ]);
+    let listed = one["threads"].as_array().expect("threads");
+    assert_eq!(listed.len(), 1, "{one}");
+    assert!(
+        listed[0]
+            .as_str()
+            .is_some_and(|t| t.contains(&format!("tid {main_tid}")))
+    );
+    let merged = project.json(&[
+        "stacks",
+        "callers",
+        &run,
+        &frame,
+        "--thread",
+        "CrRendererMain",
+        "--limit",
+        "1000",
+    ]);
+    assert!(
+        merged["threads"].as_array().map_or(0, Vec::len) >= 2,
+        "{merged}"
+    );
+
+    // One thread's caller weights: at most the whole target's, and equal to
+    // the weights of its example stacks summed per distinct caller.
+    let weight_of = |answer: &Value, key: &str| -> i64 {
+        answer["rows"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter(|r| r["frame"] == key)
+            .map(|r| r["weight"].as_i64().unwrap_or(0))
+            .sum()
+    };
+    let examples = project.json(&[
+        "stacks", "examples", &run, &frame, "--thread", &main_tid, "--limit", "1000",
+    ]);
+    assert_eq!(examples["threads"], one["threads"]);
+    let function = row["function"].as_str().expect("function");
+    let mut model: std::collections::BTreeMap<String, i64> = Default::default();
+    for stack in examples["stacks"].as_array().expect("stacks") {
+        let frames: Vec<&str> = stack["frames"]
+            .as_array()
+            .expect("frames")
+            .iter()
+            .filter_map(Value::as_str)
+            .collect();
+        let mut seen = std::collections::BTreeSet::new();
+        for (i, f) in frames.iter().enumerate() {
+            if *f == function && i > 0 && seen.insert(frames[i - 1]) {
+                *model.entry(frames[i - 1].to_owned()).or_default() +=
+                    stack["weight"].as_i64().unwrap_or(0);
+            }
+        }
+    }
+    let mut got: std::collections::BTreeMap<String, i64> = Default::default();
+    for r in one["rows"].as_array().expect("rows") {
+        *got.entry(r["function"].as_str().unwrap_or("").to_owned())
+            .or_default() += r["weight"].as_i64().unwrap_or(0);
+        let key = r["frame"].as_str().expect("key");
+        assert!(
+            r["weight"].as_i64() <= Some(weight_of(&whole, key)),
+            "{key}: scoped weight above the whole target's"
+        );
+    }
+    assert_eq!(got, model);
+    assert!(!got.is_empty(), "{one}");
+
+    // A thread that is not there is refused with the call that lists threads.
+    let err = project.json_err(
+        &[
+            "stacks",
+            "callers",
+            &run,
+            &frame,
+            "--thread",
+            "NoSuchThread",
+        ],
+        "INVALID_ARGUMENTS",
+        2,
+    );
+    assert!(err.to_string().contains("list_threads"), "{err}");
+}

@@ -8,6 +8,7 @@ use flameox_recipes::drilldown::{
     self, Direction, NeighborQuery, NeighborRow, ResolvedFrame, StackExample,
 };
 use flameox_recipes::hotspots::{self, HotspotQuery, HotspotRow};
+use flameox_recipes::thread_scope;
 use flameox_recipes::window::{self, WindowEvent, WindowQuery};
 use flameox_recipes::{ArtifactScope, common};
 use serde::{Deserialize, Serialize};
@@ -170,6 +171,12 @@ pub struct FrameRequest {
     /// A frame's logical key (from hotspots) or its exact function name.
     pub frame: String,
     pub metric: Option<String>,
+    /// Only this thread (a tid or exact thread name).
+    #[serde(default)]
+    pub thread: Option<String>,
+    /// Only this process (a pid or exact process name).
+    #[serde(default)]
+    pub process: Option<String>,
     pub limit: Option<usize>,
     pub cursor: Option<String>,
 }
@@ -182,6 +189,10 @@ pub struct NeighborsResult {
     pub direction: Direction,
     pub frame: ResolvedFrame,
     pub metric: String,
+    /// The threads a `thread`/`process` scope covered (several when a name
+    /// is shared); absent for the whole target.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub threads: Option<Vec<String>>,
     pub rows: Vec<NeighborRow>,
     pub total: u64,
     pub returned: usize,
@@ -198,6 +209,40 @@ async fn default_metric(
     let available = run_budgeted(session, hotspots::available_metrics(&session.ctx, scope)).await?;
     hotspots::choose_metric(requested, &available)
         .map_err(|e| crate::query::recipe_error(e, &session.budget))
+}
+
+/// The threads a drill-down's `thread`/`process` names, or `None` for all.
+async fn scoped_threads(
+    session: &PinnedSession,
+    scope: &ArtifactScope,
+    req: &FrameRequest,
+) -> Result<Option<thread_scope::ScopedThreads>> {
+    let wanted = thread_scope::ThreadScope {
+        thread: req.thread.clone(),
+        process: req.process.clone(),
+    };
+    if wanted.is_everything() {
+        return Ok(None);
+    }
+    let resolved =
+        run_budgeted(session, thread_scope::resolve(&session.ctx, scope, &wanted)).await?;
+    if resolved.threads.is_empty() {
+        return Err(FlameoxError::new(
+            crate::error::ErrorCode::InvalidArguments,
+            format!(
+                "no thread with stacks matches thread {} process {}",
+                req.thread.as_deref().unwrap_or("(any)"),
+                req.process.as_deref().unwrap_or("(any)")
+            ),
+        )
+        .detail("fields", json!(["thread", "process"]))
+        .recover_with(
+            "list_threads",
+            json!({ "target": req.target }),
+            format!("flameox threads {}", req.target),
+        ));
+    }
+    Ok(Some(resolved))
 }
 
 /// The callers or callees of a frame, heaviest first.
@@ -222,7 +267,10 @@ async fn neighbors_page(
         Direction::Callers => "callers",
         Direction::Callees => "callees",
     };
-    let params = json!({ "target": req.target, "frame": req.frame, "metric": req.metric });
+    let params = json!({
+        "target": req.target, "frame": req.frame, "metric": req.metric,
+        "thread": req.thread, "process": req.process,
+    });
     let (session, codec, key) = pin_for_cursor(qc, family, &params, req.cursor.as_deref())?;
     let scope = resolve_scope(qc.ws, &session.snapshot, &req.target)?;
     let artifact_scope = ArtifactScope {
@@ -238,6 +286,7 @@ async fn neighbors_page(
         Some(k) => Some(serde_json::from_value::<(i64, String)>(k).map_err(|_| stale_key())?),
         None => None,
     };
+    let threads = scoped_threads(&session, &artifact_scope, req).await?;
     let query = NeighborQuery {
         scope: artifact_scope,
         frame: frame.clone(),
@@ -246,7 +295,16 @@ async fn neighbors_page(
         limit,
         after,
     };
-    let answer = run_budgeted(&session, drilldown::call_neighbors(&session.ctx, &query)).await?;
+    let answer = match &threads {
+        Some(t) => {
+            run_budgeted(
+                &session,
+                thread_scope::neighbors_in(&session.ctx, &query, &t.samples),
+            )
+            .await?
+        }
+        None => run_budgeted(&session, drilldown::call_neighbors(&session.ctx, &query)).await?,
+    };
     let next_cursor = match (answer.has_more, answer.rows.last()) {
         (true, Some(last)) => Some(codec.encode(
             family,
@@ -274,6 +332,7 @@ async fn neighbors_page(
         direction,
         frame,
         metric,
+        threads: threads.map(|t| t.threads),
         returned: answer.rows.len(),
         rows: answer.rows,
         total: answer.total,
@@ -291,6 +350,10 @@ pub struct StackExamplesResult {
     pub frame: ResolvedFrame,
     /// The metric the stack weights are in.
     pub metric: String,
+    /// The threads a `thread`/`process` scope covered; absent for the
+    /// whole target.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub threads: Option<Vec<String>>,
     pub stacks: Vec<StackExample>,
     pub total: u64,
     pub returned: usize,
@@ -329,9 +392,17 @@ async fn examples_page(qc: &QueryContext<'_>, req: &FrameRequest) -> Result<Stac
     )
     .await?;
     let metric = default_metric(&session, &artifact_scope, req.metric.as_deref()).await?;
+    let threads = scoped_threads(&session, &artifact_scope, req).await?;
     let answer = run_budgeted(
         &session,
-        drilldown::stack_examples(&session.ctx, &artifact_scope, &frame, &metric, limit),
+        drilldown::stack_examples(
+            &session.ctx,
+            &artifact_scope,
+            &frame,
+            &metric,
+            limit,
+            threads.as_ref().map(|t| &t.samples),
+        ),
     )
     .await?;
     let evidence = answer_status(&session.snapshot, &scope, !answer.stacks.is_empty(), false);
@@ -340,6 +411,7 @@ async fn examples_page(qc: &QueryContext<'_>, req: &FrameRequest) -> Result<Stac
         scope,
         frame,
         metric,
+        threads: threads.map(|t| t.threads),
         returned: answer.stacks.len(),
         stacks: answer.stacks,
         total: answer.total,

@@ -99,6 +99,19 @@ pub async fn gpu_gaps(qc: &QueryContext<'_>, req: &GpuGapsRequest) -> Result<Gpu
             json!({ "target": scope.run_id.as_deref().unwrap_or(&scope.requested) }),
         );
     }
+    let mut answer = answer;
+    if scope.artifact_ids.len() == 1 {
+        // The scope names the one artifact; each row need not repeat it.
+        answer.gaps.iter_mut().for_each(|g| g.artifact_id.clear());
+        answer
+            .devices
+            .iter_mut()
+            .for_each(|d| d.artifact_id.clear());
+        answer
+            .low_utilization
+            .iter_mut()
+            .for_each(|c| c.artifact_id.clear());
+    }
     Ok(GpuGapsResult {
         commit_id: session.snapshot.commit_id().to_owned(),
         scope,

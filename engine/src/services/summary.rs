@@ -256,7 +256,15 @@ pub async fn summarize(qc: &QueryContext<'_>, req: &SummaryRequest) -> Result<Su
         .shared_names
         .iter()
         .take(5)
-        .map(|s| format!("{}: {}", s.thread_name, s.threads.join(", ")))
+        .map(|s| {
+            let shown: Vec<&str> = s.threads.iter().take(3).map(String::as_str).collect();
+            let more = s.threads.len().saturating_sub(shown.len());
+            if more > 0 {
+                format!("{}: {} and {more} more", s.thread_name, shown.join(", "))
+            } else {
+                format!("{}: {}", s.thread_name, shown.join(", "))
+            }
+        })
         .collect();
     let next = next_calls(&target, &hot_threads, gpu.as_ref(), &listed.shared_names);
     Ok(SummaryResult {
@@ -456,13 +464,16 @@ fn next_calls(
         }
         next.push(NextCall {
             operation: "get_frame_instances".into(),
-            arguments: args,
+            arguments: args.clone(),
             why: format!("the longest occurrences of {}", f.function),
         });
         next.push(NextCall {
             operation: "get_frame_callers".into(),
-            arguments: json!({ "target": target, "frame": f.frame, "limit": 10 }),
-            why: format!("what called {}", f.function),
+            arguments: {
+                args["limit"] = json!(10);
+                args
+            },
+            why: format!("what called {} on that thread", f.function),
         });
         if let Some(m) = t.other_metrics.first() {
             next.push(NextCall {
@@ -475,8 +486,8 @@ fn next_calls(
     if gpu.is_some_and(|g| g.gaps > 0) {
         next.push(NextCall {
             operation: "analyze_gpu_gaps".into(),
-            arguments: json!({ "target": target, "limit": 10 }),
-            why: "every long GPU gap with the launching thread's activity".into(),
+            arguments: json!({ "target": target, "limit": 5 }),
+            why: "the longest GPU gaps and least busy stretches, with the launching thread's activity".into(),
         });
     }
     if !shared.is_empty() || hot.len() > 1 {
