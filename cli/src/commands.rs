@@ -518,6 +518,18 @@ fn render_import(r: &ImportResult) -> String {
     let events = |rows: &std::collections::BTreeMap<String, u64>| {
         thousands(*rows.get("trace_events").unwrap_or(&0) as i64)
     };
+    // A sampled profile has stacks, not timed events: say what it has.
+    let stacks_only = |rows: &std::collections::BTreeMap<String, u64>| {
+        let n = |k: &str| *rows.get(k).unwrap_or(&0) as i64;
+        (n("trace_events") == 0 && n("frames") > 0).then(|| {
+            format!(
+                "  no timed events: {} distinct stacks over {} frames (samples per thread: flameox threads {})\n",
+                thousands(n("stack_nodes")),
+                thousands(n("frames")),
+                r.run_id
+            )
+        })
+    };
     let reused = |yes: bool| {
         if yes {
             " (evidence reused from an earlier import)"
@@ -549,18 +561,23 @@ fn render_import(r: &ImportResult) -> String {
         }
         out
     } else {
+        let contents = match stacks_only(&r.rows) {
+            Some(_) => String::new(),
+            None => format!("  {} events, {} tracks\n", events(&r.rows), r.tracks),
+        };
         format!(
-            "imported {} ({}, {}) as run {}\n  artifact {}\n  {} events, {} tracks{}\n",
+            "imported {} ({}, {}) as run {}{}\n  artifact {}\n{contents}",
             r.kind,
             r.producer,
             render::bytes(r.bytes),
             r.run_id,
+            reused(r.reused_generation),
             r.artifact_id,
-            events(&r.rows),
-            r.tracks,
-            reused(r.reused_generation)
         )
     };
+    if let Some(line) = stacks_only(&r.rows) {
+        out += &line;
+    }
     for l in &r.limitations {
         out += &format!("  limitation {} ×{}: {}\n", l.code, l.count, l.message);
     }
@@ -569,7 +586,7 @@ fn render_import(r: &ImportResult) -> String {
             out += &format!("  {} measurements\n", thousands(n as i64));
             out += &format!("next: flameox measurements query --run {}\n", r.run_id);
         }
-        None => out += &format!("next: flameox analyze hotspots {}\n", r.run_id),
+        None => out += &format!("next: flameox analyze summary {}\n", r.run_id),
     }
     out
 }

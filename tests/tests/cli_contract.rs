@@ -252,7 +252,7 @@ fn json_results_carry_the_documented_fields_and_errors_map_to_exit_codes() {
     assert!(out.status.success());
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("showing 3 of"), "{text}");
-    assert!(text.contains("next: flameox analyze hotspots"), "{text}");
+    assert!(text.contains("next: flameox analyze summary"), "{text}");
 }
 
 #[test]

@@ -4,7 +4,7 @@
 use super::schema::input_schema;
 use super::{Answer, AnswerFuture, Cell, Column, Group, Operation, decode, to_value};
 use crate::services::QueryContext;
-use crate::services::summary::{self, SummaryRequest, SummaryResult};
+use crate::services::summary::{self, HotThread, SummaryRequest, SummaryResult};
 use crate::units::duration_ns;
 
 pub(super) static OPERATIONS: &[Operation] = &[Operation {
@@ -77,11 +77,12 @@ fn headline(r: &SummaryResult) -> String {
         ),
         many => format!("{} inputs", many.len()),
     };
-    let mut line = format!(
-        "{what}: {} span, {} threads and streams",
-        duration_ns(r.duration_ns),
-        r.threads_total
-    );
+    let span = if r.duration_ns > 0 {
+        format!("{} span", duration_ns(r.duration_ns))
+    } else {
+        "no timeline (aggregated stacks)".to_owned()
+    };
+    let mut line = format!("{what}: {span}, {} threads and streams", r.threads_total);
     if let Some(t) = r.hot_threads.first()
         && let Some(f) = t.frames.first()
     {
@@ -89,7 +90,7 @@ fn headline(r: &SummaryResult) -> String {
             "; top frame {} ({:.1} % of {}'s {})",
             f.function,
             f.self_pct_of_thread,
-            t.thread.as_deref().unwrap_or(&t.label),
+            who(t),
             words(&t.metric)
         ));
     }
@@ -104,10 +105,20 @@ fn headline(r: &SummaryResult) -> String {
     line
 }
 
+/// A hot thread as a person names it: its name, else its tid.
+fn who(t: &HotThread) -> String {
+    match (&t.thread, t.tid) {
+        (Some(name), _) => name.clone(),
+        (None, Some(tid)) => format!("tid {tid} ({})", t.label),
+        (None, None) => t.label.clone(),
+    }
+}
+
 /// A metric in words (`trace.wall_ns` → wall time).
 pub(crate) fn words(metric: &str) -> String {
     match metric {
         "trace.wall_ns" => "wall time".into(),
+        "cpu.time_ns" => "CPU time".into(),
         "cpu.samples" => "CPU samples".into(),
         "samples" => "samples".into(),
         other => other.replace(['.', '_'], " "),
@@ -121,15 +132,14 @@ fn details(r: &SummaryResult) -> Vec<String> {
         let who = match (&t.thread, t.tid) {
             (Some(name), Some(tid)) if name.contains(&tid.to_string()) => name.clone(),
             (Some(name), Some(tid)) => format!("{name} (tid {tid}) in {}", t.label),
-            (Some(name), None) => name.clone(),
-            (None, _) => t.label.clone(),
+            _ => who(t),
         };
         out.push(format!("top frames of {who} by self {}:", words(&t.metric)));
         for f in &t.frames {
-            let value = if t.unit == "ns" {
-                duration_ns(f.self_value)
-            } else {
-                format!("{} {}", f.self_value, t.unit)
+            let value = match t.unit.as_str() {
+                "ns" => duration_ns(f.self_value),
+                "count" => format!("{} samples", f.self_value),
+                unit => format!("{} {unit}", f.self_value),
             };
             out.push(format!(
                 "  {:>10}  {:>5.1} %  {}",

@@ -114,7 +114,9 @@ pub struct ImportedArtifact {
 /// that artifact's; with several they describe the run: the first
 /// artifact's id and generation, the common kind/producer (or `mixed`),
 /// summed bytes/rows/tracks, the union of time spans, coverage flags true
-/// in every artifact, limitations merged by code. `artifacts` lists each.
+/// in every artifact, limitations merged by code. `artifacts` lists each;
+/// with one artifact its entry carries only what the top level does not
+/// (id, original name, metadata), so nothing is said twice.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ImportResult {
     pub run_id: String,
@@ -131,7 +133,40 @@ pub struct ImportResult {
     pub tracks: u64,
     pub coverage: BTreeMap<String, bool>,
     pub limitations: Vec<Limitation>,
+    #[serde(serialize_with = "beyond_the_top_level", skip_deserializing)]
     pub artifacts: Vec<ImportedArtifact>,
+}
+
+/// `artifacts` as answers show it: whole entries for several artifacts; for
+/// one, only the fields the top level does not repeat.
+fn beyond_the_top_level<S: serde::Serializer>(
+    artifacts: &[ImportedArtifact],
+    out: S,
+) -> std::result::Result<S::Ok, S::Error> {
+    use serde::ser::SerializeSeq;
+    let mut seq = out.serialize_seq(Some(artifacts.len()))?;
+    match artifacts {
+        [one] => seq.serialize_element(&OnlyArtifact {
+            artifact_id: &one.artifact_id,
+            original_name: &one.original_name,
+            metadata: &one.metadata,
+        })?,
+        many => {
+            for a in many {
+                seq.serialize_element(a)?;
+            }
+        }
+    }
+    seq.end()
+}
+
+/// The one artifact of an import, beyond the top level's fields.
+#[derive(Serialize)]
+struct OnlyArtifact<'a> {
+    artifact_id: &'a str,
+    original_name: &'a str,
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    metadata: &'a BTreeMap<String, Value>,
 }
 
 /// Reports progress in stored (compressed) bytes, read from the input

@@ -63,6 +63,10 @@ pub struct EvidenceStatus {
     pub reason: String,
     pub next_tool: Option<String>,
     pub next_arguments: Option<Value>,
+    /// What the import could not read in full (limitation codes, e.g.
+    /// `improper_nesting`); `get_run` gives their counts and messages.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub limitations: Vec<String>,
 }
 
 impl EvidenceStatus {
@@ -75,6 +79,7 @@ impl EvidenceStatus {
             reason: reason.into(),
             next_tool: None,
             next_arguments: None,
+            limitations: Vec::new(),
         }
     }
     pub fn with_next(mut self, tool: &str, arguments: Value) -> Self {
@@ -208,6 +213,15 @@ pub fn answer_status(
     }
     if scope.limitations.iter().any(|l| l == "truncated_input") {
         return EvidenceStatus::new("partial", "input_truncated");
+    }
+    if !scope.limitations.is_empty() {
+        // Not `complete`: the import skipped or repaired something.
+        let mut status = EvidenceStatus::new("available", "with_import_limitations").with_next(
+            "get_run",
+            serde_json::json!({ "target": scope.run_id.as_deref().unwrap_or(&scope.requested) }),
+        );
+        status.limitations = scope.limitations.clone();
+        return status;
     }
     EvidenceStatus::available()
 }
