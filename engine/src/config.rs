@@ -57,7 +57,7 @@ pub struct ImportConfig {
 impl Default for LimitsConfig {
     fn default() -> Self {
         LimitsConfig {
-            default_rows: 100,
+            default_rows: 20,
             max_rows: 1000,
         }
     }
@@ -163,7 +163,7 @@ mod tests {
     #[test]
     fn row_limits_are_bounded() {
         let config = Config::default();
-        assert_eq!(config.row_limit(None).unwrap(), 100);
+        assert_eq!(config.row_limit(None).unwrap(), 20);
         assert_eq!(config.row_limit(Some(1000)).unwrap(), 1000);
         assert!(config.row_limit(Some(0)).is_err());
         assert!(config.row_limit(Some(1001)).is_err());

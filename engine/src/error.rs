@@ -27,6 +27,10 @@ pub enum ErrorCode {
     RevisionConflict,
     StaleCursor,
     RunNotFound,
+    /// A frame named by key or function is not in the target's evidence.
+    FrameNotFound,
+    /// A metric the target's evidence does not have.
+    MetricNotFound,
     OperationCancelled,
     /// A capture plan is unknown, expired, already used, or no longer
     /// matches the workload, parameters or adapter it was made for.
@@ -51,7 +55,7 @@ impl ErrorCode {
     pub fn exit_code(self) -> i32 {
         use ErrorCode::*;
         match self {
-            RunNotFound | InternalError => 1,
+            RunNotFound | FrameNotFound | MetricNotFound | InternalError => 1,
             InvalidArguments | WorkspaceNotFound | InvalidCapturePlan => 2,
             CapabilityUnavailable => 3,
             ProcessFailed => 4,

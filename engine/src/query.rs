@@ -169,7 +169,27 @@ pub fn recipe_error(err: RecipeError, budget: &QueryBudget) -> FlameoxError {
                 near = crate::error::closest(&what, valid.iter().map(String::as_str), 3);
             }
             let shown: Vec<String> = valid.into_iter().take(20).collect();
-            FlameoxError::new(ErrorCode::InvalidArguments, format!("{what} in this scope"))
+            // A frame or metric the evidence lacks is a negative answer
+            // (exit 1), an unknown report or section a bad argument.
+            let (code, noun) = match what.split_once(' ') {
+                Some(("frame", name)) => (ErrorCode::FrameNotFound, Some(("frame", name))),
+                Some(("metric", name)) => (ErrorCode::MetricNotFound, Some(("metric", name))),
+                _ => (ErrorCode::InvalidArguments, None),
+            };
+            let message = match noun {
+                Some((noun, name)) if near.is_empty() => {
+                    format!("{noun} '{name}' not found in this target")
+                }
+                Some((noun, name)) => format!(
+                    "{noun} '{name}' not found in this target; did you mean {}?",
+                    near.iter()
+                        .map(|n| format!("'{n}'"))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+                None => format!("{what} in this scope"),
+            };
+            FlameoxError::new(code, message)
                 .detail("closest", near)
                 .detail("valid", shown)
         }

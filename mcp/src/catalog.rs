@@ -45,7 +45,7 @@ pub(crate) fn id_prop(description: &str) -> Value {
 }
 
 fn limit_prop() -> Value {
-    json!({ "type": "integer", "minimum": 1, "maximum": 1000, "description": "Rows per page (default 100)." })
+    json!({ "type": "integer", "minimum": 1, "maximum": 1000, "description": "Rows per page (default 20)." })
 }
 
 fn cursor_prop() -> Value {

@@ -196,8 +196,8 @@ fn json_results_carry_the_documented_fields_and_errors_map_to_exit_codes() {
     );
     let err = project.json_err(
         &["analyze", "hotspots", run, "--metric", "trace.wall"],
-        "INVALID_ARGUMENTS",
-        2,
+        "METRIC_NOT_FOUND",
+        1,
     );
     assert!(
         err["details"]["valid"]
@@ -238,8 +238,14 @@ fn json_results_carry_the_documented_fields_and_errors_map_to_exit_codes() {
     );
     let err = project.json_err(
         &["stacks", "callers", run, "no-such-frame"],
-        "INVALID_ARGUMENTS",
-        2,
+        "FRAME_NOT_FOUND",
+        1,
+    );
+    assert!(
+        err["message"]
+            .as_str()
+            .is_some_and(|m| m.starts_with("frame 'no-such-frame' not found")),
+        "{err}"
     );
     assert!(
         err["details"]["valid"]
@@ -252,7 +258,7 @@ fn json_results_carry_the_documented_fields_and_errors_map_to_exit_codes() {
     assert!(out.status.success());
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("showing 3 of"), "{text}");
-    assert!(text.contains("next: flameox analyze summary"), "{text}");
+    assert!(text.contains("next: flameox analyze hotspots"), "{text}");
 }
 
 #[test]
@@ -319,8 +325,8 @@ fn drilldown_answers_agree_with_each_other() {
             "--metric",
             "cpu.sample",
         ],
-        "INVALID_ARGUMENTS",
-        2,
+        "METRIC_NOT_FOUND",
+        1,
     );
     assert!(
         err["details"]["valid"]

@@ -342,6 +342,9 @@ async fn neighbors_page(
     })
 }
 
+/// Example stacks returned when the request names no limit.
+pub const EXAMPLES_DEFAULT_LIMIT: usize = 5;
+
 /// Example stacks through a frame.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct StackExamplesResult {
@@ -373,7 +376,11 @@ pub async fn stack_examples(
 }
 
 async fn examples_page(qc: &QueryContext<'_>, req: &FrameRequest) -> Result<StackExamplesResult> {
-    let limit = qc.ws.config.row_limit(req.limit)?;
+    // Whole stacks are long (C++ frames, deep recursion): 5 by default.
+    let limit = qc
+        .ws
+        .config
+        .row_limit(Some(req.limit.unwrap_or(EXAMPLES_DEFAULT_LIMIT)))?;
     check_id("frame", &req.frame)?;
     if req.cursor.is_some() {
         return Err(FlameoxError::invalid_argument(

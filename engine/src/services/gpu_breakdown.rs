@@ -14,6 +14,9 @@ use crate::catalog::Snapshot;
 use crate::error::{FlameoxError, Result};
 use crate::query::{recipe_error, run_budgeted};
 
+/// Rows per section when the request names no limit.
+pub const DEFAULT_LIMIT: usize = 5;
+
 /// At most this many targets side by side.
 const MAX_TARGETS: usize = 64;
 
@@ -91,7 +94,12 @@ pub async fn gpu_breakdown(
             format!("give 1..={MAX_TARGETS} run or artifact ids"),
         ));
     }
-    let limit = qc.ws.config.row_limit(req.limit)?;
+    // Six sections of rows per artifact: 5 each by default keeps the
+    // answer near the agents' byte budget (`agent_budgets.rs`).
+    let limit = qc
+        .ws
+        .config
+        .row_limit(Some(req.limit.unwrap_or(DEFAULT_LIMIT)))?;
     let defaults = Thresholds::default();
     let thresholds = Thresholds {
         kernel_wait_ns: threshold(

@@ -17,6 +17,8 @@ use crate::query::run_budgeted;
 pub const DEFAULT_MIN_GAP_US: f64 = 100.0;
 pub const DEFAULT_CHUNKS: usize = 100;
 pub const DEFAULT_BELOW: f64 = 0.5;
+/// Gaps and chunks returned (each) when the request names no limit.
+pub const DEFAULT_LIMIT: usize = 5;
 /// Chunks per device at most (the chunk table is built in memory).
 pub const MAX_CHUNKS: usize = 10_000;
 
@@ -79,7 +81,12 @@ fn options(req: &GpuGapsRequest, limit: usize) -> Result<GapOptions> {
 }
 
 pub async fn gpu_gaps(qc: &QueryContext<'_>, req: &GpuGapsRequest) -> Result<GpuGapsResult> {
-    let limit = qc.ws.config.row_limit(req.limit)?;
+    // Each gap and chunk carries its host activity: 5 of each by default
+    // keeps the answer near the agents' byte budget (`agent_budgets.rs`).
+    let limit = qc
+        .ws
+        .config
+        .row_limit(Some(req.limit.unwrap_or(DEFAULT_LIMIT)))?;
     let options = options(req, limit)?;
     let session = qc.session(None)?;
     let scope = resolve_scope(qc.ws, &session.snapshot, &req.target)?;
