@@ -306,7 +306,7 @@ fn edge_cases_built_by_hand() {
     ];
     let path = kineto(dir.path(), "edge.json", events, 1);
     let run = import(&project, &path);
-    let a = project.json(&["analyze", "gpu-breakdown", &run]);
+    let a = project.json(&["analyze", "gpu-breakdown", &run, "--limit", "100"]);
     assert_eq!(a["artifacts"][0]["rank"], 1);
     assert_eq!(a["artifacts"][0]["world_size"], 2);
     let t = &a["temporal"][0];
