@@ -276,11 +276,16 @@ fn write_file(path: &Path, bytes: &[u8]) -> Result<()> {
 }
 
 fn render_hotspots(r: &HotspotsResult) -> String {
+    let target = match &r.scope.run_id {
+        Some(run) => format!("run {run}"),
+        None => r.scope.requested.clone(),
+    };
+    let total = render::value(r.total_self, &r.unit);
     let mut out = format!(
-        "hotspots of {} by {} (commit {})\n",
-        r.scope.requested,
-        r.metric,
-        &r.commit_id[..r.commit_id.len().min(12)]
+        "hotspots of {target} by self {} (evidence commit {}); % of {total}, the self {} of every thread in scope summed\n",
+        flameox_engine::units::metric_words(&r.metric),
+        &r.commit_id[..r.commit_id.len().min(12)],
+        flameox_engine::units::metric_words(&r.metric),
     );
     let mut t = Table::new(
         &[

@@ -27,3 +27,14 @@ pub fn sig3(v: f64) -> String {
         format!("{v:.2}")
     }
 }
+
+/// A metric as a person says it (`trace.wall_ns` → wall time).
+pub fn metric_words(metric: &str) -> String {
+    match metric {
+        "trace.wall_ns" => "wall time".into(),
+        "cpu.time_ns" => "CPU time".into(),
+        "cpu.samples" => "CPU samples".into(),
+        "samples" => "samples".into(),
+        other => other.replace(['.', '_'], " "),
+    }
+}

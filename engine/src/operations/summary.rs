@@ -5,7 +5,7 @@ use super::schema::input_schema;
 use super::{Answer, AnswerFuture, Cell, Column, Group, Operation, decode, to_value};
 use crate::services::QueryContext;
 use crate::services::summary::{self, HotThread, SummaryRequest, SummaryResult};
-use crate::units::duration_ns;
+use crate::units::{duration_ns, metric_words as words};
 
 pub(super) static OPERATIONS: &[Operation] = &[Operation {
     name: "summarize_target",
@@ -111,17 +111,6 @@ fn who(t: &HotThread) -> String {
         (Some(name), _) => name.clone(),
         (None, Some(tid)) => format!("tid {tid} ({})", t.label),
         (None, None) => t.label.clone(),
-    }
-}
-
-/// A metric in words (`trace.wall_ns` → wall time).
-pub(crate) fn words(metric: &str) -> String {
-    match metric {
-        "trace.wall_ns" => "wall time".into(),
-        "cpu.time_ns" => "CPU time".into(),
-        "cpu.samples" => "CPU samples".into(),
-        "samples" => "samples".into(),
-        other => other.replace(['.', '_'], " "),
     }
 }
 
