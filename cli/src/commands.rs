@@ -640,7 +640,8 @@ fn mcp_command(g: &GlobalOptions, action: McpCommand) -> Result<()> {
                 }
                 out
             };
-            println!("{text}");
+            // A reader that stops early (`| head -c 3000`) is not an error.
+            let _ = writeln!(std::io::stdout().lock(), "{text}");
             Ok(())
         }
     }

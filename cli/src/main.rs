@@ -15,6 +15,7 @@ mod render;
 mod run_sets;
 mod workload;
 
+use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -537,7 +538,8 @@ fn main() -> ExitCode {
 
 pub(crate) fn report_error(err: &FlameoxError, json: bool) -> ExitCode {
     if json {
-        println!(
+        let _ = writeln!(
+            std::io::stdout().lock(),
             "{}",
             serde_json::to_string_pretty(err).unwrap_or_else(|_| err.message.clone())
         );

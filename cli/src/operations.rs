@@ -150,9 +150,14 @@ fn cell(value: &Value, kind: Cell) -> String {
         (Cell::Duration, v) => v.as_i64().map(duration_ns).unwrap_or_default(),
         (Cell::Integer, v) => v.as_i64().map(thousands).unwrap_or_else(|| v.to_string()),
         (Cell::Percent, v) => v.as_f64().map(|p| format!("{p:.1} %")).unwrap_or_default(),
-        (Cell::Text, Value::String(s)) => cut(s, 60),
-        (Cell::Text, v) => cut(&v.to_string(), 60),
+        (Cell::Text, Value::String(s)) => cut(&one_line(s), 60),
+        (Cell::Text, v) => cut(&one_line(&v.to_string()), 60),
     }
+}
+
+/// Text on one line: a table cell never breaks the table.
+fn one_line(text: &str) -> String {
+    text.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
 /// Runs the operation and prints its answer.

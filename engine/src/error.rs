@@ -311,16 +311,28 @@ pub fn closest<'a>(
     candidates: impl IntoIterator<Item = &'a str>,
     n: usize,
 ) -> Vec<String> {
-    let mut scored: Vec<(usize, &str)> = candidates
+    // A candidate that contains what was typed (a kernel name without its
+    // signature, a prefix of a run id) comes before any misspelling.
+    let lower = wanted.to_lowercase();
+    let mut scored: Vec<(bool, usize, &str)> = candidates
         .into_iter()
-        .map(|c| (edit_distance(&wanted.to_lowercase(), &c.to_lowercase()), c))
+        .map(|c| {
+            let candidate = c.to_lowercase();
+            let contains = !lower.is_empty() && candidate.contains(&lower);
+            let distance = if contains {
+                candidate.len() - lower.len()
+            } else {
+                edit_distance(&lower, &candidate)
+            };
+            (!contains, distance, c)
+        })
         .collect();
     scored.sort();
     scored.dedup();
     scored
         .into_iter()
         .take(n)
-        .map(|(_, c)| c.to_owned())
+        .map(|(_, _, c)| c.to_owned())
         .collect()
 }
 
@@ -404,5 +416,17 @@ mod tests {
     fn closest_names_rank_by_edit_distance() {
         let found = closest("hotspot", ["hotspots", "window", "callers"], 1);
         assert_eq!(found, vec!["hotspots".to_owned()]);
+    }
+
+    #[test]
+    fn a_name_that_contains_what_was_typed_comes_first() {
+        let kernel =
+            "ncclKernel_AllReduce_RING_LL_Sum_float(ncclDevComm*, unsigned long, ncclWork*)";
+        let found = closest(
+            "ncclKernel_AllReduce_RING_LL_Sum_float",
+            ["nccl:all_reduce", kernel, "aten::flatten_dense_tensors"],
+            2,
+        );
+        assert_eq!(found, vec![kernel.to_owned(), "nccl:all_reduce".to_owned()]);
     }
 }

@@ -166,7 +166,9 @@ pub fn recipe_error(err: RecipeError, budget: &QueryBudget) -> FlameoxError {
         } => {
             let mut near = closest;
             if near.is_empty() {
-                near = crate::error::closest(&what, valid.iter().map(String::as_str), 3);
+                // Match on the name alone, not "frame <name>".
+                let typed = what.split_once(' ').map_or(what.as_str(), |(_, name)| name);
+                near = crate::error::closest(typed, valid.iter().map(String::as_str), 3);
             }
             let shown: Vec<String> = valid.into_iter().take(20).collect();
             // A frame or metric the evidence lacks is a negative answer

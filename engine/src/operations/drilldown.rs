@@ -187,8 +187,12 @@ fn run_instances<'a>(qc: &'a QueryContext<'a>, args: serde_json::Value) -> Answe
         let req: InstancesRequest = decode(args)?;
         let r = frame_instances::frame_instances(qc, &req).await?;
         let summary = format!(
-            "{} of {} slices of {} (longest {} ns, {} ns in all)",
-            r.returned, r.total, r.frame.function, r.max_dur_ns, r.total_dur_ns
+            "{} of {} slices of {} (longest {}, {} in all)",
+            r.returned,
+            r.total,
+            r.frame.function,
+            crate::units::duration_ns(r.max_dur_ns),
+            crate::units::duration_ns(r.total_dur_ns)
         );
         Ok(Answer {
             summary,
