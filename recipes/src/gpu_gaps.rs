@@ -417,25 +417,37 @@ fn scope_word(launcher: Option<&Launcher>) -> &'static str {
 
 /// Per chunk, the correlation id of the first device activity on its device
 /// starting at or after the chunk's start (the work that ended the lull).
+/// The rows are in stream order after [`device_spans`]: a binary search per
+/// (chunk, stream) finds each stream's next activity; the earliest wins.
 fn next_correlations(ops: &DeviceOps, chunks: &[LowUtilizationChunk]) -> Vec<Option<i64>> {
+    let mut best: Vec<Option<(i64, i64, Option<i64>)>> = vec![None; chunks.len()];
     if chunks.is_empty() {
         return Vec::new();
     }
-    let mut starts: Vec<(u32, Option<i64>, i64, Option<i64>)> = ops
-        .rows
+    let artifacts: Vec<Option<u32>> = chunks
         .iter()
-        .map(|r| (r.artifact, r.device, r.ts, r.correlation))
+        .map(|c| ops.strings.find(&c.artifact_id))
         .collect();
-    starts.sort_unstable();
-    chunks
-        .iter()
-        .map(|c| {
-            let artifact = ops.strings.find(&c.artifact_id)?;
-            let at = starts.partition_point(|s| (s.0, s.1, s.2) < (artifact, c.device, c.start_ns));
-            starts
-                .get(at)
-                .filter(|s| s.0 == artifact && s.1 == c.device)
-                .and_then(|s| s.3)
-        })
+    for stream in ops
+        .rows
+        .chunk_by(|a, b| (a.artifact, a.device, a.stream) == (b.artifact, b.device, b.stream))
+    {
+        let Some(first) = stream.first() else {
+            continue;
+        };
+        for (i, c) in chunks.iter().enumerate() {
+            if artifacts[i] != Some(first.artifact) || c.device != first.device {
+                continue;
+            }
+            let at = stream.partition_point(|r| r.ts < c.start_ns);
+            if let Some(op) = stream.get(at)
+                && best[i].is_none_or(|(ts, id, _)| (op.ts, op.event_id) < (ts, id))
+            {
+                best[i] = Some((op.ts, op.event_id, op.correlation));
+            }
+        }
+    }
+    best.into_iter()
+        .map(|b| b.and_then(|(_, _, c)| c))
         .collect()
 }

@@ -211,6 +211,27 @@ async fn default_metric(
         .map_err(|e| crate::query::recipe_error(e, &session.budget))
 }
 
+/// A target resolved against a pinned session, its artifacts, and a frame
+/// (key or exact function name) resolved in them: what every drill-down
+/// starts from.
+pub(crate) async fn frame_in_target(
+    qc: &QueryContext<'_>,
+    session: &PinnedSession,
+    target: &str,
+    frame: &str,
+) -> Result<(ResolvedScope, ArtifactScope, ResolvedFrame)> {
+    let scope = resolve_scope(qc.ws, &session.snapshot, target)?;
+    let artifacts = ArtifactScope {
+        artifact_ids: scope.artifact_ids.clone(),
+    };
+    let resolved = run_budgeted(
+        session,
+        drilldown::resolve_frame(&session.ctx, &artifacts, frame),
+    )
+    .await?;
+    Ok((scope, artifacts, resolved))
+}
+
 /// The threads a drill-down's `thread`/`process` names, or `None` for all.
 async fn scoped_threads(
     session: &PinnedSession,
@@ -272,15 +293,8 @@ async fn neighbors_page(
         "thread": req.thread, "process": req.process,
     });
     let (session, codec, key) = pin_for_cursor(qc, family, &params, req.cursor.as_deref())?;
-    let scope = resolve_scope(qc.ws, &session.snapshot, &req.target)?;
-    let artifact_scope = ArtifactScope {
-        artifact_ids: scope.artifact_ids.clone(),
-    };
-    let frame = run_budgeted(
-        &session,
-        drilldown::resolve_frame(&session.ctx, &artifact_scope, &req.frame),
-    )
-    .await?;
+    let (scope, artifact_scope, frame) =
+        frame_in_target(qc, &session, &req.target, &req.frame).await?;
     let metric = default_metric(&session, &artifact_scope, req.metric.as_deref()).await?;
     let after = match key {
         Some(k) => Some(serde_json::from_value::<(i64, String)>(k).map_err(|_| stale_key())?),
@@ -389,15 +403,8 @@ async fn examples_page(qc: &QueryContext<'_>, req: &FrameRequest) -> Result<Stac
         ));
     }
     let session = qc.session(None)?;
-    let scope = resolve_scope(qc.ws, &session.snapshot, &req.target)?;
-    let artifact_scope = ArtifactScope {
-        artifact_ids: scope.artifact_ids.clone(),
-    };
-    let frame = run_budgeted(
-        &session,
-        drilldown::resolve_frame(&session.ctx, &artifact_scope, &req.frame),
-    )
-    .await?;
+    let (scope, artifact_scope, frame) =
+        frame_in_target(qc, &session, &req.target, &req.frame).await?;
     let metric = default_metric(&session, &artifact_scope, req.metric.as_deref()).await?;
     let threads = scoped_threads(&session, &artifact_scope, req).await?;
     let answer = run_budgeted(

@@ -3,7 +3,7 @@
 //! keys the drill-downs accept (saying whether a match was exact).
 
 use flameox_recipes::ArtifactScope;
-use flameox_recipes::drilldown::{self, ResolvedFrame};
+use flameox_recipes::drilldown::ResolvedFrame;
 use flameox_recipes::instances::{self, FrameMatch, InstanceOrder, InstanceQuery, InstanceRow};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -109,15 +109,8 @@ pub async fn frame_instances(
     check_id("frame", &req.frame)?;
     let window = window(req)?;
     let session = qc.session(None)?;
-    let scope = resolve_scope(qc.ws, &session.snapshot, &req.target)?;
-    let artifact_scope = ArtifactScope {
-        artifact_ids: scope.artifact_ids.clone(),
-    };
-    let frame = run_budgeted(
-        &session,
-        drilldown::resolve_frame(&session.ctx, &artifact_scope, &req.frame),
-    )
-    .await?;
+    let (scope, artifact_scope, frame) =
+        super::analyze::frame_in_target(qc, &session, &req.target, &req.frame).await?;
     let order = InstanceOrder::from(req.order.unwrap_or_default());
     let query = InstanceQuery {
         scope: artifact_scope,
