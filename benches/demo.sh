@@ -22,5 +22,5 @@ echo "folded stacks: $(wc -l < stacks.folded) lines"
 "$FLAMEOX" stacks callers "$RUN" aten::addmm --limit 5
 "$FLAMEOX" stacks callees "$RUN" aten::linear --limit 5
 "$FLAMEOX" stacks examples "$RUN" cudaLaunchKernel --limit 2
-"$FLAMEOX" trace window "$ART" --relative --start 0 --end 2000000 --limit 10
+"$FLAMEOX" trace window "$ART" --relative --start-ns 0 --end-ns 2000000 --limit 10
 "$FLAMEOX" validate

@@ -9,7 +9,7 @@ the server's per-commit session (warm). Wall time is measured around each
 usage: mcp_latency.py FLAMEOX_BIN PROJECT_ROOT RUN_ID [TOOL[=JSON_ARGS] ...]
 (default tools: analyze_accelerator_launches analyze_pytorch analyze_hotspots;
 a tool's arguments are {"target": RUN_ID} unless JSON_ARGS gives them all, e.g.
-'analyze_hotspots={"target": "RUN", "window_start_ns": 0, "window_end_ns": 5000000}')
+'analyze_hotspots={"target": "RUN", "start_ns": 0, "end_ns": 5000000}')
 """
 
 import asyncio

@@ -23,7 +23,7 @@ async def main(binary, project, artifact, start, end, relative):
     async with stdio_client(params) as (read, write):
         async with ClientSession(read, write) as session:
             await session.initialize()
-            base = {"artifact_id": artifact, "start_ns": start, "end_ns": end,
+            base = {"target": artifact, "start_ns": start, "end_ns": end,
                     "relative": relative, "limit": 100}
             times = {}
             cursor = None

@@ -7,20 +7,18 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use flameox_engine::error::Result;
-use flameox_engine::recipes::drilldown::Direction;
-use flameox_engine::services::analyze::{self, FrameRequest, WindowRequest};
 use flameox_engine::services::import::{
     ImportProgress, ImportRequest, ImportResult, import_artifact,
 };
 use flameox_engine::services::import_deadline::{ImportDeadline, deadline_error};
-use flameox_engine::services::{CallOptions, QueryContext, inventory};
+use flameox_engine::services::{CallOptions, inventory};
 use flameox_engine::{FlameoxError, Workspace, WorkspaceLocator, validate};
 use serde::Serialize;
 
-use crate::render::{self, Table, cut, duration_ns, thousands};
+use crate::render::{self, Table, cut, thousands};
 use crate::{
     ArtifactsCommand, CatalogAction, Cli, Command, ConfigAction, GlobalOptions, McpCommand,
-    RunsCommand, StacksCommand, TraceCommand,
+    RunsCommand,
 };
 
 fn locator(g: &GlobalOptions) -> WorkspaceLocator {
@@ -171,7 +169,7 @@ pub fn run(cli: Cli) -> Result<()> {
             params,
             variant,
         } => {
-            let parameters = crate::measurements::parse_params(&params)?;
+            let parameters = crate::params::parse_params(&params)?;
             let ws = open(g)?;
             let progress = CliProgress::new(!g.json && !g.quiet && std::io::stderr().is_terminal());
             let mut paths = paths.into_iter();
@@ -200,9 +198,6 @@ pub fn run(cli: Cli) -> Result<()> {
         Command::Workload { action } => crate::workload::workload_command(g, action),
         Command::Capture { action } => crate::capture::capture_dispatch(g, action),
         Command::Experiment { action } => crate::experiment::experiment_command(g, action),
-        Command::Stacks { action } => stacks_command(g, action),
-        Command::Trace { action } => trace_command(g, action),
-        Command::Measurements { action } => crate::measurements::measurements_command(g, action),
         Command::Evidence {
             action: crate::EvidenceCommand::Get { reference },
         } => crate::run_sets::evidence_command(g, &reference),
@@ -271,197 +266,6 @@ pub fn run(cli: Cli) -> Result<()> {
             }
         }
     }
-}
-
-fn stacks_command(g: &GlobalOptions, action: StacksCommand) -> Result<()> {
-    let ws = open(g)?;
-    let qc = QueryContext {
-        ws: &ws,
-        cache: None,
-        options: call_options(g)?,
-    };
-    let (request, direction) = match action {
-        StacksCommand::Callers {
-            target,
-            frame,
-            scope,
-            page,
-            metric,
-        } => (
-            FrameRequest {
-                target,
-                frame,
-                thread: scope.thread,
-                process: scope.process,
-                metric,
-                limit: page.limit,
-                cursor: page.cursor,
-            },
-            Some(Direction::Callers),
-        ),
-        StacksCommand::Callees {
-            target,
-            frame,
-            scope,
-            page,
-            metric,
-        } => (
-            FrameRequest {
-                target,
-                frame,
-                thread: scope.thread,
-                process: scope.process,
-                metric,
-                limit: page.limit,
-                cursor: page.cursor,
-            },
-            Some(Direction::Callees),
-        ),
-        StacksCommand::Examples {
-            target,
-            frame,
-            scope,
-            metric,
-            limit,
-        } => (
-            FrameRequest {
-                target,
-                frame,
-                thread: scope.thread,
-                process: scope.process,
-                metric,
-                limit,
-                cursor: None,
-            },
-            None,
-        ),
-    };
-    match direction {
-        Some(direction) => {
-            let result = block_on(analyze::frame_neighbors(&qc, &request, direction))??;
-            emit(g, &result, |r| {
-                let word = if r.direction == Direction::Callers {
-                    "callers"
-                } else {
-                    "callees"
-                };
-                let mut out = format!("{word} of {} ({})\n", r.frame.function, r.metric);
-                let mut t = Table::new(&["weight", "count", "function", "frame"], &[0, 1]);
-                for row in &r.rows {
-                    t.row(vec![
-                        render::value(
-                            row.weight,
-                            if r.metric.ends_with("_ns") {
-                                "ns"
-                            } else {
-                                "count"
-                            },
-                        ),
-                        thousands(row.count),
-                        cut(&row.function, 60),
-                        row.frame.clone(),
-                    ]);
-                }
-                out += &t.render();
-                let next = r.next_cursor.as_ref().map(|c| {
-                    format!(
-                        "flameox stacks {word} {} '{}' --cursor {c}",
-                        r.scope.requested, r.frame.requested
-                    )
-                });
-                out + &render::footer(r.returned, r.total, next)
-                    + &format!(
-                        "\nevidence: {} ({})\n",
-                        r.evidence.status, r.evidence.reason
-                    )
-            })
-        }
-        None => {
-            let result = block_on(analyze::stack_examples(&qc, &request))??;
-            emit(g, &result, |r| {
-                let mut out = format!("stacks through {}\n", r.frame.function);
-                for (i, s) in r.stacks.iter().enumerate() {
-                    out += &format!(
-                        "#{} weight {} ({} occurrences)\n",
-                        i + 1,
-                        duration_ns(s.weight),
-                        thousands(s.count)
-                    );
-                    for (depth, f) in s.frames.iter().enumerate() {
-                        out += &format!("  {}{}\n", "  ".repeat(depth.min(30)), cut(f, 100));
-                    }
-                }
-                out + &render::footer(r.returned, r.total, None) + "\n"
-            })
-        }
-    }
-}
-
-fn trace_command(g: &GlobalOptions, action: TraceCommand) -> Result<()> {
-    let ws = open(g)?;
-    let qc = QueryContext {
-        ws: &ws,
-        cache: None,
-        options: call_options(g)?,
-    };
-    let TraceCommand::Window {
-        target,
-        start,
-        end,
-        page,
-        kind,
-        name,
-        track,
-        relative,
-    } = action;
-    let request = WindowRequest {
-        target,
-        start_ns: start,
-        end_ns: end,
-        kind,
-        name,
-        track_id: track,
-        relative,
-        limit: page.limit,
-        cursor: page.cursor,
-    };
-    let result = block_on(analyze::trace_window(&qc, &request))??;
-    emit(g, &result, |r| {
-        let mut t = Table::new(
-            &["ts_ns", "dur", "depth", "kind", "track", "name"],
-            &[0, 1, 2],
-        );
-        for e in &r.events {
-            t.row(vec![
-                e.ts_ns.to_string(),
-                if e.dur_ns < 0 {
-                    "open".into()
-                } else {
-                    duration_ns(e.dur_ns)
-                },
-                e.depth.to_string(),
-                e.kind.clone(),
-                e.track_id.to_string(),
-                cut(&e.name, 70),
-            ]);
-        }
-        let next = r.next_cursor.as_ref().map(|c| {
-            format!(
-                "flameox trace window {} --start {} --end {}{} --limit {} --cursor {c}",
-                request.target,
-                request.start_ns,
-                request.end_ns,
-                if request.relative { " --relative" } else { "" },
-                r.returned
-            )
-        });
-        t.render()
-            + &render::footer(r.returned, r.total, next)
-            + &format!(
-                "\nevidence: {} ({})\n",
-                r.evidence.status, r.evidence.reason
-            )
-    })
 }
 
 /// How long past its deadline an import may take to stop by itself.

@@ -2,17 +2,20 @@
 //! services, renders tables or `--json`, and maps errors to exit codes. No
 //! domain logic lives here.
 
+mod analysis_views;
 mod analyze;
 mod capture;
 mod commands;
 mod experiment;
 mod gaps_memory_view;
 mod gpu_breakdown;
-mod measurements;
 mod open;
 mod operations;
+mod params;
 mod render;
 mod run_sets;
+mod stack_views;
+mod views;
 mod workload;
 
 use std::io::Write;
@@ -21,7 +24,6 @@ use std::process::ExitCode;
 
 use clap::{Args, CommandFactory, FromArgMatches, Parser, Subcommand};
 use flameox_engine::FlameoxError;
-use flameox_engine::services::gpu_gaps;
 
 /// A local evidence engine for performance investigations.
 #[derive(Parser, Debug)]
@@ -113,25 +115,10 @@ pub enum Command {
         #[arg(long, default_value_t = 300)]
         wait: u64,
     },
-    /// Analyses. Example: `flameox analyze hotspots <run-id> --limit 20`
+    /// Analyses: a summary first, then hotspots, GPU gaps, PyTorch operators, run-set comparisons. Example: `flameox analyze summary <run-id>`
     Analyze {
         #[command(subcommand)]
         analysis: AnalyzeCommand,
-    },
-    /// Callers, callees and example stacks of a frame. Example: `flameox stacks callers <run-id> aten::mm`
-    Stacks {
-        #[command(subcommand)]
-        action: StacksCommand,
-    },
-    /// Events in a time window. Example: `flameox trace window sha256:… --start 0 --end 1000000`
-    Trace {
-        #[command(subcommand)]
-        action: TraceCommand,
-    },
-    /// Benchmark samples and run resources. Example: `flameox measurements query --run <run-id> --name-prefix pyperf.`
-    Measurements {
-        #[command(subcommand)]
-        action: MeasurementsCommand,
     },
     /// One record by typed reference (run:, artifact:, generation:, run_set:, analysis:, comparison:). Example: `flameox evidence get run_set:rs_…`
     Evidence {
@@ -272,106 +259,6 @@ pub struct PageOptions {
 
 #[derive(Subcommand, Debug)]
 pub enum AnalyzeCommand {
-    /// Top frames by self time. Example: `flameox analyze hotspots <run-id> --window 0:5000000`
-    Hotspots {
-        target: String,
-        #[command(flatten)]
-        page: PageOptions,
-        #[arg(long)]
-        metric: Option<String>,
-        /// Thread name or tid.
-        #[arg(long)]
-        thread: Option<String>,
-        /// Process name or pid.
-        #[arg(long)]
-        process: Option<String>,
-        /// START:END in ns (slices starting inside).
-        #[arg(long)]
-        window: Option<String>,
-        /// Also write folded stacks (`a;b;c weight`) to FILE.
-        #[arg(long, value_name = "FILE")]
-        folded: Option<PathBuf>,
-        /// Also write an SVG flame graph to FILE (differential with --diff-against).
-        #[arg(long, value_name = "FILE")]
-        flamegraph: Option<PathBuf>,
-        /// Show per-frame deltas against this run or artifact (matched by logical key).
-        #[arg(long, value_name = "RUN_OR_ARTIFACT")]
-        diff_against: Option<String>,
-    },
-    /// Launches, kernels, launch latency and per-stream idle gaps. Example: `flameox analyze accelerator-launches <run>`
-    AcceleratorLaunches {
-        target: String,
-        /// Only this phase (e.g. ProfilerStep#3).
-        #[arg(long)]
-        phase: Option<String>,
-        /// Per-region deltas against this run or artifact (descriptive).
-        #[arg(long, alias = "compare-to", value_name = "RUN_OR_ARTIFACT")]
-        base: Option<String>,
-        /// Regions listed, heaviest kernel time first (1..1000).
-        #[arg(long)]
-        limit: Option<usize>,
-    },
-    /// PyTorch profiler view: operators with launched device time, sync, compile, steps. Example: `flameox analyze pytorch <run>`
-    Pytorch {
-        target: String,
-        /// Operator rows (1..1000).
-        #[arg(long)]
-        limit: Option<usize>,
-    },
-    /// `nsys stats`-style summary per name: total, %, count, avg, median, min, max, stddev. Example: `flameox analyze gpu-summary <run> --report kernels`
-    GpuSummary {
-        target: String,
-        /// kernels, api, memcpy-time, memcpy-size or memset-time.
-        #[arg(long, default_value = "kernels")]
-        report: String,
-        /// Rows (1..1000).
-        #[arg(long)]
-        limit: Option<usize>,
-    },
-    /// Device idle gaps and low-utilization chunks, each with the host activity at the time. Example: `flameox analyze gpu-gaps <run> --min-gap-us 100`
-    GpuGaps {
-        target: String,
-        /// Report stream gaps at least this long (µs).
-        #[arg(long, default_value_t = gpu_gaps::DEFAULT_MIN_GAP_US)]
-        min_gap_us: f64,
-        /// Cut each device's active span into this many chunks.
-        #[arg(long, default_value_t = gpu_gaps::DEFAULT_CHUNKS)]
-        chunks: usize,
-        /// Report chunks busy less than this fraction (0..1).
-        #[arg(long, default_value_t = gpu_gaps::DEFAULT_BELOW)]
-        below: f64,
-        /// Gaps and chunks shown, each (1..1000).
-        #[arg(long)]
-        limit: Option<usize>,
-    },
-    /// Memory counters (peak, retained at end, growth per phase) and allocation events. Example: `flameox analyze memory <run>`
-    Memory {
-        target: String,
-        /// Series and allocation sites shown, each (1..1000).
-        #[arg(long)]
-        limit: Option<usize>,
-    },
-    /// HTA-grade breakdowns: temporal, idle per stream, comm/compute overlap, kernels, launch stats, copy bandwidth; several targets side by side. Example: `flameox analyze gpu-breakdown <run> <run2> --section temporal`
-    GpuBreakdown {
-        /// Run or artifact ids; rows are labelled by artifact and rank.
-        #[arg(required = true)]
-        targets: Vec<String>,
-        /// temporal, idle, overlap, kernels, launches or bandwidth (default: all).
-        #[arg(long)]
-        section: Option<String>,
-        /// Kernel names per artifact and examples per outlier kind (1..1000).
-        #[arg(long)]
-        limit: Option<usize>,
-        /// Idle gaps shorter than this (µs) that no late launch explains are kernel wait (HTA: 30).
-        #[arg(long, value_name = "US")]
-        kernel_wait_us: Option<f64>,
-        /// Launch calls longer than this (µs) are runtime outliers (HTA: 50).
-        #[arg(long, value_name = "US")]
-        runtime_outlier_us: Option<f64>,
-        /// Launch delays longer than this (µs) are outliers (HTA: 100).
-        #[arg(long, value_name = "US")]
-        launch_delay_outlier_us: Option<f64>,
-    },
     /// Paired comparison of two run sets (or runs): median log ratio over blocks, BCa interval, decision. Example: `flameox analyze compare rs_… rs_… --threshold 0.02`
     Compare(run_sets::CompareArgs),
     /// Growth of a metric with a numeric parameter per variant: model fits, AICc, growing hotspots. Example: `flameox analyze scaling rs_… --parameter n`
@@ -380,97 +267,6 @@ pub enum AnalyzeCommand {
     Record(run_sets::ScalingArgs),
     /// Run `analyze compare` and store it as a comparison record. Example: `flameox analyze record-comparison rs_… rs_…`
     RecordComparison(run_sets::CompareArgs),
-}
-
-#[derive(Subcommand, Debug)]
-pub enum StacksCommand {
-    /// Frames that call FRAME. Example: `flameox stacks callers <run-id> aten::linear`
-    Callers {
-        target: String,
-        frame: String,
-        #[command(flatten)]
-        scope: ThreadScopeOptions,
-        #[command(flatten)]
-        page: PageOptions,
-        #[arg(long)]
-        metric: Option<String>,
-    },
-    /// Frames FRAME calls. Example: `flameox stacks callees <run-id> aten::linear`
-    Callees {
-        target: String,
-        frame: String,
-        #[command(flatten)]
-        scope: ThreadScopeOptions,
-        #[command(flatten)]
-        page: PageOptions,
-        #[arg(long)]
-        metric: Option<String>,
-    },
-    /// Full stacks through FRAME, heaviest first. Example: `flameox stacks examples <run-id> aten::linear`
-    Examples {
-        target: String,
-        frame: String,
-        #[command(flatten)]
-        scope: ThreadScopeOptions,
-        /// Weigh stacks by this metric (default: the artifact's primary one).
-        #[arg(long)]
-        metric: Option<String>,
-        #[arg(long)]
-        limit: Option<usize>,
-    },
-}
-
-/// The thread scope of a drill-down.
-#[derive(clap::Args, Debug, Clone, Default)]
-pub struct ThreadScopeOptions {
-    /// Only this thread: a tid or an exact thread name (several threads
-    /// sharing the name are merged, and the answer lists them).
-    #[arg(long)]
-    pub thread: Option<String>,
-    /// Only this process: a pid or an exact process name.
-    #[arg(long)]
-    pub process: Option<String>,
-}
-
-#[derive(Subcommand, Debug)]
-pub enum TraceCommand {
-    /// Events overlapping [START, END) ns. Example: `flameox trace window sha256:… --start 0 --end 1000000 --limit 50`
-    Window {
-        target: String,
-        #[arg(long, allow_hyphen_values = true)]
-        start: i64,
-        #[arg(long, allow_hyphen_values = true)]
-        end: i64,
-        #[command(flatten)]
-        page: PageOptions,
-        #[arg(long)]
-        kind: Option<String>,
-        #[arg(long)]
-        name: Option<String>,
-        #[arg(long)]
-        track: Option<u64>,
-        /// START and END are offsets from the trace's first event.
-        #[arg(long)]
-        relative: bool,
-    },
-}
-
-#[derive(Subcommand, Debug)]
-pub enum MeasurementsCommand {
-    /// Measured values in (name, artifact, sample) order, paged. Example: `flameox measurements query --run <run-id> --include-warmups`
-    Query {
-        /// Only this run (or sha256: artifact); default every run.
-        #[arg(long)]
-        run: Option<String>,
-        /// Only names starting with this (e.g. `pyperf.`, `hyperfine.`).
-        #[arg(long)]
-        name_prefix: Option<String>,
-        /// Include warmup samples (left out by default).
-        #[arg(long)]
-        include_warmups: bool,
-        #[command(flatten)]
-        page: PageOptions,
-    },
 }
 
 #[derive(Subcommand, Debug)]
@@ -538,10 +334,14 @@ fn main() -> ExitCode {
 
 pub(crate) fn report_error(err: &FlameoxError, json: bool) -> ExitCode {
     if json {
+        let mut err = err.clone();
+        if let Some(r) = err.recovery.as_mut() {
+            r.next_command = recovery_command(r);
+        }
         let _ = writeln!(
             std::io::stdout().lock(),
             "{}",
-            serde_json::to_string_pretty(err).unwrap_or_else(|_| err.message.clone())
+            serde_json::to_string_pretty(&err).unwrap_or_else(|_| err.message.clone())
         );
     } else {
         eprintln!("error [{}]: {}", err.code.as_str(), err.message);
@@ -552,8 +352,18 @@ pub(crate) fn report_error(err: &FlameoxError, json: bool) -> ExitCode {
             eprintln!("  hint: {step}");
         }
         if let Some(r) = &err.recovery {
-            eprintln!("  next: {}", r.next_command);
+            eprintln!("  next: {}", recovery_command(r));
         }
     }
     ExitCode::from(err.exit_code() as u8)
+}
+
+/// A recovery as a command line: the engine's own text, or the catalogued
+/// operation rendered from its declaration.
+fn recovery_command(r: &flameox_engine::error::Recovery) -> String {
+    if r.next_command.is_empty() {
+        operations::command_line(&r.next_tool, &r.next_arguments)
+    } else {
+        r.next_command.clone()
+    }
 }

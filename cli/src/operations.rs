@@ -23,7 +23,7 @@ fn leak(text: String) -> &'static str {
     Box::leak(text.into_boxed_str())
 }
 
-/// `window_start_ns` → `window-start-ns`.
+/// `start_ns` → `start-ns`.
 fn flag_name(property: &str) -> String {
     property.replace('_', "-")
 }
@@ -44,13 +44,15 @@ fn command_of(op: &'static Operation) -> Command {
     };
     for (i, positional) in op.positional.iter().enumerate() {
         let help = props[*positional]["description"].as_str().unwrap_or("");
-        cmd = cmd.arg(
-            Arg::new(*positional)
-                .index(i + 1)
-                .required(required.contains(positional))
-                .value_name(leak(positional.to_uppercase()))
-                .help(help.to_owned()),
-        );
+        let mut arg = Arg::new(*positional)
+            .index(i + 1)
+            .required(required.contains(positional))
+            .value_name(leak(positional.to_uppercase()))
+            .help(help.to_owned());
+        if takes_many(&props[*positional]) {
+            arg = arg.num_args(1..).action(ArgAction::Append);
+        }
+        cmd = cmd.arg(arg);
     }
     for (property, rule) in props {
         if op.positional.contains(&property.as_str()) {
@@ -68,6 +70,10 @@ fn command_of(op: &'static Operation) -> Command {
                 .value_parser(clap::value_parser!(i64))
                 .value_name("N")
                 .allow_negative_numbers(true),
+            Some("number") => arg
+                .value_parser(clap::value_parser!(f64))
+                .value_name("X")
+                .allow_negative_numbers(true),
             _ => match rule["enum"].as_array() {
                 Some(values) => {
                     let names: Vec<&'static str> = values
@@ -81,7 +87,23 @@ fn command_of(op: &'static Operation) -> Command {
         };
         cmd = cmd.arg(arg);
     }
+    for flag in op.terminal {
+        cmd = cmd.arg(
+            Arg::new(flag.name)
+                .long(flag.name)
+                .value_name(flag.value_name)
+                .value_parser(clap::value_parser!(std::path::PathBuf))
+                .help(flag.help),
+        );
+    }
     cmd
+}
+
+/// A property that takes one value or a list (`["string", "array"]`).
+fn takes_many(rule: &Value) -> bool {
+    rule["type"]
+        .as_array()
+        .is_some_and(|types| types.iter().any(|t| t == "array"))
 }
 
 /// Adds every catalogued operation to the command tree (under an existing
@@ -95,8 +117,13 @@ pub fn augment(mut root: Command) -> Command {
                 if root.find_subcommand(parent).is_some() {
                     root.mut_subcommand(*parent, |p| p.subcommand(sub))
                 } else {
+                    let about = flameox_engine::operations::CLI_GROUPS
+                        .iter()
+                        .find(|(name, _)| name == parent)
+                        .map_or("", |(_, about)| about);
                     root.subcommand(
                         Command::new(*parent)
+                            .about(about)
                             .subcommand_required(true)
                             .subcommand(sub),
                     )
@@ -133,6 +160,20 @@ fn arguments(op: &Operation, m: &ArgMatches) -> Map<String, Value> {
         let value = match rule["type"].as_str() {
             Some("boolean") => m.get_flag(property).then_some(Value::Bool(true)),
             Some("integer") => m.get_one::<i64>(property).map(|n| Value::from(*n)),
+            Some("number") => m.get_one::<f64>(property).map(|n| Value::from(*n)),
+            _ if takes_many(rule) => {
+                let values: Vec<Value> = m
+                    .get_many::<String>(property)
+                    .into_iter()
+                    .flatten()
+                    .map(|s| Value::String(s.clone()))
+                    .collect();
+                match values.len() {
+                    0 => None,
+                    1 => values.into_iter().next(),
+                    _ => Some(Value::Array(values)),
+                }
+            }
             _ => m
                 .get_one::<String>(property)
                 .map(|s| Value::String(s.clone())),
@@ -144,9 +185,11 @@ fn arguments(op: &Operation, m: &ArgMatches) -> Map<String, Value> {
     args
 }
 
-fn cell(value: &Value, kind: Cell) -> String {
+fn cell(value: &Value, kind: Cell, in_ns: bool) -> String {
     match (kind, value) {
         (_, Value::Null) => String::new(),
+        (Cell::Measured, v) if in_ns => v.as_i64().map(duration_ns).unwrap_or_default(),
+        (Cell::Measured, v) => v.as_i64().map(thousands).unwrap_or_else(|| v.to_string()),
         (Cell::Duration, v) => v.as_i64().map(duration_ns).unwrap_or_default(),
         (Cell::Integer, v) => v.as_i64().map(thousands).unwrap_or_else(|| v.to_string()),
         (Cell::Percent, v) => v.as_f64().map(|p| format!("{p:.1} %")).unwrap_or_default(),
@@ -169,13 +212,29 @@ pub fn run(g: &GlobalOptions, op: &'static Operation, m: &ArgMatches) -> Result<
         options: call_options(g)?,
     };
     let args = Value::Object(arguments(op, m));
-    let answer = block_on((op.run)(&qc, args))??;
+    let answer = block_on((op.run)(&qc, args.clone()))??;
+    let files: Vec<(&str, std::path::PathBuf)> = op
+        .terminal
+        .iter()
+        .filter_map(|f| {
+            m.get_one::<std::path::PathBuf>(f.name)
+                .map(|p| (f.name, p.clone()))
+        })
+        .collect();
+    crate::analyze::write_terminal_files(&qc, op.name, &args, &answer.result, &files)?;
     let out = if g.json {
         serde_json::to_string_pretty(&answer.result)
             .map_err(|e| FlameoxError::internal(e.to_string()))?
             + "\n"
     } else if g.quiet {
         String::new()
+    } else if let Some(view) = crate::views::render(op.name, &answer.result) {
+        let mut text = view?;
+        for line in &answer.details {
+            text.push_str(line);
+            text.push('\n');
+        }
+        text + &next_page(op, &args, &answer.result)
     } else {
         let headers: Vec<&str> = op.columns.iter().map(|c| c.header).collect();
         let right: Vec<usize> = op
@@ -186,11 +245,15 @@ pub fn run(g: &GlobalOptions, op: &'static Operation, m: &ArgMatches) -> Result<
             .map(|(i, _)| i)
             .collect();
         let mut table = Table::new(&headers, &right);
+        let in_ns = answer.result["unit"] == "ns"
+            || answer.result["metric"]
+                .as_str()
+                .is_some_and(|m| m.ends_with("_ns"));
         for row in answer.result[op.rows].as_array().into_iter().flatten() {
             table.row(
                 op.columns
                     .iter()
-                    .map(|c| cell(&row[c.field], c.cell))
+                    .map(|c| cell(&row[c.field], c.cell, in_ns))
                     .collect(),
             );
         }
@@ -199,6 +262,7 @@ pub fn run(g: &GlobalOptions, op: &'static Operation, m: &ArgMatches) -> Result<
             text.push_str(line);
             text.push('\n');
         }
+        text.push_str(&next_page(op, &args, &answer.result));
         for call in answer.result["next"].as_array().into_iter().flatten() {
             let operation = call["operation"].as_str().unwrap_or("");
             text.push_str(&format!(
@@ -221,6 +285,16 @@ pub fn run(g: &GlobalOptions, op: &'static Operation, m: &ArgMatches) -> Result<
     Ok(())
 }
 
+/// `next page: flameox … --cursor …` when the answer has more rows.
+fn next_page(op: &Operation, args: &Value, result: &Value) -> String {
+    let Some(cursor) = result["next_cursor"].as_str() else {
+        return String::new();
+    };
+    let mut args = args.clone();
+    args["cursor"] = Value::from(cursor);
+    format!("next page: {}\n", command_line(op.name, &args))
+}
+
 /// A next step (`{operation, arguments}`) as a command line: catalogued
 /// operations by their declared path, positional arguments and flags;
 /// others (not yet in the catalog) by name with their arguments.
@@ -235,17 +309,28 @@ pub fn command_line(operation: &str, arguments: &Value) -> String {
         other => other.to_string(),
     };
     for positional in op.positional {
-        if let Some(v) = arguments.get(*positional) {
-            words.push(shell_word(&text(v)));
+        match arguments.get(*positional) {
+            Some(Value::Array(items)) => words.extend(items.iter().map(|v| shell_word(&text(v)))),
+            Some(v) => words.push(shell_word(&text(v))),
+            None => {}
         }
     }
-    for (name, value) in arguments.as_object().into_iter().flatten() {
+    // The cursor last: the words before it read as the call it continues.
+    let flags = arguments.as_object().into_iter().flatten();
+    let (cursor, flags): (Vec<_>, Vec<_>) = flags.partition(|(name, _)| *name == "cursor");
+    for (name, value) in flags.into_iter().chain(cursor) {
         if op.positional.contains(&name.as_str()) {
             continue;
         }
         match value {
             Value::Bool(true) => words.push(format!("--{}", flag_name(name))),
             Value::Bool(false) | Value::Null => {}
+            Value::Array(items) => {
+                for item in items {
+                    words.push(format!("--{}", flag_name(name)));
+                    words.push(shell_word(&text(item)));
+                }
+            }
             v => {
                 words.push(format!("--{}", flag_name(name)));
                 words.push(shell_word(&text(v)));

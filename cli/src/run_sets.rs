@@ -104,7 +104,7 @@ pub(crate) fn freeze_command(g: &GlobalOptions, args: FreezeArgs) -> Result<()> 
     let selection = RunSelection {
         run_ids: args.run_ids,
         variant: args.variant,
-        parameters: crate::measurements::parse_params(&args.params)?,
+        parameters: crate::params::parse_params(&args.params)?,
     };
     let result = run_sets::freeze(&ws, &selection)?;
     emit(g, &result, render_freeze)

@@ -159,6 +159,17 @@ impl FlameoxError {
         self
     }
 
+    /// A recovery that is a catalogued operation: each transport renders
+    /// it (a tool call; a command line built from the catalog).
+    pub fn recover(mut self, operation: &str, arguments: Value) -> Self {
+        self.recovery = Some(Recovery {
+            next_tool: operation.to_owned(),
+            next_arguments: arguments,
+            next_command: String::new(),
+        });
+        self
+    }
+
     pub fn recover_with(
         mut self,
         tool: &str,

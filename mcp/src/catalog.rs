@@ -52,10 +52,6 @@ fn cursor_prop() -> Value {
     json!({ "type": "string", "minLength": 1, "maxLength": 4096, "description": "next_cursor of the previous page." })
 }
 
-fn metric_prop() -> Value {
-    json!({ "type": "string", "maxLength": 64, "description": "Metric; default the artifact's primary one (answers list the others)." })
-}
-
 pub(crate) fn object(properties: Value, required: &[&str]) -> Value {
     json!({ "type": "object", "properties": properties, "required": required, "additionalProperties": false })
 }
@@ -84,10 +80,10 @@ pub fn tools() -> Vec<ToolSpec> {
         .map_or(tools.len(), |i| i + 1);
     let workload_tools = crate::catalog_workloads::tools();
     tools.splice(at..at, workload_tools);
-    // The engine's operation catalog, after the drill-downs.
+    // The engine's operation catalog, after the runs and artifacts.
     let at = tools
         .iter()
-        .position(|t| t.name == "get_stack_examples")
+        .position(|t| t.name == "get_native_viewer_plan")
         .map_or(tools.len(), |i| i + 1);
     tools.splice(
         at..at,
@@ -118,13 +114,6 @@ fn operation_tool(op: &flameox_engine::operations::Operation) -> ToolSpec {
 /// The tools that came before workloads (traces, imports, analyses).
 fn core_tools() -> Vec<ToolSpec> {
     use ToolGroup::*;
-    let target = || id_prop("Run id (or a unique prefix, or latest) or artifact id (sha256:…).");
-    let frame =
-        || id_prop("Frame key from analyze_hotspots (rows[].frame) or an exact function name.");
-    let thread =
-        || json!({ "type": "string", "maxLength": ID, "description": "Thread name or tid." });
-    let process =
-        || json!({ "type": "string", "maxLength": ID, "description": "Process name or pid." });
     vec![
         ToolSpec {
             name: "initialize_workspace",
@@ -217,180 +206,6 @@ fn core_tools() -> Vec<ToolSpec> {
             input_schema: object(
                 json!({ "target": id_prop("Artifact id (sha256:…).") }),
                 &["target"],
-            ),
-        },
-        ToolSpec {
-            name: "analyze_hotspots",
-            title: "Analyze hotspots",
-            description: "Top frames by self time for a run or artifact, with inclusive time, %, counts and a frame key for drill-down. Optional thread, process, window_start_ns/window_end_ns.",
-            group: ReadOnly,
-            input_schema: object(
-                json!({
-                    "target": target(),
-                    "metric": metric_prop(),
-                    "thread": thread(),
-                    "process": process(),
-                    "window_start_ns": { "type": "integer" },
-                    "window_end_ns": { "type": "integer" },
-                    "limit": limit_prop(),
-                    "cursor": cursor_prop()
-                }),
-                &["target"],
-            ),
-        },
-        ToolSpec {
-            name: "get_frame_callers",
-            title: "Frame callers",
-            description: "Frames that call a frame, heaviest edge first, paged.",
-            group: ReadOnly,
-            input_schema: object(
-                json!({ "target": target(), "frame": frame(), "thread": thread(), "process": process(), "metric": metric_prop(), "limit": limit_prop(), "cursor": cursor_prop() }),
-                &["target", "frame"],
-            ),
-        },
-        ToolSpec {
-            name: "get_frame_callees",
-            title: "Frame callees",
-            description: "Frames a frame calls, heaviest edge first, paged.",
-            group: ReadOnly,
-            input_schema: object(
-                json!({ "target": target(), "frame": frame(), "thread": thread(), "process": process(), "metric": metric_prop(), "limit": limit_prop(), "cursor": cursor_prop() }),
-                &["target", "frame"],
-            ),
-        },
-        ToolSpec {
-            name: "get_stack_examples",
-            title: "Stack examples",
-            description: "Full call stacks through a frame, heaviest first.",
-            group: ReadOnly,
-            input_schema: object(
-                json!({ "target": target(), "frame": frame(), "thread": thread(), "process": process(), "metric": metric_prop(), "limit": limit_prop() }),
-                &["target", "frame"],
-            ),
-        },
-        ToolSpec {
-            name: "compare_hotspots",
-            title: "Compare hotspots",
-            description: "Per-frame self and inclusive deltas of target vs base (runs or artifacts) by logical key, largest first. One-to-one: no noise estimate.",
-            group: ReadOnly,
-            input_schema: object(
-                json!({ "target": target(), "base": id_prop("Run or artifact to compare against."), "metric": metric_prop(), "limit": limit_prop() }),
-                &["target", "base"],
-            ),
-        },
-        ToolSpec {
-            name: "analyze_gpu_summary",
-            title: "GPU summary",
-            description: "nsys-stats-style table per name: total, %, count, avg, median, min, max, stddev of kernels, API calls, memcpy time/size or memset time.",
-            group: ReadOnly,
-            input_schema: object(
-                json!({
-                    "target": target(),
-                    "report": { "type": "string", "enum": ["kernels", "api", "memcpy-time", "memcpy-size", "memset-time"], "description": "Default kernels." },
-                    "limit": limit_prop()
-                }),
-                &["target"],
-            ),
-        },
-        ToolSpec {
-            name: "analyze_accelerator_launches",
-            title: "Accelerator launches",
-            description: "Per phase: direct and graph launches, kernels, launch latency p50/p90/p99 by correlation id, coverage; per stream: busy time, idle gaps, utilization. No runtime or kernel tracks: partial.",
-            group: ReadOnly,
-            input_schema: object(
-                json!({
-                    "target": target(),
-                    "phase": { "type": "string", "maxLength": ID, "description": "Only this phase, e.g. ProfilerStep#3." },
-                    "base": id_prop("Run or artifact to compare with: adds per-phase deltas (descriptive)."),
-                    "limit": limit_prop()
-                }),
-                &["target"],
-            ),
-        },
-        ToolSpec {
-            name: "analyze_pytorch",
-            title: "PyTorch operators",
-            description: "torch.profiler traces: operators by self CPU time with the device time they launched, sync and compile time, ProfilerStep durations and warmup ratio, repeated small ops.",
-            group: ReadOnly,
-            input_schema: object(
-                json!({ "target": target(), "limit": limit_prop() }),
-                &["target"],
-            ),
-        },
-        ToolSpec {
-            name: "analyze_gpu_breakdown",
-            title: "GPU breakdown (HTA)",
-            description: "Per rank and device: temporal (compute/comm/memory/idle), idle per stream (host/kernel wait), comm-compute overlap, kernels, launch outliers, copy bandwidth. HTA's thresholds.",
-            group: ReadOnly,
-            input_schema: object(
-                json!({
-                    "target": { "type": ["string", "array"], "minItems": 1, "maxItems": 64, "maxLength": ID, "items": { "type": "string", "maxLength": ID }, "description": "Run or artifact id, or a list of them shown side by side (ranks)." },
-                    "section": { "type": "string", "enum": ["temporal", "idle", "overlap", "kernels", "launches", "bandwidth"], "description": "Default all." },
-                    "limit": limit_prop()
-                }),
-                &["target"],
-            ),
-        },
-        ToolSpec {
-            name: "analyze_gpu_gaps",
-            title: "GPU gaps",
-            description: "Longest device idle gaps and low-utilization chunks, each with what the host was doing meanwhile.",
-            group: ReadOnly,
-            input_schema: object(
-                json!({
-                    "target": target(),
-                    "min_gap_us": { "type": "number", "minimum": 0, "description": "Default 100." },
-                    "chunks": { "type": "integer", "minimum": 1, "maximum": 100000, "description": "Default 100." },
-                    "below": { "type": "number", "minimum": 0, "maximum": 1, "description": "Busy fraction; default 0.5." },
-                    "limit": limit_prop()
-                }),
-                &["target"],
-            ),
-        },
-        ToolSpec {
-            name: "analyze_memory",
-            title: "Memory",
-            description: "Memory counters (Kineto allocated/reserved, RSS): first, peak, retained at end, growth per step; allocation totals and top sites.",
-            group: ReadOnly,
-            input_schema: object(
-                json!({ "target": target(), "limit": limit_prop() }),
-                &["target"],
-            ),
-        },
-        ToolSpec {
-            name: "get_trace_window",
-            title: "Trace window",
-            description: "Events overlapping [start_ns, end_ns) of one artifact in time order, paged by cursor. relative=true: offsets from the first event.",
-            group: ReadOnly,
-            input_schema: object(
-                json!({
-                    "target": id_prop("Artifact id (sha256:…) or a run with one artifact."),
-                    "start_ns": { "type": "integer" },
-                    "end_ns": { "type": "integer" },
-                    "relative": { "type": "boolean" },
-                    "kind": { "type": "string", "maxLength": 64, "description": "Event kind, e.g. cpu_op, runtime_api, kernel, instant." },
-                    "name": { "type": "string", "maxLength": ID, "description": "Exact event name." },
-                    "track_id": { "type": "integer", "minimum": 0, "description": "Only this track (track_id of an event)." },
-                    "limit": limit_prop(),
-                    "cursor": cursor_prop()
-                }),
-                &["target", "start_ns", "end_ns"],
-            ),
-        },
-        ToolSpec {
-            name: "query_measurements",
-            title: "Query measurements",
-            description: "Benchmark samples and run resources (name, value, unit, variant, parameters), paged. Warmups only with include_warmups.",
-            group: ReadOnly,
-            input_schema: object(
-                json!({
-                    "target": id_prop("Run or artifact id; default all runs."),
-                    "name_prefix": { "type": "string", "minLength": 1, "maxLength": ID, "description": "Name prefix, e.g. pyperf." },
-                    "include_warmups": { "type": "boolean" },
-                    "limit": limit_prop(),
-                    "cursor": cursor_prop()
-                }),
-                &[],
             ),
         },
         ToolSpec {

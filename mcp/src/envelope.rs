@@ -131,17 +131,3 @@ pub fn failure(tool: &str, error: &FlameoxError) -> CallToolResult {
     result.is_error = Some(true);
     result
 }
-
-/// Links a reply to the run and artifacts an analysis scope resolved to.
-pub(crate) fn scope_links(
-    mut reply: Reply,
-    scope: &flameox_engine::services::ResolvedScope,
-) -> Reply {
-    if let Some(run) = &scope.run_id {
-        reply = reply.link_run(run);
-    }
-    for artifact in &scope.artifact_ids {
-        reply = reply.link_artifact(artifact);
-    }
-    reply
-}

@@ -8,7 +8,6 @@ pub mod catalog_workloads;
 pub mod envelope;
 mod experiment_tools;
 pub mod instructions;
-mod measurements_tool;
 pub mod plans;
 pub mod progress;
 pub mod requests;

@@ -8,17 +8,9 @@ use std::time::Duration;
 
 use flameox_engine::error::FlameoxError;
 use flameox_engine::query::SessionCache;
-use flameox_engine::recipes::drilldown::Direction;
-use flameox_engine::services::analyze::{self, FrameRequest, HotspotsRequest, WindowRequest};
 use flameox_engine::services::confine::confine_import_path;
-use flameox_engine::services::gpu::{self, AcceleratorRequest, GpuSummaryRequest};
-use flameox_engine::services::gpu_breakdown::{self, GpuBreakdownRequest};
-use flameox_engine::services::gpu_gaps::{self, GpuGapsRequest};
 use flameox_engine::services::import::{ImportRequest, import_artifact};
 use flameox_engine::services::import_deadline::{ImportDeadline, deadline_error};
-use flameox_engine::services::memory::{self, MemoryRequest};
-use flameox_engine::services::pytorch::{self, PytorchRequest};
-use flameox_engine::services::views::{self, FrameDeltaRequest};
 use flameox_engine::services::{QueryContext, capabilities, inventory};
 use flameox_engine::{Workspace, validate};
 use rmcp::model::{
@@ -34,7 +26,7 @@ use serde_json::{Map, Value};
 
 use crate::arguments;
 use crate::catalog::{self, ToolSpec};
-use crate::envelope::{self, Reply, scope_links};
+use crate::envelope::{self, Reply};
 use crate::instructions::instructions;
 use crate::progress::McpProgress;
 use crate::requests::*;
@@ -155,7 +147,17 @@ impl FlameoxServer {
         };
         if let Some(op) = flameox_engine::operations::by_name(name) {
             let answer = (op.run)(&qc, args).await?;
-            return Ok(Reply::new(answer.summary, answer.result));
+            let mut reply = Reply::new(answer.summary, answer.result);
+            if !op.rows.is_empty() && reply.result.get("returned").is_some() {
+                reply = reply.paged(op.rows);
+            }
+            reply.links.extend(answer.links.into_iter().map(|uri| {
+                (
+                    uri.clone(),
+                    uri.replace("flameox://", "").replacen('/', " ", 1),
+                )
+            }));
+            return Ok(reply);
         }
         match name {
             "workspace_status" => Ok(Reply::new("status", to_value(&inventory::status(&ws)?)?)),
@@ -214,231 +216,12 @@ impl FlameoxServer {
                     inventory::evidence_get(&ws, &a.reference)?,
                 ))
             }
-            "analyze_hotspots" => {
-                let a: HotspotArgs = decode(args)?;
-                let window = match (a.window_start_ns, a.window_end_ns) {
-                    (Some(s), Some(e)) => Some((s, e)),
-                    (None, None) => None,
-                    _ => {
-                        return Err(FlameoxError::invalid_argument(
-                            "window_end_ns",
-                            "give both window_start_ns and window_end_ns",
-                        ));
-                    }
-                };
-                let request = HotspotsRequest {
-                    target: a.target.clone(),
-                    metric: a.metric,
-                    thread: a.thread,
-                    process: a.process,
-                    window,
-                    limit: a.limit,
-                    cursor: a.cursor,
-                };
-                let result = analyze::analyze_hotspots(&qc, &request).await?;
-                let reply = Reply::new(
-                    format!("{} by {}", short(&a.target), result.metric),
-                    to_value(&result)?,
-                )
-                .paged("frames");
-                Ok(scope_links(reply, &result.scope))
-            }
-            "get_frame_callers" | "get_frame_callees" => {
-                let a: FrameArgs = decode(args)?;
-                let direction = if name == "get_frame_callers" {
-                    Direction::Callers
-                } else {
-                    Direction::Callees
-                };
-                let request = FrameRequest {
-                    target: a.target.clone(),
-                    frame: a.frame,
-                    thread: a.thread,
-                    process: a.process,
-                    metric: a.metric,
-                    limit: a.limit,
-                    cursor: a.cursor,
-                };
-                let result = analyze::frame_neighbors(&qc, &request, direction).await?;
-                let reply = Reply::new(
-                    format!(
-                        "{} of {}",
-                        if direction == Direction::Callers {
-                            "callers"
-                        } else {
-                            "callees"
-                        },
-                        result.frame.function
-                    ),
-                    to_value(&result)?,
-                )
-                .paged("frames");
-                Ok(scope_links(reply, &result.scope))
-            }
-            "get_stack_examples" => {
-                let a: ExamplesArgs = decode(args)?;
-                let request = FrameRequest {
-                    target: a.target,
-                    frame: a.frame,
-                    thread: a.thread,
-                    process: a.process,
-                    metric: a.metric,
-                    limit: a.limit,
-                    cursor: None,
-                };
-                let result = analyze::stack_examples(&qc, &request).await?;
-                let reply = Reply::new(
-                    format!("stacks through {}", result.frame.function),
-                    to_value(&result)?,
-                )
-                .paged("stacks");
-                Ok(scope_links(reply, &result.scope))
-            }
-            "compare_hotspots" => {
-                let a: CompareArgs = decode(args)?;
-                let request = FrameDeltaRequest {
-                    target: a.target,
-                    base: a.base,
-                    metric: a.metric,
-                    limit: a.limit,
-                };
-                let result = views::frame_deltas(&qc, &request).await?;
-                let reply = Reply::new(
-                    format!(
-                        "{} against {} by {}",
-                        result.scope.requested, result.base_scope.requested, result.metric
-                    ),
-                    to_value(&result)?,
-                )
-                .paged("frames");
-                let reply = scope_links(reply, &result.base_scope);
-                Ok(scope_links(reply, &result.scope))
-            }
-            "analyze_gpu_summary" => {
-                let a: GpuSummaryArgs = decode(args)?;
-                let request = GpuSummaryRequest {
-                    target: a.target,
-                    report: a.report,
-                    limit: a.limit,
-                };
-                let result = gpu::gpu_summary(&qc, &request).await?;
-                let reply = Reply::new(
-                    format!("{} of {}", result.report.name(), result.scope.requested),
-                    to_value(&result)?,
-                )
-                .paged("names");
-                Ok(scope_links(reply, &result.scope))
-            }
-            "analyze_accelerator_launches" => {
-                let a: AcceleratorArgs = decode(args)?;
-                let request = AcceleratorRequest {
-                    target: a.target,
-                    phase: a.phase,
-                    base: a.base,
-                    limit: a.limit,
-                };
-                let result = gpu::accelerator_launches(&qc, &request).await?;
-                let reply = Reply::new(
-                    format!(
-                        "accelerator launches of {}: {} streams",
-                        result.scope.requested,
-                        result.answer.streams.len()
-                    ),
-                    to_value(&result)?,
-                )
-                .paged("regions");
-                Ok(scope_links(reply, &result.scope))
-            }
-            "analyze_pytorch" => {
-                let a: PytorchArgs = decode(args)?;
-                let request = PytorchRequest {
-                    target: a.target,
-                    limit: a.limit,
-                };
-                let result = pytorch::pytorch(&qc, &request).await?;
-                let reply = Reply::new(
-                    format!("pytorch operators of {}", result.scope.requested),
-                    to_value(&result)?,
-                )
-                .paged("operators");
-                Ok(scope_links(reply, &result.scope))
-            }
-            "analyze_gpu_breakdown" => {
-                let a: BreakdownArgs = decode(args)?;
-                let request = GpuBreakdownRequest {
-                    targets: a.target.into_vec(),
-                    section: a.section,
-                    limit: a.limit,
-                    ..Default::default()
-                };
-                let result = gpu_breakdown::gpu_breakdown(&qc, &request).await?;
-                let mut reply = Reply::new(
-                    format!("gpu breakdown of {} artifacts", result.artifacts.len()),
-                    to_value(&result)?,
-                );
-                for scope in &result.targets {
-                    reply = scope_links(reply, scope);
-                }
-                Ok(reply)
-            }
-            "analyze_gpu_gaps" => {
-                let a: GapsArgs = decode(args)?;
-                let request = GpuGapsRequest {
-                    target: a.target,
-                    min_gap_us: a.min_gap_us,
-                    chunks: a.chunks,
-                    below: a.below,
-                    limit: a.limit,
-                };
-                let result = gpu_gaps::gpu_gaps(&qc, &request).await?;
-                let reply = Reply::new(
-                    format!("gpu gaps of {}", result.scope.requested),
-                    to_value(&result)?,
-                );
-                Ok(scope_links(reply, &result.scope))
-            }
-            "analyze_memory" => {
-                let a: MemoryArgs = decode(args)?;
-                let request = MemoryRequest {
-                    target: a.target,
-                    limit: a.limit,
-                };
-                let result = memory::memory(&qc, &request).await?;
-                let reply = Reply::new(
-                    format!("memory of {}", result.scope.requested),
-                    to_value(&result)?,
-                );
-                Ok(scope_links(reply, &result.scope))
-            }
-            "query_measurements" => crate::measurements_tool::query(&qc, decode(args)?).await,
             "freeze_run_set" => crate::run_set_tools::freeze(&qc, decode(args)?),
             "compare_run_sets" | "record_comparison" => {
                 crate::run_set_tools::compare(&qc, decode(args)?, name == "record_comparison").await
             }
             "analyze_scaling" | "record_analysis" => {
                 crate::run_set_tools::scaling(&qc, decode(args)?, name == "record_analysis").await
-            }
-            "get_trace_window" => {
-                let a: WindowArgs = decode(args)?;
-                let request = WindowRequest {
-                    target: a.target,
-                    start_ns: a.start_ns,
-                    end_ns: a.end_ns,
-                    kind: a.kind,
-                    name: a.name,
-                    track_id: a.track_id,
-                    relative: a.relative.unwrap_or(false),
-                    limit: a.limit,
-                    cursor: a.cursor,
-                };
-                let result = analyze::trace_window(&qc, &request).await?;
-                let artifact = result.artifact_id.clone();
-                Ok(Reply::new(
-                    format!("window of {}", short(&artifact)),
-                    to_value(&result)?,
-                )
-                .paged("events")
-                .link_artifact(&artifact))
             }
             other => if other.contains("experiment") {
                 crate::experiment_tools::call(other, &ws, args, ctx).await

@@ -221,13 +221,7 @@ fn compare_to_gives_per_region_deltas() {
     }
     let a = project.json(&["analyze", "accelerator-launches", &big]);
     let b = project.json(&["analyze", "accelerator-launches", &small]);
-    let d = project.json(&[
-        "analyze",
-        "accelerator-launches",
-        &big,
-        "--compare-to",
-        &small,
-    ]);
+    let d = project.json(&["analyze", "accelerator-launches", &big, "--base", &small]);
     // Regions match by name over the union of both sides (cloverleaf has
     // no phases, `(all)`; saxpy's NVTX ranges make a `saxpy` region); a
     // region missing on one side counts as zero there.

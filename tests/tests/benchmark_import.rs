@@ -30,7 +30,6 @@ fn rows_by_name(project: &Project, run: &str) -> BTreeMap<String, Vec<Value>> {
     let page = project.json(&[
         "measurements",
         "query",
-        "--run",
         run,
         "--include-warmups",
         "--limit",
@@ -119,7 +118,7 @@ fn pyperf_runs_keep_warmups_marked_and_values_per_loop_in_ns() {
         assert_eq!(by_name.len(), benchmarks.len());
         assert_eq!(imported["rows"]["measurements"].as_u64(), Some(all));
         // Warmups are left out unless asked for.
-        let page = project.json(&["measurements", "query", "--run", run, "--limit", "1000"]);
+        let page = project.json(&["measurements", "query", run, "--limit", "1000"]);
         assert_eq!(page["total"].as_u64(), Some(all - warm));
         assert!(
             page["rows"]
@@ -149,7 +148,7 @@ fn hyperfine_times_exit_codes_and_parameters_become_rows() {
         assert_eq!(limitation_count(&imported, "nonzero_exit_code"), nonzero);
         let run = imported["run_id"].as_str().expect("run");
         let export = read_json(file);
-        let page = project.json(&["measurements", "query", "--run", run, "--limit", "1000"]);
+        let page = project.json(&["measurements", "query", run, "--limit", "1000"]);
         let rows = page["rows"].as_array().expect("rows");
         let mut expected_rows = 0;
         for result in export["results"].as_array().expect("results") {
@@ -335,7 +334,7 @@ fn reimport_is_idempotent_and_broken_inputs_publish_nothing() {
     let first = project.json(&["import", &file]);
     let head = project.head();
     let ids = |run: &str| -> Vec<Value> {
-        let page = project.json(&["measurements", "query", "--run", run, "--limit", "1000"]);
+        let page = project.json(&["measurements", "query", run, "--limit", "1000"]);
         page["rows"]
             .as_array()
             .expect("rows")

@@ -108,9 +108,9 @@ fn json_results_carry_the_documented_fields_and_errors_map_to_exit_codes() {
         "window",
         artifact,
         "--relative",
-        "--start",
+        "--start-ns",
         "0",
-        "--end",
+        "--end-ns",
         "1000000000000",
         "--limit",
         "5",
@@ -136,7 +136,15 @@ fn json_results_carry_the_documented_fields_and_errors_map_to_exit_codes() {
     );
     // A window outside the trace is an empty page with a hint that checks.
     let empty = project.json(&[
-        "trace", "window", artifact, "--start", "0", "--end", "1000", "--limit", "5",
+        "trace",
+        "window",
+        artifact,
+        "--start-ns",
+        "0",
+        "--end-ns",
+        "1000",
+        "--limit",
+        "5",
     ]);
     assert_eq!(empty["evidence"]["status"], "empty");
     assert_eq!(empty["evidence"]["reason"], "window_outside_trace_span");
@@ -258,7 +266,10 @@ fn json_results_carry_the_documented_fields_and_errors_map_to_exit_codes() {
     assert!(out.status.success());
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("showing 3 of"), "{text}");
-    assert!(text.contains("next: flameox analyze hotspots"), "{text}");
+    assert!(
+        text.contains("next page: flameox analyze hotspots"),
+        "{text}"
+    );
 }
 
 #[test]
@@ -358,8 +369,10 @@ fn drilldown_answers_agree_with_each_other() {
         "analyze",
         "hotspots",
         run,
-        "--window",
-        &format!("{start}:{end}"),
+        "--start-ns",
+        &start.to_string(),
+        "--end-ns",
+        &end.to_string(),
         "--limit",
         "1000",
     ]);
@@ -368,8 +381,10 @@ fn drilldown_answers_agree_with_each_other() {
         "analyze",
         "hotspots",
         run,
-        "--window",
-        &format!("{start}:{}", start + (end - start) / 2),
+        "--start-ns",
+        &start.to_string(),
+        "--end-ns",
+        &(start + (end - start) / 2).to_string(),
         "--limit",
         "1000",
     ]);

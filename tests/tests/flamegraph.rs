@@ -1,5 +1,5 @@
 //! Flame graphs and comparisons through the real binary: the SVG is
-//! well-formed XML naming the top frame, `--diff-against` shows per-frame
+//! well-formed XML naming the top frame, `analyze compare-hotspots` shows per-frame
 //! deltas by logical key with the right sign, and the differential graph
 //! marks the frame that grew as grown.
 
@@ -72,9 +72,8 @@ fn flame_graph_names_the_top_frame_and_diffs_have_the_right_sign() {
     let diff_svg = project.path().join("diff.svg");
     let deltas = project.json(&[
         "analyze",
-        "hotspots",
+        "compare-hotspots",
         &target,
-        "--diff-against",
         &base,
         "--limit",
         "1000",
@@ -106,9 +105,8 @@ fn flame_graph_names_the_top_frame_and_diffs_have_the_right_sign() {
     let err = project.json_err(
         &[
             "analyze",
-            "hotspots",
+            "compare-hotspots",
             &other,
-            "--diff-against",
             &base,
             "--metric",
             "trace.wall_ns",

@@ -74,7 +74,7 @@ fn params_and_variant_land_on_the_manifest_and_rows_and_scope_the_run() {
     let manifest = project.json(&["runs", "show", &base_run]);
     assert_eq!(manifest["variant"], "base");
     assert_eq!(manifest["parameters"], json!({"mode": "fast", "n": "1024"}));
-    let rows = all_pages(&project, &["--run", &base_run], 1000);
+    let rows = all_pages(&project, &[&base_run], 1000);
     let export: Value = serde_json::from_slice(
         &std::fs::read(fixture_arg("hyperfine/hyperfine_params.json")).expect("fixture"),
     )
@@ -106,17 +106,14 @@ fn params_and_variant_land_on_the_manifest_and_rows_and_scope_the_run() {
     assert_eq!(cand["artifact_id"], base["artifact_id"]);
     assert_eq!(cand["reused_generation"], false);
     let cand_run = cand["run_id"].as_str().expect("run").to_owned();
-    let cand_rows = all_pages(&project, &["--run", &cand_run], 1000);
+    let cand_rows = all_pages(&project, &[&cand_run], 1000);
     assert_eq!(cand_rows.len(), samples);
     assert!(
         cand_rows
             .iter()
             .all(|r| r["variant"] == "cand" && r["parameters"]["mode"].is_null())
     );
-    assert_eq!(
-        all_pages(&project, &["--run", &base_run], 1000).len(),
-        samples
-    );
+    assert_eq!(all_pages(&project, &[&base_run], 1000).len(), samples);
     let a: BTreeSet<String> = ids(&rows).into_iter().collect();
     assert!(
         ids(&cand_rows).iter().all(|id| !a.contains(id)),
@@ -137,7 +134,7 @@ fn params_and_variant_land_on_the_manifest_and_rows_and_scope_the_run() {
     assert_eq!(
         ids(&all_pages(
             &project,
-            &["--run", again["run_id"].as_str().expect("run")],
+            &[again["run_id"].as_str().expect("run")],
             1000
         )),
         ids(&rows)

@@ -38,7 +38,15 @@ fn all_events(project: &Project, artifact: &str, span: (i64, i64)) -> Vec<Value>
     let mut cursor: Option<String> = None;
     loop {
         let mut args = vec![
-            "trace", "window", artifact, "--start", &start, "--end", &end, "--limit", "1000",
+            "trace",
+            "window",
+            artifact,
+            "--start-ns",
+            &start,
+            "--end-ns",
+            &end,
+            "--limit",
+            "1000",
         ];
         if let Some(c) = &cursor {
             args.extend(["--cursor", c.as_str()]);

@@ -43,12 +43,14 @@ fn every_catalogued_operation_is_a_tool_and_a_command_with_the_same_arguments() 
         let text = String::from_utf8_lossy(&help.stdout);
         for property in schema["properties"].as_object().expect("properties").keys() {
             let shown = if op.positional.contains(&property.as_str()) {
-                format!("<{}>", property.to_uppercase())
+                format!("{}>", property.to_uppercase())
             } else {
                 format!("--{}", property.replace('_', "-"))
             };
+            // A positional is `<TARGET>` when required, `[TARGET]` when not.
+            let shown_optional = shown.replace('>', "]");
             assert!(
-                text.contains(&shown),
+                text.contains(&shown) || text.contains(&shown_optional),
                 "{}: {shown} missing from\n{text}",
                 op.name
             );

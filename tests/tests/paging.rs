@@ -14,8 +14,8 @@ fn window_args(artifact: &str, start: i64, end: i64, limit: &str) -> Vec<String>
         "trace".into(),
         "window".into(),
         artifact.into(),
-        format!("--start={start}"),
-        format!("--end={end}"),
+        format!("--start-ns={start}"),
+        format!("--end-ns={end}"),
         "--limit".into(),
         limit.into(),
     ]

@@ -47,8 +47,13 @@ impl Imported {
         Workspace::open(&self.project.path().join(".flameox")).unwrap()
     }
 
-    fn whole_window(&self) -> String {
-        format!("{}:{}", self.span.0, self.span.1 + 1)
+    fn whole_window(&self) -> [String; 4] {
+        [
+            "--start-ns".into(),
+            self.span.0.to_string(),
+            "--end-ns".into(),
+            (self.span.1 + 1).to_string(),
+        ]
     }
 
     /// `validate` passes, HEAD is `head` and staging is empty.
@@ -87,7 +92,7 @@ fn peak_rss_and_machine_memory() -> (u64, u64) {
 }
 
 fn window_width(args: &Value) -> i64 {
-    args["window_end_ns"].as_i64().unwrap() - args["window_start_ns"].as_i64().unwrap()
+    args["end_ns"].as_i64().unwrap() - args["start_ns"].as_i64().unwrap()
 }
 
 #[test]
@@ -165,7 +170,8 @@ fn a_deadline_a_heavy_query_cannot_meet_stops_it_promptly() {
     let runtime = runtime();
     let request = HotspotsRequest {
         target: trace.run_id.clone(),
-        window: Some((trace.span.0, trace.span.1 + 1)),
+        start_ns: Some(trace.span.0),
+        end_ns: Some(trace.span.1 + 1),
         ..Default::default()
     };
 
@@ -210,7 +216,10 @@ fn a_deadline_a_heavy_query_cannot_meet_stops_it_promptly() {
         ))
         .unwrap_err();
     assert_eq!(err.code, ErrorCode::QueryBudgetExceeded, "{err:?}");
-    assert!(err.remediation.iter().any(|r| r.contains("--phase")));
+    assert!(
+        err.remediation.iter().any(|r| r.contains("a phase")),
+        "{err:?}"
+    );
 
     let (peak_rss, machine) = peak_rss_and_machine_memory();
     eprintln!("peak RSS {peak_rss} B of {machine} B");
@@ -228,8 +237,10 @@ fn a_deadline_a_heavy_query_cannot_meet_stops_it_promptly() {
             "analyze",
             "hotspots",
             &trace.run_id,
-            "--window",
-            &window,
+            &window[0],
+            &window[1],
+            &window[2],
+            &window[3],
         ],
         "QUERY_BUDGET_EXCEEDED",
         5,
@@ -244,9 +255,9 @@ fn a_deadline_a_heavy_query_cannot_meet_stops_it_promptly() {
             "trace",
             "window",
             &trace.artifact_id,
-            "--start",
+            "--start-ns",
             &start,
-            "--end",
+            "--end-ns",
             &end,
         ],
         "QUERY_BUDGET_EXCEEDED",

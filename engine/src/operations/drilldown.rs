@@ -18,6 +18,7 @@ pub(super) static OPERATIONS: &[Operation] = &[
         schema: input_schema::<ThreadsRequest>,
         run: run_threads,
         rows: "rows",
+        terminal: &[],
         columns: &[
             Column {
                 header: "busy",
@@ -71,6 +72,7 @@ pub(super) static OPERATIONS: &[Operation] = &[
         schema: input_schema::<InstancesRequest>,
         run: run_instances,
         rows: "rows",
+        terminal: &[],
         columns: &[
             Column {
                 header: "duration",
@@ -114,6 +116,7 @@ pub(super) static OPERATIONS: &[Operation] = &[
         schema: input_schema::<FindFramesRequest>,
         run: run_find_frames,
         rows: "rows",
+        terminal: &[],
         columns: &[
             Column {
                 header: "inclusive",
@@ -174,11 +177,7 @@ fn run_threads<'a>(qc: &'a QueryContext<'a>, args: serde_json::Value) -> AnswerF
                 r.shared_names.len()
             ));
         }
-        Ok(Answer {
-            summary,
-            result: to_value(&r)?,
-            details: Vec::new(),
-        })
+        Ok(Answer::new(summary, to_value(&r)?).scoped(&r.scope))
     })
 }
 
@@ -194,11 +193,7 @@ fn run_instances<'a>(qc: &'a QueryContext<'a>, args: serde_json::Value) -> Answe
             crate::units::duration_ns(r.max_dur_ns),
             crate::units::duration_ns(r.total_dur_ns)
         );
-        Ok(Answer {
-            summary,
-            result: to_value(&r)?,
-            details: Vec::new(),
-        })
+        Ok(Answer::new(summary, to_value(&r)?).scoped(&r.scope))
     })
 }
 
@@ -213,10 +208,6 @@ fn run_find_frames<'a>(qc: &'a QueryContext<'a>, args: serde_json::Value) -> Ans
             req.text,
             if r.exact_match { " (one exactly)" } else { "" }
         );
-        Ok(Answer {
-            summary,
-            result: to_value(&r)?,
-            details: Vec::new(),
-        })
+        Ok(Answer::new(summary, to_value(&r)?).scoped(&r.scope))
     })
 }

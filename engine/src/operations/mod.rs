@@ -9,8 +9,10 @@
 //! Operations move here from the transports' older hand-kept tables one by
 //! one; `docs/operations.md` lists the ones that have.
 
+mod analyses;
 mod declare;
 mod drilldown;
+mod gpu;
 pub mod schema;
 mod summary;
 
@@ -49,6 +51,9 @@ pub enum Cell {
     Duration,
     /// A percentage.
     Percent,
+    /// A value of the answer's metric: a duration when the metric is in
+    /// nanoseconds (`…_ns`), else a count.
+    Measured,
 }
 
 /// One column of the human table.
@@ -60,6 +65,25 @@ pub struct Column {
     pub cell: Cell,
 }
 
+/// A column (shorthand for the declarations).
+pub const fn col(header: &'static str, field: &'static str, cell: Cell) -> Column {
+    Column {
+        header,
+        field,
+        cell,
+    }
+}
+
+/// An option only a terminal offers: a file the command writes beside its
+/// answer (an agent reads the answer; a person may want the picture).
+#[derive(Debug, Clone, Copy)]
+pub struct TerminalFlag {
+    /// The long flag, e.g. `flamegraph`.
+    pub name: &'static str,
+    pub value_name: &'static str,
+    pub help: &'static str,
+}
+
 /// A finished call: one line that says what it found, and the result.
 #[derive(Debug, Clone, Default)]
 pub struct Answer {
@@ -68,7 +92,50 @@ pub struct Answer {
     /// Lines a person reads under the table (the terminal prints them; an
     /// agent reads the same facts in `result`).
     pub details: Vec<String>,
+    /// The runs and artifacts the answer read, as `flameox://` resources.
+    pub links: Vec<String>,
 }
+
+impl Answer {
+    pub fn new(summary: impl Into<String>, result: Value) -> Answer {
+        Answer {
+            summary: summary.into(),
+            result,
+            ..Answer::default()
+        }
+    }
+
+    /// Links the run and artifacts a scope resolved to.
+    pub fn scoped(mut self, scope: &crate::services::ResolvedScope) -> Answer {
+        if let Some(run) = &scope.run_id {
+            self.links.push(format!("flameox://runs/{run}"));
+        }
+        for artifact in &scope.artifact_ids {
+            self.links.push(format!("flameox://artifacts/{artifact}"));
+        }
+        self
+    }
+}
+
+/// The words a command line groups operations under, with what each holds.
+pub static CLI_GROUPS: &[(&str, &str)] = &[
+    (
+        "analyze",
+        "Analyses. Example: `flameox analyze hotspots <run-id> --limit 20`",
+    ),
+    (
+        "stacks",
+        "A frame's callers, callees, stacks and slices. Example: `flameox stacks callers <run-id> aten::mm`",
+    ),
+    (
+        "trace",
+        "Events in a time window. Example: `flameox trace window <artifact> --start-ns 0 --end-ns 1000000`",
+    ),
+    (
+        "measurements",
+        "Benchmark samples and run resources. Example: `flameox measurements query <run-id> --name-prefix pyperf.`",
+    ),
+];
 
 /// The future a handler returns.
 pub type AnswerFuture<'a> = Pin<Box<dyn Future<Output = Result<Answer>> + Send + 'a>>;
@@ -93,9 +160,13 @@ pub struct Operation {
     /// The strict input schema (from the request type).
     pub schema: fn() -> Value,
     pub run: Handler,
-    /// Where the answer's rows are, and how a person reads them.
+    /// The field that holds the answer's ranked list (what a page counts).
     pub rows: &'static str,
+    /// How a person reads the rows; none when the terminal draws the
+    /// answer with its own view (several tables, stacks, sections).
     pub columns: &'static [Column],
+    /// Options only the terminal offers.
+    pub terminal: &'static [TerminalFlag],
 }
 
 impl std::fmt::Debug for Operation {
@@ -112,6 +183,8 @@ pub fn catalog() -> &'static [Operation] {
         summary::OPERATIONS
             .iter()
             .chain(drilldown::OPERATIONS)
+            .chain(analyses::OPERATIONS)
+            .chain(gpu::OPERATIONS)
             .copied()
             .collect()
     });
@@ -158,4 +231,10 @@ fn strip_nulls(v: &mut Value) {
         Value::Array(items) => items.iter_mut().for_each(strip_nulls),
         _ => {}
     }
+}
+
+/// A long name (a C++ kernel's, say) cut for a one-line summary; the
+/// result carries it in full.
+pub(crate) fn summary_name(name: &str) -> String {
+    crate::services::summary::shorten(name)
 }

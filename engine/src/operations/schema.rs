@@ -54,6 +54,8 @@ fn flatten(rule: &Value, defs: &Value) -> Value {
             json!({ "type": "string", "enum": consts })
         } else if options.len() == 1 {
             flatten(&options[0], defs)
+        } else if let Some(merged) = merge_types(&options, defs) {
+            merged
         } else {
             rule
         };
@@ -77,6 +79,29 @@ fn flatten(rule: &Value, defs: &Value) -> Value {
         }
     }
     rule
+}
+
+/// Alternatives of different plain types (a string or a list of strings)
+/// as one rule with a type list, which clients and the terminal read.
+fn merge_types(options: &[Value], defs: &Value) -> Option<Value> {
+    let mut merged = Map::new();
+    let mut types = Vec::new();
+    for option in options {
+        let option = flatten(option, defs);
+        let object = option.as_object()?;
+        let ty = object.get("type")?.as_str()?.to_owned();
+        if types.contains(&Value::from(ty.clone())) {
+            return None;
+        }
+        types.push(Value::from(ty));
+        for (key, value) in object {
+            if key != "type" {
+                merged.insert(key.clone(), value.clone());
+            }
+        }
+    }
+    merged.insert("type".into(), Value::Array(types));
+    Some(Value::Object(merged))
 }
 
 #[cfg(test)]

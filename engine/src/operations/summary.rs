@@ -17,6 +17,7 @@ pub(super) static OPERATIONS: &[Operation] = &[Operation {
     schema: input_schema::<SummaryRequest>,
     run: run_summary,
     rows: "threads",
+    terminal: &[],
     columns: &[
         Column {
             header: "busy",
@@ -59,7 +60,9 @@ fn run_summary<'a>(qc: &'a QueryContext<'a>, args: serde_json::Value) -> AnswerF
             summary: headline(&r),
             details: details(&r),
             result: to_value(&r)?,
-        })
+            ..Answer::default()
+        }
+        .scoped(&r.scope))
     })
 }
 

@@ -11,6 +11,7 @@ use flameox_recipes::hotspots::{self, HotspotQuery, HotspotRow};
 use flameox_recipes::thread_scope;
 use flameox_recipes::window::{self, WindowEvent, WindowQuery};
 use flameox_recipes::{ArtifactScope, common};
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
@@ -21,16 +22,50 @@ use crate::cursor::CursorCodec;
 use crate::error::{FlameoxError, Result};
 use crate::query::{PinnedSession, run_budgeted};
 
-/// What `analyze hotspots` asks.
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+/// What `analyze_hotspots` asks.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
 pub struct HotspotsRequest {
+    /// Run id (or a unique prefix, or latest) or artifact id (sha256:…).
+    #[schemars(length(min = 1, max = 200))]
     pub target: String,
+    /// Metric; default the artifact's primary one (answers list the others).
+    #[schemars(length(max = 64))]
     pub metric: Option<String>,
+    /// Only this thread: tid or exact name.
+    #[schemars(length(max = 200))]
     pub thread: Option<String>,
+    /// Only this process: pid or exact name.
+    #[schemars(length(max = 200))]
     pub process: Option<String>,
-    pub window: Option<(i64, i64)>,
+    /// Window start (trace ns; slices starting inside count). Give with end_ns.
+    pub start_ns: Option<i64>,
+    /// Window end (trace ns, exclusive).
+    pub end_ns: Option<i64>,
+    /// Rows per page (default 20).
+    #[schemars(range(min = 1, max = 1000))]
     pub limit: Option<usize>,
+    /// next_cursor of the previous page.
+    #[schemars(length(min = 1, max = 4096))]
     pub cursor: Option<String>,
+}
+
+impl HotspotsRequest {
+    /// The window, when both ends are given (one end alone is refused).
+    pub fn window(&self) -> Result<Option<(i64, i64)>> {
+        match (self.start_ns, self.end_ns) {
+            (Some(a), Some(b)) if a < b => Ok(Some((a, b))),
+            (Some(_), Some(_)) => Err(FlameoxError::invalid_argument(
+                "start_ns",
+                "the window's start must be before its end",
+            )),
+            (None, None) => Ok(None),
+            _ => Err(FlameoxError::invalid_argument(
+                "end_ns",
+                "give both start_ns and end_ns",
+            )),
+        }
+    }
 }
 
 /// A page of hotspots.
@@ -71,18 +106,18 @@ pub(super) fn pin_for_cursor(
 
 /// Callers, callees (`Some`) or stack examples (`None`) of one artifact.
 fn frame_narrowing(req: &FrameRequest, direction: Option<Direction>) -> Narrowing<'_> {
-    let (tool, command) = match direction {
-        Some(Direction::Callers) => ("get_frame_callers", "stacks callers"),
-        Some(Direction::Callees) => ("get_frame_callees", "stacks callees"),
-        None => ("get_stack_examples", "stacks examples"),
+    let operation = match direction {
+        Some(Direction::Callers) => "get_frame_callers",
+        Some(Direction::Callees) => "get_frame_callees",
+        None => "get_stack_examples",
     };
-    let metric = req.metric.as_ref().map(|m| format!(" --metric {m}"));
     Narrowing::Scope {
-        tool,
-        command,
+        operation,
         target: &req.target,
-        keep: json!({ "frame": req.frame, "metric": req.metric, "limit": req.limit }),
-        cli_suffix: format!(" {}{}", req.frame, metric.unwrap_or_default()),
+        keep: json!({
+            "frame": req.frame, "thread": req.thread, "process": req.process,
+            "metric": req.metric, "limit": req.limit,
+        }),
         advice: None,
     }
 }
@@ -107,17 +142,10 @@ pub async fn analyze_hotspots(
 
 async fn hotspots_page(qc: &QueryContext<'_>, req: &HotspotsRequest) -> Result<HotspotsResult> {
     let limit = qc.ws.config.row_limit(req.limit)?;
-    if let Some((a, b)) = req.window
-        && a >= b
-    {
-        return Err(FlameoxError::invalid_argument(
-            "window",
-            "start must be before end",
-        ));
-    }
+    let window = req.window()?;
     let params = json!({
         "target": req.target, "metric": req.metric, "thread": req.thread,
-        "process": req.process, "window": req.window,
+        "process": req.process, "window": window,
     });
     let (session, codec, key) = pin_for_cursor(qc, "hotspots", &params, req.cursor.as_deref())?;
     let scope = resolve_scope(qc.ws, &session.snapshot, &req.target)?;
@@ -132,7 +160,7 @@ async fn hotspots_page(qc: &QueryContext<'_>, req: &HotspotsRequest) -> Result<H
         metric: req.metric.clone(),
         thread: req.thread.clone(),
         process: req.process.clone(),
-        window: req.window,
+        window,
         limit,
         after,
     };
@@ -146,7 +174,7 @@ async fn hotspots_page(qc: &QueryContext<'_>, req: &HotspotsRequest) -> Result<H
         )?),
         _ => None,
     };
-    let filtered = req.thread.is_some() || req.process.is_some() || req.window.is_some();
+    let filtered = req.thread.is_some() || req.process.is_some() || window.is_some();
     let evidence = answer_status(&session.snapshot, &scope, answer.total_frames > 0, filtered);
     Ok(HotspotsResult {
         commit_id: session.snapshot.commit_id().to_owned(),
@@ -164,21 +192,69 @@ async fn hotspots_page(qc: &QueryContext<'_>, req: &HotspotsRequest) -> Result<H
     })
 }
 
-/// What `stacks callers|callees|examples` asks.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+/// What `get_frame_callers` and `get_frame_callees` ask.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
 pub struct FrameRequest {
+    /// Run id (or a unique prefix, or latest) or artifact id (sha256:…).
+    #[schemars(length(min = 1, max = 200))]
     pub target: String,
-    /// A frame's logical key (from hotspots) or its exact function name.
+    /// Frame key from analyze_hotspots (rows[].frame) or an exact function name.
+    #[schemars(length(min = 1, max = 200))]
     pub frame: String,
-    pub metric: Option<String>,
-    /// Only this thread (a tid or exact thread name).
-    #[serde(default)]
+    /// Only this thread: tid or exact name.
+    #[schemars(length(max = 200))]
     pub thread: Option<String>,
-    /// Only this process (a pid or exact process name).
-    #[serde(default)]
+    /// Only this process: pid or exact name.
+    #[schemars(length(max = 200))]
     pub process: Option<String>,
+    /// Metric; default the artifact's primary one (answers list the others).
+    #[schemars(length(max = 64))]
+    pub metric: Option<String>,
+    /// Rows per page (default 20).
+    #[schemars(range(min = 1, max = 1000))]
     pub limit: Option<usize>,
+    /// next_cursor of the previous page.
+    #[schemars(length(min = 1, max = 4096))]
     pub cursor: Option<String>,
+}
+
+/// What `get_stack_examples` asks (one page: the heaviest stacks).
+#[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct StackExamplesRequest {
+    /// Run id (or a unique prefix, or latest) or artifact id (sha256:…).
+    #[schemars(length(min = 1, max = 200))]
+    pub target: String,
+    /// Frame key from analyze_hotspots (rows[].frame) or an exact function name.
+    #[schemars(length(min = 1, max = 200))]
+    pub frame: String,
+    /// Only this thread: tid or exact name.
+    #[schemars(length(max = 200))]
+    pub thread: Option<String>,
+    /// Only this process: pid or exact name.
+    #[schemars(length(max = 200))]
+    pub process: Option<String>,
+    /// Metric the stacks are weighed by; default the artifact's primary one.
+    #[schemars(length(max = 64))]
+    pub metric: Option<String>,
+    /// Stacks returned (default 5).
+    #[schemars(range(min = 1, max = 1000))]
+    pub limit: Option<usize>,
+}
+
+impl From<StackExamplesRequest> for FrameRequest {
+    fn from(r: StackExamplesRequest) -> Self {
+        FrameRequest {
+            target: r.target,
+            frame: r.frame,
+            thread: r.thread,
+            process: r.process,
+            metric: r.metric,
+            limit: r.limit,
+            cursor: None,
+        }
+    }
 }
 
 /// Callers or callees of a frame.
@@ -257,11 +333,7 @@ async fn scoped_threads(
             ),
         )
         .detail("fields", json!(["thread", "process"]))
-        .recover_with(
-            "list_threads",
-            json!({ "target": req.target }),
-            format!("flameox threads {}", req.target),
-        ));
+        .recover("list_threads", json!({ "target": req.target })));
     }
     Ok(Some(resolved))
 }
@@ -455,19 +527,33 @@ pub async fn folded_stacks(
     .await
 }
 
-/// What `trace window` asks.
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+/// What `get_trace_window` asks.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
 pub struct WindowRequest {
-    /// An artifact id, or a run with exactly one artifact.
+    /// Artifact id (sha256:…) or a run with one artifact.
+    #[schemars(length(min = 1, max = 200))]
     pub target: String,
+    /// Window start (trace ns; with relative, ns after the first event).
     pub start_ns: i64,
+    /// Window end (exclusive).
     pub end_ns: i64,
+    /// Event kind, e.g. cpu_op, runtime_api, kernel, instant.
+    #[schemars(length(max = 64))]
     pub kind: Option<String>,
+    /// Exact event name.
+    #[schemars(length(max = 200))]
     pub name: Option<String>,
+    /// Only this track (an event's track_id).
     pub track_id: Option<u64>,
-    /// When true, `start_ns`/`end_ns` are offsets from the artifact's first event.
+    /// start_ns and end_ns are offsets from the trace's first event.
+    #[serde(default)]
     pub relative: bool,
+    /// Rows per page (default 20).
+    #[schemars(range(min = 1, max = 1000))]
     pub limit: Option<usize>,
+    /// next_cursor of the previous page.
+    #[schemars(length(min = 1, max = 4096))]
     pub cursor: Option<String>,
 }
 

@@ -51,13 +51,13 @@ pub struct InstancesRequest {
     /// Only this thread: a tid or an exact thread name (list_threads).
     #[schemars(length(min = 1, max = 200))]
     pub thread: Option<String>,
-    /// Only this process: a pid or an exact process name.
+    /// Only this process: pid or exact name.
     #[schemars(length(min = 1, max = 200))]
     pub process: Option<String>,
-    /// Only slices overlapping [window_start_ns, window_end_ns).
-    pub window_start_ns: Option<i64>,
-    /// End of the window (with window_start_ns).
-    pub window_end_ns: Option<i64>,
+    /// Only slices overlapping [start_ns, end_ns).
+    pub start_ns: Option<i64>,
+    /// End of the window (with start_ns).
+    pub end_ns: Option<i64>,
     /// longest (default) or earliest.
     pub order: Option<Order>,
     /// Rows to return (default 10).
@@ -83,16 +83,16 @@ pub struct InstancesResult {
 }
 
 fn window(req: &InstancesRequest) -> Result<Option<(i64, i64)>> {
-    match (req.window_start_ns, req.window_end_ns) {
+    match (req.start_ns, req.end_ns) {
         (None, None) => Ok(None),
         (Some(a), Some(b)) if a < b => Ok(Some((a, b))),
         (Some(_), Some(_)) => Err(FlameoxError::invalid_argument(
-            "window_start_ns",
-            "must be before window_end_ns",
+            "start_ns",
+            "must be before end_ns",
         )),
         _ => Err(FlameoxError::invalid_argument(
-            "window_end_ns",
-            "window_start_ns and window_end_ns go together",
+            "end_ns",
+            "start_ns and end_ns go together",
         )),
     }
 }

@@ -6,6 +6,7 @@
 use flameox_recipes::ArtifactScope;
 use flameox_recipes::accelerator::{self, AcceleratorAnswer};
 use flameox_recipes::gpu_summary::{self, GpuReport, SummaryRow};
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
@@ -14,12 +15,18 @@ use super::{EvidenceStatus, QueryContext, ResolvedScope, answer_status, resolve_
 use crate::error::Result;
 use crate::query::run_budgeted;
 
-/// What `analyze gpu-summary` asks.
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+/// What `analyze_gpu_summary` asks.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
 pub struct GpuSummaryRequest {
+    /// Run id (or a unique prefix, or latest) or artifact id (sha256:…).
+    #[schemars(length(min = 1, max = 200))]
     pub target: String,
-    /// `kernels` (default), `api`, `memcpy-time`, `memcpy-size`, `memset-time`.
+    /// Which table (default kernels).
+    #[schemars(extend("enum" = ["kernels", "api", "memcpy-time", "memcpy-size", "memset-time"]))]
     pub report: Option<String>,
+    /// Names returned, largest total first (default 20).
+    #[schemars(range(min = 1, max = 1000))]
     pub limit: Option<usize>,
 }
 
@@ -47,15 +54,9 @@ pub async fn gpu_summary(
             qc,
             e,
             Narrowing::Scope {
-                tool: "analyze_gpu_summary",
-                command: "analyze gpu-summary",
+                operation: "analyze_gpu_summary",
                 target: &req.target,
                 keep: json!({ "report": req.report, "limit": req.limit }),
-                cli_suffix: req
-                    .report
-                    .as_ref()
-                    .map(|r| format!(" --report {r}"))
-                    .unwrap_or_default(),
                 advice: None,
             },
         )
@@ -99,15 +100,21 @@ async fn summary_of(qc: &QueryContext<'_>, req: &GpuSummaryRequest) -> Result<Gp
     })
 }
 
-/// What `analyze accelerator-launches` asks.
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+/// What `analyze_accelerator_launches` asks.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
 pub struct AcceleratorRequest {
+    /// Run id (or a unique prefix, or latest) or artifact id (sha256:…).
+    #[schemars(length(min = 1, max = 200))]
     pub target: String,
-    /// Only this phase (e.g. `ProfilerStep#3`).
+    /// Only this phase, e.g. ProfilerStep#3.
+    #[schemars(length(max = 200))]
     pub phase: Option<String>,
-    /// Also compute per-region deltas against this run or artifact.
+    /// Run or artifact to compare with: adds per-phase deltas (descriptive).
+    #[schemars(length(min = 1, max = 200))]
     pub base: Option<String>,
-    /// Regions (and region deltas) returned, heaviest kernel time first.
+    /// Phases returned, heaviest kernel time first (default 20).
+    #[schemars(range(min = 1, max = 1000))]
     pub limit: Option<usize>,
 }
 
@@ -157,16 +164,10 @@ pub async fn accelerator_launches(
             qc,
             e,
             Narrowing::Scope {
-                tool: "analyze_accelerator_launches",
-                command: "analyze accelerator-launches",
+                operation: "analyze_accelerator_launches",
                 target: &req.target,
                 keep: json!({ "phase": req.phase, "limit": req.limit }),
-                cli_suffix: req
-                    .phase
-                    .as_ref()
-                    .map(|p| format!(" --phase {p}"))
-                    .unwrap_or_default(),
-                advice: Some("add --phase ProfilerStep#N to read one step"),
+                advice: Some("give a phase (e.g. ProfilerStep#3) to read one step"),
             },
         )
     })

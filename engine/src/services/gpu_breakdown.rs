@@ -6,6 +6,7 @@
 
 use flameox_recipes::ArtifactScope;
 use flameox_recipes::gpu_breakdown::{self, BreakdownAnswer, BreakdownParams, Section, Thresholds};
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
@@ -23,20 +24,50 @@ const MAX_TARGETS: usize = 64;
 /// Thresholds above this (one hour, in ns) are refused as typos.
 const MAX_THRESHOLD_NS: i64 = 3_600_000_000_000;
 
-/// What `analyze gpu-breakdown` asks.
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+/// What `analyze_gpu_breakdown` asks.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
 pub struct GpuBreakdownRequest {
-    /// Run ids or artifact ids; several are analyzed side by side.
-    pub targets: Vec<String>,
-    /// One section (`temporal`, `idle`, `overlap`, `kernels`, `launches`,
-    /// `bandwidth`); all when absent.
+    /// Run or artifact id, or a list of them shown side by side (ranks).
+    pub target: Targets,
+    /// One section; default all.
+    #[schemars(extend("enum" = ["temporal", "idle", "overlap", "kernels", "launches", "bandwidth"]))]
     pub section: Option<String>,
-    /// Kernel names per artifact and examples per outlier kind.
+    /// Kernel names per artifact and examples per outlier kind (default 5).
+    #[schemars(range(min = 1, max = 1000))]
     pub limit: Option<usize>,
-    /// Defaults: [`Thresholds::default`] (HTA's).
-    pub kernel_wait_ns: Option<i64>,
-    pub runtime_outlier_ns: Option<i64>,
-    pub launch_delay_outlier_ns: Option<i64>,
+    /// Idle gaps shorter than this (µs) that no late launch explains are kernel wait (HTA: 30).
+    #[schemars(range(min = 0))]
+    pub kernel_wait_us: Option<f64>,
+    /// Launch calls longer than this (µs) are runtime outliers (HTA: 50).
+    #[schemars(range(min = 0))]
+    pub runtime_outlier_us: Option<f64>,
+    /// Launch delays longer than this (µs) are outliers (HTA: 100).
+    #[schemars(range(min = 0))]
+    pub launch_delay_outlier_us: Option<f64>,
+}
+
+/// One run or artifact id, or several.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+#[serde(untagged)]
+pub enum Targets {
+    One(#[schemars(length(min = 1, max = 200))] String),
+    Many(#[schemars(length(min = 1, max = 64))] Vec<String>),
+}
+
+impl Default for Targets {
+    fn default() -> Self {
+        Targets::Many(Vec::new())
+    }
+}
+
+impl Targets {
+    pub fn as_slice(&self) -> &[String] {
+        match self {
+            Targets::One(one) => std::slice::from_ref(one),
+            Targets::Many(many) => many,
+        }
+    }
 }
 
 /// One artifact in scope and how its rows are labelled.
@@ -61,13 +92,16 @@ pub struct GpuBreakdownResult {
     pub evidence: EvidenceStatus,
 }
 
-fn threshold(field: &str, value: Option<i64>, default: i64) -> Result<i64> {
-    match value {
+/// A threshold in µs as ns (at most an hour: larger is a typo).
+fn threshold(field: &str, us: Option<f64>, default: i64) -> Result<i64> {
+    match us {
         None => Ok(default),
-        Some(v) if (0..=MAX_THRESHOLD_NS).contains(&v) => Ok(v),
+        Some(v) if v.is_finite() && v >= 0.0 && v * 1000.0 <= MAX_THRESHOLD_NS as f64 => {
+            Ok((v * 1000.0).round() as i64)
+        }
         Some(v) => Err(FlameoxError::invalid_argument(
             field,
-            format!("{v} is outside 0..={MAX_THRESHOLD_NS} ns"),
+            format!("{v} µs is outside 0..=3,600,000,000 µs"),
         )),
     }
 }
@@ -88,9 +122,10 @@ pub async fn gpu_breakdown(
     qc: &QueryContext<'_>,
     req: &GpuBreakdownRequest,
 ) -> Result<GpuBreakdownResult> {
-    if req.targets.is_empty() || req.targets.len() > MAX_TARGETS {
+    let targets_asked = req.target.as_slice();
+    if targets_asked.is_empty() || targets_asked.len() > MAX_TARGETS {
         return Err(FlameoxError::invalid_argument(
-            "targets",
+            "target",
             format!("give 1..={MAX_TARGETS} run or artifact ids"),
         ));
     }
@@ -103,18 +138,18 @@ pub async fn gpu_breakdown(
     let defaults = Thresholds::default();
     let thresholds = Thresholds {
         kernel_wait_ns: threshold(
-            "kernel_wait_ns",
-            req.kernel_wait_ns,
+            "kernel_wait_us",
+            req.kernel_wait_us,
             defaults.kernel_wait_ns,
         )?,
         runtime_outlier_ns: threshold(
-            "runtime_outlier_ns",
-            req.runtime_outlier_ns,
+            "runtime_outlier_us",
+            req.runtime_outlier_us,
             defaults.runtime_outlier_ns,
         )?,
         launch_delay_outlier_ns: threshold(
-            "launch_delay_outlier_ns",
-            req.launch_delay_outlier_ns,
+            "launch_delay_outlier_us",
+            req.launch_delay_outlier_us,
             defaults.launch_delay_outlier_ns,
         )?,
     };
@@ -127,7 +162,7 @@ pub async fn gpu_breakdown(
     };
     let mut targets = Vec::new();
     let mut labels: Vec<ArtifactLabel> = Vec::new();
-    for target in &req.targets {
+    for target in targets_asked {
         let scope = resolve_scope(qc.ws, &session.snapshot, target)?;
         for id in &scope.artifact_ids {
             if labels.iter().all(|l| &l.artifact_id != id) {
@@ -165,7 +200,7 @@ pub async fn gpu_breakdown(
             .contains(&label.artifact_id);
     }
     let combined = ResolvedScope {
-        requested: req.targets.join(" "),
+        requested: targets_asked.join(" "),
         run_id: targets.iter().find_map(|t| t.run_id.clone()),
         artifact_ids: artifacts.artifact_ids.clone(),
         limitations: targets

@@ -6,6 +6,7 @@
 use flameox_recipes::ArtifactScope;
 use flameox_recipes::gpu_gaps::{self, GapOptions, GpuGapsAnswer};
 pub use flameox_recipes::host_activity::HostActivity;
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
@@ -22,17 +23,24 @@ pub const DEFAULT_LIMIT: usize = 5;
 /// Chunks per device at most (the chunk table is built in memory).
 pub const MAX_CHUNKS: usize = 10_000;
 
-/// What `analyze gpu-gaps` asks.
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+/// What `analyze_gpu_gaps` asks.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
 pub struct GpuGapsRequest {
+    /// Run id (or a unique prefix, or latest) or artifact id (sha256:…).
+    #[schemars(length(min = 1, max = 200))]
     pub target: String,
-    /// Report gaps at least this long, in µs (default 100).
+    /// Report stream gaps at least this long, in µs (default 100).
+    #[schemars(range(min = 0))]
     pub min_gap_us: Option<f64>,
     /// Chunks each device's active span is cut into (default 100).
+    #[schemars(range(min = 1, max = 10000))]
     pub chunks: Option<usize>,
     /// Busy fraction under which a chunk is reported (default 0.5).
+    #[schemars(range(min = 0, max = 1))]
     pub below: Option<f64>,
-    /// Gaps and chunks returned, each.
+    /// Gaps and chunks returned, each (default 5).
+    #[schemars(range(min = 1, max = 1000))]
     pub limit: Option<usize>,
 }
 

@@ -10,6 +10,7 @@
 use flameox_recipes::measurements::{
     self, MeasurementKey, MeasurementQuery, MeasurementRow, MeasurementScope,
 };
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
@@ -23,16 +24,24 @@ use crate::runs;
 /// Cursor family of this query.
 const FAMILY: &str = "measurements";
 
-/// What `measurements query` asks.
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+/// What `query_measurements` asks.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
 pub struct MeasurementsRequest {
-    /// A run id or artifact id; `None` reads every measurement.
-    pub run: Option<String>,
-    /// Only names starting with this (e.g. `pyperf.`, `hyperfine.sleep`).
+    /// Run or artifact id; default every run.
+    #[schemars(length(min = 1, max = 200))]
+    pub target: Option<String>,
+    /// Only names starting with this, e.g. pyperf. or hyperfine.
+    #[schemars(length(min = 1, max = 200))]
     pub name_prefix: Option<String>,
     /// Include warmup samples (left out by default).
+    #[serde(default)]
     pub include_warmups: bool,
+    /// Rows per page (default 20).
+    #[schemars(range(min = 1, max = 1000))]
     pub limit: Option<usize>,
+    /// next_cursor of the previous page.
+    #[schemars(length(min = 1, max = 4096))]
     pub cursor: Option<String>,
 }
 
@@ -78,7 +87,7 @@ pub async fn query_measurements(
         check_id("name_prefix", prefix)?;
     }
     let params = json!({
-        "run": req.run, "name_prefix": req.name_prefix, "include_warmups": req.include_warmups,
+        "target": req.target, "name_prefix": req.name_prefix, "include_warmups": req.include_warmups,
     });
     let (session, codec, key) = pin_for_cursor(qc, FAMILY, &params, req.cursor.as_deref())?;
     let (after, known_total) = match key {
@@ -89,7 +98,7 @@ pub async fn query_measurements(
         }
         None => (None, None),
     };
-    let resolved = match &req.run {
+    let resolved = match &req.target {
         Some(target) => Some(resolve_scope(qc.ws, &session.snapshot, target)?),
         None => None,
     };

@@ -6,6 +6,7 @@
 use flameox_recipes::ArtifactScope;
 pub use flameox_recipes::memory::MemorySeries;
 use flameox_recipes::memory::{self, MemoryAnswer};
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
@@ -14,11 +15,15 @@ use super::{EvidenceStatus, QueryContext, ResolvedScope, answer_status, resolve_
 use crate::error::Result;
 use crate::query::run_budgeted;
 
-/// What `analyze memory` asks.
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+/// What `analyze_memory` asks.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
 pub struct MemoryRequest {
+    /// Run id (or a unique prefix, or latest) or artifact id (sha256:…).
+    #[schemars(length(min = 1, max = 200))]
     pub target: String,
-    /// Series and allocation sites returned, each.
+    /// Series and allocation sites returned, each (default 20).
+    #[schemars(range(min = 1, max = 1000))]
     pub limit: Option<usize>,
 }
 
@@ -47,7 +52,7 @@ pub async fn memory(qc: &QueryContext<'_>, req: &MemoryRequest) -> Result<Memory
         narrow(
             qc,
             e,
-            Narrowing::whole("analyze_memory", "analyze memory", &req.target, req.limit),
+            Narrowing::whole("analyze_memory", &req.target, req.limit),
         )
     })
 }

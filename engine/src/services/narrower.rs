@@ -20,33 +20,23 @@ pub(crate) enum Narrowing<'a> {
     Window(&'a WindowRequest),
     /// A recipe over a whole run or artifact: narrows to one artifact.
     Scope {
-        tool: &'static str,
-        /// The CLI words before the target (`analyze pytorch`).
-        command: &'static str,
+        /// The catalogued operation.
+        operation: &'static str,
         target: &'a str,
         /// The call's other arguments, kept as they were.
         keep: Value,
-        /// The CLI text after the target that keeps them (` aten::mm --metric x`).
-        cli_suffix: String,
-        /// What else could narrow it, as advice (e.g. `--phase`).
+        /// What else could narrow it, as advice (e.g. `phase`).
         advice: Option<&'static str>,
     },
 }
 
 impl<'a> Narrowing<'a> {
     /// A whole-scope recipe whose only other argument is `limit`.
-    pub(crate) fn whole(
-        tool: &'static str,
-        command: &'static str,
-        target: &'a str,
-        limit: Option<usize>,
-    ) -> Self {
+    pub(crate) fn whole(operation: &'static str, target: &'a str, limit: Option<usize>) -> Self {
         Narrowing::Scope {
-            tool,
-            command,
+            operation,
             target,
             keep: json!({ "limit": limit }),
-            cli_suffix: limit.map(|n| format!(" --limit {n}")).unwrap_or_default(),
             advice: None,
         }
     }
@@ -61,11 +51,9 @@ pub(crate) fn narrow(qc: &QueryContext<'_>, err: FlameoxError, how: Narrowing<'_
         Narrowing::Hotspots(req) => narrow_hotspots(qc, err, req),
         Narrowing::Window(req) => narrow_window(err, req),
         Narrowing::Scope {
-            tool,
-            command,
+            operation,
             target,
             mut keep,
-            cli_suffix,
             advice,
         } => {
             let err = match advice {
@@ -76,11 +64,7 @@ pub(crate) fn narrow(qc: &QueryContext<'_>, err: FlameoxError, how: Narrowing<'_
                 (Some(artifact), Some(args)) => {
                     args.retain(|_, v| !v.is_null());
                     args.insert("target".into(), Value::from(artifact.clone()));
-                    err.recover_with(
-                        tool,
-                        keep,
-                        format!("flameox {command} {artifact}{cli_suffix}"),
-                    )
+                    err.recover(operation, keep)
                 }
                 _ => err,
             }
@@ -111,7 +95,7 @@ fn narrow_hotspots(
     err: FlameoxError,
     req: &HotspotsRequest,
 ) -> FlameoxError {
-    let window = match req.window {
+    let window = match req.window().ok().flatten() {
         Some((a, b)) => Some(quarter(a, b)),
         None => trace_span(qc, &req.target).map(|(first, last)| {
             let width = last.saturating_sub(first).max(10) / 10;
@@ -119,15 +103,9 @@ fn narrow_hotspots(
         }),
     };
     let Some((start, end)) = window else {
-        return err.remedy("add --thread or --process to read one thread's evidence");
+        return err.remedy("give a thread or a process to read one thread's evidence");
     };
-    let mut args = json!({
-        "target": req.target, "window_start_ns": start, "window_end_ns": end,
-    });
-    let mut command = format!(
-        "flameox analyze hotspots {} --window {start}:{end}",
-        req.target
-    );
+    let mut args = json!({ "target": req.target, "start_ns": start, "end_ns": end });
     for (field, value) in [
         ("thread", &req.thread),
         ("process", &req.process),
@@ -135,37 +113,27 @@ fn narrow_hotspots(
     ] {
         if let Some(v) = value {
             args[field] = Value::from(v.clone());
-            command.push_str(&format!(" --{field} {v}"));
         }
     }
-    err.recover_with("analyze_hotspots", args, command)
+    err.recover("analyze_hotspots", args)
 }
 
 fn narrow_window(err: FlameoxError, req: &WindowRequest) -> FlameoxError {
     let (start, end) = quarter(req.start_ns, req.end_ns);
-    let mut args = json!({
-        "target": req.target, "start_ns": start, "end_ns": end, "relative": req.relative,
-    });
-    let mut command = format!(
-        "flameox trace window {} --start {start} --end {end}",
-        req.target
-    );
+    let mut args = json!({ "target": req.target, "start_ns": start, "end_ns": end });
     if req.relative {
-        command.push_str(" --relative");
+        args["relative"] = Value::Bool(true);
     }
     if let Some(kind) = &req.kind {
         args["kind"] = Value::from(kind.clone());
-        command.push_str(&format!(" --kind {kind}"));
     }
     if let Some(name) = &req.name {
         args["name"] = Value::from(name.clone());
-        command.push_str(&format!(" --name {name}"));
     }
     if let Some(track) = req.track_id {
         args["track_id"] = Value::from(track);
-        command.push_str(&format!(" --track {track}"));
     }
-    err.recover_with("get_trace_window", args, command)
+    err.recover("get_trace_window", args)
 }
 
 /// First event start and last event end over the target's artifacts.
@@ -204,9 +172,9 @@ mod tests {
         let recovery = err.recovery.clone().expect("a narrower call");
         assert_eq!(recovery.next_tool, "get_trace_window");
         assert_eq!(recovery.next_arguments["end_ns"], 250);
-        assert_eq!(
-            recovery.next_command,
-            "flameox trace window sha256:ab --start 0 --end 250 --relative --kind kernel"
-        );
+        assert_eq!(recovery.next_arguments["relative"], true);
+        assert_eq!(recovery.next_arguments["kind"], "kernel");
+        // The engine names the operation; each transport renders the step.
+        assert!(recovery.next_command.is_empty());
     }
 }

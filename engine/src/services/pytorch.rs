@@ -6,6 +6,7 @@
 
 use flameox_recipes::ArtifactScope;
 use flameox_recipes::pytorch::{self, PytorchAnswer};
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use super::narrower::{Narrowing, narrow};
@@ -16,9 +17,15 @@ use crate::query::run_budgeted;
 /// The producer name the Chrome extractor gives PyTorch profiler traces.
 const TORCH_PRODUCER: &str = "torch.profiler";
 
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+/// What `analyze_pytorch` asks.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
 pub struct PytorchRequest {
+    /// Run id (or a unique prefix, or latest) or artifact id (sha256:…).
+    #[schemars(length(min = 1, max = 200))]
     pub target: String,
+    /// Operators returned, heaviest self CPU time first (default 20).
+    #[schemars(range(min = 1, max = 1000))]
     pub limit: Option<usize>,
 }
 
@@ -39,7 +46,7 @@ pub async fn pytorch(qc: &QueryContext<'_>, req: &PytorchRequest) -> Result<Pyto
         narrow(
             qc,
             e,
-            Narrowing::whole("analyze_pytorch", "analyze pytorch", &req.target, req.limit),
+            Narrowing::whole("analyze_pytorch", &req.target, req.limit),
         )
     })
 }

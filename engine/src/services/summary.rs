@@ -20,7 +20,7 @@ use crate::runs;
 #[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SummaryRequest {
-    /// Run id (or a unique prefix, or `latest`) or artifact id (sha256:…).
+    /// Run id (or a unique prefix, or latest) or artifact id (sha256:…).
     #[schemars(length(min = 1, max = 200))]
     pub target: String,
 }

@@ -20,7 +20,7 @@ pub struct ThreadsRequest {
     /// Run id (UUID) or artifact id (sha256:…).
     #[schemars(length(min = 1, max = 200))]
     pub target: String,
-    /// Only this process: a pid or an exact process name.
+    /// Only this process: pid or exact name.
     #[schemars(length(min = 1, max = 200))]
     pub process: Option<String>,
     /// Rows to return (default 20).

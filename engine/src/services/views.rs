@@ -7,6 +7,7 @@
 
 use flameox_recipes::frame_deltas::{self, FrameDelta};
 use flameox_recipes::{ArtifactScope, drilldown, hotspots};
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use super::{EvidenceStatus, QueryContext, ResolvedScope, answer_status, resolve_scope};
@@ -33,12 +34,21 @@ pub struct FlameGraphResult {
     pub svg: String,
 }
 
-/// What `hotspots --diff-against` asks.
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+/// What `compare_hotspots` asks.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
 pub struct FrameDeltaRequest {
+    /// Run id (or a unique prefix, or latest) or artifact id (sha256:…).
+    #[schemars(length(min = 1, max = 200))]
     pub target: String,
+    /// The run or artifact to compare against.
+    #[schemars(length(min = 1, max = 200))]
     pub base: String,
+    /// Metric; default the artifact's primary one.
+    #[schemars(length(max = 64))]
     pub metric: Option<String>,
+    /// Frames returned, largest change first (default 20).
+    #[schemars(range(min = 1, max = 1000))]
     pub limit: Option<usize>,
 }
 

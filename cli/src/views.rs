@@ -1,0 +1,53 @@
+//! The terminal's own views of catalogued operations whose answers read
+//! better as several tables, stacks or sections than as the one table of
+//! columns a declaration gives. Each view reads the operation's typed
+//! result back from its JSON; a test checks that every operation without
+//! columns has a view here, and no operation has both.
+
+use flameox_engine::FlameoxError;
+use flameox_engine::error::Result;
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+
+use crate::{analysis_views, gaps_memory_view, gpu_breakdown, stack_views};
+
+/// The operation's answer as a person reads it (None: no view of its own).
+pub(crate) fn render(operation: &str, result: &Value) -> Option<Result<String>> {
+    Some(match operation {
+        "analyze_hotspots" => typed(result, analysis_views::hotspots),
+        "get_stack_examples" => typed(result, stack_views::stack_examples),
+        "compare_hotspots" => typed(result, analysis_views::deltas),
+        "get_trace_window" => typed(result, stack_views::trace_window),
+        "query_measurements" => typed(result, stack_views::measurements),
+        "analyze_gpu_summary" => typed(result, analysis_views::gpu_summary),
+        "analyze_accelerator_launches" => typed(result, analysis_views::accelerator),
+        "analyze_pytorch" => typed(result, analysis_views::pytorch),
+        "analyze_gpu_breakdown" => typed(result, gpu_breakdown::render),
+        "analyze_gpu_gaps" => typed(result, gaps_memory_view::render_gpu_gaps),
+        "analyze_memory" => typed(result, gaps_memory_view::render_memory),
+        _ => return None,
+    })
+}
+
+fn typed<T: DeserializeOwned>(result: &Value, view: fn(&T) -> String) -> Result<String> {
+    serde_json::from_value::<T>(result.clone())
+        .map(|r| view(&r))
+        .map_err(|e| FlameoxError::internal(format!("reading the answer back: {e}")))
+}
+
+#[cfg(test)]
+mod tests {
+    use flameox_engine::operations::catalog;
+
+    #[test]
+    fn every_operation_has_columns_or_a_view_of_its_own_never_both() {
+        for op in catalog() {
+            assert_eq!(
+                op.columns.is_empty(),
+                super::render(op.name, &serde_json::json!({})).is_some(),
+                "{}: columns or a view, one of them",
+                op.name
+            );
+        }
+    }
+}
