@@ -15,11 +15,8 @@ use flameox_engine::services::{CallOptions, inventory};
 use flameox_engine::{FlameoxError, Workspace, WorkspaceLocator, validate};
 use serde::Serialize;
 
-use crate::render::{self, Table, cut, thousands};
-use crate::{
-    ArtifactsCommand, CatalogAction, Cli, Command, ConfigAction, GlobalOptions, McpCommand,
-    RunsCommand,
-};
+use crate::render::{self, thousands};
+use crate::{CatalogAction, Cli, Command, ConfigAction, GlobalOptions, McpCommand, RunsCommand};
 
 fn locator(g: &GlobalOptions) -> WorkspaceLocator {
     WorkspaceLocator {
@@ -87,25 +84,6 @@ pub fn run(cli: Cli) -> Result<()> {
                 }
             })
         }
-        Command::Status => {
-            let ws = open(g)?;
-            let status = inventory::status(&ws)?;
-            emit(g, &status, |s| {
-                let mut out = format!(
-                    "workspace {}\nhead        {}\nruns        {}\nartifacts   {}\ngenerations {}\nevidence    {}\n",
-                    s.workspace_id,
-                    s.head_commit.as_deref().unwrap_or("(nothing published)"),
-                    s.runs,
-                    s.artifacts,
-                    s.generations,
-                    render::bytes(s.evidence_bytes)
-                );
-                for (table, rows) in &s.evidence_rows {
-                    out += &format!("  {table:<14} {:>12} rows\n", thousands(*rows as i64));
-                }
-                out
-            })
-        }
         Command::Capabilities => crate::capture::capabilities_command(g),
         Command::Config {
             action: ConfigAction::Show,
@@ -114,42 +92,13 @@ pub fn run(cli: Cli) -> Result<()> {
             let config = inventory::config_show(&ws);
             emit(g, &config, |c| format!("{c:#?}\n"))
         }
-        Command::Validate { full }
-        | Command::Catalog {
+        Command::Catalog {
             action: CatalogAction::Validate { full },
-        } => {
-            let ws = open(g)?;
-            let report = validate::validate(&ws, full)?;
-            emit(g, &report, |r| {
-                let mut out = format!(
-                    "{}: {} commits, {} generations, {} files, {} artifacts checked{}\n",
-                    if r.ok { "valid" } else { "INVALID" },
-                    r.commits_checked,
-                    r.generations_checked,
-                    r.files_checked,
-                    r.artifacts_checked,
-                    if r.full { " (hashes verified)" } else { "" }
-                );
-                for e in &r.errors {
-                    out += &format!("  error {}: {}\n", e.code, e.message);
-                }
-                if !r.orphans.is_empty() {
-                    out += &format!(
-                        "  {} orphaned entries (run `flameox recover`)\n",
-                        r.orphans.len()
-                    );
-                }
-                out
-            })?;
-            if !report.ok {
-                return Err(FlameoxError::new(
-                    flameox_engine::ErrorCode::WorkspaceInvalid,
-                    "validation failed",
-                )
-                .detail("errors", report.errors.len()));
-            }
-            Ok(())
-        }
+        } => crate::operations::run_named(
+            g,
+            "validate_workspace",
+            serde_json::json!({ "full": full }),
+        ),
         Command::Recover => {
             let ws = open(g)?;
             let report = validate::recover(&ws)?;
@@ -198,73 +147,9 @@ pub fn run(cli: Cli) -> Result<()> {
         Command::Workload { action } => crate::workload::workload_command(g, action),
         Command::Capture { action } => crate::capture::capture_dispatch(g, action),
         Command::Experiment { action } => crate::experiment::experiment_command(g, action),
-        Command::Evidence {
-            action: crate::EvidenceCommand::Get { reference },
-        } => crate::run_sets::evidence_command(g, &reference),
-        Command::Runs { action } => {
-            let ws = open(g)?;
-            match action {
-                RunsCommand::List { page } => {
-                    let listing = inventory::list_runs(&ws, page.limit, page.cursor.as_deref())?;
-                    emit(g, &listing, |l| {
-                        let mut t =
-                            Table::new(&["run", "created", "extraction", "events", "input"], &[3]);
-                        for r in &l.items {
-                            t.row(vec![
-                                r.run_id.clone(),
-                                r.created_at.clone(),
-                                r.extraction.clone(),
-                                thousands(r.trace_events as i64),
-                                cut(&r.original_names.join(","), 40),
-                            ]);
-                        }
-                        let next = l
-                            .next_cursor
-                            .as_ref()
-                            .map(|c| format!("flameox runs list --cursor {c}"));
-                        t.render() + &render::footer(l.returned, l.total, next) + "\n"
-                    })
-                }
-                RunsCommand::Freeze(args) => crate::run_sets::freeze_command(g, args),
-                RunsCommand::Show { run_id } => {
-                    let run = inventory::show_run(&ws, &run_id)?;
-                    emit(g, &run, |r| {
-                        serde_json::to_string_pretty(r).unwrap_or_default() + "\n"
-                    })
-                }
-            }
-        }
-        Command::Artifacts { action } => {
-            let ws = open(g)?;
-            match action {
-                ArtifactsCommand::List { page } => {
-                    let listing =
-                        inventory::list_artifacts(&ws, page.limit, page.cursor.as_deref())?;
-                    emit(g, &listing, |l| {
-                        let mut t = Table::new(&["artifact", "kind", "size", "name"], &[2]);
-                        for a in &l.items {
-                            t.row(vec![
-                                a.artifact_id.clone(),
-                                a.kind.clone(),
-                                render::bytes(a.bytes),
-                                cut(&a.original_name, 40),
-                            ]);
-                        }
-                        let next = l
-                            .next_cursor
-                            .as_ref()
-                            .map(|c| format!("flameox artifacts list --cursor {c}"));
-                        t.render() + &render::footer(l.returned, l.total, next) + "\n"
-                    })
-                }
-                ArtifactsCommand::Show { artifact_id } => {
-                    let detail = inventory::show_artifact(&ws, &artifact_id)?;
-                    emit(g, &detail, |d| {
-                        serde_json::to_string_pretty(d).unwrap_or_default() + "\n"
-                    })
-                }
-            }
-        }
+        Command::Runs {
+            action: RunsCommand::Freeze(args),
+        } => crate::run_sets::freeze_command(g, args),
     }
 }
 

@@ -9,6 +9,7 @@ mod commands;
 mod experiment;
 mod gaps_memory_view;
 mod gpu_breakdown;
+mod inventory_views;
 mod open;
 mod operations;
 mod params;
@@ -64,19 +65,12 @@ pub struct GlobalOptions {
 pub enum Command {
     /// Create `.flameox/` here (idempotent). Example: `flameox init`
     Init,
-    /// Workspace identity, HEAD, evidence sizes. Example: `flameox status`
-    Status,
     /// Formats, analyses and capture adapters this machine supports (passive). Example: `flameox capabilities`
     Capabilities,
     /// Show configuration. Example: `flameox config show`
     Config {
         #[command(subcommand)]
         action: ConfigAction,
-    },
-    /// Check manifests, row counts, schemas (and hashes with --full). Example: `flameox validate --full`
-    Validate {
-        #[arg(long)]
-        full: bool,
     },
     /// Catalog maintenance. Example: `flameox catalog validate`
     Catalog {
@@ -120,20 +114,10 @@ pub enum Command {
         #[command(subcommand)]
         analysis: AnalyzeCommand,
     },
-    /// One record by typed reference (run:, artifact:, generation:, run_set:, analysis:, comparison:). Example: `flameox evidence get run_set:rs_…`
-    Evidence {
-        #[command(subcommand)]
-        action: EvidenceCommand,
-    },
-    /// Import runs. Example: `flameox runs list`
+    /// Import runs: list, show (from the catalog), freeze a run set. Example: `flameox runs list`
     Runs {
         #[command(subcommand)]
         action: RunsCommand,
-    },
-    /// Stored artifacts. Example: `flameox artifacts list`
-    Artifacts {
-        #[command(subcommand)]
-        action: ArtifactsCommand,
     },
     /// Declared workloads of flameox.toml. Example: `flameox workload show sort`
     Workload {
@@ -271,32 +255,8 @@ pub enum AnalyzeCommand {
 
 #[derive(Subcommand, Debug)]
 pub enum RunsCommand {
-    /// Runs, newest first. Example: `flameox runs list --limit 10`
-    List {
-        #[command(flatten)]
-        page: PageOptions,
-    },
-    /// One run's manifest. Example: `flameox runs show <run-id>`
-    Show { run_id: String },
     /// Freeze a run set (immutable) from run ids and/or --variant/--param filters. Example: `flameox runs freeze --variant base`
     Freeze(run_sets::FreezeArgs),
-}
-
-#[derive(Subcommand, Debug)]
-pub enum EvidenceCommand {
-    /// Print one record. Example: `flameox evidence get comparison:cmp_…`
-    Get { reference: String },
-}
-
-#[derive(Subcommand, Debug)]
-pub enum ArtifactsCommand {
-    /// Stored artifacts. Example: `flameox artifacts list`
-    List {
-        #[command(flatten)]
-        page: PageOptions,
-    },
-    /// One artifact and the runs that used it. Example: `flameox artifacts show sha256:…`
-    Show { artifact_id: String },
 }
 
 fn main() -> ExitCode {

@@ -15,7 +15,7 @@ use serde_json::{Map, Value};
 
 use crate::GlobalOptions;
 use crate::commands::{block_on, call_options, open};
-use crate::render::{Table, cut, duration_ns, thousands};
+use crate::render::{Table, bytes, cut, duration_ns, thousands};
 
 /// A name clap keeps for the process's life (the tree is built once; clap
 /// takes `&'static str` without its `string` feature).
@@ -38,7 +38,20 @@ fn command_of(op: &'static Operation) -> Command {
         .filter_map(Value::as_str)
         .collect();
     let name = op.cli.last().copied().unwrap_or(op.name);
-    let mut cmd = Command::new(name).about(op.description);
+    let example: Vec<String> = op
+        .positional
+        .iter()
+        .filter(|p| required.contains(p))
+        .map(|p| format!("<{p}>"))
+        .collect();
+    let about = format!(
+        "{} Example: `flameox {}{}{}`",
+        op.description,
+        op.cli.join(" "),
+        if example.is_empty() { "" } else { " " },
+        example.join(" ")
+    );
+    let mut cmd = Command::new(name).about(about);
     let Some(props) = schema["properties"].as_object() else {
         return cmd;
     };
@@ -190,10 +203,18 @@ fn cell(value: &Value, kind: Cell, in_ns: bool) -> String {
         (_, Value::Null) => String::new(),
         (Cell::Measured, v) if in_ns => v.as_i64().map(duration_ns).unwrap_or_default(),
         (Cell::Measured, v) => v.as_i64().map(thousands).unwrap_or_else(|| v.to_string()),
+        (Cell::Bytes, v) => v.as_u64().map(bytes).unwrap_or_default(),
         (Cell::Duration, v) => v.as_i64().map(duration_ns).unwrap_or_default(),
         (Cell::Integer, v) => v.as_i64().map(thousands).unwrap_or_else(|| v.to_string()),
         (Cell::Percent, v) => v.as_f64().map(|p| format!("{p:.1} %")).unwrap_or_default(),
         (Cell::Text, Value::String(s)) => cut(&one_line(s), 60),
+        (Cell::Text, Value::Array(items)) => {
+            let words: Vec<String> = items
+                .iter()
+                .map(|v| v.as_str().map_or_else(|| v.to_string(), str::to_owned))
+                .collect();
+            cut(&one_line(&words.join(", ")), 60)
+        }
         (Cell::Text, v) => cut(&one_line(&v.to_string()), 60),
     }
 }
@@ -203,16 +224,9 @@ fn one_line(text: &str) -> String {
     text.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
-/// Runs the operation and prints its answer.
+/// Runs the operation the command line chose and prints its answer.
 pub fn run(g: &GlobalOptions, op: &'static Operation, m: &ArgMatches) -> Result<()> {
-    let ws = open(g)?;
-    let qc = QueryContext {
-        ws: &ws,
-        cache: None,
-        options: call_options(g)?,
-    };
     let args = Value::Object(arguments(op, m));
-    let answer = block_on((op.run)(&qc, args.clone()))??;
     let files: Vec<(&str, std::path::PathBuf)> = op
         .terminal
         .iter()
@@ -221,7 +235,31 @@ pub fn run(g: &GlobalOptions, op: &'static Operation, m: &ArgMatches) -> Result<
                 .map(|p| (f.name, p.clone()))
         })
         .collect();
-    crate::analyze::write_terminal_files(&qc, op.name, &args, &answer.result, &files)?;
+    run_with(g, op, args, &files)
+}
+
+/// Runs a catalogued operation by name (a command kept under a second
+/// path, e.g. `catalog validate`).
+pub fn run_named(g: &GlobalOptions, name: &str, args: Value) -> Result<()> {
+    let op = flameox_engine::operations::by_name(name)
+        .ok_or_else(|| FlameoxError::internal(format!("no operation {name}")))?;
+    run_with(g, op, args, &[])
+}
+
+fn run_with(
+    g: &GlobalOptions,
+    op: &'static Operation,
+    args: Value,
+    files: &[(&str, std::path::PathBuf)],
+) -> Result<()> {
+    let ws = open(g)?;
+    let qc = QueryContext {
+        ws: &ws,
+        cache: None,
+        options: call_options(g)?,
+    };
+    let answer = block_on((op.run)(&qc, args.clone()))??;
+    crate::analyze::write_terminal_files(&qc, op.name, &args, &answer.result, files)?;
     let out = if g.json {
         serde_json::to_string_pretty(&answer.result)
             .map_err(|e| FlameoxError::internal(e.to_string()))?
@@ -282,7 +320,10 @@ pub fn run(g: &GlobalOptions, op: &'static Operation, m: &ArgMatches) -> Result<
         text
     };
     let _ = std::io::stdout().lock().write_all(out.as_bytes());
-    Ok(())
+    match answer.verdict {
+        Some(err) => Err(err),
+        None => Ok(()),
+    }
 }
 
 /// `next page: flameox … --cursor …` when the answer has more rows.

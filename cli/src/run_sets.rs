@@ -5,11 +5,11 @@
 use clap::Args;
 use flameox_engine::error::Result;
 use flameox_engine::recipes::stats::ScalingConclusion;
+use flameox_engine::services::QueryContext;
 use flameox_engine::services::analysis_records::{self, RecordOutcome};
 use flameox_engine::services::compare::{self, CompareRequest, ComparisonResult};
 use flameox_engine::services::run_sets::{self, FreezeResult, RunSelection};
 use flameox_engine::services::scaling::{self, ScalingRequest, ScalingResult};
-use flameox_engine::services::{QueryContext, inventory};
 
 use crate::GlobalOptions;
 use crate::commands::{block_on, emit, open};
@@ -167,14 +167,6 @@ pub(crate) fn scaling_command(
 }
 
 /// `flameox evidence get <kind>:<id>`.
-pub(crate) fn evidence_command(g: &GlobalOptions, reference: &str) -> Result<()> {
-    let ws = open(g)?;
-    let value = inventory::evidence_get(&ws, reference)?;
-    emit(g, &value, |v| {
-        serde_json::to_string_pretty(v).unwrap_or_default() + "\n"
-    })
-}
-
 fn percent(x: f64) -> String {
     format!("{:+.2} %", x * 100.0)
 }

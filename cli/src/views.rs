@@ -9,7 +9,7 @@ use flameox_engine::error::Result;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
-use crate::{analysis_views, gaps_memory_view, gpu_breakdown, stack_views};
+use crate::{analysis_views, gaps_memory_view, gpu_breakdown, inventory_views, stack_views};
 
 /// The operation's answer as a person reads it (None: no view of its own).
 pub(crate) fn render(operation: &str, result: &Value) -> Option<Result<String>> {
@@ -25,6 +25,9 @@ pub(crate) fn render(operation: &str, result: &Value) -> Option<Result<String>> 
         "analyze_gpu_breakdown" => typed(result, gpu_breakdown::render),
         "analyze_gpu_gaps" => typed(result, gaps_memory_view::render_gpu_gaps),
         "analyze_memory" => typed(result, gaps_memory_view::render_memory),
+        "workspace_status" => typed(result, inventory_views::status),
+        "validate_workspace" => typed(result, inventory_views::validation),
+        "get_run" | "get_artifact" | "get_evidence" => Ok(inventory_views::record(result)),
         _ => return None,
     })
 }

@@ -44,14 +44,6 @@ pub(crate) fn id_prop(description: &str) -> Value {
     json!({ "type": "string", "minLength": 1, "maxLength": ID, "description": description })
 }
 
-fn limit_prop() -> Value {
-    json!({ "type": "integer", "minimum": 1, "maximum": 1000, "description": "Rows per page (default 20)." })
-}
-
-fn cursor_prop() -> Value {
-    json!({ "type": "string", "minLength": 1, "maxLength": 4096, "description": "next_cursor of the previous page." })
-}
-
 pub(crate) fn object(properties: Value, required: &[&str]) -> Value {
     json!({ "type": "object", "properties": properties, "required": required, "additionalProperties": false })
 }
@@ -80,10 +72,10 @@ pub fn tools() -> Vec<ToolSpec> {
         .map_or(tools.len(), |i| i + 1);
     let workload_tools = crate::catalog_workloads::tools();
     tools.splice(at..at, workload_tools);
-    // The engine's operation catalog, after the runs and artifacts.
+    // The engine's operation catalog, after the import.
     let at = tools
         .iter()
-        .position(|t| t.name == "get_native_viewer_plan")
+        .position(|t| t.name == "import_artifact")
         .map_or(tools.len(), |i| i + 1);
     tools.splice(
         at..at,
@@ -123,20 +115,6 @@ fn core_tools() -> Vec<ToolSpec> {
             input_schema: object(json!({}), &[]),
         },
         ToolSpec {
-            name: "workspace_status",
-            title: "Workspace status",
-            description: "Workspace id, HEAD commit, counts of runs, artifacts and evidence rows.",
-            group: ReadOnly,
-            input_schema: object(json!({}), &[]),
-        },
-        ToolSpec {
-            name: "validate_workspace",
-            title: "Validate workspace",
-            description: "Check manifests, row counts and schemas; full=true also verifies hashes. Never repairs.",
-            group: ReadOnly,
-            input_schema: object(json!({ "full": { "type": "boolean" } }), &[]),
-        },
-        ToolSpec {
             name: "list_capabilities",
             title: "List capabilities",
             description: "Input formats this build detects and extracts, and the analyses it answers.",
@@ -162,43 +140,6 @@ fn core_tools() -> Vec<ToolSpec> {
             ),
         },
         ToolSpec {
-            name: "list_runs",
-            title: "List runs",
-            description: "Runs, newest first, paged.",
-            group: ReadOnly,
-            input_schema: object(
-                json!({ "limit": limit_prop(), "cursor": cursor_prop() }),
-                &[],
-            ),
-        },
-        ToolSpec {
-            name: "get_run",
-            title: "Get run",
-            description: "One run's manifest: status, artifacts, evidence rows, limitations.",
-            group: ReadOnly,
-            input_schema: object(json!({ "target": id_prop("Run id, a unique prefix of one, or `latest`.") }), &["target"]),
-        },
-        ToolSpec {
-            name: "list_artifacts",
-            title: "List artifacts",
-            description: "Stored artifacts (id, kind, size, name), paged. No bytes.",
-            group: ReadOnly,
-            input_schema: object(
-                json!({ "limit": limit_prop(), "cursor": cursor_prop() }),
-                &[],
-            ),
-        },
-        ToolSpec {
-            name: "get_artifact",
-            title: "Get artifact",
-            description: "One artifact's metadata and the runs that used it. No bytes, no paths.",
-            group: ReadOnly,
-            input_schema: object(
-                json!({ "target": id_prop("Artifact id (sha256:…).") }),
-                &["target"],
-            ),
-        },
-        ToolSpec {
             name: "get_native_viewer_plan",
             title: "Native viewer plan",
             description: "How a person opens this artifact in its native viewer (Perfetto UI, speedscope).",
@@ -206,16 +147,6 @@ fn core_tools() -> Vec<ToolSpec> {
             input_schema: object(
                 json!({ "target": id_prop("Artifact id (sha256:…).") }),
                 &["target"],
-            ),
-        },
-        ToolSpec {
-            name: "get_evidence",
-            title: "Get evidence",
-            description: "One run, artifact, generation, run set, analysis or comparison by typed reference.",
-            group: ReadOnly,
-            input_schema: object(
-                json!({ "reference": { "type": "string", "minLength": 1, "maxLength": ID, "description": "run:<uuid>, artifact:sha256:<hex>, generation:<uuid>, run_set:rs_…, analysis:an_…, comparison:cmp_…." } }),
-                &["reference"],
             ),
         },
     ]

@@ -3,29 +3,8 @@
 
 #[derive(serde::Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct ValidateArgs {
-    pub full: Option<bool>,
-}
-#[derive(serde::Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct PageArgs {
-    pub limit: Option<usize>,
-    pub cursor: Option<String>,
-}
-#[derive(serde::Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct RunArgs {
-    pub target: String,
-}
-#[derive(serde::Deserialize)]
-#[serde(deny_unknown_fields)]
 pub struct ArtifactArgs {
     pub target: String,
-}
-#[derive(serde::Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct EvidenceArgs {
-    pub reference: String,
 }
 #[derive(serde::Deserialize)]
 #[serde(deny_unknown_fields)]

@@ -6,13 +6,13 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
+use flameox_engine::Workspace;
 use flameox_engine::error::FlameoxError;
 use flameox_engine::query::SessionCache;
 use flameox_engine::services::confine::confine_import_path;
 use flameox_engine::services::import::{ImportRequest, import_artifact};
 use flameox_engine::services::import_deadline::{ImportDeadline, deadline_error};
 use flameox_engine::services::{QueryContext, capabilities, inventory};
-use flameox_engine::{Workspace, validate};
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, Implementation,
     ListResourceTemplatesResult, ListToolsResult, PaginatedRequestParams,
@@ -160,60 +160,12 @@ impl FlameoxServer {
             return Ok(reply);
         }
         match name {
-            "workspace_status" => Ok(Reply::new("status", to_value(&inventory::status(&ws)?)?)),
-            "validate_workspace" => {
-                let a: ValidateArgs = decode(args)?;
-                let report = validate::validate(&ws, a.full.unwrap_or(false))?;
-                Ok(Reply::new(
-                    if report.ok { "valid" } else { "INVALID" },
-                    to_value(&report)?,
-                ))
-            }
             "import_artifact" => self.import(&ws, decode(args)?, ctx).await,
-            "list_runs" => {
-                let a: PageArgs = decode(args)?;
-                let page = inventory::list_runs(&ws, a.limit, a.cursor.as_deref())?;
-                let mut reply = Reply::new("runs", to_value(&page)?).paged("runs");
-                for run in &page.items {
-                    reply = reply.link_run(&run.run_id);
-                }
-                Ok(reply)
-            }
-            "get_run" => {
-                let a: RunArgs = decode(args)?;
-                let run = inventory::show_run(&ws, &a.target)?;
-                let mut reply = Reply::new(format!("run {}", run.run_id), to_value(&run)?)
-                    .link_run(&run.run_id);
-                for artifact in &run.artifacts {
-                    reply = reply.link_artifact(&artifact.artifact_id);
-                }
-                Ok(reply)
-            }
-            "list_artifacts" => {
-                let a: PageArgs = decode(args)?;
-                let page = inventory::list_artifacts(&ws, a.limit, a.cursor.as_deref())?;
-                Ok(Reply::new("artifacts", to_value(&page)?).paged("artifacts"))
-            }
-            "get_artifact" => {
-                let a: ArtifactArgs = decode(args)?;
-                let detail = inventory::show_artifact(&ws, &a.target)?;
-                Ok(
-                    Reply::new(format!("artifact {}", short(&a.target)), to_value(&detail)?)
-                        .link_artifact(&a.target),
-                )
-            }
             "get_native_viewer_plan" => {
                 let a: ArtifactArgs = decode(args)?;
                 Ok(Reply::new(
                     "viewer plan",
                     to_value(&capabilities::viewer_plan(&ws, &a.target)?)?,
-                ))
-            }
-            "get_evidence" => {
-                let a: EvidenceArgs = decode(args)?;
-                Ok(Reply::new(
-                    format!("evidence {}", short(&a.reference)),
-                    inventory::evidence_get(&ws, &a.reference)?,
                 ))
             }
             "freeze_run_set" => crate::run_set_tools::freeze(&qc, decode(args)?),
@@ -289,14 +241,6 @@ impl FlameoxServer {
 /// How long past its deadline an import may take to stop before the call
 /// is answered without it.
 const IMPORT_STOP_GRACE: Duration = Duration::from_secs(30);
-
-fn short(id: &str) -> String {
-    if id.chars().count() > 20 {
-        format!("{}…", id.chars().take(19).collect::<String>())
-    } else {
-        id.to_owned()
-    }
-}
 
 pub(crate) fn to_value<T: serde::Serialize>(value: &T) -> Result<Value, FlameoxError> {
     serde_json::to_value(value)

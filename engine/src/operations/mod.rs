@@ -13,6 +13,7 @@ mod analyses;
 mod declare;
 mod drilldown;
 mod gpu;
+mod inventory;
 pub mod schema;
 mod summary;
 
@@ -54,6 +55,8 @@ pub enum Cell {
     /// A value of the answer's metric: a duration when the metric is in
     /// nanoseconds (`…_ns`), else a count.
     Measured,
+    /// A size in bytes.
+    Bytes,
 }
 
 /// One column of the human table.
@@ -94,6 +97,10 @@ pub struct Answer {
     pub details: Vec<String>,
     /// The runs and artifacts the answer read, as `flameox://` resources.
     pub links: Vec<String>,
+    /// A complete answer that is nonetheless negative (an invalid
+    /// workspace): the terminal exits with this error's code after
+    /// printing the answer; an agent reads the answer.
+    pub verdict: Option<FlameoxError>,
 }
 
 impl Answer {
@@ -130,6 +137,15 @@ pub static CLI_GROUPS: &[(&str, &str)] = &[
     (
         "trace",
         "Events in a time window. Example: `flameox trace window <artifact> --start-ns 0 --end-ns 1000000`",
+    ),
+    ("runs", "Import runs. Example: `flameox runs list`"),
+    (
+        "artifacts",
+        "Stored artifacts. Example: `flameox artifacts list`",
+    ),
+    (
+        "evidence",
+        "One record by typed reference (run:, artifact:, generation:, run_set:, analysis:, comparison:). Example: `flameox evidence get run_set:rs_…`",
     ),
     (
         "measurements",
@@ -180,8 +196,9 @@ impl std::fmt::Debug for Operation {
 /// Every catalogued operation, in the order clients see them.
 pub fn catalog() -> &'static [Operation] {
     static ALL: std::sync::LazyLock<Vec<Operation>> = std::sync::LazyLock::new(|| {
-        summary::OPERATIONS
+        inventory::OPERATIONS
             .iter()
+            .chain(summary::OPERATIONS)
             .chain(drilldown::OPERATIONS)
             .chain(analyses::OPERATIONS)
             .chain(gpu::OPERATIONS)

@@ -1,0 +1,50 @@
+//! How a person reads the workspace inventory: its status, a validation
+//! report, and single records (printed as the JSON they are).
+
+use flameox_engine::services::inventory::WorkspaceStatus;
+use flameox_engine::validate::ValidationReport;
+
+use crate::render::{self, thousands};
+
+pub(crate) fn status(s: &WorkspaceStatus) -> String {
+    let mut out = format!(
+        "workspace {}\nhead        {}\nruns        {}\nartifacts   {}\ngenerations {}\nevidence    {}\n",
+        s.workspace_id,
+        s.head_commit.as_deref().unwrap_or("(nothing published)"),
+        s.runs,
+        s.artifacts,
+        s.generations,
+        render::bytes(s.evidence_bytes)
+    );
+    for (table, rows) in &s.evidence_rows {
+        out += &format!("  {table:<14} {:>12} rows\n", thousands(*rows as i64));
+    }
+    out
+}
+
+pub(crate) fn validation(r: &ValidationReport) -> String {
+    let mut out = format!(
+        "{}: {} commits, {} generations, {} files, {} artifacts checked{}\n",
+        if r.ok { "valid" } else { "INVALID" },
+        r.commits_checked,
+        r.generations_checked,
+        r.files_checked,
+        r.artifacts_checked,
+        if r.full { " (hashes verified)" } else { "" }
+    );
+    for e in &r.errors {
+        out += &format!("  error {}: {}\n", e.code, e.message);
+    }
+    if !r.orphans.is_empty() {
+        out += &format!(
+            "  {} orphaned entries (run `flameox recover`)\n",
+            r.orphans.len()
+        );
+    }
+    out
+}
+
+/// A record as indented JSON (its fields are its documentation).
+pub(crate) fn record(v: &serde_json::Value) -> String {
+    serde_json::to_string_pretty(v).unwrap_or_default() + "\n"
+}

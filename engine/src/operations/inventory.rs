@@ -1,0 +1,268 @@
+//! Declarations of the workspace inventory: its status and validation, the
+//! runs and artifacts it holds, and any record by typed reference.
+
+use schemars::JsonSchema;
+use serde::Deserialize;
+use serde_json::Value;
+
+use super::schema::input_schema;
+use super::{Answer, AnswerFuture, Cell, Group, Operation, col, decode, to_value};
+use crate::error::{ErrorCode, FlameoxError};
+use crate::services::{QueryContext, inventory};
+
+/// No arguments.
+#[derive(Debug, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct NoArguments {}
+
+/// What `validate_workspace` asks.
+#[derive(Debug, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ValidateRequest {
+    /// Also verify hashes.
+    pub full: Option<bool>,
+}
+
+/// A page of a listing.
+#[derive(Debug, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct PageRequest {
+    /// Rows per page (default 20).
+    #[schemars(range(min = 1, max = 1000))]
+    pub limit: Option<usize>,
+    /// next_cursor of the previous page.
+    #[schemars(length(min = 1, max = 4096))]
+    pub cursor: Option<String>,
+}
+
+/// One run.
+#[derive(Debug, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RunRequest {
+    /// Run id, a unique prefix of one, or latest.
+    #[schemars(length(min = 1, max = 200))]
+    pub target: String,
+}
+
+/// One artifact.
+#[derive(Debug, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ArtifactRequest {
+    /// Artifact id (sha256:…).
+    #[schemars(length(min = 1, max = 200))]
+    pub target: String,
+}
+
+/// One record by typed reference.
+#[derive(Debug, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct EvidenceRequest {
+    /// run:<uuid>, artifact:sha256:<hex>, generation:<uuid>, run_set:rs_…, analysis:an_…, comparison:cmp_….
+    #[schemars(length(min = 1, max = 200))]
+    pub reference: String,
+}
+
+pub(super) static OPERATIONS: &[Operation] = &[
+    Operation {
+        name: "workspace_status",
+        cli: &["status"],
+        title: "Workspace status",
+        description: "Workspace id, HEAD commit, counts of runs, artifacts and evidence rows.",
+        group: Group::ReadOnly,
+        positional: &[],
+        schema: input_schema::<NoArguments>,
+        run: run_status,
+        rows: "",
+        columns: &[],
+        terminal: &[],
+    },
+    Operation {
+        name: "validate_workspace",
+        cli: &["validate"],
+        title: "Validate workspace",
+        description: "Check manifests, row counts and schemas; full=true also verifies hashes. Never repairs.",
+        group: Group::ReadOnly,
+        positional: &[],
+        schema: input_schema::<ValidateRequest>,
+        run: run_validate,
+        rows: "errors",
+        columns: &[],
+        terminal: &[],
+    },
+    Operation {
+        name: "list_runs",
+        cli: &["runs", "list"],
+        title: "List runs",
+        description: "Runs, newest first, paged.",
+        group: Group::ReadOnly,
+        positional: &[],
+        schema: input_schema::<PageRequest>,
+        run: run_list_runs,
+        rows: "items",
+        columns: &[
+            col("run", "run_id", Cell::Text),
+            col("created", "created_at", Cell::Text),
+            col("extraction", "extraction", Cell::Text),
+            col("events", "trace_events", Cell::Integer),
+            col("input", "original_names", Cell::Text),
+        ],
+        terminal: &[],
+    },
+    Operation {
+        name: "get_run",
+        cli: &["runs", "show"],
+        title: "Get run",
+        description: "One run's manifest: status, artifacts, evidence rows, limitations.",
+        group: Group::ReadOnly,
+        positional: &["target"],
+        schema: input_schema::<RunRequest>,
+        run: run_get_run,
+        rows: "",
+        columns: &[],
+        terminal: &[],
+    },
+    Operation {
+        name: "list_artifacts",
+        cli: &["artifacts", "list"],
+        title: "List artifacts",
+        description: "Stored artifacts (id, kind, size, name), paged. No bytes.",
+        group: Group::ReadOnly,
+        positional: &[],
+        schema: input_schema::<PageRequest>,
+        run: run_list_artifacts,
+        rows: "items",
+        columns: &[
+            col("artifact", "artifact_id", Cell::Text),
+            col("kind", "kind", Cell::Text),
+            col("size", "bytes", Cell::Bytes),
+            col("name", "original_name", Cell::Text),
+        ],
+        terminal: &[],
+    },
+    Operation {
+        name: "get_artifact",
+        cli: &["artifacts", "show"],
+        title: "Get artifact",
+        description: "One artifact's metadata and the runs that used it. No bytes, no paths.",
+        group: Group::ReadOnly,
+        positional: &["target"],
+        schema: input_schema::<ArtifactRequest>,
+        run: run_get_artifact,
+        rows: "",
+        columns: &[],
+        terminal: &[],
+    },
+    Operation {
+        name: "get_evidence",
+        cli: &["evidence", "get"],
+        title: "Get evidence",
+        description: "One run, artifact, generation, run set, analysis or comparison by typed reference.",
+        group: Group::ReadOnly,
+        positional: &["reference"],
+        schema: input_schema::<EvidenceRequest>,
+        run: run_evidence,
+        rows: "",
+        columns: &[],
+        terminal: &[],
+    },
+];
+
+fn run_status<'a>(qc: &'a QueryContext<'a>, args: Value) -> AnswerFuture<'a> {
+    Box::pin(async move {
+        let _: NoArguments = decode(args)?;
+        let s = inventory::status(qc.ws)?;
+        let summary = format!(
+            "workspace {}: {} runs, {} artifacts, {} generations",
+            s.workspace_id, s.runs, s.artifacts, s.generations
+        );
+        Ok(Answer::new(summary, to_value(&s)?))
+    })
+}
+
+fn run_validate<'a>(qc: &'a QueryContext<'a>, args: Value) -> AnswerFuture<'a> {
+    Box::pin(async move {
+        let req: ValidateRequest = decode(args)?;
+        let report = crate::validate::validate(qc.ws, req.full.unwrap_or(false))?;
+        let mut answer = Answer::new(
+            if report.ok { "valid" } else { "INVALID" },
+            to_value(&report)?,
+        );
+        if !report.ok {
+            answer.verdict = Some(
+                FlameoxError::new(ErrorCode::WorkspaceInvalid, "validation failed")
+                    .detail("errors", report.errors.len()),
+            );
+        }
+        Ok(answer)
+    })
+}
+
+fn run_list_runs<'a>(qc: &'a QueryContext<'a>, args: Value) -> AnswerFuture<'a> {
+    Box::pin(async move {
+        let req: PageRequest = decode(args)?;
+        let page = inventory::list_runs(qc.ws, req.limit, req.cursor.as_deref())?;
+        let mut answer = Answer::new(
+            format!("{} of {} runs, newest first", page.returned, page.total),
+            to_value(&page)?,
+        );
+        for run in &page.items {
+            answer.links.push(format!("flameox://runs/{}", run.run_id));
+        }
+        Ok(answer)
+    })
+}
+
+fn run_get_run<'a>(qc: &'a QueryContext<'a>, args: Value) -> AnswerFuture<'a> {
+    Box::pin(async move {
+        let req: RunRequest = decode(args)?;
+        let run = inventory::show_run(qc.ws, &req.target)?;
+        let mut answer = Answer::new(format!("run {}", run.run_id), to_value(&run)?);
+        answer.links.push(format!("flameox://runs/{}", run.run_id));
+        for artifact in &run.artifacts {
+            answer
+                .links
+                .push(format!("flameox://artifacts/{}", artifact.artifact_id));
+        }
+        Ok(answer)
+    })
+}
+
+fn run_list_artifacts<'a>(qc: &'a QueryContext<'a>, args: Value) -> AnswerFuture<'a> {
+    Box::pin(async move {
+        let req: PageRequest = decode(args)?;
+        let page = inventory::list_artifacts(qc.ws, req.limit, req.cursor.as_deref())?;
+        Ok(Answer::new(
+            format!("{} of {} artifacts", page.returned, page.total),
+            to_value(&page)?,
+        ))
+    })
+}
+
+fn run_get_artifact<'a>(qc: &'a QueryContext<'a>, args: Value) -> AnswerFuture<'a> {
+    Box::pin(async move {
+        let req: ArtifactRequest = decode(args)?;
+        let detail = inventory::show_artifact(qc.ws, &req.target)?;
+        let mut answer = Answer::new(
+            format!(
+                "artifact {} ({}, used by {} runs)",
+                &req.target[..req.target.len().min(15)],
+                detail.record.kind,
+                detail.run_ids.len()
+            ),
+            to_value(&detail)?,
+        );
+        answer
+            .links
+            .push(format!("flameox://artifacts/{}", req.target));
+        Ok(answer)
+    })
+}
+
+fn run_evidence<'a>(qc: &'a QueryContext<'a>, args: Value) -> AnswerFuture<'a> {
+    Box::pin(async move {
+        let req: EvidenceRequest = decode(args)?;
+        let value = inventory::evidence_get(qc.ws, &req.reference)?;
+        let short: String = req.reference.chars().take(24).collect();
+        Ok(Answer::new(format!("evidence {short}"), value))
+    })
+}
