@@ -1,6 +1,6 @@
-//! `flameox analyze compare|scaling|record…` (run-set analyses, not yet in
-//! the operation catalog) and the files a terminal writes beside a
-//! catalogued answer (`--folded`, `--flamegraph`).
+//! The files a terminal writes beside a catalogued answer (`--folded`,
+//! `--flamegraph`): pictures and stack files for a person, from the same
+//! target and metric the answer used.
 
 use std::path::Path;
 
@@ -10,25 +10,7 @@ use flameox_engine::services::QueryContext;
 use flameox_engine::services::analyze;
 use flameox_engine::services::views::{self, FlameGraphRequest};
 
-use crate::commands::{block_on, call_options, open};
-use crate::{AnalyzeCommand, GlobalOptions};
-
-pub(crate) fn analyze_command(g: &GlobalOptions, analysis: AnalyzeCommand) -> Result<()> {
-    let ws = open(g)?;
-    let qc = QueryContext {
-        ws: &ws,
-        cache: None,
-        options: call_options(g)?,
-    };
-    match analysis {
-        AnalyzeCommand::Compare(args) => crate::run_sets::compare_command(g, &qc, args, false),
-        AnalyzeCommand::RecordComparison(args) => {
-            crate::run_sets::compare_command(g, &qc, args, true)
-        }
-        AnalyzeCommand::Scaling(args) => crate::run_sets::scaling_command(g, &qc, args, false),
-        AnalyzeCommand::Record(args) => crate::run_sets::scaling_command(g, &qc, args, true),
-    }
-}
+use crate::commands::block_on;
 
 /// Writes the files a terminal asked for beside an answer (`--folded`,
 /// `--flamegraph`), from the same target and metric the answer used.

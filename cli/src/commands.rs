@@ -16,7 +16,7 @@ use flameox_engine::{FlameoxError, Workspace, WorkspaceLocator, validate};
 use serde::Serialize;
 
 use crate::render::{self, thousands};
-use crate::{CatalogAction, Cli, Command, ConfigAction, GlobalOptions, McpCommand, RunsCommand};
+use crate::{CatalogAction, Cli, Command, ConfigAction, GlobalOptions, McpCommand};
 
 fn locator(g: &GlobalOptions) -> WorkspaceLocator {
     WorkspaceLocator {
@@ -142,14 +142,10 @@ pub fn run(cli: Cli) -> Result<()> {
             launch,
             wait,
         } => crate::open::open_command(g, &artifact, launch, wait),
-        Command::Analyze { analysis } => crate::analyze::analyze_command(g, analysis),
         Command::Mcp { action } => mcp_command(g, action),
         Command::Workload { action } => crate::workload::workload_command(g, action),
         Command::Capture { action } => crate::capture::capture_dispatch(g, action),
         Command::Experiment { action } => crate::experiment::experiment_command(g, action),
-        Command::Runs {
-            action: RunsCommand::Freeze(args),
-        } => crate::run_sets::freeze_command(g, args),
     }
 }
 

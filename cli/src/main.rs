@@ -14,7 +14,7 @@ mod open;
 mod operations;
 mod params;
 mod render;
-mod run_sets;
+mod run_set_views;
 mod stack_views;
 mod views;
 mod workload;
@@ -108,16 +108,6 @@ pub enum Command {
         /// With --launch: seconds to wait for the viewer to fetch the trace.
         #[arg(long, default_value_t = 300)]
         wait: u64,
-    },
-    /// Analyses: a summary first, then hotspots, GPU gaps, PyTorch operators, run-set comparisons. Example: `flameox analyze summary <run-id>`
-    Analyze {
-        #[command(subcommand)]
-        analysis: AnalyzeCommand,
-    },
-    /// Import runs: list, show (from the catalog), freeze a run set. Example: `flameox runs list`
-    Runs {
-        #[command(subcommand)]
-        action: RunsCommand,
     },
     /// Declared workloads of flameox.toml. Example: `flameox workload show sort`
     Workload {
@@ -239,24 +229,6 @@ pub struct PageOptions {
     /// Continue from a previous page's cursor.
     #[arg(long)]
     pub cursor: Option<String>,
-}
-
-#[derive(Subcommand, Debug)]
-pub enum AnalyzeCommand {
-    /// Paired comparison of two run sets (or runs): median log ratio over blocks, BCa interval, decision. Example: `flameox analyze compare rs_… rs_… --threshold 0.02`
-    Compare(run_sets::CompareArgs),
-    /// Growth of a metric with a numeric parameter per variant: model fits, AICc, growing hotspots. Example: `flameox analyze scaling rs_… --parameter n`
-    Scaling(run_sets::ScalingArgs),
-    /// Run `analyze scaling` and store it as an analysis record. Example: `flameox analyze record rs_… --parameter n`
-    Record(run_sets::ScalingArgs),
-    /// Run `analyze compare` and store it as a comparison record. Example: `flameox analyze record-comparison rs_… rs_…`
-    RecordComparison(run_sets::CompareArgs),
-}
-
-#[derive(Subcommand, Debug)]
-pub enum RunsCommand {
-    /// Freeze a run set (immutable) from run ids and/or --variant/--param filters. Example: `flameox runs freeze --variant base`
-    Freeze(run_sets::FreezeArgs),
 }
 
 fn main() -> ExitCode {

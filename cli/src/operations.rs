@@ -79,6 +79,13 @@ fn command_of(op: &'static Operation) -> Command {
             .required(required.contains(&property.as_str()));
         arg = match rule["type"].as_str() {
             Some("boolean") => arg.action(ArgAction::SetTrue),
+            // `--parameters n=1024 --parameters mode=fast` (also `--param`,
+            // the import's spelling).
+            Some("object") => arg
+                .action(ArgAction::Append)
+                .value_name("NAME=VALUE")
+                .visible_alias("param"),
+            Some("array") => arg.action(ArgAction::Append),
             Some("integer") => arg
                 .value_parser(clap::value_parser!(i64))
                 .value_name("N")
@@ -112,11 +119,12 @@ fn command_of(op: &'static Operation) -> Command {
     cmd
 }
 
-/// A property that takes one value or a list (`["string", "array"]`).
+/// A property that takes a list, or one value or a list (`["string", "array"]`).
 fn takes_many(rule: &Value) -> bool {
-    rule["type"]
-        .as_array()
-        .is_some_and(|types| types.iter().any(|t| t == "array"))
+    rule["type"] == "array"
+        || rule["type"]
+            .as_array()
+            .is_some_and(|types| types.iter().any(|t| t == "array"))
 }
 
 /// Adds every catalogued operation to the command tree (under an existing
@@ -163,24 +171,44 @@ pub fn chosen(matches: &ArgMatches) -> Option<(&'static Operation, &ArgMatches)>
 }
 
 /// The arguments as the JSON object the engine decodes.
-fn arguments(op: &Operation, m: &ArgMatches) -> Map<String, Value> {
+fn arguments(op: &Operation, m: &ArgMatches) -> Result<Map<String, Value>> {
     let schema = (op.schema)();
     let mut args = Map::new();
     let Some(props) = schema["properties"].as_object() else {
-        return args;
+        return Ok(args);
     };
     for (property, rule) in props {
+        let many = || -> Vec<Value> {
+            m.get_many::<String>(property)
+                .into_iter()
+                .flatten()
+                .map(|s| Value::String(s.clone()))
+                .collect()
+        };
         let value = match rule["type"].as_str() {
             Some("boolean") => m.get_flag(property).then_some(Value::Bool(true)),
             Some("integer") => m.get_one::<i64>(property).map(|n| Value::from(*n)),
             Some("number") => m.get_one::<f64>(property).map(|n| Value::from(*n)),
-            _ if takes_many(rule) => {
-                let values: Vec<Value> = m
+            Some("array") => Some(Value::Array(many())).filter(|v| v != &Value::Array(vec![])),
+            Some("object") => {
+                let pairs: Vec<String> = m
                     .get_many::<String>(property)
                     .into_iter()
                     .flatten()
-                    .map(|s| Value::String(s.clone()))
+                    .cloned()
                     .collect();
+                let object = crate::params::parse_params(&pairs)?;
+                (!object.is_empty()).then(|| {
+                    Value::Object(
+                        object
+                            .into_iter()
+                            .map(|(k, v)| (k, Value::String(v)))
+                            .collect(),
+                    )
+                })
+            }
+            _ if takes_many(rule) => {
+                let values = many();
                 match values.len() {
                     0 => None,
                     1 => values.into_iter().next(),
@@ -195,7 +223,7 @@ fn arguments(op: &Operation, m: &ArgMatches) -> Map<String, Value> {
             args.insert(property.clone(), v);
         }
     }
-    args
+    Ok(args)
 }
 
 fn cell(value: &Value, kind: Cell, in_ns: bool) -> String {
@@ -226,7 +254,7 @@ fn one_line(text: &str) -> String {
 
 /// Runs the operation the command line chose and prints its answer.
 pub fn run(g: &GlobalOptions, op: &'static Operation, m: &ArgMatches) -> Result<()> {
-    let args = Value::Object(arguments(op, m));
+    let args = Value::Object(arguments(op, m)?);
     let files: Vec<(&str, std::path::PathBuf)> = op
         .terminal
         .iter()
@@ -366,6 +394,12 @@ pub fn command_line(operation: &str, arguments: &Value) -> String {
         match value {
             Value::Bool(true) => words.push(format!("--{}", flag_name(name))),
             Value::Bool(false) | Value::Null => {}
+            Value::Object(pairs) => {
+                for (key, value) in pairs {
+                    words.push(format!("--{}", flag_name(name)));
+                    words.push(shell_word(&format!("{key}={}", text(value))));
+                }
+            }
             Value::Array(items) => {
                 for item in items {
                     words.push(format!("--{}", flag_name(name)));

@@ -26,13 +26,20 @@ pub(crate) fn stack_examples(r: &StackExamplesResult) -> String {
 }
 
 pub(crate) fn trace_window(r: &WindowResult) -> String {
+    // A relative window prints offsets from the first event, as it was asked.
+    let origin = r.relative_to_ns.unwrap_or(0);
+    let start = if r.relative_to_ns.is_some() {
+        "start (ns after first event)"
+    } else {
+        "start (ns)"
+    };
     let mut t = Table::new(
-        &["start (ns)", "dur", "depth", "kind", "track", "name"],
+        &[start, "dur", "depth", "kind", "track", "name"],
         &[0, 1, 2],
     );
     for e in &r.events {
         t.row(vec![
-            e.ts_ns.to_string(),
+            e.ts_ns.saturating_sub(origin).to_string(),
             if e.dur_ns < 0 {
                 "open".into()
             } else {

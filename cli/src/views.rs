@@ -9,7 +9,9 @@ use flameox_engine::error::Result;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
-use crate::{analysis_views, gaps_memory_view, gpu_breakdown, inventory_views, stack_views};
+use crate::{
+    analysis_views, gaps_memory_view, gpu_breakdown, inventory_views, run_set_views, stack_views,
+};
 
 /// The operation's answer as a person reads it (None: no view of its own).
 pub(crate) fn render(operation: &str, result: &Value) -> Option<Result<String>> {
@@ -28,6 +30,10 @@ pub(crate) fn render(operation: &str, result: &Value) -> Option<Result<String>> 
         "workspace_status" => typed(result, inventory_views::status),
         "validate_workspace" => typed(result, inventory_views::validation),
         "get_run" | "get_artifact" | "get_evidence" => Ok(inventory_views::record(result)),
+        "freeze_run_set" => typed(result, run_set_views::freeze),
+        "compare_run_sets" => typed(result, run_set_views::compare),
+        "analyze_scaling" => typed(result, run_set_views::scaling),
+        "record_comparison" | "record_analysis" => typed(result, run_set_views::record),
         _ => return None,
     })
 }

@@ -99,6 +99,27 @@ fn measured(sink: &MemorySink) -> Expected {
     }
 }
 
+/// CUPTI's "no stream" (0xFFFFFFFF) on a device-wide synchronization is no
+/// stream: every synchronization row SQL finds with it comes out with a
+/// null stream, and no row carries 4294967295.
+#[test]
+fn the_no_stream_sentinel_is_no_stream() {
+    let path = corpus("nsys/pipit_cloverleaf_a100_nsys2024.5.sqlite");
+    let sentinel = scalar(
+        &open(&path),
+        "SELECT count(*) FROM CUPTI_ACTIVITY_KIND_SYNCHRONIZATION WHERE streamId = 4294967295",
+    );
+    assert!(sentinel > 0, "the export has device-wide synchronizations");
+    let (_, sink) = extract(&path).expect("extract");
+    let kind = sink.strs(T::TraceEvents, "kind");
+    let stream = sink.i64s(T::TraceEvents, "stream");
+    assert!(stream.iter().all(|s| *s != Some(0xFFFF_FFFF)));
+    let streamless_syncs = (0..kind.len())
+        .filter(|&i| kind[i].as_deref() == Some("sync") && stream[i].is_none())
+        .count() as i64;
+    assert_eq!(streamless_syncs, sentinel);
+}
+
 const FILES: [&str; 3] = [
     "nsys/flameox_smoke_nsys2025.5.2.sqlite",
     "nsys/pipit_cloverleaf_a100_nsys2024.5.sqlite",

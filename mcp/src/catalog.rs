@@ -151,7 +151,6 @@ fn core_tools() -> Vec<ToolSpec> {
         },
     ]
     .into_iter()
-    .chain(crate::run_set_tools::tools())
     .chain(crate::experiment_tools::tools())
     .collect()
 }

@@ -11,7 +11,6 @@ pub mod instructions;
 pub mod plans;
 pub mod progress;
 pub mod requests;
-mod run_set_tools;
 pub mod server;
 pub mod workload_tools;
 

@@ -168,13 +168,6 @@ impl FlameoxServer {
                     to_value(&capabilities::viewer_plan(&ws, &a.target)?)?,
                 ))
             }
-            "freeze_run_set" => crate::run_set_tools::freeze(&qc, decode(args)?),
-            "compare_run_sets" | "record_comparison" => {
-                crate::run_set_tools::compare(&qc, decode(args)?, name == "record_comparison").await
-            }
-            "analyze_scaling" | "record_analysis" => {
-                crate::run_set_tools::scaling(&qc, decode(args)?, name == "record_analysis").await
-            }
             other => if other.contains("experiment") {
                 crate::experiment_tools::call(other, &ws, args, ctx).await
             } else {
@@ -338,7 +331,7 @@ impl FlameoxServer {
             return to_value(&inventory::show_artifact(&ws, id)?);
         }
         if let Some(id) = uri.strip_prefix("flameox://run-sets/") {
-            return crate::run_set_tools::run_set_resource(&ws, id);
+            return Ok(inventory::evidence_get(&ws, &format!("run_set:{id}"))?["record"].clone());
         }
         if let Some(found) = crate::experiment_tools::resource(&ws, uri) {
             return found;

@@ -75,6 +75,6 @@ fn cli_experiment_scaling_names_n_squared_and_compare_finds_the_improvement() {
     );
     // The suggested comparison is the same request.
     let suggested = &outcome["analyses"]["compare"];
-    assert_eq!(suggested["baseline"], base);
-    assert_eq!(suggested["candidate"], cand);
+    assert_eq!(suggested["base"], base);
+    assert_eq!(suggested["target"], cand);
 }

@@ -148,8 +148,8 @@ async fn mcp_experiment_reaches_the_cli_conclusions_with_per_trial_progress() {
         .ok(
             "compare_run_sets",
             json!({
-                "baseline": sets[0]["run_set_id"],
-                "candidate": sets[1]["run_set_id"],
+                "base": sets[0]["run_set_id"],
+                "target": sets[1]["run_set_id"],
                 "metric": "cpu_time",
                 "threshold": 0.05
             }),
@@ -167,7 +167,7 @@ async fn mcp_experiment_reaches_the_cli_conclusions_with_per_trial_progress() {
         compare["estimate"]
     );
     assert_eq!(
-        outcome["analyses"]["compare"]["baseline"],
+        outcome["analyses"]["compare"]["base"],
         sets[0]["run_set_id"]
     );
 

@@ -217,7 +217,7 @@ fn sets_are_frozen_results_deterministic_and_records_idempotent() {
         in_process_digest(&project, &id, &cand_id)
     );
     assert_eq!(record["commit_id"], result["commit_id"]);
-    assert_eq!(record["inputs"]["baseline"], id);
+    assert_eq!(record["inputs"]["base"], id);
     let repeat = project.json(&record_args);
     assert_eq!(repeat["created"], false);
     assert_eq!(repeat["record"], recorded["record"]);
@@ -231,8 +231,8 @@ fn in_process_digest(project: &Project, base: &str, cand: &str) -> String {
     use flameox_engine::services::compare::{CompareRequest, compare_run_sets};
     let ws = flameox_engine::Workspace::open(&project.path().join(".flameox")).unwrap();
     let request = CompareRequest {
-        baseline: base.to_owned(),
-        candidate: cand.to_owned(),
+        base: base.to_owned(),
+        target: cand.to_owned(),
         metric: Some(BENCH.to_owned()),
         ..Default::default()
     };
@@ -280,21 +280,26 @@ fn incompatible_or_unpaired_inputs_are_typed_errors_and_failures_are_counted() {
         "COMPARISON_INVALID",
         6,
     );
-    for (flag, value) in [
-        ("--threshold", "1.5"),
-        ("--confidence", "1"),
-        ("--polarity", "faster"),
-    ] {
+    for (flag, value) in [("--threshold", "1.5"), ("--confidence", "1")] {
         let e = project.json_err(
             &["analyze", "compare", &base[0], &cand[0], flag, value],
             "INVALID_ARGUMENTS",
             2,
         );
-        assert!(
-            !e["remediation"].as_array().unwrap().is_empty() || flag == "--polarity",
-            "{e}"
-        );
+        assert!(!e["remediation"].as_array().unwrap().is_empty(), "{e}");
     }
+    // A polarity that does not exist: a usage error naming the two that do.
+    let out = project.run(&[
+        "analyze",
+        "compare",
+        &base[0],
+        &cand[0],
+        "--polarity",
+        "faster",
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("higher_is_better"), "{stderr}");
     project.json_err(
         &[
             "analyze",

@@ -242,7 +242,7 @@ async fn the_run_set_tools_answer_over_mcp() {
     let compared = session
         .ok(
             "compare_run_sets",
-            json!({ "baseline": id, "candidate": id, "metric": "pyperf.work" }),
+            json!({ "base": id, "target": id, "metric": "pyperf.work" }),
         )
         .await;
     assert_eq!(compared["estimate"]["relative_change"], 0.0);
@@ -262,7 +262,7 @@ async fn the_run_set_tools_answer_over_mcp() {
     let cmp = session
         .ok(
             "record_comparison",
-            json!({ "baseline": id, "candidate": id, "metric": "pyperf.work" }),
+            json!({ "base": id, "target": id, "metric": "pyperf.work" }),
         )
         .await;
     assert_eq!(cmp["record"]["kind"], "comparison");

@@ -14,6 +14,7 @@ mod declare;
 mod drilldown;
 mod gpu;
 mod inventory;
+mod run_sets;
 pub mod schema;
 mod summary;
 
@@ -202,6 +203,7 @@ pub fn catalog() -> &'static [Operation] {
             .chain(drilldown::OPERATIONS)
             .chain(analyses::OPERATIONS)
             .chain(gpu::OPERATIONS)
+            .chain(run_sets::OPERATIONS)
             .copied()
             .collect()
     });

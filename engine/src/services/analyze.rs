@@ -567,6 +567,9 @@ pub struct WindowResult {
     pub end_ns: i64,
     /// First event start and last event end of the artifact.
     pub trace_span_ns: Option<(i64, i64)>,
+    /// With `relative`: the first event's start, which the asked window
+    /// (and a person's printed times) count from. Event `ts_ns` stay absolute.
+    pub relative_to_ns: Option<i64>,
     pub events: Vec<WindowEvent>,
     pub total: u64,
     pub returned: usize,
@@ -683,6 +686,7 @@ async fn window_page(qc: &QueryContext<'_>, req: &WindowRequest) -> Result<Windo
         start_ns,
         end_ns,
         trace_span_ns,
+        relative_to_ns: (req.relative && trace_span_ns.is_some()).then_some(offset),
         returned: answer.events.len(),
         events: answer.events,
         total: answer.total,

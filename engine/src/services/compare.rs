@@ -23,6 +23,7 @@ use flameox_recipes::stats::{
     BootstrapSettings, CompareSettings, Decision, PairedComparison, Polarity, TwoSampleComparison,
     Validity, compare::compare_log_ratios, compare_two_samples, median,
 };
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use super::compare_checks::{CompatibilityCheck, ProfileChanges, compatibility, profile_changes};
@@ -33,20 +34,29 @@ use super::run_sets::{PairingKey, ResolvedRunSet, RunSetMember, resolve_run_set}
 use super::{EvidenceStatus, QueryContext};
 use crate::error::{ErrorCode, FlameoxError, Result};
 
-/// What `analyze compare` asks.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+/// What `compare_run_sets` and `record_comparison` ask.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
 pub struct CompareRequest {
-    /// Run-set id (`rs_…`) or run id.
-    pub baseline: String,
-    pub candidate: String,
-    /// Measurement name; default `wall_time` when both sides have it, else
-    /// the one name both share.
+    /// Baseline: run set (rs_…) or run id.
+    #[serde(alias = "baseline")]
+    #[schemars(length(min = 1, max = 200))]
+    pub base: String,
+    /// Candidate: run set (rs_…) or run id.
+    #[serde(alias = "candidate")]
+    #[schemars(length(min = 1, max = 200))]
+    pub target: String,
+    /// Measurement name (default wall_time).
+    #[schemars(length(max = 200))]
     pub metric: Option<String>,
-    /// `lower_is_better` (default) or `higher_is_better`.
+    /// Default lower_is_better.
+    #[schemars(extend("enum" = ["lower_is_better", "higher_is_better"]))]
     pub polarity: Option<String>,
-    /// Practical threshold as a fraction (default 0.02).
+    /// Practical threshold (default 0.02).
+    #[schemars(range(min = 0, max = 1))]
     pub threshold: Option<f64>,
-    /// Confidence level (default 0.95).
+    /// Default 0.95.
+    #[schemars(range(min = 0, max = 1))]
     pub confidence: Option<f64>,
     /// Bootstrap seed (default 0).
     pub seed: Option<u64>,
@@ -341,8 +351,8 @@ pub async fn compare_run_sets(
     qc: &QueryContext<'_>,
     req: &CompareRequest,
 ) -> Result<ComparisonResult> {
-    let base_set = resolve_run_set(qc.ws, "baseline", &req.baseline)?;
-    let cand_set = resolve_run_set(qc.ws, "candidate", &req.candidate)?;
+    let base_set = resolve_run_set(qc.ws, "base", &req.base)?;
+    let cand_set = resolve_run_set(qc.ws, "target", &req.target)?;
     let members = || base_set.members.iter().chain(&cand_set.members);
     // Only trials carry a trial id: other sets skip the manifest reads.
     let declared = members()

@@ -298,8 +298,8 @@ fn references(
             plan.seed
         ));
         refs.compare = Some(CompareRequest {
-            baseline: base.run_set_id.clone(),
-            candidate: cand.run_set_id.clone(),
+            base: base.run_set_id.clone(),
+            target: cand.run_set_id.clone(),
             metric: Some(plan.primary_metric.clone()),
             polarity: Some(polarity.to_owned()),
             threshold: Some(plan.practical_threshold),

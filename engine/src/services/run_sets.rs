@@ -15,6 +15,7 @@
 
 use std::collections::BTreeMap;
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::error::{FlameoxError, Result};
@@ -29,10 +30,19 @@ const RUN_SET_PREFIX: &str = "rs_";
 
 /// Which runs to freeze: explicit ids, filtered by variant and parameters
 /// (all given filters must match; with no ids, every run is a candidate).
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
 pub struct RunSelection {
+    /// Runs to include.
+    #[serde(default)]
+    #[schemars(length(max = 1000), inner(length(min = 1, max = 200)))]
     pub run_ids: Vec<String>,
+    /// Only runs of this variant.
+    #[schemars(length(min = 1, max = 64))]
     pub variant: Option<String>,
+    /// Only runs with these parameter values.
+    #[serde(default)]
+    #[schemars(extend("maxProperties" = 32))]
     pub parameters: BTreeMap<String, String>,
 }
 

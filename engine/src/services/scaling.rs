@@ -19,6 +19,7 @@ use flameox_recipes::stats::{
     BcaInterval, Correlation, ScalingFit, ScalingPoint, benjamini_hochberg, fit_scaling, median,
     robust_summary, spearman,
 };
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use super::compare::bootstrap_settings;
@@ -35,19 +36,24 @@ pub const GROWING_HOTSPOTS_LIMIT: usize = 20;
 /// False discovery rate of the growing-hotspot report.
 pub const HOTSPOT_Q_THRESHOLD: f64 = 0.05;
 
-/// What `analyze scaling` asks.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+/// What `analyze_scaling` and `record_analysis` ask.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
 pub struct ScalingRequest {
-    /// Run-set id (`rs_…`), run id, or experiment id (`ex_…`: every
-    /// variant's frozen run set).
+    /// Run set (rs_…), run or experiment (ex_…) id.
+    #[schemars(length(min = 1, max = 200))]
     pub target: String,
-    /// The numeric parameter that is the size (e.g. `n`); empty for an
-    /// experiment means its declared scaling parameter.
+    /// Numeric size parameter, e.g. n; required unless target is an experiment.
     #[serde(default)]
+    #[schemars(length(min = 1, max = 200))]
     pub parameter: String,
-    /// Measurement name; default `wall_time`, else the one name all runs share.
+    /// Measurement name (default wall_time).
+    #[schemars(length(max = 200))]
     pub metric: Option<String>,
+    /// Default 0.95.
+    #[schemars(range(min = 0, max = 1))]
     pub confidence: Option<f64>,
+    /// Bootstrap seed (default 0).
     pub seed: Option<u64>,
 }
 

@@ -4,6 +4,9 @@
 
 use super::*;
 
+/// CUPTI's "no stream" value in `streamId`.
+const NO_STREAM: i64 = 0xFFFF_FFFF;
+
 impl Reader<'_> {
     pub(super) fn read_kernels(&mut self, t: &TableSel) -> Result<(), ExtractError> {
         let fields: [&[&str]; 22] = [
@@ -93,7 +96,10 @@ impl Reader<'_> {
         kind: EventKind,
         device_activity: bool,
     ) -> Ev {
-        let (device, context, stream) = (int(row, 2), int(row, 3), int(row, 4));
+        // CUPTI writes 0xFFFFFFFF for "no stream" (a device- or context-wide
+        // synchronization): that is no stream, not stream 4294967295.
+        let stream = int(row, 4).filter(|&s| s != NO_STREAM);
+        let (device, context) = (int(row, 2), int(row, 3));
         let track = self.stream_track(
             sync,
             int(row, 6),
