@@ -33,11 +33,22 @@ pub(crate) fn gpu_summary(r: &GpuSummaryResult) -> String {
             render::value(row.min, unit),
             render::value(row.max, unit),
             render::value(row.stddev.round() as i64, unit),
-            cut(&row.name, 70),
+            if row.variants > 1 {
+                format!("{} ({} variants)", cut(&row.name, 60), row.variants)
+            } else {
+                cut(&row.name, 70)
+            },
         ]);
     }
     out += &t.render();
     out += &render::footer(r.returned, r.total, None);
+    if !r.by_family && r.families * 2 <= r.total {
+        out += &format!(
+            "\n{} names in {} kernel families: --family groups them",
+            thousands(r.total as i64),
+            thousands(r.families as i64)
+        );
+    }
     out += &format!(
         "\nevidence: {} ({})\n",
         r.evidence.status, r.evidence.reason

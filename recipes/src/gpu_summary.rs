@@ -5,7 +5,9 @@
 //! kind; unterminated rows (`dur_ns < 0`) are left out.
 
 use datafusion::arrow::datatypes::DataType;
-use datafusion::functions_aggregate::expr_fn::{count, max, median, min, stddev, sum};
+use datafusion::functions_aggregate::expr_fn::{
+    count, count_distinct, max, median, min, stddev, sum,
+};
 use datafusion::logical_expr::{Expr, col, lit};
 use datafusion::prelude::{SessionContext, cast};
 use serde::{Deserialize, Serialize};
@@ -13,6 +15,7 @@ use serde::{Deserialize, Serialize};
 use crate::common::{
     ArtifactScope, RecipeError, RecipeResult, collect, column, f64_at, i64_at, string_at, table,
 };
+use crate::kernel_family::{kernel_family, kernel_family_expr};
 
 /// Which summary (the names `nsys stats` users know).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -82,6 +85,8 @@ impl GpuReport {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SummaryRow {
     pub name: String,
+    /// Distinct names in the row (1 unless grouped by family).
+    pub variants: i64,
     pub total: i64,
     /// Share of the report's total, in percent (2 decimals).
     pub percent: f64,
@@ -100,8 +105,13 @@ pub struct SummaryAnswer {
     pub unit: String,
     /// Sum over every name (the % denominator).
     pub grand_total: i64,
-    /// Distinct names.
+    /// Distinct names (families, with `by_family`).
     pub names: u64,
+    /// Distinct kernel families among them (names without template
+    /// arguments or parameters).
+    pub families: u64,
+    /// Rows are families, each with its `variants`.
+    pub by_family: bool,
     pub rows: Vec<SummaryRow>,
 }
 
@@ -110,9 +120,15 @@ pub async fn gpu_summary(
     ctx: &SessionContext,
     scope: &ArtifactScope,
     report: GpuReport,
+    by_family: bool,
     limit: usize,
 ) -> RecipeResult<SummaryAnswer> {
     let value = report.value();
+    let name = if by_family {
+        kernel_family_expr(col("name"))
+    } else {
+        cast(col("name"), DataType::Utf8)
+    };
     let filtered = table(ctx, "trace_events")
         .await?
         .filter(
@@ -123,12 +139,14 @@ pub async fn gpu_summary(
                 .and(value.clone().is_not_null()),
         )?
         .select(vec![
-            cast(col("name"), DataType::Utf8).alias("name"),
+            name.alias("name"),
+            cast(col("name"), DataType::Utf8).alias("variant"),
             value.alias("value"),
         ])?;
     let grouped = filtered.aggregate(
         vec![col("name")],
         vec![
+            count_distinct(col("variant")).alias("variants"),
             sum(col("value")).alias("total"),
             count(lit(1)).alias("count"),
             cast(median(col("value")), DataType::Float64).alias("median"),
@@ -148,6 +166,7 @@ pub async fn gpu_summary(
             let count = i64_at(column(&batch, "count")?, i).unwrap_or(0);
             rows.push(SummaryRow {
                 name: string_at(column(&batch, "name")?, i).unwrap_or_default(),
+                variants: i64_at(column(&batch, "variants")?, i).unwrap_or(1),
                 total,
                 percent: 0.0,
                 count,
@@ -173,12 +192,21 @@ pub async fn gpu_summary(
     }
     rows.sort_by(|a, b| b.total.cmp(&a.total).then_with(|| a.name.cmp(&b.name)));
     let names = rows.len() as u64;
+    let families = if by_family {
+        names
+    } else {
+        let distinct: std::collections::BTreeSet<String> =
+            rows.iter().map(|r| kernel_family(&r.name)).collect();
+        distinct.len() as u64
+    };
     rows.truncate(limit);
     Ok(SummaryAnswer {
         report,
         unit: report.unit().to_owned(),
         grand_total,
         names,
+        families,
+        by_family,
         rows,
     })
 }

@@ -23,6 +23,7 @@ pub mod host_activity;
 pub mod hotspots;
 pub mod input_shapes;
 pub mod instances;
+pub mod kernel_family;
 pub mod measurements;
 pub mod memory;
 pub mod memory_allocations;

@@ -84,3 +84,42 @@ fn kernel_and_memcpy_summaries_match_the_trace() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("memcpy-time"), "{stderr}");
 }
+
+/// Kernel families on the CloverLeaf Nsight export (102 template
+/// instantiations): grouping keeps every kernel's time and count, each
+/// family's variants are the names it merged, and the by-name answer says
+/// how many families there are.
+#[test]
+fn kernels_group_into_families_without_losing_time() {
+    let project = Project::new();
+    let path = corpus().join("nsys/pipit_cloverleaf_a100_nsys2024.5.sqlite");
+    let imported = project.json(&["import", path.to_str().expect("utf-8")]);
+    let run = imported["run_id"].as_str().expect("run");
+    let by_name = project.json(&["analyze", "gpu-summary", run, "--limit", "1000"]);
+    let by_family = project.json(&["analyze", "gpu-summary", run, "--family", "--limit", "1000"]);
+    let rows = |v: &Value| v["rows"].as_array().cloned().expect("rows");
+    let sum = |v: &Value, field: &str| -> i64 {
+        rows(v)
+            .iter()
+            .map(|r| r[field].as_i64().expect(field))
+            .sum()
+    };
+    assert_eq!(by_family["by_family"], true);
+    assert_eq!(by_family["grand_total"], by_name["grand_total"]);
+    assert_eq!(sum(&by_family, "total"), sum(&by_name, "total"));
+    assert_eq!(sum(&by_family, "count"), sum(&by_name, "count"));
+    assert_eq!(
+        sum(&by_family, "variants") as u64,
+        by_name["total"].as_u64().expect("names")
+    );
+    assert_eq!(by_name["families"], by_family["total"]);
+    assert!(
+        by_family["total"].as_u64().expect("families") * 10 < by_name["total"].as_u64().expect("n"),
+        "{by_family}"
+    );
+    // Family names carry no template arguments or parameter lists.
+    for r in rows(&by_family) {
+        let name = r["name"].as_str().expect("name");
+        assert!(!name.contains('<') && !name.ends_with(')'), "{name}");
+    }
+}

@@ -99,13 +99,24 @@ fn run_gpu_summary<'a>(qc: &'a QueryContext<'a>, args: Value) -> AnswerFuture<'a
     Box::pin(async move {
         let req: GpuSummaryRequest = decode(args)?;
         let r = gpu::gpu_summary(qc, &req).await?;
+        let noun = if r.by_family {
+            "kernel families"
+        } else {
+            "names"
+        };
         let mut summary = format!(
-            "{} of {} names in the {} report of {}",
+            "{} of {} {noun} in the {} report of {}",
             r.returned,
             r.total,
             r.report.name(),
             r.scope.requested
         );
+        if !r.by_family && r.families * 2 <= r.total {
+            summary.push_str(&format!(
+                " ({} kernel families: family=true groups them)",
+                r.families
+            ));
+        }
         if let Some(top) = r.rows.first() {
             summary.push_str(&format!(
                 "; top: {} {:.1} % of the report's total",

@@ -25,6 +25,8 @@ pub struct GpuSummaryRequest {
     /// Which table (default kernels).
     #[schemars(extend("enum" = ["kernels", "api", "memcpy-time", "memcpy-size", "memset-time"]))]
     pub report: Option<String>,
+    /// Group kernels by family (name without templates or parameters).
+    pub family: Option<bool>,
     /// Names returned, largest total first (default 20).
     #[schemars(range(min = 1, max = 1000))]
     pub limit: Option<usize>,
@@ -38,6 +40,10 @@ pub struct GpuSummaryResult {
     pub report: GpuReport,
     pub unit: String,
     pub grand_total: i64,
+    /// Distinct kernel families among the names (see `family`).
+    pub families: u64,
+    /// Rows are kernel families, each with its number of `variants`.
+    pub by_family: bool,
     pub rows: Vec<SummaryRow>,
     pub total: u64,
     pub returned: usize,
@@ -74,7 +80,13 @@ async fn summary_of(qc: &QueryContext<'_>, req: &GpuSummaryRequest) -> Result<Gp
     };
     let answer = run_budgeted(
         &session,
-        gpu_summary::gpu_summary(&session.ctx, &artifacts, report, limit),
+        gpu_summary::gpu_summary(
+            &session.ctx,
+            &artifacts,
+            report,
+            req.family.unwrap_or(false),
+            limit,
+        ),
     )
     .await?;
     let mut evidence = answer_status(&session.snapshot, &scope, answer.names > 0, false);
@@ -92,6 +104,8 @@ async fn summary_of(qc: &QueryContext<'_>, req: &GpuSummaryRequest) -> Result<Gp
         report: answer.report,
         unit: answer.unit,
         grand_total: answer.grand_total,
+        families: answer.families,
+        by_family: answer.by_family,
         returned: answer.rows.len(),
         truncated: (answer.rows.len() as u64) < answer.names,
         total: answer.names,
