@@ -5,19 +5,13 @@
 //! distinct shapes, not the calls.
 
 use std::collections::BTreeMap;
-use std::sync::{Arc, LazyLock};
+use std::sync::LazyLock;
 
 use memchr::memmem;
 
-use datafusion::arrow::array::{Array, ArrayRef, AsArray, StringBuilder};
-use datafusion::arrow::datatypes::DataType;
-use datafusion::common::Result as DfResult;
 use datafusion::functions_aggregate::expr_fn::{count, sum};
-use datafusion::logical_expr::{
-    ColumnarValue, Expr, ScalarFunctionArgs, ScalarUDF, ScalarUDFImpl, Signature, Volatility, col,
-    lit,
-};
-use datafusion::prelude::{DataFrame, cast};
+use datafusion::logical_expr::{Expr, col, lit};
+use datafusion::prelude::DataFrame;
 use serde::{Deserialize, Serialize};
 
 use crate::common::{RecipeResult, collect, column, i64_at, string_at};
@@ -75,47 +69,9 @@ pub fn input_dims(args_json: &str) -> Option<String> {
     None
 }
 
-#[derive(Debug, PartialEq, Eq, Hash)]
-struct InputDimsUdf {
-    signature: Signature,
-}
-
-impl ScalarUDFImpl for InputDimsUdf {
-    fn name(&self) -> &str {
-        "flameox_input_dims"
-    }
-    fn signature(&self) -> &Signature {
-        &self.signature
-    }
-    fn return_type(&self, _args: &[DataType]) -> DfResult<DataType> {
-        Ok(DataType::Utf8)
-    }
-    fn invoke_with_args(&self, args: ScalarFunctionArgs) -> DfResult<ColumnarValue> {
-        let arrays = ColumnarValue::values_to_arrays(&args.args)?;
-        let mut out = StringBuilder::new();
-        if let Some(input) = arrays.first() {
-            let text = input.as_string::<i32>();
-            for i in 0..text.len() {
-                match text
-                    .is_valid(i)
-                    .then(|| input_dims(text.value(i)))
-                    .flatten()
-                {
-                    Some(dims) => out.append_value(dims),
-                    None => out.append_null(),
-                }
-            }
-        }
-        Ok(ColumnarValue::Array(Arc::new(out.finish()) as ArrayRef))
-    }
-}
-
 /// `flameox_input_dims(args_json)` as an expression.
 fn input_dims_expr(args: Expr) -> Expr {
-    ScalarUDF::new_from_impl(InputDimsUdf {
-        signature: Signature::exact(vec![DataType::Utf8], Volatility::Immutable),
-    })
-    .call(vec![cast(args, DataType::Utf8)])
+    crate::text_udf::text_udf("flameox_input_dims", input_dims, args)
 }
 
 /// Per operator of `names`, its heaviest input shapes (by total time, then

@@ -3,15 +3,7 @@
 //! of five kernels reads as the five families it is
 //! (`void cutlass::Kernel2<cutlass_80_tensorop_…>(Params)` → `cutlass::Kernel2`).
 
-use std::sync::Arc;
-
-use datafusion::arrow::array::{Array, ArrayRef, AsArray, StringBuilder};
-use datafusion::arrow::datatypes::DataType;
-use datafusion::common::Result as DfResult;
-use datafusion::logical_expr::{
-    ColumnarValue, Expr, ScalarFunctionArgs, ScalarUDF, ScalarUDFImpl, Signature, Volatility,
-};
-use datafusion::prelude::cast;
+use datafusion::logical_expr::Expr;
 
 /// The family of a kernel name (the name itself when it has no templates
 /// or parameters).
@@ -55,44 +47,13 @@ pub fn kernel_family(name: &str) -> String {
     }
 }
 
-#[derive(Debug, PartialEq, Eq, Hash)]
-struct KernelFamilyUdf {
-    signature: Signature,
-}
-
-impl ScalarUDFImpl for KernelFamilyUdf {
-    fn name(&self) -> &str {
-        "flameox_kernel_family"
-    }
-    fn signature(&self) -> &Signature {
-        &self.signature
-    }
-    fn return_type(&self, _args: &[DataType]) -> DfResult<DataType> {
-        Ok(DataType::Utf8)
-    }
-    fn invoke_with_args(&self, args: ScalarFunctionArgs) -> DfResult<ColumnarValue> {
-        let arrays = ColumnarValue::values_to_arrays(&args.args)?;
-        let mut out = StringBuilder::new();
-        if let Some(input) = arrays.first() {
-            let text = input.as_string::<i32>();
-            for i in 0..text.len() {
-                if text.is_valid(i) {
-                    out.append_value(kernel_family(text.value(i)));
-                } else {
-                    out.append_null();
-                }
-            }
-        }
-        Ok(ColumnarValue::Array(Arc::new(out.finish()) as ArrayRef))
-    }
-}
-
 /// `flameox_kernel_family(name)` as an expression.
 pub fn kernel_family_expr(name: Expr) -> Expr {
-    ScalarUDF::new_from_impl(KernelFamilyUdf {
-        signature: Signature::exact(vec![DataType::Utf8], Volatility::Immutable),
-    })
-    .call(vec![cast(name, DataType::Utf8)])
+    crate::text_udf::text_udf(
+        "flameox_kernel_family",
+        |text| Some(kernel_family(text)),
+        name,
+    )
 }
 
 #[cfg(test)]

@@ -30,6 +30,7 @@ pub mod memory_allocations;
 pub mod pytorch;
 pub mod run_set_evidence;
 pub mod stats;
+pub mod text_udf;
 pub mod thread_scope;
 pub mod threads;
 pub mod window;
