@@ -4,42 +4,28 @@
 //! runs recipes under budgets and returns typed, serializable results that
 //! carry `total`, `returned`, `truncated`, `next_cursor` and an `evidence`
 //! status. Transports only parse arguments and render.
+//!
+//! The files sit in one folder per concern (ingest, query, evidence,
+//! workload capture, declared experiments, workspace); each service keeps
+//! its path here.
 
-pub mod adapters;
-pub mod analysis_records;
-pub mod analyze;
-pub mod capabilities;
-pub mod capture;
-pub mod capture_outputs;
-pub mod capture_run;
-pub mod compare;
-pub mod compare_checks;
-pub mod confine;
-pub mod experiment_plan;
-pub mod experiment_run;
-pub mod experiments;
-pub mod frame_instances;
-pub mod gpu;
-pub mod gpu_breakdown;
-pub mod gpu_gaps;
-pub mod import;
-pub mod import_deadline;
-pub mod import_plan;
-pub mod import_totals;
-pub mod inventory;
-pub mod measurements;
-pub mod memory;
-mod narrower;
-pub mod pytorch;
-pub mod run_set_samples;
-pub mod run_sets;
-pub mod scaling;
-pub mod summary;
-pub mod threads;
-pub mod viewer;
-pub mod views;
-pub mod window_count;
-pub mod workloads;
+pub mod declared_experiments;
+pub mod evidence;
+pub mod ingest;
+pub mod query;
+pub mod workload_capture;
+pub mod workspace;
+
+pub use declared_experiments::{experiment_plan, experiment_run, experiments};
+pub use evidence::{analysis_records, compare, compare_checks, run_set_samples, run_sets, scaling};
+pub use ingest::{confine, import, import_deadline, import_plan, import_totals};
+pub(crate) use query::narrower;
+pub use query::{
+    analyze, frame_instances, gpu, gpu_breakdown, gpu_gaps, measurements, memory, pytorch, summary,
+    threads, views, window_count,
+};
+pub use workload_capture::{adapters, capture, capture_outputs, capture_run, workloads};
+pub use workspace::{capabilities, inventory, viewer};
 
 use std::sync::Arc;
 use std::time::Duration;

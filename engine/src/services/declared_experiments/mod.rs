@@ -1,0 +1,5 @@
+//! Declared experiments: their plans and randomized runs.
+
+pub mod experiment_plan;
+pub mod experiment_run;
+pub mod experiments;

@@ -1,0 +1,714 @@
+//! Import: store the original bytes, detect the format by content, extract
+//! into staging, publish atomically, and record a new import run.
+//!
+//! One call may import several artifacts into ONE run (several paths, or a
+//! folder of trace files such as one Kineto file per rank; see
+//! [`crate::services::import_plan`]). Then it is all or nothing: every artifact is
+//! extracted into staging first, the run is recorded only once all of them
+//! succeeded, and their generations are published in one commit. A single
+//! file keeps the original behaviour: its run is recorded before extraction
+//! and marked failed (with the error) if extraction fails.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use flameox_extractors::benchmarks::criterion::extract_criterion_dir;
+use flameox_extractors::benchmarks::gbench::extract_gbench;
+use flameox_extractors::benchmarks::hyperfine::extract_hyperfine;
+use flameox_extractors::benchmarks::pyperf::extract_pyperf;
+use flameox_extractors::chrome::extract_chrome_json;
+use flameox_extractors::cpuprofile::extract_cpuprofile;
+use flameox_extractors::detect::FormatKind;
+use flameox_extractors::folded::extract_folded_stacks;
+use flameox_extractors::gecko::extract_gecko_profile;
+use flameox_extractors::input::{open_input, open_input_from};
+use flameox_extractors::nsight::{extract_nsight_export_dir, extract_nsight_sqlite};
+use flameox_extractors::perfetto::extract_perfetto;
+use flameox_extractors::pprof::extract_pprof;
+use flameox_extractors::speedscope::extract_speedscope;
+use flameox_extractors::stream_gaps::StreamGapsReducer;
+use flameox_extractors::stream_gaps_thread::ThreadedReducingSink;
+use flameox_extractors::{
+    BatchSink, ExtractObserver, ExtractOptions, ExtractionSummary, Limitation, SinkError,
+};
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+
+use crate::catalog::OperationKey;
+use crate::error::{ErrorCode, FlameoxError, Result};
+use crate::publish::{
+    PublishOutcome, StagedGeneration, commit_staged, stage_extraction,
+    stage_extraction_with_late_id,
+};
+use crate::runs::{Collector, RunArtifact, RunManifest, save_run};
+use crate::services::import_deadline::{DeadlineProgress, ImportDeadline};
+use crate::services::import_plan::{
+    AUTO, InputShape, PlannedInput, check_run_labels, extract_error, extractor_of, for_input,
+    input_limits, plan_inputs, stamps_run_labels,
+};
+use crate::store::{self, ArtifactRecord};
+use crate::store_in_flight::{IdTiming, StoringFile, begin_store_file};
+use crate::workspace::Workspace;
+
+/// What `flameox import` / `import_artifact` asks.
+#[derive(Debug, Clone, Default)]
+pub struct ImportRequest {
+    /// A trace file, a folder of trace files, or an nsys export folder.
+    pub path: PathBuf,
+    /// Further files or folders imported into the same run.
+    pub more_paths: Vec<PathBuf>,
+    /// Forced format kind of the files (see [`FormatKind::from_name`]);
+    /// `auto` = detect. A folder recognized as an nsys export is always one.
+    pub kind: Option<String>,
+    /// Forced producer (`torch.profiler`, …); `auto` = detect.
+    pub producer: Option<String>,
+    /// The variant this run measures (`--variant base`): recorded in the
+    /// run manifest and on every `measurements` row.
+    pub variant: Option<String>,
+    /// Workload parameters (`--param n=1024`): recorded in the run manifest
+    /// and merged into every `measurements` row's `parameters_json`.
+    pub parameters: BTreeMap<String, String>,
+    /// Lowers `import.timeout_seconds` for this import (`--timeout`); past
+    /// the deadline the import stops as if cancelled ([`crate::services::import_deadline`]).
+    pub timeout: Option<std::time::Duration>,
+}
+
+/// Progress and cancellation for long imports.
+pub trait ImportProgress: Sync {
+    /// Entering a named phase (`validating_artifact`, `extracting`, `publishing`, `completed`).
+    fn phase(&self, _phase: &str) {}
+    /// Input bytes processed of the total.
+    fn bytes(&self, _done: u64, _total: u64) {}
+    /// Countable work items finished of the total (an experiment's trials).
+    fn steps(&self, _done: u64, _total: u64) {}
+    fn cancelled(&self) -> bool {
+        false
+    }
+}
+
+/// Reports nothing, never cancels.
+pub struct Quiet;
+impl ImportProgress for Quiet {}
+
+/// One artifact of an import.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ImportedArtifact {
+    pub artifact_id: String,
+    /// File or folder name it was imported from.
+    pub original_name: String,
+    pub kind: String,
+    pub producer: String,
+    pub bytes: u64,
+    pub generation_id: String,
+    pub reused_generation: bool,
+    pub rows: BTreeMap<String, u64>,
+    pub time_span_ns: Option<(i64, i64)>,
+    pub tracks: u64,
+    pub coverage: BTreeMap<String, bool>,
+    pub limitations: Vec<Limitation>,
+    /// Producer metadata of this artifact (e.g. `distributedInfo`).
+    pub metadata: BTreeMap<String, Value>,
+}
+
+/// The result of an import. With one artifact the top-level fields are
+/// that artifact's; with several they describe the run: the first
+/// artifact's id and generation, the common kind/producer (or `mixed`),
+/// summed bytes/rows/tracks, the union of time spans, coverage flags true
+/// in every artifact, limitations merged by code. `artifacts` lists each;
+/// with one artifact its entry carries only what the top level does not
+/// (id, original name, metadata), so nothing is said twice.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ImportResult {
+    pub run_id: String,
+    pub artifact_id: String,
+    pub kind: String,
+    pub producer: String,
+    pub bytes: u64,
+    pub generation_id: String,
+    pub commit_id: String,
+    /// True when earlier runs already extracted the same bytes the same way.
+    pub reused_generation: bool,
+    pub rows: BTreeMap<String, u64>,
+    pub time_span_ns: Option<(i64, i64)>,
+    pub tracks: u64,
+    pub coverage: BTreeMap<String, bool>,
+    pub limitations: Vec<Limitation>,
+    #[serde(serialize_with = "beyond_the_top_level", skip_deserializing)]
+    pub artifacts: Vec<ImportedArtifact>,
+}
+
+/// `artifacts` as answers show it: whole entries for several artifacts; for
+/// one, only the fields the top level does not repeat.
+fn beyond_the_top_level<S: serde::Serializer>(
+    artifacts: &[ImportedArtifact],
+    out: S,
+) -> std::result::Result<S::Ok, S::Error> {
+    use serde::ser::SerializeSeq;
+    let mut seq = out.serialize_seq(Some(artifacts.len()))?;
+    match artifacts {
+        [one] => seq.serialize_element(&OnlyArtifact {
+            artifact_id: &one.artifact_id,
+            original_name: &one.original_name,
+            metadata: &one.metadata,
+        })?,
+        many => {
+            for a in many {
+                seq.serialize_element(a)?;
+            }
+        }
+    }
+    seq.end()
+}
+
+/// The one artifact of an import, beyond the top level's fields.
+#[derive(Serialize)]
+struct OnlyArtifact<'a> {
+    artifact_id: &'a str,
+    original_name: &'a str,
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    metadata: &'a BTreeMap<String, Value>,
+}
+
+/// Reports progress in stored (compressed) bytes, read from the input
+/// stream's own counter, so a gzipped artifact's bar ends at its size;
+/// artifacts before this one count as done.
+struct ObserverAdapter<'a> {
+    progress: &'a dyn ImportProgress,
+    done_before: u64,
+    size: u64,
+    total: u64,
+    /// `None` for path-based extractors (SQLite, export folders), which
+    /// report file bytes.
+    stored_bytes_read: Option<std::sync::Arc<std::sync::atomic::AtomicU64>>,
+}
+
+impl ExtractObserver for ObserverAdapter<'_> {
+    fn bytes_read(&self, read: u64) {
+        let done = match &self.stored_bytes_read {
+            Some(counter) => counter.load(std::sync::atomic::Ordering::Relaxed),
+            None => read,
+        };
+        self.progress
+            .bytes(self.done_before + done.min(self.size), self.total);
+    }
+    fn cancelled(&self) -> bool {
+        self.progress.cancelled()
+    }
+}
+
+/// Version of the reductions computed beside every extractor (part of the
+/// operation key, so a new version re-extracts instead of reusing).
+const REDUCTIONS_VERSION: u32 = 1;
+
+/// Where an extractor reads its input from.
+enum ExtractSource {
+    /// A stored payload (path-based extractors need this).
+    Stored(PathBuf),
+    /// The blocks the store is copying, `bytes` long in all.
+    Copying(Box<dyn std::io::Read + Send>, u64),
+}
+
+/// Runs the extractor for `kind` over a stored payload, with the
+/// accelerator reductions ([`flameox_extractors::stream_gaps`]) computed
+/// from the `trace_events` it emits.
+fn run_extractor(
+    ws: &Workspace,
+    kind: FormatKind,
+    payload: ExtractSource,
+    options: &ExtractOptions,
+    sink: &mut dyn BatchSink,
+    observer: ObserverAdapter<'_>,
+) -> Result<ExtractionSummary> {
+    let reducer = StreamGapsReducer::new(&options.run_id, &options.artifact_id, options.batch_rows);
+    let reduction_error =
+        |e: SinkError| crate::error::wrapped_io_error("writing accelerator reductions", &*e);
+    let mut reducing = ThreadedReducingSink::start(sink, reducer).map_err(reduction_error)?;
+    let mut summary = run_format_extractor(ws, kind, payload, options, &mut reducing, observer)?;
+    let reduced = reducing.finish().map_err(reduction_error)?;
+    summary
+        .rows
+        .insert("stream_gaps".into(), reduced.stream_gaps);
+    summary
+        .rows
+        .insert("launch_latency".into(), reduced.launch_latency);
+    summary.max_event_dur_ns = reduced.max_event_dur_ns;
+    if !reduced.complete {
+        summary.limitations.push(Limitation {
+            code: "REDUCTIONS_SKIPPED".into(),
+            message: "trace events were not emitted in time order; accelerator analyses \
+                      compute gaps from the events instead of the stream_gaps table"
+                .into(),
+            count: 1,
+        });
+    }
+    Ok(summary)
+}
+
+fn run_format_extractor(
+    ws: &Workspace,
+    kind: FormatKind,
+    payload: ExtractSource,
+    options: &ExtractOptions,
+    sink: &mut dyn BatchSink,
+    mut observer: ObserverAdapter<'_>,
+) -> Result<ExtractionSummary> {
+    let result = match (kind, payload) {
+        (FormatKind::NsightSqlite, ExtractSource::Stored(path)) => {
+            extract_nsight_sqlite(&path, options, sink, &observer)
+        }
+        (
+            FormatKind::NsightParquetDir | FormatKind::NsightArrowDir,
+            ExtractSource::Stored(path),
+        ) => extract_nsight_export_dir(&path, kind, options, sink, &observer),
+        (FormatKind::CriterionDir, ExtractSource::Stored(path)) => {
+            extract_criterion_dir(&path, options, sink, &observer)
+        }
+        (
+            FormatKind::NsightSqlite
+            | FormatKind::NsightParquetDir
+            | FormatKind::NsightArrowDir
+            | FormatKind::CriterionDir,
+            _,
+        ) => {
+            return Err(FlameoxError::internal(format!(
+                "{} needs a stored payload",
+                kind.name()
+            )));
+        }
+        (_, payload) => {
+            let input = match payload {
+                ExtractSource::Stored(path) => open_input(&path, &input_limits(ws)),
+                ExtractSource::Copying(blocks, bytes) => {
+                    open_input_from(blocks, bytes, &input_limits(ws))
+                }
+            }
+            .map_err(|e| extract_error(e, kind.name()))?;
+            observer.stored_bytes_read = Some(input.progress_counter());
+            match kind {
+                FormatKind::FoldedStacks => extract_folded_stacks(input, options, sink, &observer),
+                FormatKind::PerfettoProtobuf => extract_perfetto(input, options, sink, &observer),
+                FormatKind::Pprof => extract_pprof(input, options, sink, &observer),
+                FormatKind::SpeedscopeJson => extract_speedscope(input, options, sink, &observer),
+                FormatKind::ChromeCpuProfile => extract_cpuprofile(input, options, sink, &observer),
+                FormatKind::GeckoProfile => extract_gecko_profile(input, options, sink, &observer),
+                FormatKind::PyperfJson => extract_pyperf(input, options, sink, &observer),
+                FormatKind::HyperfineJson => extract_hyperfine(input, options, sink, &observer),
+                FormatKind::GoogleBenchmarkJson => extract_gbench(input, options, sink, &observer),
+                _ => extract_chrome_json(input, options, sink, &observer),
+            }
+        }
+    };
+    result.map_err(|e| extract_error(e, kind.name()))
+}
+
+/// Starts storing one planned input: a streamable file is copied while its
+/// extractor reads it ([`crate::store_in_flight`]); a SQLite export (read
+/// by path) and an export folder (archived) are stored before extraction.
+fn store_input(ws: &Workspace, input: &PlannedInput) -> Result<StoringFile> {
+    match &input.shape {
+        InputShape::File(path) if input.kind == FormatKind::NsightSqlite => Ok(
+            StoringFile::Placed(store::store_file(ws, path, input.kind.name())?),
+        ),
+        InputShape::File(path) => {
+            begin_store_file(ws, path, input.kind.name(), id_timing(input.kind))
+        }
+        InputShape::ExportDir { dir, files } => Ok(StoringFile::Placed(store::store_directory(
+            ws,
+            dir,
+            files,
+            input.kind.name(),
+        )?)),
+    }
+}
+
+/// Benchmark extractors hash the artifact id into measurement ids, so they
+/// need it before extraction; every other streamed extractor only writes
+/// it in `artifact_id` columns, which can be stamped once the copy ends.
+fn id_timing(kind: FormatKind) -> IdTiming {
+    match kind {
+        FormatKind::PyperfJson | FormatKind::HyperfineJson | FormatKind::GoogleBenchmarkJson => {
+            IdTiming::UpFront
+        }
+        _ => IdTiming::LateAllowed,
+    }
+}
+
+/// What stays the same for every artifact of one import call.
+struct ImportCall<'a> {
+    ws: &'a Workspace,
+    run_id: String,
+    forced_producer: Option<String>,
+    variant: Option<String>,
+    parameters: BTreeMap<String, String>,
+    progress: &'a dyn ImportProgress,
+    total_bytes: u64,
+}
+
+impl ImportCall<'_> {
+    /// Extracts one stored artifact into staging.
+    fn stage(
+        &self,
+        input: &PlannedInput,
+        storing: &mut StoringFile,
+        done_before: u64,
+    ) -> Result<StagedGeneration> {
+        let bytes = storing.record().bytes;
+        let (payload, late_id) = match storing {
+            StoringFile::Copying(copying) => (
+                copying
+                    .take_reader()
+                    .map(|blocks| ExtractSource::Copying(Box::new(blocks), bytes)),
+                copying.late_id(),
+            ),
+            StoringFile::Placed(_) => (None, None),
+        };
+        let record = storing.record();
+        let payload =
+            payload.unwrap_or_else(|| ExtractSource::Stored(store::payload_path(self.ws, record)));
+        let (extractor, extractor_version) = extractor_of(input.kind);
+        let mut operation_options = json!({
+            "producer": self.forced_producer,
+            "reductions": REDUCTIONS_VERSION,
+        });
+        let mut options = ExtractOptions::new(self.run_id.clone(), record.artifact_id.clone());
+        // Only rows that carry the labels make them part of the identity
+        // (keys added only when set, so unlabelled imports keep their key).
+        if stamps_run_labels(input.kind) {
+            if let Some(variant) = &self.variant {
+                operation_options["variant"] = json!(variant);
+            }
+            if !self.parameters.is_empty() {
+                operation_options["parameters"] = json!(self.parameters);
+            }
+            options.variant = self.variant.clone();
+            options.parameters = self.parameters.clone();
+        }
+        let operation = OperationKey {
+            extractor: extractor.into(),
+            extractor_version: extractor_version.into(),
+            artifact_id: record.artifact_id.clone(),
+            options: operation_options,
+        };
+        options.producer = self
+            .forced_producer
+            .clone()
+            .or_else(|| input.producer_hint.clone());
+        let extract = |sink: &mut dyn BatchSink, spill_dir: &Path| {
+            let mut options = options.clone();
+            options.spill_dir = Some(spill_dir.to_path_buf());
+            options.spill_after_events =
+                usize::try_from(self.ws.config.import.events_in_memory).unwrap_or(usize::MAX);
+            let observer = ObserverAdapter {
+                progress: self.progress,
+                done_before,
+                size: record.bytes,
+                total: self.total_bytes,
+                stored_bytes_read: None,
+            };
+            run_extractor(self.ws, input.kind, payload, &options, sink, observer)
+        };
+        match late_id {
+            Some(id) => {
+                stage_extraction_with_late_id(self.ws, operation, id, &self.run_id, extract)
+            }
+            None => stage_extraction(self.ws, operation, &self.run_id, extract),
+        }
+    }
+}
+
+/// Records a failed run (when it was recorded at all) and returns the error.
+fn fail(ws: &Workspace, run: &mut RunManifest, recorded: bool, err: FlameoxError) -> FlameoxError {
+    if !recorded {
+        return err;
+    }
+    let err = err.with_run(run.run_id.clone());
+    run.status.extraction = if err.code == ErrorCode::OperationCancelled {
+        "cancelled"
+    } else {
+        "failed"
+    }
+    .into();
+    run.status.validation = "failed".into();
+    run.error = Some(err.clone());
+    match save_run(ws, run) {
+        Ok(()) => err,
+        Err(save_err) => save_err,
+    }
+}
+
+/// Imports one file, a folder, or several paths as a new import run,
+/// within the import's deadline.
+pub fn import_artifact(
+    ws: &Workspace,
+    request: &ImportRequest,
+    progress: &dyn ImportProgress,
+) -> Result<ImportResult> {
+    let deadline = ImportDeadline::of(ws, request.timeout);
+    let guarded = DeadlineProgress::new(progress, deadline);
+    import_within(ws, request, &guarded).map_err(|e| guarded.explain(e))
+}
+
+fn import_within(
+    ws: &Workspace,
+    request: &ImportRequest,
+    progress: &DeadlineProgress<'_>,
+) -> Result<ImportResult> {
+    progress.phase("validating_artifact");
+    check_run_labels(request.variant.as_deref(), &request.parameters)?;
+    let mut paths = vec![request.path.clone()];
+    paths.extend(request.more_paths.iter().cloned());
+    let inputs = plan_inputs(ws, &paths, request.kind.as_deref())?;
+    let several = inputs.len() > 1;
+    let named = |e: FlameoxError, input: &PlannedInput| {
+        if several {
+            for_input(e, &input.name)
+        } else {
+            e
+        }
+    };
+    let mut storing = Vec::with_capacity(inputs.len());
+    for input in &inputs {
+        storing.push(store_input(ws, input).map_err(|e| named(e, input))?);
+    }
+    let mut run = RunManifest::new_import();
+    // Held until the run's status is final: listings tell a killed import.
+    let _writer = crate::runs::hold_run_writer(ws, &run.run_id)?;
+    run.collector = collector_of(&inputs);
+    run.variant = request.variant.clone();
+    run.parameters = request.parameters.clone();
+    run.artifacts = inputs
+        .iter()
+        .zip(storing.iter().map(StoringFile::record))
+        .map(|(input, record)| RunArtifact {
+            artifact_id: record.artifact_id.clone(),
+            kind: input.kind.name().into(),
+            producer: None,
+            role: "input".into(),
+            original_name: record.original_name.clone(),
+            bytes: record.bytes,
+            metadata: BTreeMap::new(),
+        })
+        .collect();
+    // One file: recorded now, so a failure (or a kill) stays visible as a
+    // failed run. An id the copier computes says `sha256:pending` until
+    // the copy ends and is filled in then.
+    let mut recorded = !several;
+    if recorded {
+        save_run(ws, &mut run)?;
+    }
+
+    progress.phase("extracting");
+    let call = ImportCall {
+        ws,
+        run_id: run.run_id.clone(),
+        forced_producer: request.producer.clone().filter(|p| p != AUTO),
+        variant: request.variant.clone(),
+        parameters: request.parameters.clone(),
+        progress,
+        total_bytes: storing.iter().map(|s| s.record().bytes).sum(),
+    };
+    let mut staged = Vec::with_capacity(inputs.len());
+    let mut records = Vec::with_capacity(inputs.len());
+    let mut done = 0;
+    for (index, (input, mut storing)) in inputs.iter().zip(storing).enumerate() {
+        let extracted = call.stage(input, &mut storing, done);
+        // The copy must be whole and verified before anything names it; a
+        // copy failure explains an extraction that saw the input end early.
+        let stored = storing.finish(ws);
+        if let (Ok(record), Some(artifact)) = (&stored, run.artifacts.get_mut(index)) {
+            artifact.artifact_id = record.artifact_id.clone();
+        }
+        match (extracted, stored) {
+            (Ok(s), Ok(record)) => {
+                done += record.bytes;
+                staged.push(s);
+                records.push(record);
+            }
+            (_, Err(err)) | (Err(err), Ok(_)) => {
+                let err = progress.explain(named(err, input));
+                return Err(fail(ws, &mut run, recorded, err));
+            }
+        }
+    }
+    // A cancel (or the deadline) that came after the last poll of the
+    // extractors still stops the import before anything is published.
+    if progress.cancelled() {
+        let err = progress.explain(FlameoxError::new(
+            ErrorCode::OperationCancelled,
+            "the import was cancelled",
+        ));
+        return Err(fail(ws, &mut run, recorded, err));
+    }
+    progress.phase("publishing");
+    if !recorded {
+        // Every artifact extracted: the run exists from here on.
+        save_run(ws, &mut run)?;
+        recorded = true;
+    }
+    let outcomes = match commit_staged(ws, staged) {
+        Ok(outcomes) => outcomes,
+        Err(err) => return Err(fail(ws, &mut run, recorded, err)),
+    };
+    let result = complete_run(&mut run, &inputs, &records, &outcomes);
+    save_run(ws, &mut run)?;
+    progress.phase("completed");
+    Ok(result)
+}
+
+/// The extractor that made the run's evidence (`mixed` when several did).
+fn collector_of(inputs: &[PlannedInput]) -> Option<Collector> {
+    let mut extractors: Vec<(&str, &str)> = inputs.iter().map(|i| extractor_of(i.kind)).collect();
+    extractors.dedup();
+    match extractors.as_slice() {
+        [(name, version)] => Some(Collector {
+            name: (*name).into(),
+            version: (*version).into(),
+        }),
+        [] => None,
+        _ => Some(Collector {
+            name: "mixed".into(),
+            version: extractors
+                .iter()
+                .map(|(n, v)| format!("{n} {v}"))
+                .collect::<Vec<_>>()
+                .join(", "),
+        }),
+    }
+}
+
+/// Fills the run from the published outcomes and builds the result.
+fn complete_run(
+    run: &mut RunManifest,
+    inputs: &[PlannedInput],
+    records: &[ArtifactRecord],
+    outcomes: &[PublishOutcome],
+) -> ImportResult {
+    let artifacts: Vec<ImportedArtifact> = inputs
+        .iter()
+        .zip(records)
+        .zip(outcomes)
+        .map(|((input, record), outcome)| {
+            let s = &outcome.generation.summary;
+            ImportedArtifact {
+                artifact_id: record.artifact_id.clone(),
+                original_name: record.original_name.clone(),
+                kind: input.kind.name().into(),
+                producer: s.producer.clone(),
+                bytes: record.bytes,
+                generation_id: outcome.generation.generation_id.clone(),
+                reused_generation: outcome.reused,
+                rows: s.rows.clone(),
+                time_span_ns: s.time_span_ns,
+                tracks: s.tracks,
+                coverage: s.coverage.clone(),
+                limitations: s.limitations.clone(),
+                metadata: s.metadata.clone(),
+            }
+        })
+        .collect();
+    let totals = crate::services::import_totals::RunTotals::of(&artifacts);
+    let commit_id = outcomes
+        .iter()
+        .find(|o| !o.reused)
+        .or(outcomes.last())
+        .map(|o| o.commit_id.clone())
+        .unwrap_or_default();
+    run.status.extraction = "completed".into();
+    run.status.validation = "passed".into();
+    run.generation_ids = Vec::new();
+    for a in &artifacts {
+        if !run.generation_ids.contains(&a.generation_id) {
+            run.generation_ids.push(a.generation_id.clone());
+        }
+    }
+    run.commit_id = Some(commit_id.clone());
+    run.reused_generation = totals.reused_generation;
+    run.rows = totals.rows.clone();
+    run.time_span_ns = totals.time_span_ns;
+    run.limitations = totals
+        .limitations
+        .iter()
+        .map(|l| format!("{}: {}", l.code, l.message))
+        .collect();
+    run.limitation_details = totals.limitations.clone();
+    run.metadata = totals.metadata.clone();
+    for (entry, a) in run.artifacts.iter_mut().zip(&artifacts) {
+        entry.producer = Some(a.producer.clone());
+        entry.metadata = a.metadata.clone();
+    }
+    let first = artifacts.first();
+    ImportResult {
+        run_id: run.run_id.clone(),
+        artifact_id: first.map(|a| a.artifact_id.clone()).unwrap_or_default(),
+        kind: totals.kind,
+        producer: totals.producer,
+        bytes: totals.bytes,
+        generation_id: first.map(|a| a.generation_id.clone()).unwrap_or_default(),
+        commit_id,
+        reused_generation: totals.reused_generation,
+        rows: totals.rows,
+        time_span_ns: totals.time_span_ns,
+        tracks: totals.tracks,
+        coverage: totals.coverage,
+        limitations: totals.limitations,
+        artifacts,
+    }
+}
+
+/// One file stored and staged for an existing run (a capture imports its
+/// profile and declared outputs into its execution run this way).
+pub struct StagedForRun {
+    pub artifact: RunArtifact,
+    pub staged: StagedGeneration,
+}
+
+/// Stores `path`, detects (or forces) its kind and extracts it into
+/// staging for `run_id`; publishing is the caller's (one commit per run).
+pub fn stage_file_for_run(
+    ws: &Workspace,
+    run_id: &str,
+    path: &Path,
+    kind: Option<&str>,
+    role: &str,
+    progress: &dyn ImportProgress,
+) -> Result<StagedForRun> {
+    let input = plan_inputs(ws, &[path.to_path_buf()], kind)?
+        .into_iter()
+        .next()
+        .ok_or_else(|| FlameoxError::internal("planning an input produced nothing"))?;
+    let mut storing = store_input(ws, &input)?;
+    let call = ImportCall {
+        ws,
+        run_id: run_id.to_owned(),
+        forced_producer: None,
+        variant: None,
+        parameters: BTreeMap::new(),
+        progress,
+        total_bytes: storing.record().bytes,
+    };
+    let extracted = call.stage(&input, &mut storing, 0);
+    // Placed (and verified) before the caller can publish anything naming it.
+    let record = storing.finish(ws)?;
+    let staged = extracted?;
+    let summary = staged.summary();
+    Ok(StagedForRun {
+        artifact: RunArtifact {
+            artifact_id: record.artifact_id.clone(),
+            kind: input.kind.name().into(),
+            producer: Some(summary.producer.clone()),
+            role: role.to_owned(),
+            original_name: record.original_name.clone(),
+            bytes: record.bytes,
+            metadata: summary.metadata.clone(),
+        },
+        staged,
+    })
+}
+
+/// True when `path` resolves (after symlinks) inside `root`.
+pub fn is_inside(path: &Path, root: &Path) -> bool {
+    match (path.canonicalize(), root.canonicalize()) {
+        (Ok(p), Ok(r)) => p.starts_with(r),
+        _ => false,
+    }
+}

@@ -1,0 +1,8 @@
+//! Getting evidence in: the import and its plan, deadline, totals, and the
+//! path confinement MCP imports pass.
+
+pub mod confine;
+pub mod import;
+pub mod import_deadline;
+pub mod import_plan;
+pub mod import_totals;

@@ -1,0 +1,233 @@
+//! `analyze gpu-breakdown`: HTA-grade GPU breakdowns (temporal, idle per
+//! stream, communication/computation overlap, kernels, launch statistics,
+//! copy bandwidth) over one or several targets side by side, each artifact
+//! labelled with its rank (Kineto `distributedInfo.rank`) when the trace
+//! recorded one.
+
+use flameox_recipes::ArtifactScope;
+use flameox_recipes::gpu_breakdown::{self, BreakdownAnswer, BreakdownParams, Section, Thresholds};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+
+use crate::catalog::Snapshot;
+use crate::error::{FlameoxError, Result};
+use crate::query::{recipe_error, run_budgeted};
+use crate::services::{EvidenceStatus, QueryContext, ResolvedScope, answer_status, resolve_scope};
+
+/// Rows per section when the request names no limit.
+pub const DEFAULT_LIMIT: usize = 5;
+
+/// At most this many targets side by side.
+const MAX_TARGETS: usize = 64;
+
+/// Thresholds above this (one hour, in ns) are refused as typos.
+const MAX_THRESHOLD_NS: i64 = 3_600_000_000_000;
+
+/// What `analyze_gpu_breakdown` asks.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct GpuBreakdownRequest {
+    /// Run or artifact id, or a list of them shown side by side (ranks).
+    pub target: Targets,
+    /// One section; default all.
+    #[schemars(extend("enum" = ["temporal", "idle", "overlap", "kernels", "launches", "bandwidth"]))]
+    pub section: Option<String>,
+    /// Kernel names per artifact and examples per outlier kind (default 5).
+    #[schemars(range(min = 1, max = 1000))]
+    pub limit: Option<usize>,
+    /// Idle gaps shorter than this (µs) that no late launch explains are kernel wait (HTA: 30).
+    #[schemars(range(min = 0))]
+    pub kernel_wait_us: Option<f64>,
+    /// Launch calls longer than this (µs) are runtime outliers (HTA: 50).
+    #[schemars(range(min = 0))]
+    pub runtime_outlier_us: Option<f64>,
+    /// Launch delays longer than this (µs) are outliers (HTA: 100).
+    #[schemars(range(min = 0))]
+    pub launch_delay_outlier_us: Option<f64>,
+}
+
+/// One run or artifact id, or several.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+#[serde(untagged)]
+pub enum Targets {
+    One(#[schemars(length(min = 1, max = 200))] String),
+    Many(#[schemars(length(min = 1, max = 64))] Vec<String>),
+}
+
+impl Default for Targets {
+    fn default() -> Self {
+        Targets::Many(Vec::new())
+    }
+}
+
+impl Targets {
+    pub fn as_slice(&self) -> &[String] {
+        match self {
+            Targets::One(one) => std::slice::from_ref(one),
+            Targets::Many(many) => many,
+        }
+    }
+}
+
+/// One artifact in scope and how its rows are labelled.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ArtifactLabel {
+    pub artifact_id: String,
+    /// The run the artifact was named through (null for an artifact id).
+    pub run_id: Option<String>,
+    /// `distributedInfo.rank`, when recorded.
+    pub rank: Option<i64>,
+    pub world_size: Option<i64>,
+    pub has_device_work: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct GpuBreakdownResult {
+    pub targets: Vec<ResolvedScope>,
+    pub commit_id: String,
+    pub artifacts: Vec<ArtifactLabel>,
+    #[serde(flatten)]
+    pub answer: BreakdownAnswer,
+    pub evidence: EvidenceStatus,
+}
+
+/// A threshold in µs as ns (at most an hour: larger is a typo).
+fn threshold(field: &str, us: Option<f64>, default: i64) -> Result<i64> {
+    match us {
+        None => Ok(default),
+        Some(v) if v.is_finite() && v >= 0.0 && v * 1000.0 <= MAX_THRESHOLD_NS as f64 => {
+            Ok((v * 1000.0).round() as i64)
+        }
+        Some(v) => Err(FlameoxError::invalid_argument(
+            field,
+            format!("{v} µs is outside 0..=3,600,000,000 µs"),
+        )),
+    }
+}
+
+/// A number in `distributedInfo` (Kineto writes integers; accept strings).
+fn distributed_number(snapshot: &Snapshot, artifact_id: &str, key: &str) -> Option<i64> {
+    snapshot.generations_for(artifact_id).find_map(|g| {
+        let v = g.summary.metadata.get("distributedInfo")?.get(key)?;
+        match v {
+            Value::Number(n) => n.as_i64(),
+            Value::String(s) => s.trim().parse().ok(),
+            _ => None,
+        }
+    })
+}
+
+pub async fn gpu_breakdown(
+    qc: &QueryContext<'_>,
+    req: &GpuBreakdownRequest,
+) -> Result<GpuBreakdownResult> {
+    let targets_asked = req.target.as_slice();
+    if targets_asked.is_empty() || targets_asked.len() > MAX_TARGETS {
+        return Err(FlameoxError::invalid_argument(
+            "target",
+            format!("give 1..={MAX_TARGETS} run or artifact ids"),
+        ));
+    }
+    // Six sections of rows per artifact: 5 each by default keeps the
+    // answer near the agents' byte budget (`agent_budgets.rs`).
+    let limit = qc
+        .ws
+        .config
+        .row_limit(Some(req.limit.unwrap_or(DEFAULT_LIMIT)))?;
+    let defaults = Thresholds::default();
+    let thresholds = Thresholds {
+        kernel_wait_ns: threshold(
+            "kernel_wait_us",
+            req.kernel_wait_us,
+            defaults.kernel_wait_ns,
+        )?,
+        runtime_outlier_ns: threshold(
+            "runtime_outlier_us",
+            req.runtime_outlier_us,
+            defaults.runtime_outlier_ns,
+        )?,
+        launch_delay_outlier_ns: threshold(
+            "launch_delay_outlier_us",
+            req.launch_delay_outlier_us,
+            defaults.launch_delay_outlier_ns,
+        )?,
+    };
+    let session = qc.session(None)?;
+    let sections = match &req.section {
+        None => Section::ALL.to_vec(),
+        Some(name) => {
+            vec![Section::parse(name).map_err(|e| recipe_error(e, &session.budget))?]
+        }
+    };
+    let mut targets = Vec::new();
+    let mut labels: Vec<ArtifactLabel> = Vec::new();
+    for target in targets_asked {
+        let scope = resolve_scope(qc.ws, &session.snapshot, target)?;
+        for id in &scope.artifact_ids {
+            if labels.iter().all(|l| &l.artifact_id != id) {
+                labels.push(ArtifactLabel {
+                    artifact_id: id.clone(),
+                    run_id: scope.run_id.clone(),
+                    rank: distributed_number(&session.snapshot, id, "rank"),
+                    world_size: distributed_number(&session.snapshot, id, "world_size"),
+                    has_device_work: false,
+                });
+            }
+        }
+        targets.push(scope);
+    }
+    let params = BreakdownParams {
+        sections,
+        thresholds,
+        limit,
+        ranks: labels
+            .iter()
+            .filter_map(|l| Some((l.artifact_id.clone(), l.rank?)))
+            .collect(),
+    };
+    let artifacts = ArtifactScope {
+        artifact_ids: labels.iter().map(|l| l.artifact_id.clone()).collect(),
+    };
+    let answer = run_budgeted(
+        &session,
+        gpu_breakdown::gpu_breakdown(&session.ctx, &artifacts, &params),
+    )
+    .await?;
+    for label in &mut labels {
+        label.has_device_work = answer
+            .artifacts_with_device_work
+            .contains(&label.artifact_id);
+    }
+    let combined = ResolvedScope {
+        requested: targets_asked.join(" "),
+        run_id: targets.iter().find_map(|t| t.run_id.clone()),
+        artifact_ids: artifacts.artifact_ids.clone(),
+        limitations: targets
+            .iter()
+            .flat_map(|t| t.limitations.iter().cloned())
+            .fold(Vec::new(), |mut all, l| {
+                if !all.contains(&l) {
+                    all.push(l);
+                }
+                all
+            }),
+    };
+    let found = !answer.artifacts_with_device_work.is_empty();
+    let mut evidence = answer_status(&session.snapshot, &combined, found, false);
+    if evidence.status == "available" || evidence.status == "empty" {
+        // An artifact without device tracks is not a negative answer: the
+        // trace may simply not have recorded them.
+        if let Some(missing) = labels.iter().find(|l| !l.has_device_work) {
+            evidence = EvidenceStatus::new("partial", "accelerator_tracks_missing")
+                .with_next("get_run", json!({ "target": missing.run_id }));
+        }
+    }
+    Ok(GpuBreakdownResult {
+        commit_id: session.snapshot.commit_id().to_owned(),
+        targets,
+        artifacts: labels,
+        answer,
+        evidence,
+    })
+}

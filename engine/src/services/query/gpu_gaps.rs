@@ -1,0 +1,141 @@
+//! `analyze gpu-gaps`: where devices sat idle (stream gaps over a
+//! threshold) or nearly idle (low-utilization chunks of each device's
+//! span), each with what the host was doing at the time. Kept apart from
+//! `gpu.rs` so the GPU summaries and this analysis evolve independently.
+
+use flameox_recipes::ArtifactScope;
+use flameox_recipes::gpu_gaps::{self, GapOptions, GpuGapsAnswer};
+pub use flameox_recipes::host_activity::HostActivity;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::json;
+
+use crate::error::{FlameoxError, Result};
+use crate::query::run_budgeted;
+use crate::services::{EvidenceStatus, QueryContext, ResolvedScope, answer_status, resolve_scope};
+
+/// Defaults shown in `--help` and used by MCP when a field is absent.
+pub const DEFAULT_MIN_GAP_US: f64 = 100.0;
+pub const DEFAULT_CHUNKS: usize = 100;
+pub const DEFAULT_BELOW: f64 = 0.5;
+/// Gaps and chunks returned (each) when the request names no limit.
+pub const DEFAULT_LIMIT: usize = 5;
+/// Chunks per device at most (the chunk table is built in memory).
+pub const MAX_CHUNKS: usize = 10_000;
+
+/// What `analyze_gpu_gaps` asks.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct GpuGapsRequest {
+    /// Run id (or a unique prefix, or latest) or artifact id (sha256:…).
+    #[schemars(length(min = 1, max = 200))]
+    pub target: String,
+    /// Report stream gaps at least this long, in µs (default 100).
+    #[schemars(range(min = 0))]
+    pub min_gap_us: Option<f64>,
+    /// Chunks each device's active span is cut into (default 100).
+    #[schemars(range(min = 1, max = 10000))]
+    pub chunks: Option<usize>,
+    /// Busy fraction under which a chunk is reported (default 0.5).
+    #[schemars(range(min = 0, max = 1))]
+    pub below: Option<f64>,
+    /// Gaps and chunks returned, each (default 5).
+    #[schemars(range(min = 1, max = 1000))]
+    pub limit: Option<usize>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct GpuGapsResult {
+    pub scope: ResolvedScope,
+    pub commit_id: String,
+    /// The thresholds used.
+    pub min_gap_ns: i64,
+    pub chunks: usize,
+    pub below: f64,
+    #[serde(flatten)]
+    pub answer: GpuGapsAnswer,
+    pub truncated: bool,
+    pub evidence: EvidenceStatus,
+}
+
+fn options(req: &GpuGapsRequest, limit: usize) -> Result<GapOptions> {
+    let min_gap_us = req.min_gap_us.unwrap_or(DEFAULT_MIN_GAP_US);
+    if !min_gap_us.is_finite() || !(0.0..=1e12).contains(&min_gap_us) {
+        return Err(FlameoxError::invalid_argument(
+            "min_gap_us",
+            "must be a number of µs in 0..=1e12",
+        ));
+    }
+    let chunks = req.chunks.unwrap_or(DEFAULT_CHUNKS);
+    if !(1..=MAX_CHUNKS).contains(&chunks) {
+        return Err(FlameoxError::invalid_argument(
+            "chunks",
+            format!("{chunks} is outside 1..={MAX_CHUNKS}"),
+        ));
+    }
+    let below = req.below.unwrap_or(DEFAULT_BELOW);
+    if !below.is_finite() || !(0.0..=1.0).contains(&below) {
+        return Err(FlameoxError::invalid_argument(
+            "below",
+            "must be a busy fraction in 0..=1",
+        ));
+    }
+    Ok(GapOptions {
+        min_gap_ns: (min_gap_us * 1000.0).round() as i64,
+        chunks,
+        below,
+        limit,
+    })
+}
+
+pub async fn gpu_gaps(qc: &QueryContext<'_>, req: &GpuGapsRequest) -> Result<GpuGapsResult> {
+    // Each gap and chunk carries its host activity: 5 of each by default
+    // keeps the answer near the agents' byte budget (`agent_budgets.rs`).
+    let limit = qc
+        .ws
+        .config
+        .row_limit(Some(req.limit.unwrap_or(DEFAULT_LIMIT)))?;
+    let options = options(req, limit)?;
+    let session = qc.session(None)?;
+    let scope = resolve_scope(qc.ws, &session.snapshot, &req.target)?;
+    let artifacts = ArtifactScope {
+        artifact_ids: scope.artifact_ids.clone(),
+    };
+    let answer = run_budgeted(
+        &session,
+        gpu_gaps::gpu_gaps(&session.ctx, &artifacts, &options),
+    )
+    .await?;
+    let mut evidence = answer_status(&session.snapshot, &scope, answer.has_device_activity, false);
+    if !answer.has_device_activity && evidence.status == "empty" {
+        // No device rows: the trace may not have recorded them.
+        evidence = EvidenceStatus::new("partial", "accelerator_tracks_missing").with_next(
+            "get_run",
+            json!({ "target": scope.run_id.as_deref().unwrap_or(&scope.requested) }),
+        );
+    }
+    let mut answer = answer;
+    if scope.artifact_ids.len() == 1 {
+        // The scope names the one artifact; each row need not repeat it.
+        answer.gaps.iter_mut().for_each(|g| g.artifact_id.clear());
+        answer
+            .devices
+            .iter_mut()
+            .for_each(|d| d.artifact_id.clear());
+        answer
+            .low_utilization
+            .iter_mut()
+            .for_each(|c| c.artifact_id.clear());
+    }
+    Ok(GpuGapsResult {
+        commit_id: session.snapshot.commit_id().to_owned(),
+        scope,
+        min_gap_ns: options.min_gap_ns,
+        chunks: options.chunks,
+        below: options.below,
+        truncated: (answer.gaps.len() as u64) < answer.gaps_found
+            || (answer.low_utilization.len() as u64) < answer.low_utilization_found,
+        answer,
+        evidence,
+    })
+}

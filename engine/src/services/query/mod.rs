@@ -1,0 +1,17 @@
+//! Answering questions over published evidence: analyses, drill-downs,
+//! trace windows, GPU and framework views, measurements, and the narrower
+//! call a budget overrun offers.
+
+pub mod analyze;
+pub mod frame_instances;
+pub mod gpu;
+pub mod gpu_breakdown;
+pub mod gpu_gaps;
+pub mod measurements;
+pub mod memory;
+pub(crate) mod narrower;
+pub mod pytorch;
+pub mod summary;
+pub mod threads;
+pub mod views;
+pub mod window_count;

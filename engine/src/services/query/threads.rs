@@ -1,0 +1,147 @@
+//! `list_threads`: the processes, threads and GPU streams of a target with
+//! their busy time and share of the trace's span, busiest first — so a
+//! question can name one thread, and see when a name is shared.
+
+use std::collections::BTreeMap;
+
+use flameox_recipes::ArtifactScope;
+use flameox_recipes::threads::{self, ThreadQuery, ThreadRow};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use crate::error::Result;
+use crate::query::run_budgeted;
+use crate::services::{EvidenceStatus, QueryContext, ResolvedScope, answer_status, resolve_scope};
+
+/// What `list_threads` asks.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ThreadsRequest {
+    /// Run id (UUID) or artifact id (sha256:…).
+    #[schemars(length(min = 1, max = 200))]
+    pub target: String,
+    /// Only this process: pid or exact name.
+    #[schemars(length(min = 1, max = 200))]
+    pub process: Option<String>,
+    /// Rows to return (default 20).
+    #[schemars(range(min = 1, max = 1000))]
+    pub limit: Option<usize>,
+}
+
+/// A thread with its share of the span.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ThreadEntry {
+    #[serde(flatten)]
+    pub thread: ThreadRow,
+    /// `busy_ns` as a percentage of `span_ns` (the trace's first event
+    /// start to its last event end).
+    pub busy_pct_of_span: f64,
+    /// `samples` as a percentage of every sample in scope.
+    pub samples_pct: f64,
+}
+
+/// A name shared by several threads (in different processes, or one).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SharedName {
+    pub thread_name: String,
+    /// The threads that carry it, as `label` / tid.
+    pub threads: Vec<String>,
+}
+
+/// The answer.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ThreadsResult {
+    pub scope: ResolvedScope,
+    pub commit_id: String,
+    /// First event start to last event end over the target, ns.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub span_ns: Option<(i64, i64)>,
+    pub rows: Vec<ThreadEntry>,
+    /// Threads and streams in scope (all, not only the rows).
+    pub total: u64,
+    pub returned: usize,
+    pub truncated: bool,
+    /// Thread names that more than one thread carries: filtering by such a
+    /// name merges them (use the tid instead).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub shared_names: Vec<SharedName>,
+    pub evidence: EvidenceStatus,
+}
+
+/// Rows when the request names no limit.
+pub const DEFAULT_LIMIT: usize = 20;
+
+/// Lists the target's threads, busiest first.
+pub async fn list_threads(qc: &QueryContext<'_>, req: &ThreadsRequest) -> Result<ThreadsResult> {
+    let limit = qc
+        .ws
+        .config
+        .row_limit(Some(req.limit.unwrap_or(DEFAULT_LIMIT)))?;
+    let session = qc.session(None)?;
+    let scope = resolve_scope(qc.ws, &session.snapshot, &req.target)?;
+    let query = ThreadQuery {
+        scope: ArtifactScope {
+            artifact_ids: scope.artifact_ids.clone(),
+        },
+        process: req.process.clone(),
+    };
+    let answer = run_budgeted(&session, threads::threads(&session.ctx, &query)).await?;
+    let span = answer
+        .span_ns
+        .map(|(a, b)| b.saturating_sub(a))
+        .unwrap_or(0);
+    let mut by_name: BTreeMap<&str, Vec<String>> = BTreeMap::new();
+    for row in &answer.rows {
+        if let Some(name) = row.thread_name.as_deref() {
+            let who = match row.tid {
+                Some(tid) => format!("{} tid {tid}", row.label),
+                None => row.label.clone(),
+            };
+            by_name.entry(name).or_default().push(who);
+        }
+    }
+    let shared_names = by_name
+        .into_iter()
+        .filter(|(_, t)| t.len() > 1)
+        .map(|(name, threads)| SharedName {
+            thread_name: name.to_owned(),
+            threads,
+        })
+        .collect();
+    let total = answer.rows.len() as u64;
+    let all_samples: i64 = answer.rows.iter().map(|r| r.samples).sum();
+    let pct = |part: i64, whole: i64| {
+        if whole > 0 {
+            (part as f64 * 10_000.0 / whole as f64).round() / 100.0
+        } else {
+            0.0
+        }
+    };
+    let rows: Vec<ThreadEntry> = answer
+        .rows
+        .into_iter()
+        .take(limit)
+        .map(|thread| ThreadEntry {
+            busy_pct_of_span: pct(thread.busy_ns, span),
+            samples_pct: pct(thread.samples, all_samples),
+            thread,
+        })
+        .collect();
+    let evidence = answer_status(
+        &session.snapshot,
+        &scope,
+        !rows.is_empty(),
+        req.process.is_some(),
+    );
+    Ok(ThreadsResult {
+        commit_id: session.snapshot.commit_id().to_owned(),
+        scope,
+        span_ns: answer.span_ns,
+        returned: rows.len(),
+        truncated: (rows.len() as u64) < total,
+        rows,
+        total,
+        shared_names,
+        evidence,
+    })
+}

@@ -1,0 +1,8 @@
+//! Running declared workloads under a profiler and recording what they
+//! produced.
+
+pub mod adapters;
+pub mod capture;
+pub mod capture_outputs;
+pub mod capture_run;
+pub mod workloads;

@@ -1,0 +1,150 @@
+//! What this build can read and answer and which capture adapters work on
+//! this machine, reported passively (nothing is probed or installed), and
+//! how to view an artifact in its native viewer.
+
+use flameox_extractors::detect::FormatKind;
+use serde::{Deserialize, Serialize};
+
+use crate::error::Result;
+use crate::store;
+use crate::workspace::Workspace;
+
+/// One input format and whether this build extracts it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FormatCapability {
+    pub kind: String,
+    pub extract: bool,
+    pub note: String,
+}
+
+/// `list_capabilities` / `flameox capabilities`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Capabilities {
+    pub flameox_version: String,
+    pub formats: Vec<FormatCapability>,
+    pub analyses: Vec<String>,
+    pub drilldowns: Vec<String>,
+    /// Capture adapters and whether they work on this machine (passive:
+    /// a PATH lookup; nothing is executed).
+    pub adapters: Vec<crate::services::adapters::AdapterStatus>,
+}
+
+/// The formats detection knows, and which have an extractor in this build.
+pub fn capabilities() -> Capabilities {
+    let formats = FormatKind::ALL
+        .iter()
+        .filter(|k| **k != FormatKind::Unknown)
+        .map(|k| {
+            let (extract, note) = match k {
+                FormatKind::ChromeJson => (true, "Chrome trace events: PyTorch profiler / Kineto, Chromium, viztracer, py-spy chrometrace"),
+                FormatKind::FoldedStacks => (true, "folded / collapsed stacks (flamegraph.pl, inferno, py-spy raw, stackcollapse-*)"),
+                FormatKind::PerfettoProtobuf => (true, "Perfetto protobuf: track events, ftrace scheduling and atrace, callstack samples, process stats, counters"),
+                FormatKind::Pprof => (true, "pprof profile.proto, gzipped or plain (Go runtime/pprof, gperftools, async-profiler, …): one metric per sample type"),
+                FormatKind::SpeedscopeJson => (true, "speedscope JSON, sampled and evented profiles (py-spy, rbspy, Austin, speedscope exports)"),
+                FormatKind::ChromeCpuProfile => (true, "V8 .cpuprofile (node --cpu-prof, Chrome DevTools 'Save profile')"),
+                FormatKind::GeckoProfile => (true, "Gecko profile (Firefox profiler raw format, bare or inside a Firefox DevTools performance recording); not the processed format profiler.firefox.com saves"),
+                FormatKind::NsightSqlite => (true, "Nsight Systems SQLite export (nsys export --type sqlite): CUDA kernels, runtime/driver API, memcpy/memset, synchronization, graph trace, NVTX ranges"),
+                FormatKind::NsightParquetDir => (true, "Nsight Systems export folder (nsys export --type parquetdir): the SQLite export's tables as <TABLE>.parquet files; imported as one folder artifact"),
+                FormatKind::NsightArrowDir => (true, "Nsight Systems export folder (nsys export --type arrowdir): the SQLite export's tables as <TABLE>.arrow (Arrow IPC file or stream) files; imported as one folder artifact"),
+                FormatKind::NsightReport => (false, "export first: nsys export --type sqlite (or --type parquetdir)"),
+                FormatKind::PyperfJson => (true, "pyperf JSON results (format 1.0): values and marked warmups per benchmark → measurements (ns)"),
+                FormatKind::HyperfineJson => (true, "hyperfine --export-json: per-run times and exit codes per command, parameters → measurements (ns)"),
+                FormatKind::GoogleBenchmarkJson => (true, "Google Benchmark JSON: real_time and cpu_time per repetition (aggregates skipped) → measurements (ns)"),
+                FormatKind::CriterionDir => (true, "criterion output folder (one benchmark's new/ folder or target/criterion): time per iteration per sample → measurements (ns); imported as one folder artifact"),
+                _ => (false, "detected; no extractor in this build yet"),
+            };
+            FormatCapability { kind: k.name().to_owned(), extract, note: note.to_owned() }
+        })
+        .collect();
+    Capabilities {
+        flameox_version: env!("CARGO_PKG_VERSION").to_owned(),
+        formats,
+        analyses: vec![
+            "hotspots".into(),
+            "frame_deltas".into(),
+            "flame_graph".into(),
+            "gpu_summary".into(),
+            "accelerator_launches".into(),
+            "gpu_breakdown".into(),
+            "pytorch".into(),
+            "gpu_gaps".into(),
+            "memory".into(),
+            "compare".into(),
+            "scaling".into(),
+        ],
+        drilldowns: vec![
+            "callers".into(),
+            "callees".into(),
+            "stack_examples".into(),
+            "trace_window".into(),
+            "measurements".into(),
+        ],
+        adapters: crate::services::adapters::adapter_statuses(),
+    }
+}
+
+/// How to open an artifact in the viewer made for its format.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ViewerPlan {
+    pub artifact_id: String,
+    pub kind: String,
+    pub viewer: String,
+    /// Steps for a person; no host path is included.
+    pub steps: Vec<String>,
+}
+
+pub fn viewer_plan(ws: &Workspace, artifact_id: &str) -> Result<ViewerPlan> {
+    let record = store::read_artifact(ws, artifact_id)?;
+    let (viewer, steps) = match record.kind.as_str() {
+        "chrome_json" | "perfetto_protobuf" => (
+            "Perfetto UI",
+            vec![
+                "open https://ui.perfetto.dev in a browser".to_owned(),
+                format!(
+                    "choose 'Open trace file' and pick {} (the original file)",
+                    record.original_name
+                ),
+                "or run: flameox open <artifact-id> --launch".to_owned(),
+            ],
+        ),
+        "gecko_profile" => (
+            "Firefox Profiler (profiler.firefox.com)",
+            vec![
+                "open https://profiler.firefox.com in a browser".to_owned(),
+                format!(
+                    "choose 'Load a profile from file' and pick {} (the original file)",
+                    record.original_name
+                ),
+                format!(
+                    "a Firefox DevTools recording also opens in speedscope: open https://www.speedscope.app and drop {}",
+                    record.original_name
+                ),
+                "or run: flameox open <artifact-id> --launch (speedscope)".to_owned(),
+            ],
+        ),
+        "nsight_systems_sqlite" => (
+            "NVIDIA Nsight Systems",
+            vec![
+                "open the original .nsys-rep report in the Nsight Systems GUI (nsys-ui); the SQLite export itself has no viewer".to_owned(),
+                format!("or query {} with sqlite3 (tables CUPTI_ACTIVITY_KIND_*, NVTX_EVENTS, StringIds)", record.original_name),
+            ],
+        ),
+        "speedscope_json" | "folded_stacks" | "pprof" | "chrome_cpuprofile" => (
+            "speedscope",
+            vec![format!(
+                "open https://www.speedscope.app and drop {}",
+                record.original_name
+            )],
+        ),
+        _ => (
+            "none",
+            vec!["no native viewer is known for this kind".to_owned()],
+        ),
+    };
+    Ok(ViewerPlan {
+        artifact_id: record.artifact_id,
+        kind: record.kind,
+        viewer: viewer.to_owned(),
+        steps,
+    })
+}

@@ -1,0 +1,275 @@
+//! Workspace inventory: init, status, config, runs and artifacts.
+
+use serde::{Deserialize, Serialize};
+use serde_json::json;
+
+use crate::catalog;
+use crate::config::Config;
+use crate::cursor::CursorCodec;
+use crate::error::Result;
+use crate::runs::{self, RunManifest};
+use crate::services::check_id;
+use crate::store::{self, ArtifactRecord};
+use crate::workspace::{InitOutcome, Workspace};
+
+/// `flameox status`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct WorkspaceStatus {
+    pub workspace_id: String,
+    pub flameox_version: String,
+    pub head_commit: Option<String>,
+    pub generations: usize,
+    pub runs: usize,
+    pub artifacts: usize,
+    pub evidence_rows: std::collections::BTreeMap<String, u64>,
+    pub evidence_bytes: u64,
+}
+
+pub fn init(project_root: &std::path::Path) -> Result<InitOutcome> {
+    Workspace::init(project_root).map(|(_, outcome)| outcome)
+}
+
+pub fn status(ws: &Workspace) -> Result<WorkspaceStatus> {
+    let snapshot = catalog::pin_head(ws)?;
+    let mut evidence_rows = std::collections::BTreeMap::new();
+    let mut evidence_bytes = 0;
+    for g in &snapshot.generations {
+        for f in &g.files {
+            *evidence_rows.entry(f.table.clone()).or_insert(0) += f.rows;
+            evidence_bytes += f.bytes;
+        }
+    }
+    Ok(WorkspaceStatus {
+        workspace_id: ws.identity.workspace_id.clone(),
+        flameox_version: env!("CARGO_PKG_VERSION").into(),
+        head_commit: snapshot.commit.as_ref().map(|c| c.commit_id.clone()),
+        generations: snapshot.generations.len(),
+        runs: runs::list_run_ids(ws).len(),
+        artifacts: store::list_artifacts(ws)?.len(),
+        evidence_rows,
+        evidence_bytes,
+    })
+}
+
+pub fn config_show(ws: &Workspace) -> Config {
+    ws.config.clone()
+}
+
+/// A run as listed (the manifest without bulky fields).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunSummary {
+    pub run_id: String,
+    pub run_type: String,
+    pub created_at: String,
+    pub extraction: String,
+    pub validation: String,
+    pub artifact_ids: Vec<String>,
+    pub original_names: Vec<String>,
+    pub reused_generation: bool,
+    pub trace_events: u64,
+    pub limitations: usize,
+}
+
+impl From<&RunManifest> for RunSummary {
+    fn from(run: &RunManifest) -> Self {
+        RunSummary {
+            run_id: run.run_id.clone(),
+            run_type: run.run_type.clone(),
+            created_at: run.created_at.clone(),
+            extraction: run.status.extraction.clone(),
+            validation: run.status.validation.clone(),
+            artifact_ids: run
+                .artifacts
+                .iter()
+                .map(|a| a.artifact_id.clone())
+                .collect(),
+            original_names: run
+                .artifacts
+                .iter()
+                .map(|a| a.original_name.clone())
+                .collect(),
+            reused_generation: run.reused_generation,
+            trace_events: run.rows.get("trace_events").copied().unwrap_or(0),
+            limitations: run.limitation_details.len(),
+        }
+    }
+}
+
+/// A page of any listing.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ListPage<T> {
+    pub items: Vec<T>,
+    pub total: u64,
+    pub returned: usize,
+    pub truncated: bool,
+    pub next_cursor: Option<String>,
+}
+
+fn page<T: Clone>(
+    ws: &Workspace,
+    family: &str,
+    all: Vec<(String, T)>,
+    limit: Option<usize>,
+    cursor: Option<&str>,
+) -> Result<ListPage<T>> {
+    let limit = ws.config.row_limit(limit)?;
+    let codec = CursorCodec::new(ws.cursor_key()?);
+    let params = json!({ "family": family });
+    let after = match cursor {
+        Some(c) => codec
+            .decode(c, family, &params)?
+            .key
+            .as_str()
+            .map(str::to_owned),
+        None => None,
+    };
+    let total = all.len() as u64;
+    let rest: Vec<(String, T)> = all
+        .into_iter()
+        .filter(|(k, _)| after.as_ref().is_none_or(|a| k > a))
+        .collect();
+    let truncated = rest.len() > limit;
+    let items: Vec<(String, T)> = rest.into_iter().take(limit).collect();
+    let next_cursor = match (truncated, items.last()) {
+        (true, Some((k, _))) => Some(codec.encode(family, "listing", &params, json!(k))?),
+        _ => None,
+    };
+    let items: Vec<T> = items.into_iter().map(|(_, v)| v).collect();
+    Ok(ListPage {
+        returned: items.len(),
+        items,
+        total,
+        truncated,
+        next_cursor,
+    })
+}
+
+/// Runs, newest first.
+pub fn list_runs(
+    ws: &Workspace,
+    limit: Option<usize>,
+    cursor: Option<&str>,
+) -> Result<ListPage<RunSummary>> {
+    let mut all: Vec<(String, RunSummary)> = runs::list_runs(ws)?
+        .into_iter()
+        .map(|r| runs::with_live_status(ws, r))
+        .map(|r| (r.run_id.clone(), RunSummary::from(&r)))
+        .collect();
+    all.reverse();
+    // Newest first: page keys descend, so invert them for the keyset filter.
+    let all = all.into_iter().map(|(k, v)| (invert(&k), v)).collect();
+    page(ws, "runs", all, limit, cursor)
+}
+
+fn invert(run_id: &str) -> String {
+    run_id
+        .chars()
+        .map(|c| {
+            c.to_digit(16)
+                .map(|d| char::from_digit(15 - d, 16).unwrap_or(c))
+                .unwrap_or(c)
+        })
+        .collect()
+}
+
+pub fn show_run(ws: &Workspace, run_id: &str) -> Result<RunManifest> {
+    check_id("run_id", run_id)?;
+    runs::read_run(ws, run_id).map(|run| runs::with_live_status(ws, run))
+}
+
+/// An artifact with the runs that used it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ArtifactDetail {
+    #[serde(flatten)]
+    pub record: ArtifactRecord,
+    pub run_ids: Vec<String>,
+    pub extracted: bool,
+}
+
+pub fn list_artifacts(
+    ws: &Workspace,
+    limit: Option<usize>,
+    cursor: Option<&str>,
+) -> Result<ListPage<ArtifactRecord>> {
+    let all = store::list_artifacts(ws)?
+        .into_iter()
+        .map(|a| (a.artifact_id.clone(), a))
+        .collect();
+    page(ws, "artifacts", all, limit, cursor)
+}
+
+pub fn show_artifact(ws: &Workspace, artifact_id: &str) -> Result<ArtifactDetail> {
+    check_id("artifact_id", artifact_id)?;
+    let record = store::read_artifact(ws, artifact_id)?;
+    let run_ids = runs::list_runs(ws)?
+        .into_iter()
+        .filter(|r| r.artifacts.iter().any(|a| a.artifact_id == artifact_id))
+        .map(|r| r.run_id)
+        .collect();
+    let snapshot = catalog::pin_head(ws)?;
+    let extracted = snapshot.generations_for(artifact_id).next().is_some();
+    Ok(ArtifactDetail {
+        record,
+        run_ids,
+        extracted,
+    })
+}
+
+/// The kinds `evidence get` accepts.
+pub const EVIDENCE_KINDS: [&str; 6] = [
+    "run",
+    "artifact",
+    "generation",
+    "run_set",
+    "analysis",
+    "comparison",
+];
+
+/// `get_evidence` / `evidence get`: one record by typed reference
+/// (`run:<uuid>`, `artifact:sha256:<hex>`, `generation:<uuid>`,
+/// `run_set:rs_…`, `analysis:an_…`, `comparison:cmp_…`).
+pub fn evidence_get(ws: &Workspace, reference: &str) -> Result<serde_json::Value> {
+    use crate::error::{ErrorCode, FlameoxError};
+    let to_value = |v: serde_json::Result<serde_json::Value>| {
+        v.map_err(|e| FlameoxError::internal(format!("serializing a record: {e}")))
+    };
+    let (kind, id) = reference.split_once(':').ok_or_else(|| {
+        FlameoxError::invalid_argument("reference", "expected <kind>:<id>, e.g. run:<uuid>")
+            .detail("valid_kinds", EVIDENCE_KINDS.to_vec())
+    })?;
+    check_id("reference", id)?;
+    let value = match kind {
+        "run" => to_value(serde_json::to_value(show_run(ws, id)?))?,
+        "artifact" => to_value(serde_json::to_value(show_artifact(ws, id)?))?,
+        "generation" => {
+            let snapshot = catalog::pin_head(ws)?;
+            let generation = snapshot
+                .generations
+                .iter()
+                .find(|g| g.generation_id == id)
+                .cloned()
+                .ok_or_else(|| {
+                    FlameoxError::new(ErrorCode::RunNotFound, format!("no active generation {id}"))
+                })?;
+            to_value(serde_json::to_value(generation))?
+        }
+        "run_set" | "analysis" | "comparison" => {
+            let kind = match kind {
+                "run_set" => crate::records::RecordKind::RunSets,
+                "analysis" => crate::records::RecordKind::Analyses,
+                _ => crate::records::RecordKind::Comparisons,
+            };
+            crate::records::read_record::<serde_json::Value>(ws, kind, id)?
+        }
+        other => {
+            let near = crate::error::closest(other, EVIDENCE_KINDS, 1);
+            return Err(FlameoxError::invalid_argument(
+                "reference",
+                format!("unknown kind {other}"),
+            )
+            .detail("closest", near)
+            .detail("valid_kinds", EVIDENCE_KINDS.to_vec()));
+        }
+    };
+    Ok(serde_json::json!({ "reference": reference, "kind": kind, "record": value }))
+}
