@@ -52,6 +52,12 @@ fn flame_graph_names_the_top_frame_and_diffs_have_the_right_sign() {
         titles(&svg).iter().any(|t| t.starts_with(&top)),
         "the top frame {top} is drawn"
     );
+    // Titled with the input's name and the metric in words, not its key.
+    assert!(
+        svg.contains("pyspy_workload.folded.txt — "),
+        "the input's name is the title"
+    );
+    assert!(!svg.contains(">trace.wall_ns<") && svg.contains(&base), "{base}");
 
     // A second run where every stack ending in the top frame doubles.
     let grown: String = text

@@ -129,7 +129,31 @@ pub async fn flame_graph(
         drilldown::folded_stacks(&session.ctx, &target, &metric),
     )
     .await?;
-    let title = format!("{} — {metric}", scope.requested);
+    // A person reads the input's name and the metric in words; the run or
+    // artifact id goes under it.
+    let names: Vec<String> = scope
+        .artifact_ids
+        .iter()
+        .filter_map(|id| crate::store::read_artifact(qc.ws, id).ok())
+        .map(|a| a.original_name)
+        .collect();
+    let input = match names.as_slice() {
+        [] => scope.requested.clone(),
+        [one] => one.clone(),
+        [first, rest @ ..] => format!("{first} and {} more", rest.len()),
+    };
+    let words = crate::units::metric_words(&metric);
+    let title = match &base {
+        Some(_) => format!(
+            "{input} — {words}, against {}",
+            req.diff_against.as_deref().unwrap_or("")
+        ),
+        None => format!("{input} — {words}"),
+    };
+    let subtitle = scope
+        .run_id
+        .clone()
+        .unwrap_or_else(|| scope.requested.clone());
     let (lines, stacks) = match &base {
         None => {
             let lines: Vec<String> = after.iter().map(|(s, w)| format!("{s} {w}")).collect();
@@ -153,9 +177,9 @@ pub async fn flame_graph(
             format!("no {metric} stacks to draw for {}", scope.requested),
         )
         .detail("metric", metric)
-        .remedy("flameox analyze hotspots <target> shows which metrics have stacks"));
+        .remedy("analyze_hotspots names the metrics that have stacks (available_metrics)"));
     }
-    let svg = render(&title, &metric, &lines)?;
+    let svg = render(&title, &subtitle, &metric, &lines)?;
     Ok(FlameGraphResult {
         metric,
         differential: base.is_some(),
@@ -184,10 +208,16 @@ fn differential_lines(before: &[(String, i64)], after: &[(String, i64)]) -> Resu
         .collect())
 }
 
-fn render(title: &str, metric: &str, lines: &[String]) -> Result<String> {
+fn render(title: &str, subtitle: &str, metric: &str, lines: &[String]) -> Result<String> {
     let mut options = inferno::flamegraph::Options::default();
     options.title = title.to_owned();
-    options.count_name = metric.to_owned();
+    options.subtitle = Some(subtitle.to_owned());
+    // Tooltips say `1,234,567 ns` for time metrics, `412 samples` otherwise.
+    options.count_name = if metric.ends_with("_ns") {
+        "ns".to_owned()
+    } else {
+        crate::units::metric_words(metric)
+    };
     options.hash = true;
     options.deterministic = true;
     let mut svg = Vec::new();
