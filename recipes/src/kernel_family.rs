@@ -47,6 +47,30 @@ pub fn kernel_family(name: &str) -> String {
     }
 }
 
+/// Names longer than this are cut in answers that list several (a
+/// templated kernel's name can run to 5 KB); the trace window gives them whole.
+pub const READABLE_NAME_CHARS: usize = 160;
+
+/// A name an answer can list: itself when short, else its family with
+/// `<…>` (cut to [`READABLE_NAME_CHARS`] with `…` if still long).
+pub fn readable_name(name: &str) -> String {
+    if name.chars().count() <= READABLE_NAME_CHARS {
+        return name.to_owned();
+    }
+    let family = kernel_family(name);
+    let text = if family.len() < name.len() {
+        format!("{family}<…>")
+    } else {
+        family
+    };
+    if text.chars().count() <= READABLE_NAME_CHARS {
+        return text;
+    }
+    let mut cut: String = text.chars().take(READABLE_NAME_CHARS - 1).collect();
+    cut.push('…');
+    cut
+}
+
 /// `flameox_kernel_family(name)` as an expression.
 pub fn kernel_family_expr(name: Expr) -> Expr {
     crate::text_udf::text_udf(
@@ -81,5 +105,17 @@ mod tests {
         assert_eq!(kernel_family("saxpy(int, float, float*, float*)"), "saxpy");
         assert_eq!(kernel_family("  "), "");
         assert_eq!(kernel_family("a>b"), "a>b");
+    }
+
+    #[test]
+    fn long_names_read_as_their_family_short_ones_stay() {
+        use super::{READABLE_NAME_CHARS, readable_name};
+        assert_eq!(readable_name("aten::mm"), "aten::mm");
+        let long = format!("void k<{}>(int)", "float, ".repeat(100));
+        assert_eq!(readable_name(&long), "k<…>");
+        let no_family = "x".repeat(500);
+        let cut = readable_name(&no_family);
+        assert_eq!(cut.chars().count(), READABLE_NAME_CHARS);
+        assert!(cut.ends_with('…'));
     }
 }

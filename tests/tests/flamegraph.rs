@@ -57,7 +57,10 @@ fn flame_graph_names_the_top_frame_and_diffs_have_the_right_sign() {
         svg.contains("pyspy_workload.folded.txt — "),
         "the input's name is the title"
     );
-    assert!(!svg.contains(">trace.wall_ns<") && svg.contains(&base), "{base}");
+    assert!(
+        !svg.contains(">trace.wall_ns<") && svg.contains(&base),
+        "{base}"
+    );
 
     // A second run where every stack ending in the top frame doubles.
     let grown: String = text

@@ -6,6 +6,7 @@
 use flameox_recipes::ArtifactScope;
 use flameox_recipes::gpu_gaps::{self, GapOptions, GpuGapsAnswer};
 pub use flameox_recipes::host_activity::HostActivity;
+use flameox_recipes::kernel_family::readable_name;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
@@ -115,6 +116,20 @@ pub async fn gpu_gaps(qc: &QueryContext<'_>, req: &GpuGapsRequest) -> Result<Gpu
         );
     }
     let mut answer = answer;
+    // Templated kernel names run to kilobytes: each gap lists them read as
+    // their family (get_trace_window gives them whole).
+    for gap in &mut answer.gaps {
+        gap.after = readable_name(&gap.after);
+        gap.before = gap.before.as_deref().map(readable_name);
+        for slice in &mut gap.host.top {
+            slice.name = readable_name(&slice.name);
+        }
+    }
+    for chunk in &mut answer.low_utilization {
+        for slice in &mut chunk.host.top {
+            slice.name = readable_name(&slice.name);
+        }
+    }
     if scope.artifact_ids.len() == 1 {
         // The scope names the one artifact; each row need not repeat it.
         answer.gaps.iter_mut().for_each(|g| g.artifact_id.clear());
