@@ -81,13 +81,24 @@ pub(crate) fn render_gpu_gaps(r: &GpuGapsResult) -> String {
     out += &render::footer(a.gaps.len(), a.gaps_found, None);
     out += "\n\ndevices\n";
     let mut t = Table::new(
-        &["device", "span", "chunks", "below", "start"],
-        &[0, 1, 2, 3, 4],
+        &[
+            "device",
+            "span",
+            "% of trace",
+            "from % in",
+            "chunks",
+            "below",
+            "start",
+        ],
+        &[0, 1, 2, 3, 4, 5, 6],
     );
+    let pct = |p: Option<f64>| p.map_or("-".to_owned(), |p| format!("{p:.1}%"));
     for d in &a.devices {
         t.row(vec![
             id(d.device),
             render::duration_ns(d.end_ns - d.start_ns),
+            pct(d.span_pct_of_trace),
+            pct(d.starts_at_pct_of_trace),
             thousands(d.chunks),
             thousands(d.chunks_below),
             d.start_ns.to_string(),

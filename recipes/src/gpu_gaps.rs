@@ -82,6 +82,15 @@ pub struct DeviceSpan {
     /// shorter than that many ns; 0 for an empty span).
     pub chunks: i64,
     pub chunks_below: i64,
+    /// The device's span as a share of its trace's span (first to last
+    /// event of any kind), in percent; utilization and chunks are of the
+    /// device span only (filled by the service, which knows the trace).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub span_pct_of_trace: Option<f64>,
+    /// How much of the trace passed, in percent, before the device's first
+    /// activity.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub starts_at_pct_of_trace: Option<f64>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -393,6 +402,8 @@ fn low_utilization(options: &GapOptions, spans: &[Span]) -> LowUse {
             end_ns: span.end,
             chunks: n as i64,
             chunks_below,
+            span_pct_of_trace: None,
+            starts_at_pct_of_trace: None,
         });
     }
     let found = below.len() as u64;

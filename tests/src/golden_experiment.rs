@@ -48,7 +48,7 @@ confidence_level = 0.95
 /// Asserts a variant's scaling fit says quadratic: n² ranked best
 /// (conclusively or not), or the power-law exponent's interval holds 2, or
 /// n² is the close runner-up of a power law whose interval lies within
-/// 2 ± 0.3.
+/// 2 ± 0.3, or the runner-up of a conclusive power law within 2 ± 0.1.
 ///
 /// The last clause is for what start-up and timer noise do to clean data:
 /// Perl's ~3.5 ms start-up is a constant under every size, so a pure
@@ -76,10 +76,24 @@ pub fn assert_quadratic(variant: &Value) {
         && conclusion["runner_up"] == "n_squared";
     let k_holds_2 = bound("lower") <= 2.0 && 2.0 <= bound("upper");
     let k_near_2 = bound("lower") >= 1.7 && bound("upper") <= 2.3;
+    // The plain power law has no offset, so Perl's constant start-up pulls
+    // its exponent a little under 2 and can win outright over n²: two runs
+    // on 2026-12-04 fitted `half` at k = 1.954 [1.935, 1.973] and 1.947
+    // [1.927, 1.967], power law best by AICc margins 3.0 and 2.0, n² the
+    // runner-up. That is the bias issue 30's offset power law removes; until
+    // then such a fit, within 2 ± 0.1 and with n² next, counts as quadratic.
+    let n2_next_to_a_near_2_power_law = conclusion["status"] == "best"
+        && conclusion["model"] == "power_law"
+        && conclusion["runner_up"] == "n_squared"
+        && bound("lower") >= 1.9
+        && bound("upper") <= 2.1;
     // Printed for the log of a passing run too: how close it came.
     eprintln!("variant {}: {conclusion} k = {k}", variant["variant"]);
     assert!(
-        n2_best || k_holds_2 || (n2_close_to_a_power_law && k_near_2),
+        n2_best
+            || k_holds_2
+            || (n2_close_to_a_power_law && k_near_2)
+            || n2_next_to_a_near_2_power_law,
         "variant {} is not recognized as quadratic: {conclusion} k = {k}",
         variant["variant"]
     );

@@ -484,3 +484,43 @@ fn gaps_are_attributed_to_the_launching_thread_not_an_idle_helper() {
         "{summary}"
     );
 }
+
+/// Utilization is of the device's active span; the answer says how much of
+/// the trace that is. The CloverLeaf export's GPU starts 43 % into the
+/// trace (the first kernel at 533 ms of a 264–883 ms capture, by SQL).
+#[test]
+fn a_device_idle_for_the_start_of_the_trace_says_so() {
+    let project = Project::new();
+    let path = corpus().join("nsys/pipit_cloverleaf_a100_nsys2024.5.sqlite");
+    let imported = project.json(&["import", path.to_str().expect("utf-8")]);
+    let run = imported["run_id"].as_str().expect("run").to_owned();
+    let span = &imported["time_span_ns"];
+    let (first, last) = (
+        span[0].as_i64().expect("first"),
+        span[1].as_i64().expect("last"),
+    );
+    let a = gpu_gaps(&project, &run, &[]);
+    let devices = a["devices"].as_array().expect("devices");
+    assert!(!devices.is_empty());
+    for d in devices {
+        let (start, end) = (
+            d["start_ns"].as_i64().unwrap(),
+            d["end_ns"].as_i64().unwrap(),
+        );
+        let width = (last - first) as f64;
+        let share = d["span_pct_of_trace"].as_f64().expect("share");
+        let from = d["starts_at_pct_of_trace"].as_f64().expect("from");
+        assert!(
+            (share - (end - start) as f64 * 100.0 / width).abs() < 0.11,
+            "{d}"
+        );
+        assert!(
+            (from - (start - first) as f64 * 100.0 / width).abs() < 0.11,
+            "{d}"
+        );
+        assert!(share + from <= 100.1, "{d}");
+    }
+    let d = &devices[0];
+    assert!(d["starts_at_pct_of_trace"].as_f64().unwrap() > 40.0, "{d}");
+    assert!(d["span_pct_of_trace"].as_f64().unwrap() < 60.0, "{d}");
+}

@@ -189,7 +189,7 @@ fn run_gaps<'a>(qc: &'a QueryContext<'a>, args: Value) -> AnswerFuture<'a> {
         let req: GpuGapsRequest = decode(args)?;
         let r = gpu_gaps::gpu_gaps(qc, &req).await?;
         let a = &r.answer;
-        let summary = if a.has_device_activity {
+        let mut summary = if a.has_device_activity {
             format!(
                 "{} device idle gaps of at least {} in {}, {} in all; {} chunks busy under {:.0} %",
                 a.gaps_found,
@@ -202,6 +202,25 @@ fn run_gaps<'a>(qc: &'a QueryContext<'a>, args: Value) -> AnswerFuture<'a> {
         } else {
             format!("no device activity in {}", r.scope.requested)
         };
+        // Utilization is of the device's own span: say when that is much
+        // less than the trace.
+        if let Some(d) = a
+            .devices
+            .iter()
+            .filter(|d| d.span_pct_of_trace.is_some_and(|p| p < 90.0))
+            .min_by(|x, y| {
+                x.span_pct_of_trace
+                    .partial_cmp(&y.span_pct_of_trace)
+                    .unwrap_or(std::cmp::Ordering::Equal)
+            })
+        {
+            summary.push_str(&format!(
+                "; device {} was active in {:.0} % of the trace (from {:.0} % in): chunks and busy shares are of that span",
+                d.device.map_or("?".to_owned(), |v| v.to_string()),
+                d.span_pct_of_trace.unwrap_or(0.0),
+                d.starts_at_pct_of_trace.unwrap_or(0.0)
+            ));
+        }
         Ok(Answer::new(summary, to_value(&r)?).scoped(&r.scope))
     })
 }

@@ -116,6 +116,26 @@ pub async fn gpu_gaps(qc: &QueryContext<'_>, req: &GpuGapsRequest) -> Result<Gpu
         );
     }
     let mut answer = answer;
+    // Utilization and chunks are of each device's active span; say how much
+    // of the trace that is (a GPU idle for the first 43 % of the trace
+    // reads busy over its own span).
+    for device in &mut answer.devices {
+        let artifact = if device.artifact_id.is_empty() {
+            scope.artifact_ids.first().cloned().unwrap_or_default()
+        } else {
+            device.artifact_id.clone()
+        };
+        let trace = session
+            .snapshot
+            .generations_for(&artifact)
+            .find_map(|g| g.summary.time_span_ns);
+        if let Some((first, last)) = trace.filter(|(a, b)| b > a) {
+            let width = (last - first) as f64;
+            let pct = |ns: i64| (ns as f64 * 1000.0 / width).round() / 10.0;
+            device.span_pct_of_trace = Some(pct(device.end_ns - device.start_ns));
+            device.starts_at_pct_of_trace = Some(pct((device.start_ns - first).max(0)));
+        }
+    }
     // Templated kernel names run to kilobytes: each gap lists them read as
     // their family (get_trace_window gives them whole).
     for gap in &mut answer.gaps {
