@@ -27,6 +27,7 @@ pub mod kernel_family;
 pub mod measurements;
 pub mod memory;
 pub mod memory_allocations;
+pub mod page_urls;
 pub mod pytorch;
 pub mod run_set_evidence;
 pub mod stats;

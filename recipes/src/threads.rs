@@ -40,8 +40,13 @@ pub struct ThreadRow {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub thread_name: Option<String>,
     /// What tells this thread apart when names repeat (a GPU's device and
-    /// stream; the process name and pid of a thread).
+    /// stream; the process name and pid of a thread, and the page a
+    /// renderer shows).
     pub label: String,
+    /// The page its process shows (Chromium renderers: the last
+    /// outermost-main-frame navigation).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub url: Option<String>,
     /// Slices and instants on its tracks.
     pub events: u64,
     /// Sum of its top-level slices' durations.
@@ -168,6 +173,7 @@ pub async fn threads(
                 process_name: process_name.clone(),
                 thread_name: None,
                 label: String::new(),
+                url: None,
                 events: 0,
                 busy_ns: 0,
                 samples: 0,
@@ -212,6 +218,7 @@ pub async fn threads(
             process_name: None,
             thread_name: None,
             label: pid.map_or_else(|| "process".to_owned(), |p| format!("process (pid {p})")),
+            url: None,
             events: 0,
             busy_ns: 0,
             samples: 0,
@@ -219,6 +226,13 @@ pub async fn threads(
             last_end_ns: None,
         });
         row.samples += n;
+    }
+    let urls = crate::page_urls::page_urls(ctx, &query.scope).await?;
+    for row in rows.values_mut().filter(|r| r.kind == "thread") {
+        if let Some(url) = row.pid.and_then(|p| urls.get(&p)) {
+            row.label = format!("{} {url}", row.label);
+            row.url = Some(url.clone());
+        }
     }
     let mut rows: Vec<ThreadRow> = rows
         .into_values()

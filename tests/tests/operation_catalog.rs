@@ -88,6 +88,18 @@ fn threads_list_the_page_and_the_popup_main_threads_apart() {
     assert!(mains.len() >= 2, "{out}");
     assert_ne!(mains[0]["pid"], mains[1]["pid"]);
     assert_ne!(mains[0]["label"], mains[1]["label"]);
+    // Each main thread says the page its renderer shows (the trace's own
+    // navigationStart URLs): the page and the omnibox popup.
+    let urls: Vec<&str> = mains.iter().filter_map(|r| r["url"].as_str()).collect();
+    assert!(urls.contains(&"file:///tmp/chrome/page.html"), "{urls:?}");
+    assert!(
+        urls.iter().any(|u| u.starts_with("chrome://omnibox-popup")),
+        "{urls:?}"
+    );
+    for r in &mains {
+        let url = r["url"].as_str().unwrap_or("");
+        assert!(r["label"].as_str().unwrap_or("").ends_with(url), "{r}");
+    }
     // Busiest first, shares of the span in 0..=100, and the shared name said.
     let busy: Vec<i64> = rows
         .iter()
