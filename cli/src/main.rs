@@ -278,7 +278,22 @@ pub(crate) fn report_error(err: &FlameoxError, json: bool) -> ExitCode {
     } else {
         eprintln!("error [{}]: {}", err.code.as_str(), err.message);
         for (key, value) in &err.details {
-            eprintln!("  {key}: {value}");
+            match (key.as_str(), value) {
+                // Each refused argument on its own line, in words (the
+                // JSON keeps the structure).
+                ("fields", serde_json::Value::Array(fields)) => {
+                    for f in fields {
+                        let line = match (f["field"].as_str(), f["problem"].as_str()) {
+                            (Some(field), Some(problem)) => format!("{field}: {problem}"),
+                            _ => f.as_str().map_or_else(|| f.to_string(), str::to_owned),
+                        };
+                        if !err.message.contains(&line) {
+                            eprintln!("  {line}");
+                        }
+                    }
+                }
+                _ => eprintln!("  {key}: {value}"),
+            }
         }
         for step in &err.remediation {
             eprintln!("  hint: {step}");

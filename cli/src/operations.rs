@@ -329,11 +329,18 @@ fn run_with(
             text.push('\n');
         }
         text.push_str(&next_page(op, &args, &answer.result));
+        let names = frame_names(&answer.result);
         for call in answer.result["next"].as_array().into_iter().flatten() {
             let operation = call["operation"].as_str().unwrap_or("");
+            // A person reads the function's name where an agent gets the
+            // frame key (an exact name selects every frame of that name).
+            let mut arguments = call["arguments"].clone();
+            if let Some(name) = arguments["frame"].as_str().and_then(|k| names.get(k)) {
+                arguments["frame"] = Value::from(name.clone());
+            }
             text.push_str(&format!(
                 "next: {}  ({})\n",
-                command_line(operation, &call["arguments"]),
+                command_line(operation, &arguments),
                 call["why"].as_str().unwrap_or("")
             ));
         }
@@ -352,6 +359,28 @@ fn run_with(
         Some(err) => Err(err),
         None => Ok(()),
     }
+}
+
+/// Frame key → function name, from every object of the answer that names
+/// both.
+fn frame_names(result: &Value) -> std::collections::HashMap<String, String> {
+    let mut names = std::collections::HashMap::new();
+    let mut stack = vec![result];
+    while let Some(v) = stack.pop() {
+        match v {
+            Value::Object(map) => {
+                if let (Some(Value::String(key)), Some(Value::String(function))) =
+                    (map.get("frame"), map.get("function"))
+                {
+                    names.insert(key.clone(), function.clone());
+                }
+                stack.extend(map.values());
+            }
+            Value::Array(items) => stack.extend(items),
+            _ => {}
+        }
+    }
+    names
 }
 
 /// `next page: flameox … --cursor …` when the answer has more rows.

@@ -483,6 +483,24 @@ fn gaps_are_attributed_to_the_launching_thread_not_an_idle_helper() {
             .is_some_and(|l| l.contains("tid 1")),
         "{summary}"
     );
+    // Its next calls name frames by key for an agent, by name for a person.
+    let keyed = summary["next"]
+        .as_array()
+        .expect("next")
+        .iter()
+        .filter(|c| c["arguments"]["frame"].is_string())
+        .count();
+    assert!(keyed > 0, "{summary}");
+    let out = project.run(&["analyze", "summary", &run]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    let next: Vec<&str> = text.lines().filter(|l| l.starts_with("next: ")).collect();
+    assert!(!next.is_empty(), "{text}");
+    for line in next {
+        let hex_key = line
+            .split(' ')
+            .any(|w| w.len() == 32 && w.chars().all(|c| c.is_ascii_hexdigit()));
+        assert!(!hex_key, "a frame key in {line}");
+    }
 }
 
 /// Utilization is of the device's active span; the answer says how much of
