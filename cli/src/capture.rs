@@ -1,15 +1,17 @@
-//! `flameox capture plan|run <adapter> --workload NAME [--parameters JSON]`
-//! and `flameox workload run <name> [--param k=v …]` (engine:
-//! `services::capture`, `services::capture_run`). The CLI names a declared
-//! workload; it has no argv, cwd or trailing `-- argv` of its own (clap
-//! refuses them). Ctrl-C cancels: the workload's process tree is killed and
-//! the run recorded.
+//! `flameox capture run <workload> [--adapter A] [--parameters k=v …]` and
+//! `flameox workload run <name> [--param k=v …]`: plan and execute in one
+//! step (engine: `services::capture`, `services::capture_run`), plus the
+//! terminal's views of `capture plan` and `capabilities`. The CLI names a
+//! declared workload; it has no argv, cwd or trailing `-- argv` of its own
+//! (clap refuses them). Ctrl-C cancels: the workload's process tree is
+//! killed and the run recorded.
 
 use std::collections::BTreeMap;
 use std::io::IsTerminal;
 
 use flameox_engine::FlameoxError;
 use flameox_engine::error::{ErrorCode, Result};
+use flameox_engine::services::capabilities::Capabilities;
 use flameox_engine::services::capture::{CapturePlan, CaptureRequest, plan_capture};
 use flameox_engine::services::capture_run::{CaptureResult, execute_capture};
 use serde_json::{Value, json};
@@ -18,33 +20,23 @@ use crate::commands::{CliProgress, emit, open};
 use crate::render::{Table, bytes, cut, duration_ns};
 use crate::{CaptureCommand, GlobalOptions};
 
-/// `--parameters '{"size": 10}'` as a map.
-pub(crate) fn parse_parameters(text: Option<&str>) -> Result<BTreeMap<String, Value>> {
-    match text {
-        None => Ok(BTreeMap::new()),
-        Some(text) => match serde_json::from_str::<Value>(text) {
-            Ok(Value::Object(map)) => Ok(map.into_iter().collect()),
-            _ => Err(FlameoxError::invalid_argument(
-                "parameters",
-                "must be a JSON object of parameter names to declared choices",
-            )),
-        },
-    }
+/// `--param size=10` pairs (or one JSON object) as a map (values matched
+/// against choices as text).
+pub(crate) fn parse_param_pairs(pairs: &[String]) -> Result<BTreeMap<String, Value>> {
+    Ok(crate::params::parse_object(pairs, true)?
+        .into_iter()
+        .collect())
 }
 
-/// `--param size=10` pairs as a map (values matched against choices as text).
-pub(crate) fn parse_param_pairs(pairs: &[String]) -> Result<BTreeMap<String, Value>> {
-    let mut map = BTreeMap::new();
-    for pair in pairs {
-        let Some((k, v)) = pair.split_once('=') else {
-            return Err(FlameoxError::invalid_argument(
-                "param",
-                format!("`{pair}` is not name=value"),
-            ));
-        };
-        map.insert(k.to_owned(), Value::String(v.to_owned()));
-    }
-    Ok(map)
+/// The terminal's view of `plan_capture` (the plan under `plan`).
+pub(crate) fn plan_view(answer: &Value) -> Result<String> {
+    let plan: CapturePlan = serde_json::from_value(answer["plan"].clone())
+        .map_err(|e| FlameoxError::internal(format!("reading the plan back: {e}")))?;
+    Ok(render_plan(&plan)
+        + &format!(
+            "next: flameox capture run {} --adapter {}\n",
+            plan.request.workload, plan.request.adapter
+        ))
 }
 
 fn render_plan(p: &CapturePlan) -> String {
@@ -133,17 +125,10 @@ fn run_error(result: &CaptureResult) -> Option<FlameoxError> {
     )
 }
 
-/// Plans (and with `execute`, runs) one capture.
-pub(crate) fn capture_command(
-    g: &GlobalOptions,
-    request: CaptureRequest,
-    execute: bool,
-) -> Result<()> {
+/// Plans and runs one capture.
+pub(crate) fn capture_command(g: &GlobalOptions, request: CaptureRequest) -> Result<()> {
     let ws = open(g)?;
     let plan = plan_capture(&ws, &request)?;
-    if !execute {
-        return emit(g, &plan, render_plan);
-    }
     if !g.json && !g.quiet {
         eprint!("{}", render_plan(&plan));
     }
@@ -164,27 +149,30 @@ pub(crate) fn capture_command(
     })
 }
 
-/// `flameox capture plan|run`.
+/// `flameox capture run`.
 pub(crate) fn capture_dispatch(g: &GlobalOptions, action: CaptureCommand) -> Result<()> {
-    let (adapter, options, execute) = match action {
-        CaptureCommand::Plan { adapter, options } => (adapter, options, false),
-        CaptureCommand::Run { adapter, options } => (adapter, options, true),
-    };
+    let CaptureCommand::Run {
+        workload_name,
+        adapter,
+        parameters,
+        variant,
+        trial_id,
+    } = action;
     let request = CaptureRequest {
         adapter,
-        workload: options.workload,
-        parameters: parse_parameters(options.parameters.as_deref())?,
-        variant: options.variant,
-        trial_id: options.trial_id,
+        workload: workload_name,
+        parameters: parse_param_pairs(&parameters)?,
+        variant,
+        trial_id,
         ..Default::default()
     };
-    capture_command(g, request, execute)
+    capture_command(g, request)
 }
 
-/// `flameox capabilities`: adapters (passive) and the formats extracted.
-pub(crate) fn capabilities_command(g: &GlobalOptions) -> Result<()> {
-    let caps = flameox_engine::services::capabilities::capabilities();
-    emit(g, &caps, |c| {
+/// The terminal's view of `list_capabilities`: adapters (passive) and the
+/// formats extracted.
+pub(crate) fn capabilities_view(c: &Capabilities) -> String {
+    {
         let mut t = Table::new(&["adapter", "available", "why"], &[]);
         for a in &c.adapters {
             t.row(vec![
@@ -200,5 +188,5 @@ pub(crate) fn capabilities_command(g: &GlobalOptions) -> Result<()> {
             .map(|f| f.kind.as_str())
             .collect();
         t.render() + &format!("formats extracted: {}\n", readable.join(", "))
-    })
+    }
 }

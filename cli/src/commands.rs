@@ -7,18 +7,15 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use flameox_engine::error::Result;
-use flameox_engine::services::import::{
-    ImportProgress, ImportRequest, ImportResult, import_artifact,
-};
-use flameox_engine::services::import_deadline::{ImportDeadline, deadline_error};
+use flameox_engine::operations::session::{ProgressSource, Reporter};
+use flameox_engine::services::import::ImportProgress;
 use flameox_engine::services::{CallOptions, inventory};
 use flameox_engine::{FlameoxError, Workspace, WorkspaceLocator, validate};
 use serde::Serialize;
 
-use crate::render::{self, thousands};
 use crate::{CatalogAction, Cli, Command, ConfigAction, GlobalOptions, McpCommand};
 
-fn locator(g: &GlobalOptions) -> WorkspaceLocator {
+pub(crate) fn locator(g: &GlobalOptions) -> WorkspaceLocator {
     WorkspaceLocator {
         workspace: g.workspace.clone(),
         project_root: g.project_root.clone(),
@@ -53,7 +50,11 @@ pub(crate) fn block_on<F: std::future::Future>(fut: F) -> Result<F::Output> {
         .enable_all()
         .build()
         .map_err(|e| FlameoxError::internal(format!("starting the runtime: {e}")))?;
-    Ok(runtime.block_on(fut))
+    let output = runtime.block_on(fut);
+    // Work still on a blocking thread (an import past its deadline that
+    // missed its polls) ends with the process, not before the answer.
+    runtime.shutdown_background();
+    Ok(output)
 }
 
 pub(crate) fn call_options(g: &GlobalOptions) -> Result<CallOptions> {
@@ -73,18 +74,6 @@ pub(crate) fn call_options(g: &GlobalOptions) -> Result<CallOptions> {
 pub fn run(cli: Cli) -> Result<()> {
     let g = &cli.global;
     match cli.command {
-        Command::Init => {
-            let root = locator(g).init_root()?;
-            let outcome = inventory::init(&root)?;
-            emit(g, &outcome, |o| {
-                if o.created {
-                    format!("initialized flameox workspace {}\n", o.workspace_id)
-                } else {
-                    format!("workspace {} already initialized\n", o.workspace_id)
-                }
-            })
-        }
-        Command::Capabilities => crate::capture::capabilities_command(g),
         Command::Config {
             action: ConfigAction::Show,
         } => {
@@ -111,37 +100,6 @@ pub fn run(cli: Cli) -> Result<()> {
                 )
             })
         }
-        Command::Import {
-            paths,
-            kind,
-            producer,
-            params,
-            variant,
-        } => {
-            let parameters = crate::params::parse_params(&params)?;
-            let ws = open(g)?;
-            let progress = CliProgress::new(!g.json && !g.quiet && std::io::stderr().is_terminal());
-            let mut paths = paths.into_iter();
-            let request = ImportRequest {
-                path: paths.next().unwrap_or_default(),
-                more_paths: paths.collect(),
-                kind,
-                producer,
-                variant,
-                parameters,
-                timeout: call_options(g)?.timeout,
-            };
-            arm_import_backstop(ImportDeadline::of(&ws, request.timeout), g.json);
-            let result = import_artifact(&ws, &request, &progress);
-            progress.finish();
-            let result = result?;
-            emit(g, &result, render_import)
-        }
-        Command::Open {
-            artifact,
-            launch,
-            wait,
-        } => crate::open::open_command(g, &artifact, launch, wait),
         Command::Mcp { action } => mcp_command(g, action),
         Command::Workload { action } => crate::workload::workload_command(g, action),
         Command::Capture { action } => crate::capture::capture_dispatch(g, action),
@@ -149,23 +107,37 @@ pub fn run(cli: Cli) -> Result<()> {
     }
 }
 
-/// How long past its deadline an import may take to stop by itself.
-const IMPORT_STOP_GRACE: Duration = Duration::from_secs(30);
+/// The terminal's progress: one bar per long call on a TTY (nothing on a
+/// pipe or with --json/--quiet); Ctrl-C cancels.
+pub(crate) struct CliProgressSource {
+    show: bool,
+    bars: std::sync::Mutex<Vec<Arc<CliProgress>>>,
+}
 
-/// The last resort behind an import's deadline: the import stops itself
-/// at its deadline (the extractors poll for it); should one miss its polls
-/// for another [`IMPORT_STOP_GRACE`], the process reports the deadline and
-/// exits 8 as a crash would end it — nothing half-published (publication
-/// is atomic), the staging folder removed by the next writer.
-fn arm_import_backstop(deadline: ImportDeadline, json: bool) {
-    let _ = std::thread::Builder::new()
-        .name("import-backstop".into())
-        .spawn(move || {
-            std::thread::sleep(deadline.limit + IMPORT_STOP_GRACE);
-            let err = deadline_error(deadline).detail("still_stopping", true);
-            crate::report_error(&err, json);
-            std::process::exit(err.exit_code());
-        });
+impl CliProgressSource {
+    pub(crate) fn new(g: &GlobalOptions) -> CliProgressSource {
+        CliProgressSource {
+            show: !g.json && !g.quiet && std::io::stderr().is_terminal(),
+            bars: std::sync::Mutex::default(),
+        }
+    }
+
+    /// Clears the bars before the answer is printed.
+    pub(crate) fn finish(&self) {
+        if let Ok(bars) = self.bars.lock() {
+            bars.iter().for_each(|b| b.finish());
+        }
+    }
+}
+
+impl ProgressSource for CliProgressSource {
+    fn reporter(&self, _phases: &'static [(&'static str, f64)]) -> Reporter {
+        let bar = Arc::new(CliProgress::new(self.show));
+        if let Ok(mut bars) = self.bars.lock() {
+            bars.push(bar.clone());
+        }
+        bar
+    }
 }
 
 /// Progress bar on a TTY, nothing on a pipe; Ctrl-C cancels.
@@ -196,84 +168,6 @@ impl CliProgress {
             bar.finish_and_clear();
         }
     }
-}
-
-/// The text of `flameox import`: one artifact as before, several as a list.
-fn render_import(r: &ImportResult) -> String {
-    let events = |rows: &std::collections::BTreeMap<String, u64>| {
-        thousands(*rows.get("trace_events").unwrap_or(&0) as i64)
-    };
-    // A sampled profile has stacks, not timed events: say what it has.
-    let stacks_only = |rows: &std::collections::BTreeMap<String, u64>| {
-        let n = |k: &str| *rows.get(k).unwrap_or(&0) as i64;
-        (n("trace_events") == 0 && n("frames") > 0).then(|| {
-            format!(
-                "  no timed events: {} distinct stacks over {} frames (samples per thread: flameox threads {})\n",
-                thousands(n("stack_nodes")),
-                thousands(n("frames")),
-                r.run_id
-            )
-        })
-    };
-    let reused = |yes: bool| {
-        if yes {
-            " (evidence reused from an earlier import)"
-        } else {
-            ""
-        }
-    };
-    let mut out = if r.artifacts.len() > 1 {
-        let mut out = format!(
-            "imported {} artifacts ({}) as run {}\n  {} events, {} tracks{}\n",
-            r.artifacts.len(),
-            render::bytes(r.bytes),
-            r.run_id,
-            events(&r.rows),
-            r.tracks,
-            reused(r.reused_generation)
-        );
-        for a in &r.artifacts {
-            out += &format!(
-                "  {} ({}, {}, {}): artifact {}, {} events{}\n",
-                a.original_name,
-                a.kind,
-                a.producer,
-                render::bytes(a.bytes),
-                a.artifact_id,
-                events(&a.rows),
-                reused(a.reused_generation)
-            );
-        }
-        out
-    } else {
-        let contents = match stacks_only(&r.rows) {
-            Some(_) => String::new(),
-            None => format!("  {} events, {} tracks\n", events(&r.rows), r.tracks),
-        };
-        format!(
-            "imported {} ({}, {}) as run {}{}\n  artifact {}\n{contents}",
-            r.kind,
-            r.producer,
-            render::bytes(r.bytes),
-            r.run_id,
-            reused(r.reused_generation),
-            r.artifact_id,
-        )
-    };
-    if let Some(line) = stacks_only(&r.rows) {
-        out += &line;
-    }
-    for l in &r.limitations {
-        out += &format!("  limitation {} ×{}: {}\n", l.code, l.count, l.message);
-    }
-    match r.rows.get("measurements").copied().filter(|n| *n > 0) {
-        Some(n) => {
-            out += &format!("  {} measurements\n", thousands(n as i64));
-            out += &format!("next: flameox measurements query --run {}\n", r.run_id);
-        }
-        None => out += &format!("next: flameox analyze summary {}\n", r.run_id),
-    }
-    out
 }
 
 impl ImportProgress for CliProgress {

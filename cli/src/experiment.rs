@@ -1,125 +1,40 @@
-//! `flameox experiment plan|run|show|trial|trials`: argument parsing and
-//! rendering of the engine's `experiment_plan`, `experiment_run` and
-//! `experiments` services. Ctrl-C during `run` kills the running trial's
-//! process tree; finished trials stay recorded and the experiment is
-//! marked cancelled (exit 8).
-
-use std::io::IsTerminal;
+//! `flameox experiment trial` (one trial found across experiments) and the
+//! terminal's views of the catalogued `experiment plan|run|show|trials`
+//! (engine: `experiment_plan`, `experiment_run`, `experiments`). Ctrl-C
+//! during `run` kills the running trial's process tree; finished trials
+//! stay recorded and the experiment is marked cancelled (exit 8).
 
 use clap::Subcommand;
 use flameox_engine::error::Result;
-use flameox_engine::services::experiment_plan::{
-    ExperimentPlan, ExperimentRequest, plan_experiment,
-};
-use flameox_engine::services::experiment_run::{TrialRecord, run_experiment};
-use flameox_engine::services::experiments::{
-    ExperimentView, TrialsPage, TrialsRequest, cancelled_error, get_experiment, get_trial,
-    list_trials,
-};
+use flameox_engine::services::experiment_plan::ExperimentPlan;
+use flameox_engine::services::experiment_run::TrialRecord;
+use flameox_engine::services::experiments::{ExperimentView, TrialsPage, get_trial};
 
 use crate::GlobalOptions;
-use crate::commands::{CliProgress, emit, open};
+use crate::commands::{emit, open};
 use crate::render::{Table, cut, duration_ns};
 
 #[derive(Subcommand, Debug)]
 pub enum ExperimentCommand {
-    /// The trial matrix in randomized complete blocks, without running anything. Example: `flameox experiment plan sort_scaling`
-    Plan {
-        name: String,
-        /// name=value of a parameter no variant/factor/scaling sets (repeatable).
-        #[arg(long = "param", value_name = "NAME=VALUE")]
-        params: Vec<String>,
-    },
-    /// Run every trial, record each, freeze one run set per variant. Example: `flameox experiment run sort_scaling`
-    Run {
-        name: String,
-        /// name=value of a parameter no variant/factor/scaling sets (repeatable).
-        #[arg(long = "param", value_name = "NAME=VALUE")]
-        params: Vec<String>,
-        /// Capture adapter (default process).
-        #[arg(long)]
-        adapter: Option<String>,
-    },
-    /// An experiment's protocol, status, run sets and analyses. Example: `flameox experiment show ex_…`
-    Show { experiment_id: String },
-    /// One trial. Example: `flameox experiment trial t000003 --experiment-id ex_…`
+    /// One trial, found in any experiment. Example: `flameox experiment trial t000003 --experiment-id ex_…`
     Trial {
         trial_id: String,
         #[arg(long)]
         experiment_id: Option<String>,
     },
-    /// An experiment's attempted trials (paged, ≤ 1000). Example: `flameox experiment trials ex_…`
-    Trials {
-        experiment_id: String,
-        /// next_cursor of the previous page.
-        #[arg(long)]
-        cursor: Option<String>,
-        #[arg(long)]
-        limit: Option<usize>,
-    },
-}
-
-fn request(name: String, params: &[String]) -> Result<ExperimentRequest> {
-    Ok(ExperimentRequest {
-        name,
-        parameters: crate::capture::parse_param_pairs(params)?,
-    })
 }
 
 pub(crate) fn experiment_command(g: &GlobalOptions, action: ExperimentCommand) -> Result<()> {
     let ws = open(g)?;
-    match action {
-        ExperimentCommand::Plan { name, params } => {
-            let plan = plan_experiment(&ws, &request(name, &params)?)?;
-            emit(g, &plan, render_plan)
-        }
-        ExperimentCommand::Run {
-            name,
-            params,
-            adapter,
-        } => {
-            let req = request(name, &params)?;
-            let progress = CliProgress::new(!g.json && !g.quiet && std::io::stderr().is_terminal());
-            let view = run_experiment(&ws, &req, adapter.as_deref(), &progress);
-            progress.finish();
-            let view = view?;
-            if let Some(error) = cancelled_error(&view) {
-                if !g.json && !g.quiet {
-                    eprint!("{}", render_view(&view));
-                }
-                return Err(error);
-            }
-            emit(g, &view, render_view)
-        }
-        ExperimentCommand::Show { experiment_id } => {
-            emit(g, &get_experiment(&ws, &experiment_id)?, render_view)
-        }
-        ExperimentCommand::Trial {
-            trial_id,
-            experiment_id,
-        } => {
-            let trial = get_trial(&ws, &trial_id, experiment_id.as_deref())?;
-            emit(g, &trial, |t| render_trials(std::slice::from_ref(t)))
-        }
-        ExperimentCommand::Trials {
-            experiment_id,
-            cursor,
-            limit,
-        } => {
-            let page = list_trials(
-                &ws,
-                &TrialsRequest {
-                    experiment_id,
-                    cursor,
-                    limit,
-                },
-            )?;
-            emit(g, &page, render_page)
-        }
-    }
+    let ExperimentCommand::Trial {
+        trial_id,
+        experiment_id,
+    } = action;
+    let trial = get_trial(&ws, &trial_id, experiment_id.as_deref())?;
+    emit(g, &trial, |t| render_trials(std::slice::from_ref(t)))
 }
 
-fn render_plan(p: &ExperimentPlan) -> String {
+pub(crate) fn render_plan(p: &ExperimentPlan) -> String {
     let mut out = format!(
         "experiment {} on workload {}: {} cells × ({} blocks + {} warmups) = {} trials, seed {}, baseline {}\n",
         p.experiment,
@@ -148,7 +63,7 @@ fn render_plan(p: &ExperimentPlan) -> String {
     )
 }
 
-fn render_view(v: &ExperimentView) -> String {
+pub(crate) fn render_view(v: &ExperimentView) -> String {
     let mut out = format!(
         "experiment {} ({}) {}: workload {}, adapter {}\n",
         v.experiment_id, v.plan.experiment, v.status, v.plan.workload, v.adapter
@@ -210,10 +125,6 @@ fn render_trials(trials: &[TrialRecord]) -> String {
     t.render()
 }
 
-fn render_page(p: &TrialsPage) -> String {
+pub(crate) fn render_page(p: &TrialsPage) -> String {
     render_trials(&p.trials)
-        + &p.next_cursor
-            .as_ref()
-            .map(|c| format!("next page: --cursor {c}\n"))
-            .unwrap_or_default()
 }

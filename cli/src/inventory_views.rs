@@ -48,3 +48,15 @@ pub(crate) fn validation(r: &ValidationReport) -> String {
 pub(crate) fn record(v: &serde_json::Value) -> String {
     serde_json::to_string_pretty(v).unwrap_or_default() + "\n"
 }
+
+/// `flameox init`.
+pub(crate) fn initialized(o: &flameox_engine::workspace::InitOutcome) -> String {
+    if o.created {
+        format!(
+            "initialized flameox workspace {}\nnext: flameox import <trace>\n",
+            o.workspace_id
+        )
+    } else {
+        format!("workspace {} already initialized\n", o.workspace_id)
+    }
+}

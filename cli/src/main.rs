@@ -9,6 +9,7 @@ mod commands;
 mod experiment;
 mod gaps_memory_view;
 mod gpu_breakdown;
+mod import_view;
 mod inventory_views;
 mod open;
 mod operations;
@@ -63,10 +64,6 @@ pub struct GlobalOptions {
 
 #[derive(Subcommand, Debug)]
 pub enum Command {
-    /// Create `.flameox/` here (idempotent). Example: `flameox init`
-    Init,
-    /// Formats, analyses and capture adapters this machine supports (passive). Example: `flameox capabilities`
-    Capabilities,
     /// Show configuration. Example: `flameox config show`
     Config {
         #[command(subcommand)]
@@ -79,47 +76,20 @@ pub enum Command {
     },
     /// Clean up after a crashed writer. Example: `flameox recover`
     Recover,
-    /// Import a trace as a new run. Example: `flameox import trace.json.gz`
-    /// (several files, or a folder of per-rank files, make one run with one
-    /// artifact each; an `nsys export --type parquetdir|arrowdir` folder is one artifact)
-    Import {
-        #[arg(required = true, num_args = 1..)]
-        paths: Vec<PathBuf>,
-        /// Force the input kind (e.g. chrome_json).
-        #[arg(long)]
-        kind: Option<String>,
-        /// Force the producer (e.g. torch.profiler).
-        #[arg(long)]
-        producer: Option<String>,
-        /// A workload parameter NAME=VALUE, recorded on the run and on every
-        /// measurement (repeatable). Example: `--param n=1024 --param mode=fast`
-        #[arg(long = "param", value_name = "NAME=VALUE")]
-        params: Vec<String>,
-        /// The variant this run measures (e.g. base, candidate).
-        #[arg(long)]
-        variant: Option<String>,
-    },
-    /// How to open an artifact in its native viewer (Perfetto UI, speedscope). Example: `flameox open sha256:… --launch`
-    Open {
-        artifact: String,
-        /// Serve the original bytes on 127.0.0.1 and open the viewer's deep link.
-        #[arg(long)]
-        launch: bool,
-        /// With --launch: seconds to wait for the viewer to fetch the trace.
-        #[arg(long, default_value_t = 300)]
-        wait: u64,
-    },
     /// Declared workloads of flameox.toml. Example: `flameox workload show sort`
+    #[command(subcommand_required = true)]
     Workload {
         #[command(subcommand)]
         action: WorkloadCommand,
     },
-    /// Plan or run a capture of a declared workload. Example: `flameox capture run py-spy --workload sort --parameters '{"size": 1000}'`
+    /// Plan or run a capture of a declared workload. Example: `flameox capture run sort --adapter py-spy --parameters size=1000`
+    #[command(subcommand_required = true)]
     Capture {
         #[command(subcommand)]
         action: CaptureCommand,
     },
     /// Declared experiments: plan, run (randomized complete blocks), show, trials. Example: `flameox experiment run sort_scaling`
+    #[command(subcommand_required = true)]
     Experiment {
         #[command(subcommand)]
         action: experiment::ExperimentCommand,
@@ -131,49 +101,29 @@ pub enum Command {
     },
 }
 
-/// Options of `capture plan|run`: a declared workload, never an argv or cwd.
-#[derive(Args, Debug, Clone)]
-pub struct CaptureOptions {
-    /// Declared workload name (flameox.toml).
-    #[arg(long)]
-    pub workload: String,
-    /// Parameter choices as a JSON object, e.g. '{"size": 1000}'.
-    #[arg(long, value_name = "JSON")]
-    pub parameters: Option<String>,
-    /// Variant label recorded on the run and its measurements.
-    #[arg(long)]
-    pub variant: Option<String>,
-    /// Trial id recorded on the run and its measurements.
-    #[arg(long)]
-    pub trial_id: Option<String>,
-}
-
 #[derive(Subcommand, Debug)]
 pub enum CaptureCommand {
-    /// Resolve the exact command without running it. Example: `flameox capture plan process --workload sort`
-    Plan {
-        /// process, py-spy, viztracer, perf or nsys.
-        adapter: String,
-        #[command(flatten)]
-        options: CaptureOptions,
-    },
-    /// Plan, then run it and record the run. Example: `flameox capture run process --workload sort`
+    /// Plan, then run it and record the run (an agent plans with plan_capture and runs the plan_id with execute_capture_plan). Example: `flameox capture run sort --adapter py-spy --parameters size=1000`
     Run {
-        /// process, py-spy, viztracer, perf or nsys.
+        /// Declared workload (flameox.toml).
+        workload_name: String,
+        /// process (default), py-spy, viztracer, perf or nsys.
+        #[arg(long, default_value = "process")]
         adapter: String,
-        #[command(flatten)]
-        options: CaptureOptions,
+        /// A parameter choice NAME=VALUE (repeatable), or one JSON object.
+        #[arg(long, visible_alias = "param", value_name = "NAME=VALUE")]
+        parameters: Vec<String>,
+        /// Variant label recorded on the run and its measurements.
+        #[arg(long)]
+        variant: Option<String>,
+        /// Trial id recorded on the run and its measurements.
+        #[arg(long)]
+        trial_id: Option<String>,
     },
 }
 
 #[derive(Subcommand, Debug)]
 pub enum WorkloadCommand {
-    /// Declared workloads (or experiments with --kind experiment). Example: `flameox workload list`
-    List {
-        /// workload (default) or experiment.
-        #[arg(long)]
-        kind: Option<String>,
-    },
     /// Run a declared workload (process adapter) and record its run. Example: `flameox workload run sort --param size=1000`
     Run {
         name: String,
@@ -183,13 +133,6 @@ pub enum WorkloadCommand {
         /// Adapter to run it under (default process).
         #[arg(long, default_value = "process")]
         adapter: String,
-    },
-    /// One workload's definition, parameters and requirements. Example: `flameox workload show sort`
-    Show {
-        name: String,
-        /// workload (default) or experiment.
-        #[arg(long)]
-        kind: Option<String>,
     },
 }
 

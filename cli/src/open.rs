@@ -1,32 +1,30 @@
-//! `flameox open <artifact> [--launch]`: the viewer plan, or a one-shot
-//! local server plus the viewer's deep link (engine: `services::viewer`).
+//! `flameox open <artifact> [--launch]`: the terminal's view of the viewer
+//! plan (`get_native_viewer_plan`), and with `--launch` a one-shot local
+//! server plus the viewer's deep link (engine: `services::viewer`), which
+//! only a terminal offers.
 
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use flameox_engine::error::Result;
-use flameox_engine::services::{capabilities, viewer};
+use flameox_engine::services::capabilities::ViewerPlan;
+use flameox_engine::services::viewer;
 
 use crate::GlobalOptions;
 use crate::commands::{emit, open};
 
-pub(crate) fn open_command(
-    g: &GlobalOptions,
-    artifact: &str,
-    launch: bool,
-    wait: u64,
-) -> Result<()> {
-    let ws = open(g)?;
-    let plan = capabilities::viewer_plan(&ws, artifact)?;
-    if !launch {
-        return emit(g, &plan, |p| {
-            let mut out = format!("{} ({}) opens in {}:\n", p.artifact_id, p.kind, p.viewer);
-            for step in &p.steps {
-                out += &format!("  - {step}\n");
-            }
-            out
-        });
+/// The viewer plan as a person reads it.
+pub(crate) fn plan_view(p: &ViewerPlan) -> String {
+    let mut out = format!("{} ({}) opens in {}:\n", p.artifact_id, p.kind, p.viewer);
+    for step in &p.steps {
+        out += &format!("  - {step}\n");
     }
+    out
+}
+
+/// `--launch`: serves the artifact's bytes once and opens the viewer.
+pub(crate) fn launch(g: &GlobalOptions, artifact: &str, wait: u64) -> Result<()> {
+    let ws = open(g)?;
     let launch = viewer::prepare_launch(&ws, artifact)?;
     let listener = launch.bind()?;
     let port = listener.local_addr().map(|a| a.port()).unwrap_or(0);

@@ -9,12 +9,13 @@ use std::io::Write;
 use clap::{Arg, ArgAction, ArgMatches, Command};
 use flameox_engine::FlameoxError;
 use flameox_engine::error::Result;
-use flameox_engine::operations::{Cell, Operation, catalog};
-use flameox_engine::services::QueryContext;
+use flameox_engine::operations::{Cell, FlagValue, Operation, Session, catalog};
+use flameox_engine::services::plans::{DEFAULT_PLAN_TTL, PlanStore};
+use flameox_engine::{Workspace, WorkspaceLocator};
 use serde_json::{Map, Value};
 
 use crate::GlobalOptions;
-use crate::commands::{block_on, call_options, open};
+use crate::commands::{CliProgressSource, block_on, call_options, locator};
 use crate::render::{Table, bytes, cut, duration_ns, thousands};
 
 /// A name clap keeps for the process's life (the tree is built once; clap
@@ -81,11 +82,17 @@ fn command_of(op: &'static Operation) -> Command {
             Some("boolean") => arg.action(ArgAction::SetTrue),
             // `--parameters n=1024 --parameters mode=fast` (also `--param`,
             // the import's spelling).
-            Some("object") => arg
+            // (also `--param`, the import's spelling).
+            Some("object") if property == "parameters" => arg
                 .action(ArgAction::Append)
                 .value_name("NAME=VALUE")
                 .visible_alias("param"),
-            Some("array") => arg.action(ArgAction::Append),
+            Some("object") => arg.action(ArgAction::Append).value_name("NAME=VALUE"),
+            // Repeated: `--argv python3 --argv -c` (a value may start with -).
+            Some("array") => arg
+                .action(ArgAction::Append)
+                .allow_hyphen_values(true)
+                .value_name(leak(property.to_uppercase())),
             Some("integer") => arg
                 .value_parser(clap::value_parser!(i64))
                 .value_name("N")
@@ -101,6 +108,7 @@ fn command_of(op: &'static Operation) -> Command {
                         .filter_map(|v| v.as_str().map(|s| leak(s.to_owned())))
                         .collect();
                     arg.value_parser(clap::builder::PossibleValuesParser::new(names))
+                        .value_name(leak(property.to_uppercase()))
                 }
                 None => arg.value_name(leak(property.to_uppercase())),
             },
@@ -108,13 +116,16 @@ fn command_of(op: &'static Operation) -> Command {
         cmd = cmd.arg(arg);
     }
     for flag in op.terminal {
-        cmd = cmd.arg(
-            Arg::new(flag.name)
-                .long(flag.name)
+        let arg = Arg::new(flag.name).long(flag.name).help(flag.help);
+        cmd = cmd.arg(match flag.value {
+            FlagValue::Path => arg
                 .value_name(flag.value_name)
-                .value_parser(clap::value_parser!(std::path::PathBuf))
-                .help(flag.help),
-        );
+                .value_parser(clap::value_parser!(std::path::PathBuf)),
+            FlagValue::Switch => arg.action(ArgAction::SetTrue),
+            FlagValue::Seconds => arg
+                .value_name(flag.value_name)
+                .value_parser(clap::value_parser!(u64)),
+        });
     }
     cmd
 }
@@ -130,7 +141,7 @@ fn takes_many(rule: &Value) -> bool {
 /// Adds every catalogued operation to the command tree (under an existing
 /// parent such as `stacks`, or at the top).
 pub fn augment(mut root: Command) -> Command {
-    for op in catalog() {
+    for op in catalog().iter().filter(|op| op.has_command()) {
         let sub = command_of(op);
         root = match op.cli {
             [_] => root.subcommand(sub),
@@ -158,16 +169,19 @@ pub fn augment(mut root: Command) -> Command {
 
 /// The catalogued operation the command line chose, with its matches.
 pub fn chosen(matches: &ArgMatches) -> Option<(&'static Operation, &ArgMatches)> {
-    catalog().iter().find_map(|op| {
-        let mut m = matches;
-        for word in op.cli {
-            match m.subcommand() {
-                Some((name, sub)) if name == *word => m = sub,
-                _ => return None,
+    catalog()
+        .iter()
+        .filter(|op| op.has_command())
+        .find_map(|op| {
+            let mut m = matches;
+            for word in op.cli {
+                match m.subcommand() {
+                    Some((name, sub)) if name == *word => m = sub,
+                    _ => return None,
+                }
             }
-        }
-        Some((op, m))
-    })
+            Some((op, m))
+        })
 }
 
 /// The arguments as the JSON object the engine decodes.
@@ -197,15 +211,9 @@ fn arguments(op: &Operation, m: &ArgMatches) -> Result<Map<String, Value>> {
                     .flatten()
                     .cloned()
                     .collect();
-                let object = crate::params::parse_params(&pairs)?;
-                (!object.is_empty()).then(|| {
-                    Value::Object(
-                        object
-                            .into_iter()
-                            .map(|(k, v)| (k, Value::String(v)))
-                            .collect(),
-                    )
-                })
+                let strings = rule["additionalProperties"]["type"] == "string";
+                let object = crate::params::parse_object(&pairs, strings)?;
+                (!object.is_empty()).then_some(Value::Object(object))
             }
             _ if takes_many(rule) => {
                 let values = many();
@@ -255,9 +263,15 @@ fn one_line(text: &str) -> String {
 /// Runs the operation the command line chose and prints its answer.
 pub fn run(g: &GlobalOptions, op: &'static Operation, m: &ArgMatches) -> Result<()> {
     let args = Value::Object(arguments(op, m)?);
+    // `open --launch` serves the artifact instead of printing the plan.
+    if op.terminal.iter().any(|f| f.name == "launch") && m.get_flag("launch") {
+        let wait = m.get_one::<u64>("wait").copied().unwrap_or(300);
+        return crate::open::launch(g, args["target"].as_str().unwrap_or_default(), wait);
+    }
     let files: Vec<(&str, std::path::PathBuf)> = op
         .terminal
         .iter()
+        .filter(|f| f.value == FlagValue::Path)
         .filter_map(|f| {
             m.get_one::<std::path::PathBuf>(f.name)
                 .map(|p| (f.name, p.clone()))
@@ -280,14 +294,28 @@ fn run_with(
     args: Value,
     files: &[(&str, std::path::PathBuf)],
 ) -> Result<()> {
-    let ws = open(g)?;
-    let qc = QueryContext {
-        ws: &ws,
+    let found: WorkspaceLocator = locator(g);
+    let project_root = found.init_root()?;
+    let open = move || Workspace::locate(&found);
+    let progress = CliProgressSource::new(g);
+    let plans = PlanStore::new(DEFAULT_PLAN_TTL);
+    let session = Session {
+        project_root: &project_root,
+        open_workspace: &open,
         cache: None,
         options: call_options(g)?,
+        progress: &progress,
+        plans: &plans,
+        confine_paths: false,
     };
-    let answer = block_on((op.run)(&qc, args.clone()))??;
-    crate::analyze::write_terminal_files(&qc, op.name, &args, &answer.result, files)?;
+    let answer = block_on(op.call(&session, args.clone()));
+    progress.finish();
+    let answer = answer??;
+    if !files.is_empty() {
+        let ws = session.workspace()?;
+        let qc = session.query(&ws);
+        crate::analyze::write_terminal_files(&qc, op.name, &args, &answer.result, files)?;
+    }
     let out = if g.json {
         serde_json::to_string_pretty(&answer.result)
             .map_err(|e| FlameoxError::internal(e.to_string()))?

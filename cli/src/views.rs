@@ -10,7 +10,8 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 use crate::{
-    analysis_views, gaps_memory_view, gpu_breakdown, inventory_views, run_set_views, stack_views,
+    analysis_views, capture, experiment, gaps_memory_view, gpu_breakdown, import_view,
+    inventory_views, open, run_set_views, stack_views, workload,
 };
 
 /// The operation's answer as a person reads it (None: no view of its own).
@@ -34,13 +35,32 @@ pub(crate) fn render(operation: &str, result: &Value) -> Option<Result<String>> 
         "compare_run_sets" => typed(result, run_set_views::compare),
         "analyze_scaling" => typed(result, run_set_views::scaling),
         "record_comparison" | "record_analysis" => typed(result, run_set_views::record),
+        "initialize_workspace" => typed(result, inventory_views::initialized),
+        "list_capabilities" => typed(result, capture::capabilities_view),
+        "import_artifact" => typed(result, import_view::render_import),
+        "get_native_viewer_plan" => typed(result, open::plan_view),
+        "workload_configuration_status" => typed(result, workload::status),
+        "configure_workload" => typed(result, workload::configured),
+        "list_declared_workflows" => typed(result, workload::list),
+        "get_declared_workflow" => workload::show(result),
+        "plan_capture" => capture::plan_view(result),
+        "execute_capture_plan" => {
+            Ok(serde_json::to_string_pretty(result).unwrap_or_default() + "\n")
+        }
+        "plan_experiment" => typed(result, experiment::render_plan),
+        "run_experiment" | "get_experiment" => typed(result, experiment::render_view),
+        "list_experiment_trials" => typed(result, experiment::render_page),
         _ => return None,
     })
 }
 
 fn typed<T: DeserializeOwned>(result: &Value, view: fn(&T) -> String) -> Result<String> {
+    read(result).map(|r| view(&r))
+}
+
+/// An operation's typed result, read back from its JSON.
+pub(crate) fn read<T: DeserializeOwned>(result: &Value) -> Result<T> {
     serde_json::from_value::<T>(result.clone())
-        .map(|r| view(&r))
         .map_err(|e| FlameoxError::internal(format!("reading the answer back: {e}")))
 }
 

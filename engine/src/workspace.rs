@@ -75,7 +75,7 @@ pub struct Workspace {
 }
 
 /// What `init` did.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct InitOutcome {
     pub created: bool,
     pub workspace_id: String,

@@ -1,5 +1,6 @@
-//! The tool surface: every tool's name, title, description, annotation group
-//! and strict input schema, declared in one table. Conformance tests pin it.
+//! The tool surface: every operation of the engine's catalog as a tool with
+//! its name, title, description, annotation hints and strict input schema.
+//! Conformance tests pin it.
 
 use serde_json::{Value, json};
 
@@ -38,16 +39,6 @@ pub struct ToolSpec {
     pub input_schema: Value,
 }
 
-pub(crate) const ID: u64 = 200;
-
-pub(crate) fn id_prop(description: &str) -> Value {
-    json!({ "type": "string", "minLength": 1, "maxLength": ID, "description": description })
-}
-
-pub(crate) fn object(properties: Value, required: &[&str]) -> Value {
-    json!({ "type": "object", "properties": properties, "required": required, "additionalProperties": false })
-}
-
 /// The output schema shared by every tool: the envelope. Kept minimal
 /// because clients pay for it once per tool (it was 330 B × every tool);
 /// `docs/mcp.md` documents `schema_version` and the error object's fields.
@@ -63,27 +54,13 @@ pub fn output_schema() -> Value {
     })
 }
 
-/// Every tool, in the order clients see them.
+/// Every tool, in the order clients see them: the engine's operation
+/// catalog.
 pub fn tools() -> Vec<ToolSpec> {
-    let mut tools = core_tools();
-    let at = tools
+    flameox_engine::operations::catalog()
         .iter()
-        .position(|t| t.name == "list_capabilities")
-        .map_or(tools.len(), |i| i + 1);
-    let workload_tools = crate::catalog_workloads::tools();
-    tools.splice(at..at, workload_tools);
-    // The engine's operation catalog, after the import.
-    let at = tools
-        .iter()
-        .position(|t| t.name == "import_artifact")
-        .map_or(tools.len(), |i| i + 1);
-    tools.splice(
-        at..at,
-        flameox_engine::operations::catalog()
-            .iter()
-            .map(operation_tool),
-    );
-    tools
+        .map(operation_tool)
+        .collect()
 }
 
 /// A catalogued operation as a tool.
@@ -101,56 +78,4 @@ fn operation_tool(op: &flameox_engine::operations::Operation) -> ToolSpec {
         },
         input_schema: (op.schema)(),
     }
-}
-
-/// The tools that came before workloads (traces, imports, analyses).
-fn core_tools() -> Vec<ToolSpec> {
-    use ToolGroup::*;
-    vec![
-        ToolSpec {
-            name: "initialize_workspace",
-            title: "Initialize workspace",
-            description: "Create the project's .flameox workspace (idempotent). Run once before any other tool.",
-            group: Additive,
-            input_schema: object(json!({}), &[]),
-        },
-        ToolSpec {
-            name: "list_capabilities",
-            title: "List capabilities",
-            description: "Input formats this build detects and extracts, and the analyses it answers.",
-            group: ReadOnly,
-            input_schema: object(json!({}), &[]),
-        },
-        ToolSpec {
-            name: "import_artifact",
-            title: "Import artifact",
-            description: "Import a trace or benchmark result (pyperf, hyperfine, criterion, Google Benchmark) as a new run. Content decides the format unless kind is given.",
-            group: Additive,
-            input_schema: object(
-                json!({
-                    "path": { "type": "string", "minLength": 1, "maxLength": 4096, "description": "File path, relative to source_root (or absolute inside it)." },
-                    "source_root": { "type": "string", "enum": ["project", "temp"], "description": "Root the path must resolve inside after symlinks (default project)." },
-                    "kind": { "type": "string", "maxLength": 64, "description": "Force a format, e.g. execution_trace (Chrome/Kineto JSON)." },
-                    "producer": { "type": "string", "maxLength": 64, "description": "Force the producer, e.g. kineto, chromium." },
-                    "variant": { "type": "string", "minLength": 1, "maxLength": 64, "description": "Variant label, e.g. base." },
-                    "parameters": { "type": "object", "maxProperties": 32, "additionalProperties": { "type": "string", "maxLength": 200 }, "description": "Workload parameters (string values), kept on the run and its measurements." },
-                    "timeout_seconds": { "type": "number", "exclusiveMinimum": 0, "description": "Stop the import after this many seconds (lowers import.timeout_seconds, default 3600); nothing is published." }
-                }),
-                &["path"],
-            ),
-        },
-        ToolSpec {
-            name: "get_native_viewer_plan",
-            title: "Native viewer plan",
-            description: "How a person opens this artifact in its native viewer (Perfetto UI, speedscope).",
-            group: ReadOnly,
-            input_schema: object(
-                json!({ "target": id_prop("Artifact id (sha256:…).") }),
-                &["target"],
-            ),
-        },
-    ]
-    .into_iter()
-    .chain(crate::experiment_tools::tools())
-    .collect()
 }

@@ -44,20 +44,6 @@ impl Reply {
         self.page = Some((returned, total, noun));
         self
     }
-
-    pub fn link_run(mut self, run_id: &str) -> Reply {
-        self.links
-            .push((format!("flameox://runs/{run_id}"), format!("run {run_id}")));
-        self
-    }
-
-    pub fn link_artifact(mut self, artifact_id: &str) -> Reply {
-        self.links.push((
-            format!("flameox://artifacts/{artifact_id}"),
-            format!("artifact {artifact_id}"),
-        ));
-        self
-    }
 }
 
 /// `1,234`.

@@ -2,17 +2,12 @@
 //! advertises a strict, budgeted tool surface, and wraps every engine result
 //! in one envelope. No domain logic lives here. See `docs/mcp.md`.
 
-pub mod arguments;
 pub mod catalog;
-pub mod catalog_workloads;
 pub mod envelope;
-mod experiment_tools;
+mod experiment_resources;
 pub mod instructions;
-pub mod plans;
 pub mod progress;
-pub mod requests;
 pub mod server;
-pub mod workload_tools;
 
 pub use server::{FlameoxServer, ServerOptions};
 

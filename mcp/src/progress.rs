@@ -5,6 +5,9 @@
 
 use std::sync::Mutex;
 
+use std::sync::Arc;
+
+use flameox_engine::operations::session::{ProgressSource, Reporter};
 use flameox_engine::services::import::ImportProgress;
 use rmcp::RoleServer;
 use rmcp::model::ProgressNotificationParam;
@@ -12,39 +15,6 @@ use rmcp::service::RequestContext;
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
-
-/// Where each import phase starts on the 0..100 scale; extraction fills the
-/// span up to `publishing` in proportion to the bytes read.
-const PHASES: [(&str, f64); 4] = [
-    ("validating_artifact", 1.0),
-    ("extracting", 5.0),
-    ("publishing", 92.0),
-    ("completed", 100.0),
-];
-
-/// Where each capture phase starts; capturing has no known duration, so
-/// it reports the phase only (no invented percentage).
-pub const CAPTURE_PHASES: [(&str, f64); 6] = [
-    ("planning", 1.0),
-    ("capturing", 5.0),
-    ("validating_artifact", 60.0),
-    ("extracting", 70.0),
-    ("publishing", 92.0),
-    ("completed", 100.0),
-];
-
-/// Where each experiment phase starts. Trials (warmups included) fill
-/// `capturing` up to `publishing` one equal step per finished trial; a
-/// phase transition that would not move the stream forward is carried by
-/// the next notification's message instead.
-pub const EXPERIMENT_PHASES: [(&str, f64); 6] = [
-    ("planning", 1.0),
-    ("warming_up", 3.0),
-    ("capturing", 5.0),
-    ("publishing", 90.0),
-    ("analyzing", 95.0),
-    ("completed", 100.0),
-];
 
 /// The smallest step worth a notification while bytes stream in.
 const MIN_STEP: f64 = 1.0;
@@ -76,13 +46,8 @@ impl Forwarder {
 }
 
 impl McpProgress {
-    /// A reporter for one request. Without a progress token nothing is sent;
-    /// cancellation still works.
-    pub fn start(ctx: Option<&RequestContext<RoleServer>>) -> (McpProgress, Forwarder) {
-        McpProgress::start_with(ctx, &PHASES)
-    }
-
     /// A reporter whose phases start at the given points of 0..100.
+    /// Without a progress token nothing is sent; cancellation still works.
     pub fn start_with(
         ctx: Option<&RequestContext<RoleServer>>,
         phases: &'static [(&'static str, f64)],
@@ -188,5 +153,39 @@ impl ImportProgress for McpProgress {
 
     fn cancelled(&self) -> bool {
         self.cancel.as_ref().is_some_and(|c| c.is_cancelled())
+    }
+}
+
+/// One call's progress: each reporter the operation asks for forwards to
+/// the client; [`McpProgressSource::finish`] waits until every
+/// notification went out, so all of them precede the result.
+pub struct McpProgressSource {
+    ctx: Option<RequestContext<RoleServer>>,
+    forwarders: Mutex<Vec<Forwarder>>,
+}
+
+impl McpProgressSource {
+    pub fn new(ctx: Option<&RequestContext<RoleServer>>) -> McpProgressSource {
+        McpProgressSource {
+            ctx: ctx.cloned(),
+            forwarders: Mutex::default(),
+        }
+    }
+
+    pub async fn finish(self) {
+        let forwarders = self.forwarders.into_inner().unwrap_or_default();
+        for forwarder in forwarders {
+            forwarder.finish().await;
+        }
+    }
+}
+
+impl ProgressSource for McpProgressSource {
+    fn reporter(&self, phases: &'static [(&'static str, f64)]) -> Reporter {
+        let (reporter, forwarder) = McpProgress::start_with(self.ctx.as_ref(), phases);
+        if let Ok(mut held) = self.forwarders.lock() {
+            held.push(forwarder);
+        }
+        Arc::new(reporter)
     }
 }

@@ -4,15 +4,13 @@
 
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::time::Duration;
 
 use flameox_engine::Workspace;
 use flameox_engine::error::FlameoxError;
+use flameox_engine::operations::Session;
 use flameox_engine::query::SessionCache;
-use flameox_engine::services::confine::confine_import_path;
-use flameox_engine::services::import::{ImportRequest, import_artifact};
-use flameox_engine::services::import_deadline::{ImportDeadline, deadline_error};
-use flameox_engine::services::{QueryContext, capabilities, inventory};
+use flameox_engine::services::inventory;
+use flameox_engine::services::plans::{DEFAULT_PLAN_TTL, PlanStore};
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, Implementation,
     ListResourceTemplatesResult, ListToolsResult, PaginatedRequestParams,
@@ -21,15 +19,12 @@ use rmcp::model::{
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, ServerHandler};
-use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
 
-use crate::arguments;
 use crate::catalog::{self, ToolSpec};
 use crate::envelope::{self, Reply};
 use crate::instructions::instructions;
-use crate::progress::McpProgress;
-use crate::requests::*;
+use crate::progress::McpProgressSource;
 
 /// Where the server is bound, fixed at start.
 #[derive(Debug, Clone)]
@@ -46,7 +41,7 @@ pub struct FlameoxServer {
     workspace_dir: PathBuf,
     cache: SessionCache,
     tools: Arc<Vec<ToolSpec>>,
-    pub(crate) plans: Arc<crate::plans::PlanStore>,
+    plans: Arc<PlanStore>,
 }
 
 pub(crate) type ToolResult = Result<Reply, FlameoxError>;
@@ -65,14 +60,14 @@ impl FlameoxServer {
             workspace_dir,
             cache: SessionCache::default(),
             tools: Arc::new(catalog::tools()),
-            plans: Arc::new(crate::plans::PlanStore::new(crate::plans::DEFAULT_PLAN_TTL)),
+            plans: Arc::new(PlanStore::new(DEFAULT_PLAN_TTL)),
         }
     }
 
     /// The same server with capture plans valid for `ttl` (tests use a
     /// short one to prove expiry).
     pub fn with_plan_ttl(mut self, ttl: std::time::Duration) -> FlameoxServer {
-        self.plans = Arc::new(crate::plans::PlanStore::new(ttl));
+        self.plans = Arc::new(PlanStore::new(ttl));
         self
     }
 
@@ -113,136 +108,53 @@ impl FlameoxServer {
         ctx: Option<&RequestContext<RoleServer>>,
     ) -> Option<CallToolResult> {
         let spec = self.tools.iter().find(|t| t.name == name)?;
-        let outcome = match arguments::check(name, &spec.input_schema, &args) {
-            Ok(()) => self.dispatch(name, Value::Object(args), ctx).await,
-            Err(e) => Err(e),
-        };
+        let outcome = self.dispatch(spec.name, Value::Object(args), ctx).await;
         Some(match outcome {
             Ok(reply) => envelope::success(name, reply),
             Err(error) => envelope::failure(name, &error),
         })
     }
 
+    /// Runs the catalogued operation in this server's session: paths
+    /// confined to the project, progress and cancellation from the request.
     async fn dispatch(
         &self,
         name: &str,
         args: Value,
         ctx: Option<&RequestContext<RoleServer>>,
     ) -> ToolResult {
-        if name == "initialize_workspace" {
-            let outcome = inventory::init(&self.project_root)?;
-            return Ok(Reply::new("workspace ready", to_value(&outcome)?));
-        }
-        if name == "list_capabilities" {
-            return Ok(Reply::new(
-                "capabilities",
-                to_value(&capabilities::capabilities())?,
-            ));
-        }
-        let ws = self.workspace()?;
-        let qc = QueryContext {
-            ws: &ws,
+        let op = flameox_engine::operations::by_name(name)
+            .ok_or_else(|| FlameoxError::internal(format!("no handler: {name}")))?;
+        let workspace_dir = self.workspace_dir.clone();
+        let open = move || Workspace::open(&workspace_dir);
+        let progress = McpProgressSource::new(ctx);
+        let session = Session {
+            project_root: &self.project_root,
+            open_workspace: &open,
             cache: Some(&self.cache),
             options: Default::default(),
+            progress: &progress,
+            plans: &self.plans,
+            confine_paths: true,
         };
-        if let Some(op) = flameox_engine::operations::by_name(name) {
-            let answer = (op.run)(&qc, args).await?;
-            let mut reply = Reply::new(answer.summary, answer.result);
-            if !op.rows.is_empty() && reply.result.get("returned").is_some() {
-                reply = reply.paged(op.rows);
-            }
-            reply.links.extend(answer.links.into_iter().map(|uri| {
-                (
-                    uri.clone(),
-                    uri.replace("flameox://", "").replacen('/', " ", 1),
-                )
-            }));
-            return Ok(reply);
+        let outcome = op.call(&session, args).await;
+        progress.finish().await;
+        let answer = outcome?;
+        let mut reply = Reply::new(answer.summary, answer.result);
+        if !op.rows.is_empty() && reply.result.get("returned").is_some() {
+            reply = reply.paged(op.rows);
         }
-        match name {
-            "import_artifact" => self.import(&ws, decode(args)?, ctx).await,
-            "get_native_viewer_plan" => {
-                let a: ArtifactArgs = decode(args)?;
-                Ok(Reply::new(
-                    "viewer plan",
-                    to_value(&capabilities::viewer_plan(&ws, &a.target)?)?,
-                ))
-            }
-            other => if other.contains("experiment") {
-                crate::experiment_tools::call(other, &ws, args, ctx).await
-            } else {
-                crate::workload_tools::call(self, other, &ws, args, ctx).await
-            }
-            .unwrap_or_else(|| Err(FlameoxError::internal(format!("no handler: {other}")))),
-        }
-    }
-
-    async fn import(
-        &self,
-        ws: &Workspace,
-        a: ImportArgs,
-        ctx: Option<&RequestContext<RoleServer>>,
-    ) -> ToolResult {
-        let path = confine_import_path(
-            &self.project_root,
-            &a.path,
-            a.source_root.as_deref().unwrap_or("project"),
-        )?;
-        let timeout = match a.timeout_seconds {
-            Some(t) if t.is_finite() && t > 0.0 => Some(Duration::from_secs_f64(t.min(1e9))),
-            Some(_) => {
-                return Err(FlameoxError::invalid_argument(
-                    "timeout_seconds",
-                    "must be a positive number of seconds",
-                ));
-            }
-            None => None,
-        };
-        let request = ImportRequest {
-            path,
-            more_paths: Vec::new(),
-            kind: a.kind,
-            producer: a.producer,
-            variant: a.variant,
-            parameters: a.parameters,
-            timeout,
-        };
-        let deadline = ImportDeadline::of(ws, timeout);
-        let (reporter, forwarder) = McpProgress::start(ctx);
-        let ws = ws.clone();
-        let task = tokio::task::spawn_blocking(move || import_artifact(&ws, &request, &reporter));
-        // The import stops itself at its deadline; this only answers the
-        // call if an extractor missed its cancellation polls for much longer.
-        let outcome = match tokio::time::timeout(deadline.limit + IMPORT_STOP_GRACE, task).await {
-            Ok(joined) => {
-                joined.map_err(|e| FlameoxError::internal(format!("import task failed: {e}")))?
-            }
-            Err(_) => Err(deadline_error(deadline)
-                .detail("still_stopping", true)
-                .remedy("the import did not stop in time; its staging folder is removed by the next import or `flameox recover`")),
-        };
-        forwarder.finish().await;
-        let result = outcome?;
-        Ok(
-            Reply::new(format!("imported {}", result.kind), to_value(&result)?)
-                .link_run(&result.run_id)
-                .link_artifact(&result.artifact_id),
-        )
+        reply.links.extend(answer.links.into_iter().map(|uri| {
+            let name = uri.replace("flameox://", "").replacen('/', " ", 1);
+            (uri, name)
+        }));
+        Ok(reply)
     }
 }
 
-/// How long past its deadline an import may take to stop before the call
-/// is answered without it.
-const IMPORT_STOP_GRACE: Duration = Duration::from_secs(30);
-
+/// A resource's JSON, null fields left out as in every answer.
 pub(crate) fn to_value<T: serde::Serialize>(value: &T) -> Result<Value, FlameoxError> {
-    serde_json::to_value(value)
-        .map_err(|e| FlameoxError::internal(format!("serializing a result: {e}")))
-}
-
-pub(crate) fn decode<T: DeserializeOwned>(args: Value) -> Result<T, FlameoxError> {
-    serde_json::from_value(args)
-        .map_err(|e| FlameoxError::invalid_argument("arguments", e.to_string()))
+    flameox_engine::operations::to_value(value)
 }
 
 fn as_object(value: Value) -> Map<String, Value> {
@@ -298,7 +210,7 @@ impl ServerHandler for FlameoxServer {
             ("flameox://run-sets/{run_set_id}", "run set"),
         ]
         .into_iter()
-        .chain(crate::experiment_tools::RESOURCE_TEMPLATES)
+        .chain(crate::experiment_resources::RESOURCE_TEMPLATES)
         .map(|(uri, name)| ResourceTemplate::new(uri, name).with_mime_type("application/json"))
         .collect();
         Ok(ListResourceTemplatesResult::with_all_items(templates))
@@ -333,7 +245,7 @@ impl FlameoxServer {
         if let Some(id) = uri.strip_prefix("flameox://run-sets/") {
             return Ok(inventory::evidence_get(&ws, &format!("run_set:{id}"))?["record"].clone());
         }
-        if let Some(found) = crate::experiment_tools::resource(&ws, uri) {
+        if let Some(found) = crate::experiment_resources::resource(&ws, uri) {
             return found;
         }
         Err(FlameoxError::invalid_argument("uri", "unknown resource"))

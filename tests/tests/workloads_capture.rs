@@ -126,9 +126,9 @@ fn a_workload_run_publishes_its_measurements_through_a_receipt() {
     let out = project.json(&[
         "capture",
         "run",
-        "process",
-        "--workload",
         "square",
+        "--adapter",
+        "process",
         "--parameters",
         r#"{"n": 200000}"#,
         "--variant",
@@ -218,7 +218,12 @@ fn a_timed_out_workload_is_killed_as_a_tree_and_recorded() {
 #[test]
 fn plans_have_no_side_effects_and_bind_the_definition() {
     let project = project();
-    let plan = project.json(&["capture", "plan", "process", "--workload", "square"]);
+    let answer = project.json(&["capture", "plan", "square", "--adapter", "process"]);
+    // A single-use plan id beside the plan (a command line runs it with
+    // `capture run`; an agent with execute_capture_plan).
+    assert_eq!(answer["plan_id"].as_str().map(str::len), Some(64));
+    assert_eq!(answer["next_tool"], "execute_capture_plan");
+    let plan = &answer["plan"];
     assert_eq!(
         plan["parameters"]["n"], 1000,
         "the first choice is the default"
@@ -237,21 +242,22 @@ fn plans_have_no_side_effects_and_bind_the_definition() {
     let other = project.json(&[
         "capture",
         "plan",
-        "process",
-        "--workload",
         "square",
+        "--adapter",
+        "process",
         "--parameters",
-        r#"{"n": 200000}"#,
-    ]);
+        "n=200000",
+    ])["plan"]
+        .clone();
     assert_ne!(plan["binding_digest"], other["binding_digest"]);
     assert_eq!(plan["definition_hash"], other["definition_hash"]);
     let err = project.json_err(
         &[
             "capture",
             "plan",
-            "process",
-            "--workload",
             "square",
+            "--adapter",
+            "process",
             "--parameters",
             r#"{"n": 7}"#,
         ],
@@ -266,15 +272,14 @@ fn plans_have_no_side_effects_and_bind_the_definition() {
         "{err}"
     );
     project.json_err(
-        &["capture", "plan", "process", "--workload", "nope"],
+        &["capture", "plan", "nope", "--adapter", "process"],
         "INVALID_ARGUMENTS",
         2,
     );
-    project.json_err(
-        &["capture", "plan", "dtrace", "--workload", "square"],
-        "INVALID_ARGUMENTS",
-        2,
-    );
+    // An adapter that does not exist is a usage error naming the ones that do.
+    let out = project.run(&["capture", "plan", "square", "--adapter", "dtrace"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("py-spy"));
 }
 
 #[test]
@@ -284,9 +289,9 @@ fn the_cli_refuses_argv_cwd_and_trailing_argv() {
         &[
             "capture",
             "run",
-            "process",
-            "--workload",
             "square",
+            "--adapter",
+            "process",
             "--",
             "echo",
             "hi",
@@ -294,18 +299,18 @@ fn the_cli_refuses_argv_cwd_and_trailing_argv() {
         &[
             "capture",
             "run",
-            "process",
-            "--workload",
             "square",
+            "--adapter",
+            "process",
             "--argv",
             "echo",
         ][..],
         &[
             "capture",
             "plan",
-            "process",
-            "--workload",
             "square",
+            "--adapter",
+            "process",
             "--cwd",
             "/",
         ][..],

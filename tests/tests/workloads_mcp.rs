@@ -9,8 +9,8 @@ mod support;
 
 use std::time::{Duration, Instant};
 
+use flameox_engine::services::plans::MAX_PLANS;
 use flameox_mcp::FlameoxServer;
-use flameox_mcp::plans::MAX_PLANS;
 use flameox_tests::Project;
 use flameox_tests::workloads::{
     assert_tree_gone, call_tool, hang_workload, in_process_server, wait_for_pids,

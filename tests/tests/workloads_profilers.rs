@@ -89,7 +89,7 @@ impl Setup {
 
     /// Captures `hot` under `adapter` and checks the profile names `hot_loop`.
     fn capture_names_the_hot_function(&self, adapter: &str, kind: &str) -> Value {
-        let (code, out) = self.json(&["capture", "run", adapter, "--workload", "hot"]);
+        let (code, out) = self.json(&["capture", "run", "hot", "--adapter", adapter]);
         assert_eq!(code, Some(0), "{out}");
         let result = &out["result"];
         assert_eq!(result["status"], "completed", "{result}");
@@ -127,7 +127,7 @@ fn viztracer_captures_are_imported_as_chrome_traces() {
     let setup = setup(&bin);
     setup.capture_names_the_hot_function("viztracer", "chrome_json");
     // viztracer needs a Python argv[0]: refused at planning, nothing runs.
-    let (code, err) = setup.json(&["capture", "plan", "viztracer", "--workload", "not_python"]);
+    let (code, err) = setup.json(&["capture", "plan", "not_python", "--adapter", "viztracer"]);
     assert_eq!(
         (code, err["code"].as_str()),
         (Some(3), Some("CAPABILITY_UNAVAILABLE"))
@@ -145,9 +145,9 @@ fn an_interrupted_profile_is_quarantined_not_imported() {
     let (code, err) = setup.json(&[
         "capture",
         "run",
-        "py-spy",
-        "--workload",
         "hot",
+        "--adapter",
+        "py-spy",
         "--parameters",
         r#"{"n": 1000000000}"#,
     ]);
@@ -194,7 +194,7 @@ fn perf_captures_are_folded_into_stacks_when_perf_is_installed() {
     };
     let project = Project::new();
     std::fs::write(project.path().join("flameox.toml"), CONFIG).expect("config");
-    let out = project.json(&["capture", "run", "perf", "--workload", "hot"]);
+    let out = project.json(&["capture", "run", "hot", "--adapter", "perf"]);
     let result = &out["result"];
     assert_eq!(
         result["capture"],

@@ -5,7 +5,10 @@
 use serde_json::Value;
 
 use super::schema::input_schema;
-use super::{Answer, AnswerFuture, Cell, Group, Operation, TerminalFlag, col, decode, to_value};
+use super::{
+    Answer, AnswerFuture, Body, Cell, FlagValue, Group, Operation, TerminalFlag, col, decode,
+    to_value,
+};
 use crate::services::QueryContext;
 use crate::services::analyze::{
     self, FrameRequest, HotspotsRequest, StackExamplesRequest, WindowRequest,
@@ -19,6 +22,7 @@ const FLAMEGRAPH: TerminalFlag = TerminalFlag {
     name: "flamegraph",
     value_name: "FILE",
     help: "Also write an SVG flame graph of the target to FILE.",
+    value: FlagValue::Path,
 };
 
 pub(super) static OPERATIONS: &[Operation] = &[
@@ -30,7 +34,7 @@ pub(super) static OPERATIONS: &[Operation] = &[
         group: Group::ReadOnly,
         positional: &["target"],
         schema: input_schema::<HotspotsRequest>,
-        run: run_hotspots,
+        run: Body::Query(run_hotspots),
         rows: "rows",
         columns: &[],
         terminal: &[
@@ -38,6 +42,7 @@ pub(super) static OPERATIONS: &[Operation] = &[
                 name: "folded",
                 value_name: "FILE",
                 help: "Also write folded stacks (`a;b;c weight` lines) to FILE.",
+                value: FlagValue::Path,
             },
             FLAMEGRAPH,
         ],
@@ -50,7 +55,7 @@ pub(super) static OPERATIONS: &[Operation] = &[
         group: Group::ReadOnly,
         positional: &["target", "frame"],
         schema: input_schema::<FrameRequest>,
-        run: run_callers,
+        run: Body::Query(run_callers),
         rows: "rows",
         columns: NEIGHBOR_COLUMNS,
         terminal: &[],
@@ -63,7 +68,7 @@ pub(super) static OPERATIONS: &[Operation] = &[
         group: Group::ReadOnly,
         positional: &["target", "frame"],
         schema: input_schema::<FrameRequest>,
-        run: run_callees,
+        run: Body::Query(run_callees),
         rows: "rows",
         columns: NEIGHBOR_COLUMNS,
         terminal: &[],
@@ -76,7 +81,7 @@ pub(super) static OPERATIONS: &[Operation] = &[
         group: Group::ReadOnly,
         positional: &["target", "frame"],
         schema: input_schema::<StackExamplesRequest>,
-        run: run_examples,
+        run: Body::Query(run_examples),
         rows: "stacks",
         columns: &[],
         terminal: &[],
@@ -89,13 +94,14 @@ pub(super) static OPERATIONS: &[Operation] = &[
         group: Group::ReadOnly,
         positional: &["target", "base"],
         schema: input_schema::<FrameDeltaRequest>,
-        run: run_frame_deltas,
+        run: Body::Query(run_frame_deltas),
         rows: "rows",
         columns: &[],
         terminal: &[TerminalFlag {
             name: "flamegraph",
             value_name: "FILE",
             help: "Also write a differential SVG flame graph (target against base) to FILE.",
+            value: FlagValue::Path,
         }],
     },
     Operation {
@@ -106,7 +112,7 @@ pub(super) static OPERATIONS: &[Operation] = &[
         group: Group::ReadOnly,
         positional: &["target"],
         schema: input_schema::<WindowRequest>,
-        run: run_window,
+        run: Body::Query(run_window),
         rows: "events",
         columns: &[],
         terminal: &[],
@@ -119,7 +125,7 @@ pub(super) static OPERATIONS: &[Operation] = &[
         group: Group::ReadOnly,
         positional: &["target"],
         schema: input_schema::<MeasurementsRequest>,
-        run: run_measurements,
+        run: Body::Query(run_measurements),
         rows: "rows",
         columns: &[],
         terminal: &[],

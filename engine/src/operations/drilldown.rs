@@ -2,7 +2,7 @@
 //! a target, a frame's individual slices, and frames by a piece of name.
 
 use super::schema::input_schema;
-use super::{Answer, AnswerFuture, Cell, Column, Group, Operation, decode, to_value};
+use super::{Answer, AnswerFuture, Body, Cell, Column, Group, Operation, decode, to_value};
 use crate::services::QueryContext;
 use crate::services::frame_instances::{self, FindFramesRequest, InstancesRequest};
 use crate::services::threads::{self, ThreadsRequest};
@@ -16,7 +16,7 @@ pub(super) static OPERATIONS: &[Operation] = &[
         group: Group::ReadOnly,
         positional: &["target"],
         schema: input_schema::<ThreadsRequest>,
-        run: run_threads,
+        run: Body::Query(run_threads),
         rows: "rows",
         terminal: &[],
         columns: &[
@@ -70,7 +70,7 @@ pub(super) static OPERATIONS: &[Operation] = &[
         group: Group::ReadOnly,
         positional: &["target", "frame"],
         schema: input_schema::<InstancesRequest>,
-        run: run_instances,
+        run: Body::Query(run_instances),
         rows: "rows",
         terminal: &[],
         columns: &[
@@ -114,7 +114,7 @@ pub(super) static OPERATIONS: &[Operation] = &[
         group: Group::ReadOnly,
         positional: &["target", "text"],
         schema: input_schema::<FindFramesRequest>,
-        run: run_find_frames,
+        run: Body::Query(run_find_frames),
         rows: "rows",
         terminal: &[],
         columns: &[

@@ -5,7 +5,7 @@
 use serde_json::Value;
 
 use super::schema::input_schema;
-use super::{Answer, AnswerFuture, Group, Operation, decode, summary_name, to_value};
+use super::{Answer, AnswerFuture, Body, Group, Operation, decode, summary_name, to_value};
 use crate::services::QueryContext;
 use crate::services::gpu::{self, AcceleratorRequest, GpuSummaryRequest};
 use crate::services::gpu_breakdown::{self, GpuBreakdownRequest};
@@ -23,7 +23,7 @@ pub(super) static OPERATIONS: &[Operation] = &[
         group: Group::ReadOnly,
         positional: &["target"],
         schema: input_schema::<GpuSummaryRequest>,
-        run: run_gpu_summary,
+        run: Body::Query(run_gpu_summary),
         rows: "rows",
         columns: &[],
         terminal: &[],
@@ -36,7 +36,7 @@ pub(super) static OPERATIONS: &[Operation] = &[
         group: Group::ReadOnly,
         positional: &["target"],
         schema: input_schema::<AcceleratorRequest>,
-        run: run_accelerator,
+        run: Body::Query(run_accelerator),
         rows: "regions",
         columns: &[],
         terminal: &[],
@@ -49,7 +49,7 @@ pub(super) static OPERATIONS: &[Operation] = &[
         group: Group::ReadOnly,
         positional: &["target"],
         schema: input_schema::<PytorchRequest>,
-        run: run_pytorch,
+        run: Body::Query(run_pytorch),
         rows: "rows",
         columns: &[],
         terminal: &[],
@@ -62,7 +62,7 @@ pub(super) static OPERATIONS: &[Operation] = &[
         group: Group::ReadOnly,
         positional: &["target"],
         schema: input_schema::<GpuBreakdownRequest>,
-        run: run_breakdown,
+        run: Body::Query(run_breakdown),
         rows: "",
         columns: &[],
         terminal: &[],
@@ -75,7 +75,7 @@ pub(super) static OPERATIONS: &[Operation] = &[
         group: Group::ReadOnly,
         positional: &["target"],
         schema: input_schema::<GpuGapsRequest>,
-        run: run_gaps,
+        run: Body::Query(run_gaps),
         rows: "gaps",
         columns: &[],
         terminal: &[],
@@ -88,7 +88,7 @@ pub(super) static OPERATIONS: &[Operation] = &[
         group: Group::ReadOnly,
         positional: &["target"],
         schema: input_schema::<MemoryRequest>,
-        run: run_memory,
+        run: Body::Query(run_memory),
         rows: "series",
         columns: &[],
         terminal: &[],

@@ -6,7 +6,7 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use super::schema::input_schema;
-use super::{Answer, AnswerFuture, Cell, Group, Operation, col, decode, to_value};
+use super::{Answer, AnswerFuture, Body, Cell, Group, Operation, col, decode, to_value};
 use crate::error::{ErrorCode, FlameoxError};
 use crate::services::{QueryContext, inventory};
 
@@ -71,7 +71,7 @@ pub(super) static OPERATIONS: &[Operation] = &[
         group: Group::ReadOnly,
         positional: &[],
         schema: input_schema::<NoArguments>,
-        run: run_status,
+        run: Body::Query(run_status),
         rows: "",
         columns: &[],
         terminal: &[],
@@ -84,7 +84,7 @@ pub(super) static OPERATIONS: &[Operation] = &[
         group: Group::ReadOnly,
         positional: &[],
         schema: input_schema::<ValidateRequest>,
-        run: run_validate,
+        run: Body::Query(run_validate),
         rows: "errors",
         columns: &[],
         terminal: &[],
@@ -97,7 +97,7 @@ pub(super) static OPERATIONS: &[Operation] = &[
         group: Group::ReadOnly,
         positional: &[],
         schema: input_schema::<PageRequest>,
-        run: run_list_runs,
+        run: Body::Query(run_list_runs),
         rows: "items",
         columns: &[
             col("run", "run_id", Cell::Text),
@@ -116,7 +116,7 @@ pub(super) static OPERATIONS: &[Operation] = &[
         group: Group::ReadOnly,
         positional: &["target"],
         schema: input_schema::<RunRequest>,
-        run: run_get_run,
+        run: Body::Query(run_get_run),
         rows: "",
         columns: &[],
         terminal: &[],
@@ -129,7 +129,7 @@ pub(super) static OPERATIONS: &[Operation] = &[
         group: Group::ReadOnly,
         positional: &[],
         schema: input_schema::<PageRequest>,
-        run: run_list_artifacts,
+        run: Body::Query(run_list_artifacts),
         rows: "items",
         columns: &[
             col("artifact", "artifact_id", Cell::Text),
@@ -147,7 +147,7 @@ pub(super) static OPERATIONS: &[Operation] = &[
         group: Group::ReadOnly,
         positional: &["target"],
         schema: input_schema::<ArtifactRequest>,
-        run: run_get_artifact,
+        run: Body::Query(run_get_artifact),
         rows: "",
         columns: &[],
         terminal: &[],
@@ -160,7 +160,7 @@ pub(super) static OPERATIONS: &[Operation] = &[
         group: Group::ReadOnly,
         positional: &["reference"],
         schema: input_schema::<EvidenceRequest>,
-        run: run_evidence,
+        run: Body::Query(run_evidence),
         rows: "",
         columns: &[],
         terminal: &[],

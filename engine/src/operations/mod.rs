@@ -10,13 +10,18 @@
 //! one; `docs/operations.md` lists the ones that have.
 
 mod analyses;
+pub mod arguments;
 mod declare;
 mod drilldown;
+mod experiments;
 mod gpu;
 mod inventory;
 mod run_sets;
 pub mod schema;
+pub mod session;
 mod summary;
+mod workloads;
+mod workspace_setup;
 
 use std::future::Future;
 use std::pin::Pin;
@@ -27,6 +32,8 @@ use serde_json::Value;
 
 use crate::error::{FlameoxError, Result};
 use crate::services::QueryContext;
+
+pub use session::Session;
 
 pub use declare::docs_table;
 
@@ -86,6 +93,18 @@ pub struct TerminalFlag {
     pub name: &'static str,
     pub value_name: &'static str,
     pub help: &'static str,
+    pub value: FlagValue,
+}
+
+/// What a terminal flag takes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FlagValue {
+    /// A file to write.
+    Path,
+    /// Nothing: on or off.
+    Switch,
+    /// A whole number of seconds.
+    Seconds,
 }
 
 /// A finished call: one line that says what it found, and the result.
@@ -111,6 +130,19 @@ impl Answer {
             result,
             ..Answer::default()
         }
+    }
+
+    /// Links a run and its artifacts.
+    pub fn link_run<'a>(
+        mut self,
+        run_id: &str,
+        artifact_ids: impl IntoIterator<Item = &'a String>,
+    ) -> Answer {
+        self.links.push(format!("flameox://runs/{run_id}"));
+        for artifact in artifact_ids {
+            self.links.push(format!("flameox://artifacts/{artifact}"));
+        }
+        self
     }
 
     /// Links the run and artifacts a scope resolved to.
@@ -161,6 +193,18 @@ pub type AnswerFuture<'a> = Pin<Box<dyn Future<Output = Result<Answer>> + Send +
 /// one engine service.
 pub type Handler = for<'a> fn(&'a QueryContext<'a>, Value) -> AnswerFuture<'a>;
 
+/// The body of an operation that needs more than an open workspace.
+pub type SessionHandler = for<'a> fn(&'a Session<'a>, Value) -> AnswerFuture<'a>;
+
+/// What runs an operation.
+#[derive(Clone, Copy)]
+pub enum Body {
+    /// Reads or records in an existing workspace.
+    Query(Handler),
+    /// Needs the project root, progress and cancellation, or held plans.
+    Session(SessionHandler),
+}
+
 /// One operation.
 #[derive(Clone, Copy)]
 pub struct Operation {
@@ -176,7 +220,7 @@ pub struct Operation {
     pub positional: &'static [&'static str],
     /// The strict input schema (from the request type).
     pub schema: fn() -> Value,
-    pub run: Handler,
+    pub run: Body,
     /// The field that holds the answer's ranked list (what a page counts).
     pub rows: &'static str,
     /// How a person reads the rows; none when the terminal draws the
@@ -184,6 +228,37 @@ pub struct Operation {
     pub columns: &'static [Column],
     /// Options only the terminal offers.
     pub terminal: &'static [TerminalFlag],
+}
+
+impl Operation {
+    /// Runs the operation in a transport's session.
+    /// The arguments are checked against the input schema first, so both
+    /// transports refuse the same calls with the same fields.
+    pub async fn call(&self, session: &Session<'_>, args: Value) -> Result<Answer> {
+        match &args {
+            Value::Object(map) => arguments::check(self.name, &(self.schema)(), map)?,
+            _ => {
+                return Err(FlameoxError::invalid_argument(
+                    "arguments",
+                    "must be an object",
+                ));
+            }
+        }
+        match self.run {
+            Body::Query(handler) => {
+                let ws = session.workspace()?;
+                let qc = session.query(&ws);
+                handler(&qc, args).await
+            }
+            Body::Session(handler) => handler(session, args).await,
+        }
+    }
+
+    /// Whether a command line offers it (an operation only an agent's
+    /// session can complete has no command).
+    pub fn has_command(&self) -> bool {
+        !self.cli.is_empty()
+    }
 }
 
 impl std::fmt::Debug for Operation {
@@ -197,13 +272,16 @@ impl std::fmt::Debug for Operation {
 /// Every catalogued operation, in the order clients see them.
 pub fn catalog() -> &'static [Operation] {
     static ALL: std::sync::LazyLock<Vec<Operation>> = std::sync::LazyLock::new(|| {
-        inventory::OPERATIONS
+        workspace_setup::OPERATIONS
             .iter()
+            .chain(inventory::OPERATIONS)
             .chain(summary::OPERATIONS)
             .chain(drilldown::OPERATIONS)
             .chain(analyses::OPERATIONS)
             .chain(gpu::OPERATIONS)
             .chain(run_sets::OPERATIONS)
+            .chain(workloads::OPERATIONS)
+            .chain(experiments::OPERATIONS)
             .copied()
             .collect()
     });
@@ -230,7 +308,7 @@ pub(crate) fn decode<T: DeserializeOwned>(args: Value) -> Result<T> {
 }
 
 /// A result as JSON (nulls left out: an absent field says the same).
-pub(crate) fn to_value<T: Serialize>(value: &T) -> Result<Value> {
+pub fn to_value<T: Serialize>(value: &T) -> Result<Value> {
     let mut v = serde_json::to_value(value).map_err(|e| {
         FlameoxError::new(
             crate::error::ErrorCode::InternalError,

@@ -5,7 +5,7 @@
 use serde_json::Value;
 
 use super::schema::input_schema;
-use super::{Answer, AnswerFuture, Group, Operation, decode, to_value};
+use super::{Answer, AnswerFuture, Body, Group, Operation, decode, to_value};
 use crate::services::QueryContext;
 use crate::services::analysis_records::{self, RecordOutcome};
 use crate::services::compare::{self, CompareRequest};
@@ -21,7 +21,7 @@ pub(super) static OPERATIONS: &[Operation] = &[
         group: Group::Additive,
         positional: &["run_ids"],
         schema: input_schema::<RunSelection>,
-        run: run_freeze,
+        run: Body::Query(run_freeze),
         rows: "",
         columns: &[],
         terminal: &[],
@@ -34,7 +34,7 @@ pub(super) static OPERATIONS: &[Operation] = &[
         group: Group::ReadOnly,
         positional: &["base", "target"],
         schema: input_schema::<CompareRequest>,
-        run: run_compare,
+        run: Body::Query(run_compare),
         rows: "",
         columns: &[],
         terminal: &[],
@@ -47,7 +47,7 @@ pub(super) static OPERATIONS: &[Operation] = &[
         group: Group::ReadOnly,
         positional: &["target"],
         schema: input_schema::<ScalingRequest>,
-        run: run_scaling,
+        run: Body::Query(run_scaling),
         rows: "",
         columns: &[],
         terminal: &[],
@@ -60,7 +60,7 @@ pub(super) static OPERATIONS: &[Operation] = &[
         group: Group::Additive,
         positional: &["base", "target"],
         schema: input_schema::<CompareRequest>,
-        run: run_record_comparison,
+        run: Body::Query(run_record_comparison),
         rows: "",
         columns: &[],
         terminal: &[],
@@ -73,7 +73,7 @@ pub(super) static OPERATIONS: &[Operation] = &[
         group: Group::Additive,
         positional: &["target"],
         schema: input_schema::<ScalingRequest>,
-        run: run_record_analysis,
+        run: Body::Query(run_record_analysis),
         rows: "",
         columns: &[],
         terminal: &[],

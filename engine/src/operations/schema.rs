@@ -71,6 +71,10 @@ fn flatten(rule: &Value, defs: &Value) -> Value {
         object.remove("title");
         object.remove("$schema");
         object.remove("default");
+        // Any value is what an object without a rule on its values means.
+        if object.get("additionalProperties") == Some(&Value::Bool(true)) {
+            object.remove("additionalProperties");
+        }
         if let Some(values) = object.get_mut("enum").and_then(Value::as_array_mut) {
             values.retain(|v| !v.is_null());
         }

@@ -2,7 +2,7 @@
 //! call on a new trace, and how a person reads its answer.
 
 use super::schema::input_schema;
-use super::{Answer, AnswerFuture, Cell, Column, Group, Operation, decode, to_value};
+use super::{Answer, AnswerFuture, Body, Cell, Column, Group, Operation, decode, to_value};
 use crate::services::QueryContext;
 use crate::services::summary::{self, HotThread, SummaryRequest, SummaryResult};
 use crate::units::{duration_ns, metric_words as words};
@@ -15,7 +15,7 @@ pub(super) static OPERATIONS: &[Operation] = &[Operation {
     group: Group::ReadOnly,
     positional: &["target"],
     schema: input_schema::<SummaryRequest>,
-    run: run_summary,
+    run: Body::Query(run_summary),
     rows: "threads",
     terminal: &[],
     columns: &[

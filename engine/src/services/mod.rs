@@ -24,7 +24,7 @@ pub use query::{
     analyze, frame_instances, gpu, gpu_breakdown, gpu_gaps, measurements, memory, pytorch, summary,
     threads, views, window_count,
 };
-pub use workload_capture::{adapters, capture, capture_outputs, capture_run, workloads};
+pub use workload_capture::{adapters, capture, capture_outputs, capture_run, plans, workloads};
 pub use workspace::{capabilities, inventory, viewer};
 
 use std::sync::Arc;

@@ -127,10 +127,17 @@ pub fn plan_inputs(
         let name = display_name(path);
         let name_err = |e: FlameoxError| if several { for_input(e, &name) } else { e };
         let meta = fs::symlink_metadata(path).map_err(|e| {
-            name_err(FlameoxError::invalid_argument(
-                "path",
-                format!("cannot read the input: {}", e.kind()),
-            ))
+            let error = match e.kind() {
+                std::io::ErrorKind::NotFound => {
+                    FlameoxError::invalid_argument("path", format!("`{}` does not exist", path.display()))
+                        .remedy("check the path (a relative path starts at the current folder for a command, at the project root for an agent)")
+                }
+                kind => FlameoxError::invalid_argument(
+                    "path",
+                    format!("cannot read `{name}`: {kind}"),
+                ),
+            };
+            name_err(error)
         })?;
         if !meta.is_dir() {
             check_regular_file(path).map_err(name_err)?;

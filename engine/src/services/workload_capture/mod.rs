@@ -5,4 +5,5 @@ pub mod adapters;
 pub mod capture;
 pub mod capture_outputs;
 pub mod capture_run;
+pub mod plans;
 pub mod workloads;

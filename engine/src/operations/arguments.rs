@@ -2,7 +2,7 @@
 //! decoding, so malformed calls get `INVALID_ARGUMENTS` with `details.fields`
 //! (and the closest valid name for a misspelled one) instead of a serde text.
 
-use flameox_engine::error::{ErrorCode, FlameoxError, closest, near_spelling};
+use crate::error::{ErrorCode, FlameoxError, closest, near_spelling};
 use serde_json::{Map, Value, json};
 
 /// Names agents reach for, by what they mean, and the argument that holds
@@ -145,8 +145,18 @@ pub fn check(tool: &str, schema: &Value, args: &Map<String, Value>) -> Result<()
             )
         })
         .collect();
-    let error = FlameoxError::new(ErrorCode::InvalidArguments, summary.join("; "))
-        .detail("fields", problems);
+    let mut error = FlameoxError::new(ErrorCode::InvalidArguments, summary.join("; "));
+    // What each refused argument holds, in the schema's own words.
+    for p in &problems {
+        let field = p["field"].as_str().unwrap_or_default();
+        if let Some(description) = properties
+            .get(field)
+            .and_then(|rule| rule["description"].as_str())
+        {
+            error = error.remedy(format!("{field}: {description}"));
+        }
+    }
+    let error = error.detail("fields", problems);
     Err(if all_corrected {
         let command = format!("the same call with {}", Value::Object(corrected.clone()));
         error.recover_with(tool, Value::Object(corrected), command)

@@ -1,4 +1,4 @@
-//! Capture plans held in this server's memory only. A plan id is 256 random
+//! Capture plans held in memory between calls (an MCP server's life, a command's run). A plan id is 256 random
 //! bits (64 hex digits), valid for a short time measured on the monotonic
 //! clock, usable once (it is removed before any process starts), and lost on
 //! restart. At most [`MAX_PLANS`] are held; planning past that drops the
@@ -10,9 +10,9 @@ use std::collections::HashMap;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use flameox_engine::error::{ErrorCode, FlameoxError};
-use flameox_engine::fsutil::random_bytes;
-use flameox_engine::services::capture::CapturePlan;
+use super::capture::CapturePlan;
+use crate::error::{ErrorCode, FlameoxError};
+use crate::fsutil::random_bytes;
 
 /// How long a plan stays valid by default.
 pub const DEFAULT_PLAN_TTL: Duration = Duration::from_secs(600);

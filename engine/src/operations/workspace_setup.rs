@@ -1,0 +1,259 @@
+//! Declarations of the first calls of a session: creating the workspace,
+//! what this build reads and runs, importing a trace, and how a person
+//! opens an artifact in its native viewer.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use schemars::JsonSchema;
+use serde::Deserialize;
+use serde_json::Value;
+
+use super::inventory::{ArtifactRequest, NoArguments};
+use super::schema::input_schema;
+use super::session::{IMPORT_PHASES, Session};
+use super::{
+    Answer, AnswerFuture, Body, FlagValue, Group, Operation, TerminalFlag, decode, to_value,
+};
+use crate::error::{FlameoxError, Result};
+use crate::services::confine::confine_import_path;
+use crate::services::import::{ImportRequest, import_artifact};
+use crate::services::import_deadline::{ImportDeadline, deadline_error};
+use crate::services::{capabilities, inventory};
+
+/// One path, or several imported as one run.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(untagged)]
+pub enum Paths {
+    One(#[schemars(length(min = 1, max = 4096))] String),
+    Many(#[schemars(length(min = 1, max = 64))] Vec<String>),
+}
+
+/// Where an agent's import path must resolve.
+#[derive(Debug, Clone, Copy, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum SourceRoot {
+    /// The project root.
+    Project,
+    /// The system temp folder.
+    Temp,
+}
+
+/// What `import_artifact` asks.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ImportArguments {
+    /// File or folder (several: one run), relative to source_root.
+    pub path: Paths,
+    /// Root the path must resolve inside (default project).
+    pub source_root: Option<SourceRoot>,
+    /// Force a format, e.g. execution_trace (Chrome/Kineto JSON).
+    #[schemars(length(max = 64))]
+    pub kind: Option<String>,
+    /// Force the producer, e.g. kineto, chromium.
+    #[schemars(length(max = 64))]
+    pub producer: Option<String>,
+    /// Variant label, e.g. base.
+    #[schemars(length(min = 1, max = 64))]
+    pub variant: Option<String>,
+    /// Workload parameters, kept on the run and its measurements.
+    #[schemars(extend("maxProperties" = 32, "additionalProperties" = { "type": "string", "maxLength": 200 }))]
+    pub parameters: Option<BTreeMap<String, String>>,
+    /// Stop after this many seconds (default import.timeout_seconds, 3600); nothing is published.
+    #[schemars(extend("exclusiveMinimum" = 0))]
+    pub timeout_seconds: Option<f64>,
+}
+
+pub(super) static OPERATIONS: &[Operation] = &[
+    Operation {
+        name: "initialize_workspace",
+        cli: &["init"],
+        title: "Initialize workspace",
+        description: "Create the project's .flameox workspace (idempotent). Run once before any other tool.",
+        group: Group::Additive,
+        positional: &[],
+        schema: input_schema::<NoArguments>,
+        run: Body::Session(run_init),
+        rows: "",
+        columns: &[],
+        terminal: &[],
+    },
+    Operation {
+        name: "list_capabilities",
+        cli: &["capabilities"],
+        title: "List capabilities",
+        description: "Input formats this build detects and extracts, and the analyses it answers.",
+        group: Group::ReadOnly,
+        positional: &[],
+        schema: input_schema::<NoArguments>,
+        run: Body::Session(run_capabilities),
+        rows: "",
+        columns: &[],
+        terminal: &[],
+    },
+    Operation {
+        name: "import_artifact",
+        cli: &["import"],
+        title: "Import artifact",
+        description: "Import a trace, profile or benchmark result (pyperf, hyperfine, criterion, Google Benchmark) as a new run; content decides the format.",
+        group: Group::Additive,
+        positional: &["path"],
+        schema: input_schema::<ImportArguments>,
+        run: Body::Session(run_import),
+        rows: "",
+        columns: &[],
+        terminal: &[],
+    },
+    Operation {
+        name: "get_native_viewer_plan",
+        cli: &["open"],
+        title: "Native viewer plan",
+        description: "How a person opens this artifact in its native viewer (Perfetto UI, speedscope).",
+        group: Group::ReadOnly,
+        positional: &["target"],
+        schema: input_schema::<ArtifactRequest>,
+        run: Body::Query(run_viewer_plan),
+        rows: "",
+        columns: &[],
+        terminal: &[
+            TerminalFlag {
+                name: "launch",
+                value_name: "",
+                help: "Serve the original bytes on 127.0.0.1 and open the viewer's deep link.",
+                value: FlagValue::Switch,
+            },
+            TerminalFlag {
+                name: "wait",
+                value_name: "SECONDS",
+                help: "With --launch: seconds to wait for the viewer to fetch the trace (default 300).",
+                value: FlagValue::Seconds,
+            },
+        ],
+    },
+];
+
+fn run_init<'a>(s: &'a Session<'a>, args: Value) -> AnswerFuture<'a> {
+    Box::pin(async move {
+        let _: NoArguments = decode(args)?;
+        let outcome = inventory::init(s.project_root)?;
+        let summary = if outcome.created {
+            format!("initialized flameox workspace {}", outcome.workspace_id)
+        } else {
+            format!("workspace {} already initialized", outcome.workspace_id)
+        };
+        Ok(Answer::new(summary, to_value(&outcome)?))
+    })
+}
+
+fn run_capabilities<'a>(_s: &'a Session<'a>, args: Value) -> AnswerFuture<'a> {
+    Box::pin(async move {
+        let _: NoArguments = decode(args)?;
+        let caps = capabilities::capabilities();
+        let available = caps.adapters.iter().filter(|a| a.available).count();
+        let summary = format!(
+            "{} formats, {available} of {} capture adapters available",
+            caps.formats.len(),
+            caps.adapters.len()
+        );
+        Ok(Answer::new(summary, to_value(&caps)?))
+    })
+}
+
+fn run_viewer_plan<'a>(qc: &'a crate::services::QueryContext<'a>, args: Value) -> AnswerFuture<'a> {
+    Box::pin(async move {
+        let r: ArtifactRequest = decode(args)?;
+        let plan = capabilities::viewer_plan(qc.ws, &r.target)?;
+        let mut answer = Answer::new(
+            format!("{} opens in {}", plan.artifact_id, plan.viewer),
+            to_value(&plan)?,
+        );
+        answer
+            .links
+            .push(format!("flameox://artifacts/{}", plan.artifact_id));
+        Ok(answer)
+    })
+}
+
+/// How long past its deadline an import may take to stop before the call
+/// is answered without it (an extractor that missed its cancellation polls).
+const IMPORT_STOP_GRACE: Duration = Duration::from_secs(30);
+
+/// The import's files: confined to the project (or temp) root for an
+/// agent, or when a root is named; as given otherwise.
+fn import_paths(s: &Session<'_>, a: &ImportArguments) -> Result<Vec<PathBuf>> {
+    let paths = match &a.path {
+        Paths::One(p) => vec![p.clone()],
+        Paths::Many(ps) => ps.clone(),
+    };
+    if paths.is_empty() {
+        return Err(FlameoxError::invalid_argument(
+            "path",
+            "name at least one path",
+        ));
+    }
+    let root = match a.source_root {
+        Some(SourceRoot::Temp) => Some("temp"),
+        Some(SourceRoot::Project) => Some("project"),
+        None => s.confine_paths.then_some("project"),
+    };
+    paths
+        .iter()
+        .map(|p| match root {
+            Some(root) => confine_import_path(s.project_root, p, root),
+            None => Ok(PathBuf::from(p)),
+        })
+        .collect()
+}
+
+fn run_import<'a>(s: &'a Session<'a>, args: Value) -> AnswerFuture<'a> {
+    Box::pin(async move {
+        let a: ImportArguments = decode(args)?;
+        let asked = match a.timeout_seconds {
+            Some(t) if t.is_finite() && t > 0.0 => Some(Duration::from_secs_f64(t.min(1e9))),
+            Some(_) => {
+                return Err(FlameoxError::invalid_argument(
+                    "timeout_seconds",
+                    "must be a positive number of seconds",
+                ));
+            }
+            None => None,
+        };
+        let timeout = match (asked, s.options.timeout) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        let mut paths = import_paths(s, &a)?.into_iter();
+        let request = ImportRequest {
+            path: paths.next().unwrap_or_default(),
+            more_paths: paths.collect(),
+            kind: a.kind,
+            producer: a.producer,
+            variant: a.variant,
+            parameters: a.parameters.unwrap_or_default(),
+            timeout,
+        };
+        let ws = s.workspace()?;
+        let deadline = ImportDeadline::of(&ws, timeout);
+        let reporter = s.progress.reporter(&IMPORT_PHASES);
+        let task = tokio::task::spawn_blocking(move || import_artifact(&ws, &request, &*reporter));
+        // The import stops itself at its deadline; this only answers the
+        // call if an extractor missed its polls for much longer.
+        let result = match tokio::time::timeout(deadline.limit + IMPORT_STOP_GRACE, task).await {
+            Ok(joined) => {
+                joined.map_err(|e| FlameoxError::internal(format!("import task failed: {e}")))??
+            }
+            Err(_) => {
+                return Err(deadline_error(deadline)
+                    .detail("still_stopping", true)
+                    .remedy("the import did not stop in time; its staging folder is removed by the next import or `flameox recover`"));
+            }
+        };
+        let artifacts = result.artifacts.iter().map(|a| &a.artifact_id);
+        Ok(Answer::new(
+            format!("imported {} as run {}", result.kind, result.run_id),
+            to_value(&result)?,
+        )
+        .link_run(&result.run_id, artifacts))
+    })
+}
