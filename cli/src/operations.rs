@@ -307,6 +307,9 @@ fn run_with(
         progress: &progress,
         plans: &plans,
         confine_paths: false,
+        // `--json` is read by a program (often an agent): the same budget
+        // as MCP. A table for a person shows the whole default page.
+        budgeted: g.json,
     };
     let answer = block_on(op.call(&session, args.clone()));
     progress.finish();

@@ -136,6 +136,7 @@ impl FlameoxServer {
             progress: &progress,
             plans: &self.plans,
             confine_paths: true,
+            budgeted: true,
         };
         let outcome = op.call(&session, args).await;
         progress.finish().await;

@@ -11,6 +11,7 @@
 
 mod analyses;
 pub mod arguments;
+pub mod budget;
 mod declare;
 mod drilldown;
 mod experiments;
@@ -244,6 +245,28 @@ impl Operation {
                 ));
             }
         }
+        let answer = self.run_once(session, args.clone()).await?;
+        // A default page over the byte budget: ask again for the rows that
+        // fit, so its cursor continues where the cut page stops.
+        let budgeted = session.budgeted
+            && self.group == Group::ReadOnly
+            && !self.rows.is_empty()
+            && args.get("limit").is_none()
+            && (self.schema)()["properties"].get("limit").is_some();
+        if !budgeted {
+            return Ok(answer);
+        }
+        let Some(fit) = budget::rows_that_fit(&answer.result, self.rows) else {
+            return Ok(answer);
+        };
+        let mut args = args;
+        args["limit"] = Value::from(fit);
+        let mut cut = self.run_once(session, args).await?;
+        budget::mark_cut(&mut cut.result, self.rows, fit);
+        Ok(cut)
+    }
+
+    async fn run_once(&self, session: &Session<'_>, args: Value) -> Result<Answer> {
         match self.run {
             Body::Query(handler) => {
                 let ws = session.workspace()?;

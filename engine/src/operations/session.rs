@@ -81,6 +81,10 @@ pub struct Session<'a> {
     /// Import paths must resolve inside the project root (or the temp
     /// folder): an agent's call. A person's command line reads any path.
     pub confine_paths: bool,
+    /// Default answers keep to the byte budget (`budget.rs`): the answer
+    /// is read by a program (an agent, `--json`). A person's table shows
+    /// the default page and cuts long names itself.
+    pub budgeted: bool,
 }
 
 impl Session<'_> {
