@@ -130,3 +130,48 @@ fn every_default_read_answer_fits_the_agent_budget() {
     assert!(imported >= 30, "only {imported} corpus traces imported");
     assert!(over.is_empty(), "answers over budget:\n{}", over.join("\n"));
 }
+
+/// A default page cut to the budget says so, and its cursor continues at
+/// the first row it left out (the same rows as one longer page); without a
+/// cursor (gpu-summary) the note says to pass a larger limit.
+#[test]
+fn a_page_cut_to_the_budget_continues_where_it_stops() {
+    let project = Project::new();
+    let path = corpus().join("nsys/pipit_cloverleaf_a100_nsys2024.5.sqlite");
+    let run = project.json(&["import", path.to_str().expect("utf-8 path")])["run_id"]
+        .as_str()
+        .expect("run_id")
+        .to_owned();
+    let first = project.json(&["analyze", "hotspots", &run]);
+    let returned = first["rows"].as_array().map_or(0, Vec::len);
+    assert!((1..20).contains(&returned), "{returned} rows: {first}");
+    assert!(compact_size(&first) <= BUDGET, "{}", compact_size(&first));
+    let note = first["budget"]["note"].as_str().expect("budget note");
+    assert!(note.contains("next_cursor"), "{note}");
+    let cursor = first["next_cursor"].as_str().expect("next_cursor");
+    let second = project.json(&["analyze", "hotspots", &run, "--cursor", cursor]);
+    let whole = project.json(&["analyze", "hotspots", &run, "--limit", "40"]);
+    assert!(
+        whole.get("budget").is_none(),
+        "an explicit limit is not cut"
+    );
+    let frames = |v: &Value| -> Vec<String> {
+        v["rows"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|r| r["frame"].as_str().map(str::to_owned))
+            .collect()
+    };
+    let mut paged = frames(&first);
+    paged.extend(frames(&second));
+    let longer = frames(&whole);
+    assert_eq!(paged[..], longer[..paged.len()]);
+    // No cursor in gpu-summary: the note asks for a larger limit instead.
+    let summary = project.json(&["analyze", "gpu-summary", &run]);
+    let note = summary["budget"]["note"].as_str().expect("budget note");
+    assert!(note.contains("pass limit"), "{note}");
+    // A person's table is not cut.
+    let table = project.run(&["analyze", "gpu-summary", &run]);
+    assert!(String::from_utf8_lossy(&table.stdout).contains("showing 20 of"));
+}

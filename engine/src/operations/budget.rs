@@ -43,15 +43,21 @@ pub(super) fn rows_that_fit(result: &Value, rows: &str) -> Option<usize> {
     Some(fit.max(1)).filter(|f| *f < list.len())
 }
 
-/// Says on the answer that it was cut to fit.
-pub(super) fn mark_cut(result: &mut Value, rows: &str, fit: usize) {
+/// Says on the answer that it was cut to fit, and how to read on: the
+/// page's cursor when the operation pages, else a larger `limit`.
+pub(super) fn mark_cut(result: &mut Value, rows: &str, fit: usize, pages: bool) {
+    let rest = if pages {
+        "next_cursor continues; or pass limit for a longer page"
+    } else {
+        "pass limit (e.g. 20) for more"
+    };
     if let Value::Object(map) = result {
         map.insert(
             "budget".into(),
             json!({
                 "bytes": ANSWER_BUDGET,
                 "note": format!(
-                    "{fit} {rows} fit the {} KB answer budget; next_cursor continues, or pass limit for a longer page",
+                    "{fit} {rows} fit the {} KB answer budget; {rest}",
                     ANSWER_BUDGET / 1024
                 ),
             }),
@@ -74,7 +80,7 @@ mod tests {
         let fit = rows_that_fit(&answer(20, 600), "rows").expect("cut");
         assert!((8..20).contains(&fit), "{fit}");
         let mut cut = answer(fit, 600);
-        mark_cut(&mut cut, "rows", fit);
+        mark_cut(&mut cut, "rows", fit, true);
         assert!(compact(&cut) <= ANSWER_BUDGET, "{}", compact(&cut));
         // One huge row is still one row: the answer is never empty.
         assert_eq!(rows_that_fit(&answer(3, 10_000), "rows"), Some(1));

@@ -248,11 +248,12 @@ impl Operation {
         let answer = self.run_once(session, args.clone()).await?;
         // A default page over the byte budget: ask again for the rows that
         // fit, so its cursor continues where the cut page stops.
+        let schema = (self.schema)();
         let budgeted = session.budgeted
             && self.group == Group::ReadOnly
             && !self.rows.is_empty()
             && args.get("limit").is_none()
-            && (self.schema)()["properties"].get("limit").is_some();
+            && schema["properties"].get("limit").is_some();
         if !budgeted {
             return Ok(answer);
         }
@@ -262,7 +263,8 @@ impl Operation {
         let mut args = args;
         args["limit"] = Value::from(fit);
         let mut cut = self.run_once(session, args).await?;
-        budget::mark_cut(&mut cut.result, self.rows, fit);
+        let pages = schema["properties"].get("cursor").is_some();
+        budget::mark_cut(&mut cut.result, self.rows, fit, pages);
         Ok(cut)
     }
 
