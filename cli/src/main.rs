@@ -235,6 +235,19 @@ pub(crate) fn report_error(err: &FlameoxError, json: bool) -> ExitCode {
                         }
                     }
                 }
+                // The message already names the closest.
+                ("closest", _) if err.message.contains("did you mean") => {}
+                // A list of names reads as words (the first ten).
+                (_, serde_json::Value::Array(items)) if items.iter().all(|v| v.is_string()) => {
+                    let words: Vec<&str> = items.iter().filter_map(|v| v.as_str()).collect();
+                    let more = words.len().saturating_sub(10);
+                    let shown = words[..words.len().min(10)].join(", ");
+                    if more > 0 {
+                        eprintln!("  {key}: {shown}, … ({more} more)");
+                    } else {
+                        eprintln!("  {key}: {shown}");
+                    }
+                }
                 _ => eprintln!("  {key}: {value}"),
             }
         }
