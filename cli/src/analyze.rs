@@ -10,7 +10,7 @@ use flameox_engine::services::QueryContext;
 use flameox_engine::services::analyze;
 use flameox_engine::services::views::{self, FlameGraphRequest};
 
-use crate::commands::block_on;
+use crate::terminal::block_on;
 
 /// Writes the files a terminal asked for beside an answer (`--folded`,
 /// `--flamegraph`), from the same target and metric the answer used.

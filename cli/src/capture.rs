@@ -16,9 +16,9 @@ use flameox_engine::services::capture::{CapturePlan, CaptureRequest, plan_captur
 use flameox_engine::services::capture_run::{CaptureResult, execute_capture};
 use serde_json::{Value, json};
 
-use crate::commands::{CliProgress, emit, open};
+use crate::args::{CaptureCommand, GlobalOptions};
 use crate::render::{Table, bytes, cut, duration_ns};
-use crate::{CaptureCommand, GlobalOptions};
+use crate::terminal::{CliProgress, emit, open};
 
 /// `--param size=10` pairs (or one JSON object) as a map (values matched
 /// against choices as text).

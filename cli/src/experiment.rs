@@ -4,25 +4,14 @@
 //! during `run` kills the running trial's process tree; finished trials
 //! stay recorded and the experiment is marked cancelled (exit 8).
 
-use clap::Subcommand;
 use flameox_engine::error::Result;
 use flameox_engine::services::experiment_plan::ExperimentPlan;
 use flameox_engine::services::experiment_run::TrialRecord;
 use flameox_engine::services::experiments::{ExperimentView, TrialsPage, get_trial};
 
-use crate::GlobalOptions;
-use crate::commands::{emit, open};
+use crate::args::{ExperimentCommand, GlobalOptions};
 use crate::render::{Table, cut, duration_ns};
-
-#[derive(Subcommand, Debug)]
-pub enum ExperimentCommand {
-    /// One trial, found in any experiment. Example: `flameox experiment trial t000003 --experiment-id ex_…`
-    Trial {
-        trial_id: String,
-        #[arg(long)]
-        experiment_id: Option<String>,
-    },
-}
+use crate::terminal::{emit, open};
 
 pub(crate) fn experiment_command(g: &GlobalOptions, action: ExperimentCommand) -> Result<()> {
     let ws = open(g)?;

@@ -4,7 +4,9 @@
 
 mod analysis_views;
 mod analyze;
+mod args;
 mod capture;
+mod command_line;
 mod commands;
 mod experiment;
 mod gaps_memory_view;
@@ -17,162 +19,17 @@ mod params;
 mod render;
 mod run_set_views;
 mod stack_views;
+mod terminal;
 mod views;
 mod workload;
 
 use std::io::Write;
-use std::path::PathBuf;
 use std::process::ExitCode;
 
-use clap::{Args, CommandFactory, FromArgMatches, Parser, Subcommand};
+use clap::{CommandFactory, FromArgMatches};
+
+use crate::args::{Cli, GlobalOptions};
 use flameox_engine::FlameoxError;
-
-/// A local evidence engine for performance investigations.
-#[derive(Parser, Debug)]
-#[command(name = "flameox", version, about, long_about = None)]
-pub struct Cli {
-    #[command(flatten)]
-    pub global: GlobalOptions,
-    #[command(subcommand)]
-    pub command: Command,
-}
-
-/// Options every command accepts.
-#[derive(Args, Debug, Clone)]
-pub struct GlobalOptions {
-    /// Use this `.flameox` workspace folder.
-    #[arg(long, global = true, value_name = "PATH")]
-    pub workspace: Option<PathBuf>,
-    /// Project root whose `.flameox` to use.
-    #[arg(long, global = true, value_name = "PATH")]
-    pub project_root: Option<PathBuf>,
-    /// Print the result model as one JSON document.
-    #[arg(long, global = true)]
-    pub json: bool,
-    /// Print nothing but errors.
-    #[arg(long, global = true)]
-    pub quiet: bool,
-    /// Diagnostics level on stderr (error, warn, info, debug).
-    #[arg(long, global = true, default_value = "warn")]
-    pub log_level: String,
-    /// Lower the deadline of this call (seconds): a query's
-    /// (query.timeout_ms) or an import's (import.timeout_seconds; past it
-    /// the import stops, nothing is published, exit 8).
-    #[arg(long, global = true, value_name = "SECONDS")]
-    pub timeout: Option<f64>,
-}
-
-#[derive(Subcommand, Debug)]
-pub enum Command {
-    /// Show configuration. Example: `flameox config show`
-    Config {
-        #[command(subcommand)]
-        action: ConfigAction,
-    },
-    /// Catalog maintenance. Example: `flameox catalog validate`
-    Catalog {
-        #[command(subcommand)]
-        action: CatalogAction,
-    },
-    /// Clean up after a crashed writer. Example: `flameox recover`
-    Recover,
-    /// Declared workloads of flameox.toml. Example: `flameox workload show sort`
-    #[command(subcommand_required = true)]
-    Workload {
-        #[command(subcommand)]
-        action: WorkloadCommand,
-    },
-    /// Plan or run a capture of a declared workload. Example: `flameox capture run sort --adapter py-spy --parameters size=1000`
-    #[command(subcommand_required = true)]
-    Capture {
-        #[command(subcommand)]
-        action: CaptureCommand,
-    },
-    /// Declared experiments: plan, run (randomized complete blocks), show, trials. Example: `flameox experiment run sort_scaling`
-    #[command(subcommand_required = true)]
-    Experiment {
-        #[command(subcommand)]
-        action: experiment::ExperimentCommand,
-    },
-    /// The MCP server over stdio. Example: `flameox mcp serve --project-root .`
-    Mcp {
-        #[command(subcommand)]
-        action: McpCommand,
-    },
-}
-
-#[derive(Subcommand, Debug)]
-pub enum CaptureCommand {
-    /// Plan, then run it and record the run (an agent plans with plan_capture and runs the plan_id with execute_capture_plan). Example: `flameox capture run sort --adapter py-spy --parameters size=1000`
-    Run {
-        /// Declared workload (flameox.toml).
-        workload_name: String,
-        /// process (default), py-spy, viztracer, perf or nsys.
-        #[arg(long, default_value = "process")]
-        adapter: String,
-        /// A parameter choice NAME=VALUE (repeatable), or one JSON object.
-        #[arg(long, visible_alias = "param", value_name = "NAME=VALUE")]
-        parameters: Vec<String>,
-        /// Variant label recorded on the run and its measurements.
-        #[arg(long)]
-        variant: Option<String>,
-        /// Trial id recorded on the run and its measurements.
-        #[arg(long)]
-        trial_id: Option<String>,
-    },
-}
-
-#[derive(Subcommand, Debug)]
-pub enum WorkloadCommand {
-    /// Run a declared workload (process adapter) and record its run. Example: `flameox workload run sort --param size=1000`
-    Run {
-        name: String,
-        /// name=value of a declared parameter (repeatable).
-        #[arg(long = "param", value_name = "NAME=VALUE")]
-        params: Vec<String>,
-        /// Adapter to run it under (default process).
-        #[arg(long, default_value = "process")]
-        adapter: String,
-    },
-}
-
-#[derive(Subcommand, Debug)]
-pub enum McpCommand {
-    /// Serve MCP on stdin/stdout (protocol only on stdout). Example: `flameox mcp serve --init`
-    Serve {
-        /// Initialize the workspace before serving.
-        #[arg(long)]
-        init: bool,
-    },
-    /// Print the tools, schemas, annotations and instructions a client sees. Example: `flameox mcp inspect --json`
-    Inspect,
-}
-
-#[derive(Subcommand, Debug)]
-pub enum ConfigAction {
-    /// Print the effective configuration. Example: `flameox config show`
-    Show,
-}
-
-#[derive(Subcommand, Debug)]
-pub enum CatalogAction {
-    /// Same as `flameox validate`. Example: `flameox catalog validate --full`
-    Validate {
-        #[arg(long)]
-        full: bool,
-    },
-}
-
-/// Paging options shared by drill-down commands.
-#[derive(Args, Debug, Clone)]
-pub struct PageOptions {
-    /// Rows per page (1..=1000).
-    #[arg(long)]
-    pub limit: Option<usize>,
-    /// Continue from a previous page's cursor.
-    #[arg(long)]
-    pub cursor: Option<String>,
-}
 
 fn main() -> ExitCode {
     flameox_engine::allocator::tune_malloc();
@@ -207,7 +64,7 @@ fn main() -> ExitCode {
     }
 }
 
-pub(crate) fn report_error(err: &FlameoxError, json: bool) -> ExitCode {
+fn report_error(err: &FlameoxError, json: bool) -> ExitCode {
     if json {
         let mut err = err.clone();
         if let Some(r) = err.recovery.as_mut() {
@@ -265,7 +122,7 @@ pub(crate) fn report_error(err: &FlameoxError, json: bool) -> ExitCode {
 /// operation rendered from its declaration.
 fn recovery_command(r: &flameox_engine::error::Recovery) -> String {
     if r.next_command.is_empty() {
-        operations::command_line(&r.next_tool, &r.next_arguments)
+        command_line::command_line(&r.next_tool, &r.next_arguments)
     } else {
         r.next_command.clone()
     }

@@ -10,8 +10,8 @@ use flameox_engine::error::Result;
 use flameox_engine::services::capabilities::ViewerPlan;
 use flameox_engine::services::viewer;
 
-use crate::GlobalOptions;
-use crate::commands::{emit, open};
+use crate::args::GlobalOptions;
+use crate::terminal::{emit, open};
 
 /// The viewer plan as a person reads it.
 pub(crate) fn plan_view(p: &ViewerPlan) -> String {

@@ -120,6 +120,15 @@ pub fn footer(returned: usize, total: u64, next: Option<String>) -> String {
     }
 }
 
+/// An operation's typed result, read back from its JSON.
+pub(crate) fn read<T: serde::de::DeserializeOwned>(
+    result: &serde_json::Value,
+) -> flameox_engine::error::Result<T> {
+    serde_json::from_value::<T>(result.clone()).map_err(|e| {
+        flameox_engine::FlameoxError::internal(format!("reading the answer back: {e}"))
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -4,7 +4,6 @@
 //! result back from its JSON; a test checks that every operation without
 //! columns has a view here, and no operation has both.
 
-use flameox_engine::FlameoxError;
 use flameox_engine::error::Result;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
@@ -55,13 +54,7 @@ pub(crate) fn render(operation: &str, result: &Value) -> Option<Result<String>> 
 }
 
 fn typed<T: DeserializeOwned>(result: &Value, view: fn(&T) -> String) -> Result<String> {
-    read(result).map(|r| view(&r))
-}
-
-/// An operation's typed result, read back from its JSON.
-pub(crate) fn read<T: DeserializeOwned>(result: &Value) -> Result<T> {
-    serde_json::from_value::<T>(result.clone())
-        .map_err(|e| FlameoxError::internal(format!("reading the answer back: {e}")))
+    crate::render::read(result).map(|r| view(&r))
 }
 
 #[cfg(test)]

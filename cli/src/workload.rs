@@ -10,8 +10,8 @@ use flameox_engine::services::workloads::{
 };
 use serde_json::Value;
 
+use crate::args::{GlobalOptions, WorkloadCommand};
 use crate::render::{Table, cut};
-use crate::{GlobalOptions, WorkloadCommand};
 
 pub(crate) fn workload_command(g: &GlobalOptions, action: WorkloadCommand) -> Result<()> {
     let WorkloadCommand::Run {
@@ -48,7 +48,7 @@ pub(crate) fn status(s: &ConfigurationStatus) -> String {
     }
     out += &format!(
         "next: {}\n",
-        crate::operations::command_line(&s.next_tool, &serde_json::json!({}))
+        crate::command_line::command_line(&s.next_tool, &serde_json::json!({}))
     );
     out
 }
@@ -103,10 +103,10 @@ pub(crate) fn list(l: &DeclaredList) -> String {
 /// `workload show` (a workload, or an experiment with `--kind experiment`).
 pub(crate) fn show(result: &Value) -> Result<String> {
     if result.get("workload_definition_hash").is_some() {
-        let _: ExperimentDetail = crate::views::read(result)?;
+        let _: ExperimentDetail = crate::render::read(result)?;
         return Ok(serde_json::to_string_pretty(result).unwrap_or_default() + "\n");
     }
-    let d: WorkloadDetail = crate::views::read(result)?;
+    let d: WorkloadDetail = crate::render::read(result)?;
     let mut out = format!(
         "workload {} ({})\n  argv     {}\n  cwd      {}\n  timeout  {} s\n  hash     {}\n",
         d.summary.name,

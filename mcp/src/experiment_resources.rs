@@ -8,7 +8,7 @@ use flameox_engine::services::experiments::{
 };
 use serde_json::Value;
 
-use crate::server::to_value;
+use flameox_engine::operations::to_value;
 
 /// The resource templates below: `(uri template, name)`.
 pub const RESOURCE_TEMPLATES: [(&str, &str); 3] = [

@@ -154,6 +154,9 @@ pub struct AcceleratorComparison {
     pub regions: Vec<RegionDelta>,
 }
 
+/// The gap rule this answer applies, said in the answer.
+pub const GAP_DEFINITION: &str = "A stream gap: the next kernel starts after every earlier kernel on the stream ended (start minus the latest earlier end, when positive); copies and sets do not count (analyze_gpu_gaps counts them as busy).";
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct AcceleratorResult {
     pub scope: ResolvedScope,
@@ -165,6 +168,9 @@ pub struct AcceleratorResult {
     pub total: u64,
     pub returned: usize,
     pub truncated: bool,
+    /// What a gap is in this answer (the three GPU answers use one rule).
+    #[serde(default)]
+    pub gap_definition: String,
     pub evidence: EvidenceStatus,
 }
 
@@ -259,6 +265,7 @@ async fn launches_of(qc: &QueryContext<'_>, req: &AcceleratorRequest) -> Result<
         truncated: (answer.regions.len() as u64) < total,
         answer,
         comparison,
+        gap_definition: GAP_DEFINITION.to_owned(),
         evidence,
     })
 }

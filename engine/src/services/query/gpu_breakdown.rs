@@ -82,6 +82,9 @@ pub struct ArtifactLabel {
     pub has_device_work: bool,
 }
 
+/// The gap rule this answer applies, said in the answer.
+pub const IDLE_DEFINITION: &str = "Idle on a stream: the gaps of analyze_gpu_gaps (kernels, copies and sets busy), each host wait (launched after the stream went idle), kernel wait (shorter than kernel_wait_us) or other (HTA's rules).";
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct GpuBreakdownResult {
     pub targets: Vec<ResolvedScope>,
@@ -89,6 +92,9 @@ pub struct GpuBreakdownResult {
     pub artifacts: Vec<ArtifactLabel>,
     #[serde(flatten)]
     pub answer: BreakdownAnswer,
+    /// What a gap is in this answer (the three GPU answers use one rule).
+    #[serde(default)]
+    pub idle_definition: String,
     pub evidence: EvidenceStatus,
 }
 
@@ -228,6 +234,7 @@ pub async fn gpu_breakdown(
         targets,
         artifacts: labels,
         answer,
+        idle_definition: IDLE_DEFINITION.to_owned(),
         evidence,
     })
 }

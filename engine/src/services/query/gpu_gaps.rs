@@ -45,6 +45,9 @@ pub struct GpuGapsRequest {
     pub limit: Option<usize>,
 }
 
+/// The gap rule this answer applies, said in the answer.
+pub const GAP_DEFINITION: &str = "A gap: on one device stream, the next kernel, copy or set starts after every earlier one ended (start minus the latest earlier end), kept when at least min_gap_ns. analyze_gpu_breakdown's idle uses the same gap; analyze_accelerator_launches counts kernels only.";
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct GpuGapsResult {
     pub scope: ResolvedScope,
@@ -56,6 +59,9 @@ pub struct GpuGapsResult {
     #[serde(flatten)]
     pub answer: GpuGapsAnswer,
     pub truncated: bool,
+    /// What a gap is in this answer (the three GPU answers use one rule).
+    #[serde(default)]
+    pub gap_definition: String,
     pub evidence: EvidenceStatus,
 }
 
@@ -171,6 +177,7 @@ pub async fn gpu_gaps(qc: &QueryContext<'_>, req: &GpuGapsRequest) -> Result<Gpu
         truncated: (answer.gaps.len() as u64) < answer.gaps_found
             || (answer.low_utilization.len() as u64) < answer.low_utilization_found,
         answer,
+        gap_definition: GAP_DEFINITION.to_owned(),
         evidence,
     })
 }
