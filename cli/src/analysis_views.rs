@@ -68,6 +68,15 @@ pub(crate) fn hotspots(r: &HotspotsResult) -> String {
         &r.commit_id[..r.commit_id.len().min(12)],
         flameox_engine::units::metric_words(&r.metric),
     );
+    if let Some(p) = &r.phase {
+        out += &format!(
+            "phase {}: {} from {} to {} ns\n",
+            p.name,
+            render::duration_ns(p.end_ns - p.start_ns),
+            p.start_ns,
+            p.end_ns
+        );
+    }
     let mut t = Table::new(
         &[
             "self", "self %", "incl", "incl %", "count", "function", "location",

@@ -92,8 +92,9 @@ fn report_error(err: &FlameoxError, json: bool) -> ExitCode {
                         }
                     }
                 }
-                // The message already names the closest.
+                // The message already names the closest; an empty list says nothing.
                 ("closest", _) if err.message.contains("did you mean") => {}
+                (_, serde_json::Value::Array(items)) if items.is_empty() => {}
                 // A list of names reads as words (the first ten).
                 (_, serde_json::Value::Array(items)) if items.iter().all(|v| v.is_string()) => {
                     let words: Vec<&str> = items.iter().filter_map(|v| v.as_str()).collect();

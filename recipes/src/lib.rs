@@ -28,6 +28,7 @@ pub mod measurements;
 pub mod memory;
 pub mod memory_allocations;
 pub mod page_urls;
+pub mod phase_span;
 pub mod pytorch;
 pub mod run_set_evidence;
 pub mod stats;

@@ -383,3 +383,73 @@ fn drill_downs_take_a_thread_scope_and_say_which_threads_they_merged() {
     );
     assert!(err.to_string().contains("list_threads"), "{err}");
 }
+
+/// `phase` scopes hotspots to the phase's host span: the window is the
+/// `ProfilerStep#10` slice as the trace file writes it, the rows are those
+/// of the same explicit window, and a phase that is not there names the
+/// one that is.
+#[test]
+fn hotspots_scoped_by_phase_read_the_phase_host_span() {
+    let project = Project::new();
+    let rel = "kineto/param_dlrm_8rank/worker0_step_12.1694128201545.pt.trace.json";
+    let run = import(&project, rel);
+    // The oracle: the step's own complete event in the file (µs → ns).
+    let text = std::fs::read_to_string(corpus().join(rel)).expect("trace");
+    let trace: Value = serde_json::from_str(&text).expect("json");
+    let step = trace["traceEvents"]
+        .as_array()
+        .expect("events")
+        .iter()
+        .find(|e| e["name"] == "ProfilerStep#10" && e["ph"] == "X")
+        .expect("ProfilerStep#10");
+    let start = step["ts"].as_i64().expect("ts") * 1000;
+    let end = start + step["dur"].as_i64().expect("dur") * 1000;
+    let scoped = project.json(&["analyze", "hotspots", &run, "--phase", "ProfilerStep#10"]);
+    assert_eq!(
+        scoped["phase"]["start_ns"].as_i64(),
+        Some(start),
+        "{}",
+        scoped["phase"]
+    );
+    assert_eq!(scoped["phase"]["end_ns"].as_i64(), Some(end));
+    let (s, e) = (start.to_string(), end.to_string());
+    let windowed = project.json(&[
+        "analyze",
+        "hotspots",
+        &run,
+        "--start-ns",
+        &s,
+        "--end-ns",
+        &e,
+    ]);
+    assert_eq!(scoped["rows"], windowed["rows"]);
+    let whole = project.json(&["analyze", "hotspots", &run]);
+    assert!(scoped["total_self"].as_i64() < whole["total_self"].as_i64());
+    let err = project.json_err(
+        &["analyze", "hotspots", &run, "--phase", "ProfilerStep#12"],
+        "INVALID_ARGUMENTS",
+        2,
+    );
+    assert!(
+        err["message"]
+            .as_str()
+            .unwrap_or("")
+            .contains("ProfilerStep#10"),
+        "{err}"
+    );
+    project.json_err(
+        &[
+            "analyze",
+            "hotspots",
+            &run,
+            "--phase",
+            "ProfilerStep#10",
+            "--start-ns",
+            &s,
+            "--end-ns",
+            &e,
+        ],
+        "INVALID_ARGUMENTS",
+        2,
+    );
+}

@@ -21,8 +21,8 @@ pub use evidence::{analysis_records, compare, compare_checks, run_set_samples, r
 pub use ingest::{confine, import, import_deadline, import_plan, import_totals};
 pub(crate) use query::narrower;
 pub use query::{
-    analyze, frame_instances, gpu, gpu_breakdown, gpu_gaps, measurements, memory, pytorch, summary,
-    threads, views, window_count,
+    analyze, frame_instances, gpu, gpu_breakdown, gpu_gaps, measurements, memory, phase_window,
+    pytorch, summary, threads, views, window_count,
 };
 pub use workload_capture::{adapters, capture, capture_outputs, capture_run, plans, workloads};
 pub use workspace::{capabilities, inventory, viewer};

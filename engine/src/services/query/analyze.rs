@@ -19,6 +19,7 @@ use crate::cursor::CursorCodec;
 use crate::error::{FlameoxError, Result};
 use crate::query::{PinnedSession, run_budgeted};
 use crate::services::narrower::{Narrowing, narrow};
+use crate::services::phase_window::{PhaseScope, phase_or_window, phase_window};
 use crate::services::window_count;
 use crate::services::{
     EvidenceStatus, QueryContext, ResolvedScope, answer_status, check_id, resolve_scope,
@@ -44,6 +45,9 @@ pub struct HotspotsRequest {
     pub start_ns: Option<i64>,
     /// Window end (trace ns, exclusive).
     pub end_ns: Option<i64>,
+    /// Only this phase, e.g. ProfilerStep#3 (its host span is the window).
+    #[schemars(length(min = 1, max = 200))]
+    pub phase: Option<String>,
     /// Rows per page (default 20).
     #[schemars(range(min = 1, max = 1000))]
     pub limit: Option<usize>,
@@ -74,6 +78,8 @@ impl HotspotsRequest {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct HotspotsResult {
     pub scope: ResolvedScope,
+    /// The phase the answer was scoped to and the window it stood for.
+    pub phase: Option<PhaseScope>,
     pub commit_id: String,
     pub metric: String,
     pub unit: String,
@@ -145,12 +151,18 @@ pub async fn analyze_hotspots(
 async fn hotspots_page(qc: &QueryContext<'_>, req: &HotspotsRequest) -> Result<HotspotsResult> {
     let limit = qc.ws.config.row_limit(req.limit)?;
     let window = req.window()?;
+    phase_or_window(req.phase.as_deref(), window)?;
     let params = json!({
         "target": req.target, "metric": req.metric, "thread": req.thread,
-        "process": req.process, "window": window,
+        "process": req.process, "window": window, "phase": req.phase,
     });
     let (session, codec, key) = pin_for_cursor(qc, "hotspots", &params, req.cursor.as_deref())?;
     let scope = resolve_scope(qc.ws, &session.snapshot, &req.target)?;
+    let phase = match &req.phase {
+        Some(name) => Some(phase_window(&session, &scope, name).await?),
+        None => None,
+    };
+    let window = window.or(phase.as_ref().map(|p| (p.start_ns, p.end_ns)));
     let after = match key {
         Some(k) => Some(serde_json::from_value::<(i64, String)>(k).map_err(|_| stale_key())?),
         None => None,
@@ -181,6 +193,7 @@ async fn hotspots_page(qc: &QueryContext<'_>, req: &HotspotsRequest) -> Result<H
     Ok(HotspotsResult {
         commit_id: session.snapshot.commit_id().to_owned(),
         scope,
+        phase,
         metric: answer.metric,
         unit: answer.unit,
         available_metrics: answer.available_metrics,

@@ -10,6 +10,7 @@ pub mod gpu_gaps;
 pub mod measurements;
 pub mod memory;
 pub(crate) mod narrower;
+pub mod phase_window;
 pub mod pytorch;
 pub mod summary;
 pub mod threads;
