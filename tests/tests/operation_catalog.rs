@@ -384,12 +384,12 @@ fn drill_downs_take_a_thread_scope_and_say_which_threads_they_merged() {
     assert!(err.to_string().contains("list_threads"), "{err}");
 }
 
-/// `phase` scopes hotspots to the phase's host span: the window is the
+/// `phase` scopes hotspots and a frame's instances to the phase's host span: the window is the
 /// `ProfilerStep#10` slice as the trace file writes it, the rows are those
 /// of the same explicit window, and a phase that is not there names the
 /// one that is.
 #[test]
-fn hotspots_scoped_by_phase_read_the_phase_host_span() {
+fn phase_scopes_hotspots_and_instances_to_the_phase_host_span() {
     let project = Project::new();
     let rel = "kineto/param_dlrm_8rank/worker0_step_12.1694128201545.pt.trace.json";
     let run = import(&project, rel);
@@ -452,4 +452,31 @@ fn hotspots_scoped_by_phase_read_the_phase_host_span() {
         "INVALID_ARGUMENTS",
         2,
     );
+    // A frame's slices in the phase: the same rows as in its window.
+    let frame = "cudaLaunchKernel";
+    let in_phase = project.json(&[
+        "stacks",
+        "instances",
+        &run,
+        frame,
+        "--phase",
+        "ProfilerStep#10",
+        "--limit",
+        "50",
+    ]);
+    let in_window = project.json(&[
+        "stacks",
+        "instances",
+        &run,
+        frame,
+        "--start-ns",
+        &s,
+        "--end-ns",
+        &e,
+        "--limit",
+        "50",
+    ]);
+    assert_eq!(in_phase["phase"]["start_ns"].as_i64(), Some(start));
+    assert_eq!(in_phase["rows"], in_window["rows"]);
+    assert!(in_phase["total"].as_u64().unwrap_or(0) > 0, "{in_phase}");
 }

@@ -185,8 +185,13 @@ fn run_instances<'a>(qc: &'a QueryContext<'a>, args: serde_json::Value) -> Answe
     Box::pin(async move {
         let req: InstancesRequest = decode(args)?;
         let r = frame_instances::frame_instances(qc, &req).await?;
+        let in_phase = r
+            .phase
+            .as_ref()
+            .map(|p| format!(" in {}", p.name))
+            .unwrap_or_default();
         let summary = format!(
-            "{} of {} slices of {} (longest {}, {} in all)",
+            "{} of {} slices of {}{in_phase} (longest {}, {} in all)",
             r.returned,
             r.total,
             r.frame.function,

@@ -11,6 +11,7 @@ use serde_json::json;
 
 use crate::error::{FlameoxError, Result};
 use crate::query::run_budgeted;
+use crate::services::phase_window::{PhaseScope, phase_or_window, phase_window};
 use crate::services::{
     EvidenceStatus, QueryContext, ResolvedScope, answer_status, check_id, resolve_scope,
 };
@@ -60,6 +61,9 @@ pub struct InstancesRequest {
     pub start_ns: Option<i64>,
     /// End of the window (with start_ns).
     pub end_ns: Option<i64>,
+    /// Only this phase, e.g. ProfilerStep#3 (its host span is the window).
+    #[schemars(length(min = 1, max = 200))]
+    pub phase: Option<String>,
     /// longest (default) or earliest.
     pub order: Option<Order>,
     /// Rows to return (default 10).
@@ -74,6 +78,8 @@ pub struct InstancesResult {
     pub commit_id: String,
     pub frame: ResolvedFrame,
     pub order: InstanceOrder,
+    /// The phase the answer was scoped to and the window it stood for.
+    pub phase: Option<PhaseScope>,
     pub rows: Vec<InstanceRow>,
     /// Matching slices (all, not only the rows).
     pub total: u64,
@@ -110,9 +116,15 @@ pub async fn frame_instances(
         .row_limit(Some(req.limit.unwrap_or(DEFAULT_LIMIT)))?;
     check_id("frame", &req.frame)?;
     let window = window(req)?;
+    phase_or_window(req.phase.as_deref(), window)?;
     let session = qc.session(None)?;
     let (scope, artifact_scope, frame) =
         crate::services::analyze::frame_in_target(qc, &session, &req.target, &req.frame).await?;
+    let phase = match &req.phase {
+        Some(name) => Some(phase_window(&session, &scope, name).await?),
+        None => None,
+    };
+    let window = window.or(phase.as_ref().map(|p| (p.start_ns, p.end_ns)));
     let order = InstanceOrder::from(req.order.unwrap_or_default());
     let query = InstanceQuery {
         scope: artifact_scope,
@@ -140,6 +152,7 @@ pub async fn frame_instances(
         scope,
         frame,
         order,
+        phase,
         returned: answer.rows.len(),
         truncated: (answer.rows.len() as u64) < answer.total,
         rows: answer.rows,
