@@ -236,8 +236,9 @@ impl Operation {
     /// The arguments are checked against the input schema first, so both
     /// transports refuse the same calls with the same fields.
     pub async fn call(&self, session: &Session<'_>, args: Value) -> Result<Answer> {
+        let schema = (self.schema)();
         match &args {
-            Value::Object(map) => arguments::check(self.name, &(self.schema)(), map)?,
+            Value::Object(map) => arguments::check(self.name, &schema, map)?,
             _ => {
                 return Err(FlameoxError::invalid_argument(
                     "arguments",
@@ -248,7 +249,6 @@ impl Operation {
         let answer = self.run_once(session, args.clone()).await?;
         // A default page over the byte budget: ask again for the rows that
         // fit, so its cursor continues where the cut page stops.
-        let schema = (self.schema)();
         let budgeted = session.budgeted
             && self.group == Group::ReadOnly
             && !self.rows.is_empty()
