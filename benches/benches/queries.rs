@@ -205,11 +205,8 @@ fn bench_corpus(group: &mut BenchmarkGroup<'_, WallTime>, rt: &Runtime, lazy: &L
             FrameRequest {
                 target: corpus.run_id.clone(),
                 frame,
-                thread: None,
-                process: None,
-                metric: None,
                 limit: Some(PAGE),
-                cursor: None,
+                ..FrameRequest::default()
             }
         });
         b.iter(|| {

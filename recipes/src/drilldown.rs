@@ -15,6 +15,7 @@ use serde::{Deserialize, Serialize};
 use crate::common::{
     ArtifactScope, RecipeError, RecipeResult, collect, column, i64_at, string_at, table, u64_at,
 };
+use crate::window_stacks::{WindowSource, window_forest};
 
 /// Which side of a frame to list.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -227,11 +228,12 @@ pub struct StackExamplesAnswer {
 }
 
 /// The call tree of a scope, loaded for path reconstruction.
+#[derive(Default)]
 pub(crate) struct StackForest {
     /// (artifact, frame_id) → (logical_key, function)
-    frames: HashMap<(String, u64), (String, String)>,
+    pub(crate) frames: HashMap<(String, u64), (String, String)>,
     /// (artifact, stack_id) → (parent, frame_id)
-    nodes: HashMap<(String, u64), (Option<u64>, u64)>,
+    pub(crate) nodes: HashMap<(String, u64), (Option<u64>, u64)>,
     /// (artifact, stack_id) → (weight, count)
     pub(crate) weights: BTreeMap<(String, u64), (i64, i64)>,
 }
@@ -354,6 +356,25 @@ pub async fn stack_examples(
     samples: Option<&datafusion::logical_expr::Expr>,
 ) -> RecipeResult<StackExamplesAnswer> {
     let forest = StackForest::load(ctx, scope, metric, samples).await?;
+    Ok(examples_in(&forest, frame, limit))
+}
+
+/// Stacks through a frame inside `[start, end)`, heaviest first, and
+/// where their weights came from.
+pub async fn stack_examples_in_window(
+    ctx: &SessionContext,
+    scope: &ArtifactScope,
+    frame: &ResolvedFrame,
+    metric: &str,
+    limit: usize,
+    window: (i64, i64),
+    samples: Option<&datafusion::logical_expr::Expr>,
+) -> RecipeResult<(StackExamplesAnswer, WindowSource)> {
+    let (forest, source) = window_forest(ctx, scope, metric, window, samples).await?;
+    Ok((examples_in(&forest, frame, limit), source))
+}
+
+fn examples_in(forest: &StackForest, frame: &ResolvedFrame, limit: usize) -> StackExamplesAnswer {
     let mut stacks: Vec<StackExample> = forest
         .paths(Some(&frame.keys))
         .into_iter()
@@ -371,11 +392,11 @@ pub async fn stack_examples(
     let total = stacks.len() as u64;
     let has_more = stacks.len() > limit;
     stacks.truncate(limit);
-    Ok(StackExamplesAnswer {
+    StackExamplesAnswer {
         stacks,
         total,
         has_more,
-    })
+    }
 }
 
 /// Folded stacks (`a;b;c weight`) of the whole scope, sorted by path.

@@ -44,6 +44,9 @@ pub struct GapOptions {
     pub below: f64,
     /// Gaps and chunks returned (each).
     pub limit: usize,
+    /// Only `[start, end)`: gaps are cut to it, and it (not each device's
+    /// active span) is what the chunks divide.
+    pub window: Option<(i64, i64)>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -137,7 +140,7 @@ pub async fn gpu_gaps(
     let mut ops = DeviceOps::read(ctx, scope).await?;
     let (gaps_found, gaps_total_ns, mut gaps, gap_pids, gap_correlations) =
         longest_gaps(&mut ops, options);
-    let (spans, pids) = device_spans(&mut ops);
+    let (spans, pids) = device_spans(&mut ops, options.window);
     let (devices, low_utilization_found, mut chunks) = low_utilization(options, &spans);
 
     // The launching thread of the activity that ended each gap, and of the
@@ -255,6 +258,8 @@ type Gaps = (u64, i64, Vec<GpuGap>, Vec<Option<i64>>, Vec<Option<i64>>);
 struct RawGap {
     op: DeviceOp,
     start: i64,
+    /// The next activity's start, or the window's end when that is sooner.
+    end: i64,
     before: Option<u32>,
 }
 
@@ -273,13 +278,18 @@ fn longest_gaps(ops: &mut DeviceOps, options: &GapOptions) -> Gaps {
         let mut reached = RunningEnd::default();
         for op in stream {
             if let Some(start) = reached.end {
-                let gap = op.ts - start;
+                let (start, end) = match options.window {
+                    Some((a, b)) => (start.max(a), op.ts.min(b)),
+                    None => (start, op.ts),
+                };
+                let gap = end - start;
                 if gap > 0 && gap >= options.min_gap_ns {
                     found += 1;
                     total += gap;
                     raw.push(RawGap {
                         op: *op,
                         start,
+                        end,
                         before: reached.name,
                     });
                 }
@@ -288,8 +298,8 @@ fn longest_gaps(ops: &mut DeviceOps, options: &GapOptions) -> Gaps {
         }
     }
     raw.sort_unstable_by(|a, b| {
-        (b.op.ts - b.start)
-            .cmp(&(a.op.ts - a.start))
+        (b.end - b.start)
+            .cmp(&(a.end - a.start))
             .then_with(|| strings.cmp(a.op.artifact, b.op.artifact))
             .then_with(|| {
                 (a.op.device, a.op.stream, a.op.ts).cmp(&(b.op.device, b.op.stream, b.op.ts))
@@ -303,8 +313,8 @@ fn longest_gaps(ops: &mut DeviceOps, options: &GapOptions) -> Gaps {
             device: g.op.device,
             stream: g.op.stream,
             start_ns: g.start,
-            end_ns: g.op.ts,
-            duration_ns: g.op.ts - g.start,
+            end_ns: g.end,
+            duration_ns: g.end - g.start,
             before: g.before.map(|n| strings.get(n).to_owned()),
             after: strings.get(g.op.name).to_owned(),
             launched_by: None,
@@ -333,7 +343,8 @@ type Spans = (Vec<Span>, BTreeMap<(String, Option<i64>), Option<i64>>);
 
 /// Per (artifact, device): first start, last end and the union of its
 /// activity; and the device's pid when all its rows share one.
-fn device_spans(ops: &mut DeviceOps) -> Spans {
+/// With a window, each span is the window itself.
+fn device_spans(ops: &mut DeviceOps, window: Option<(i64, i64)>) -> Spans {
     let strings = std::mem::take(&mut ops.strings);
     let (mut out, mut pids) = (Vec::new(), BTreeMap::new());
     // Stream order groups a device's rows too (and the rows are already in
@@ -349,11 +360,15 @@ fn device_spans(ops: &mut DeviceOps) -> Spans {
             _ => None,
         };
         pids.insert((artifact_id.clone(), first.device), pid);
+        let (start, end) = window.unwrap_or((
+            device.iter().map(|r| r.ts).min().unwrap_or(0),
+            device.iter().map(|r| r.end).max().unwrap_or(0),
+        ));
         out.push(Span {
             artifact_id,
             device: first.device,
-            start: device.iter().map(|r| r.ts).min().unwrap_or(0),
-            end: device.iter().map(|r| r.end).max().unwrap_or(0),
+            start,
+            end,
             busy: union_segments(device.iter().map(|r| (r.ts, r.end)).collect()),
         });
     }

@@ -36,5 +36,6 @@ pub mod text_udf;
 pub mod thread_scope;
 pub mod threads;
 pub mod window;
+pub mod window_stacks;
 
 pub use common::{ArtifactScope, RecipeError};

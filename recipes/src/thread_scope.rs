@@ -4,7 +4,7 @@
 //! merged. Callers and callees in a thread scope are computed from that
 //! scope's stacks (the `call_edges` reduction has no thread dimension).
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 
 use datafusion::logical_expr::{Expr, col, lit};
 use datafusion::prelude::SessionContext;
@@ -12,6 +12,7 @@ use datafusion::prelude::SessionContext;
 use crate::common::{ArtifactScope, RecipeResult, collect, column, i64_at, string_at, table};
 use crate::drilldown::{Direction, NeighborAnswer, NeighborQuery, NeighborRow, StackForest};
 use crate::hotspots::name_or_id;
+use crate::window_stacks::{WindowSource, window_forest};
 
 /// `thread` (a tid or exact thread name) and `process` (a pid or exact
 /// process name); both absent means every thread.
@@ -103,36 +104,52 @@ fn equal_or_null(name: &str, value: Option<i64>) -> Expr {
     }
 }
 
-/// Callers or callees of a frame within the samples `keep` admits: each
-/// stack through the frame adds its weight once to each distinct neighbor
-/// (the frame's parent, or child, at every occurrence on that stack).
+/// Callers or callees of a frame within the samples `keep` admits, summed
+/// as `call_edges` sums them: each stack adds its weight to the edge at
+/// every occurrence of the frame on it (a recursion adds it per level),
+/// and its count where the callee is the stack's leaf.
 pub async fn neighbors_in(
     ctx: &SessionContext,
     q: &NeighborQuery,
     keep: &Expr,
 ) -> RecipeResult<NeighborAnswer> {
     let forest = StackForest::load(ctx, &q.scope, &q.metric, Some(keep)).await?;
+    Ok(neighbors_of(&forest, q))
+}
+
+/// Callers or callees of a frame inside `[start, end)` (and the rows
+/// `keep` admits), and where their weights came from.
+pub async fn neighbors_in_window(
+    ctx: &SessionContext,
+    q: &NeighborQuery,
+    window: (i64, i64),
+    keep: Option<&Expr>,
+) -> RecipeResult<(NeighborAnswer, WindowSource)> {
+    let (forest, source) = window_forest(ctx, &q.scope, &q.metric, window, keep).await?;
+    Ok((neighbors_of(&forest, q), source))
+}
+
+fn neighbors_of(forest: &StackForest, q: &NeighborQuery) -> NeighborAnswer {
     // neighbor key → (function, weight, count)
     let mut sums: BTreeMap<String, (String, i64, i64)> = BTreeMap::new();
     for ((artifact, stack_id), (w, c)) in &forest.weights {
         let path = forest.path(artifact, *stack_id);
-        let mut seen: BTreeSet<&str> = BTreeSet::new();
         for (i, (key, _)) in path.iter().enumerate() {
             if !q.frame.keys.contains(key) {
                 continue;
             }
-            let other = match q.direction {
-                Direction::Callers => i.checked_sub(1).and_then(|j| path.get(j)),
-                Direction::Callees => path.get(i + 1),
+            let (other, callee_at) = match q.direction {
+                Direction::Callers => (i.checked_sub(1).and_then(|j| path.get(j)), i),
+                Direction::Callees => (path.get(i + 1), i + 1),
             };
-            if let Some((other_key, function)) = other
-                && seen.insert(other_key.as_str())
-            {
+            if let Some((other_key, function)) = other {
                 let slot = sums
                     .entry(other_key.clone())
                     .or_insert_with(|| (function.clone(), 0, 0));
                 slot.1 += w;
-                slot.2 += c;
+                if callee_at + 1 == path.len() {
+                    slot.2 += c;
+                }
             }
         }
     }
@@ -155,9 +172,9 @@ pub async fn neighbors_in(
     }
     let has_more = rows.len() > q.limit;
     rows.truncate(q.limit);
-    Ok(NeighborAnswer {
+    NeighborAnswer {
         rows,
         total,
         has_more,
-    })
+    }
 }

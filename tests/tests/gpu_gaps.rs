@@ -542,3 +542,77 @@ fn a_device_idle_for_the_start_of_the_trace_says_so() {
     assert!(d["starts_at_pct_of_trace"].as_f64().unwrap() > 40.0, "{d}");
     assert!(d["span_pct_of_trace"].as_f64().unwrap() < 60.0, "{d}");
 }
+
+/// `phase` scopes the gaps to a step's host span: each gap of the whole
+/// trace (the model above, computed from the file) is cut to the span, and
+/// those still at least the threshold are the answer's; the chunks divide
+/// the span itself, and a window over the whole trace changes no gap.
+#[test]
+fn a_phase_cuts_the_gaps_to_its_host_span() {
+    let project = Project::new();
+    let path = "kineto/hta_nccl_a100_rank0of2.json.gz";
+    let doc = corpus_json(path);
+    let t = trace(&doc);
+    let step = doc["traceEvents"]
+        .as_array()
+        .expect("events")
+        .iter()
+        .find(|e| e["name"] == "ProfilerStep#5" && e["ph"] == "X" && cat(e) == "user_annotation")
+        .expect("ProfilerStep#5");
+    let from = micros_to_ns(&step["ts"]);
+    let to = from + micros_to_ns(&step["dur"]);
+    let run = import(&project, corpus().join(path).to_str().expect("utf-8"));
+    let a = gpu_gaps(
+        &project,
+        &run,
+        &["--phase", "ProfilerStep#5", "--limit", "3"],
+    );
+    assert_eq!(
+        a["phase"]["start_ns"].as_i64(),
+        Some(from),
+        "{}",
+        a["phase"]
+    );
+    assert_eq!(a["phase"]["end_ns"].as_i64(), Some(to));
+    assert!(a["window_rule"].as_str().is_some(), "{a}");
+
+    let mut cut: Vec<(i64, i64, i64, i64)> = gaps(&t, 0)
+        .into_iter()
+        .map(|(device, stream, s, e, _, _)| (device, stream, s.max(from), e.min(to)))
+        .filter(|(_, _, s, e)| e - s >= 100_000)
+        .collect();
+    assert!(cut.len() > 3, "the step has more gaps than the limit");
+    cut.sort_by_key(|g| std::cmp::Reverse(g.3 - g.2));
+    assert_eq!(a["gaps_found"].as_u64(), Some(cut.len() as u64), "{a}");
+    let total: i64 = cut.iter().map(|g| g.3 - g.2).sum();
+    assert_eq!(a["gaps_total_ns"].as_i64(), Some(total));
+    for (got, want) in a["gaps"].as_array().expect("gaps").iter().zip(&cut) {
+        assert!(got["start_ns"].as_i64() >= Some(from), "{got}");
+        assert!(got["end_ns"].as_i64() <= Some(to), "{got}");
+        assert_eq!(got["duration_ns"].as_i64(), Some(want.3 - want.2), "{got}");
+    }
+    for d in a["devices"].as_array().expect("devices") {
+        assert_eq!(d["start_ns"].as_i64(), Some(from), "{d}");
+        assert_eq!(d["end_ns"].as_i64(), Some(to), "{d}");
+    }
+
+    // A window over the whole trace cuts nothing.
+    // (A limit given: a default page is cut to the byte budget.)
+    let whole = gpu_gaps(&project, &run, &["--limit", "3"]);
+    let (lo, hi) = (0, i64::MAX / 4);
+    let wide = gpu_gaps(
+        &project,
+        &run,
+        &[
+            "--start-ns",
+            &lo.to_string(),
+            "--end-ns",
+            &hi.to_string(),
+            "--limit",
+            "3",
+        ],
+    );
+    assert_eq!(wide["gaps_found"], whole["gaps_found"]);
+    assert_eq!(wide["gaps_total_ns"], whole["gaps_total_ns"]);
+    assert_eq!(wide["gaps"], whole["gaps"]);
+}

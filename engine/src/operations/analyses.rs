@@ -151,8 +151,13 @@ fn run_hotspots<'a>(qc: &'a QueryContext<'a>, args: Value) -> AnswerFuture<'a> {
         let req: HotspotsRequest = decode(args)?;
         let r = analyze::analyze_hotspots(qc, &req).await?;
         let words = metric_words(&r.metric);
+        let in_phase = r
+            .phase
+            .as_ref()
+            .map(|p| format!(" in {}", p.name))
+            .unwrap_or_default();
         let mut summary = format!(
-            "{} of {} frames of {} by self {words}",
+            "{} of {} frames of {}{in_phase} by self {words}",
             r.returned,
             r.total,
             named(&r.scope)
@@ -185,10 +190,11 @@ fn neighbors<'a>(qc: &'a QueryContext<'a>, args: Value, direction: Direction) ->
             Direction::Callees => "callees",
         };
         let summary = format!(
-            "{} of {} {word} of {} by {}",
+            "{} of {} {word} of {}{} by {}",
             r.returned,
             r.total,
             super::summary_name(&r.frame.function),
+            r.time.words(),
             metric_words(&r.metric)
         );
         Ok(Answer::new(summary, to_value(&r)?).scoped(&r.scope))
@@ -200,10 +206,11 @@ fn run_examples<'a>(qc: &'a QueryContext<'a>, args: Value) -> AnswerFuture<'a> {
         let req: StackExamplesRequest = decode(args)?;
         let r = analyze::stack_examples(qc, &req.into()).await?;
         let summary = format!(
-            "{} of {} stacks through {} by {}",
+            "{} of {} stacks through {}{} by {}",
             r.returned,
             r.total,
             super::summary_name(&r.frame.function),
+            r.time.words(),
             metric_words(&r.metric)
         );
         Ok(Answer::new(summary, to_value(&r)?).scoped(&r.scope))

@@ -191,10 +191,11 @@ fn run_gaps<'a>(qc: &'a QueryContext<'a>, args: Value) -> AnswerFuture<'a> {
         let a = &r.answer;
         let mut summary = if a.has_device_activity {
             format!(
-                "{} device idle gaps of at least {} in {}, {} in all; {} chunks busy under {:.0} %",
+                "{} device idle gaps of at least {} in {}{}, {} in all; {} chunks busy under {:.0} %",
                 a.gaps_found,
                 duration_ns(r.min_gap_ns),
                 r.scope.requested,
+                r.time.words(),
                 duration_ns(a.gaps_total_ns),
                 a.low_utilization_found,
                 r.below * 100.0
@@ -203,10 +204,11 @@ fn run_gaps<'a>(qc: &'a QueryContext<'a>, args: Value) -> AnswerFuture<'a> {
             format!("no device activity in {}", r.scope.requested)
         };
         // Utilization is of the device's own span: say when that is much
-        // less than the trace.
+        // less than the trace (a window is its own span).
         if let Some(d) = a
             .devices
             .iter()
+            .filter(|_| r.time.window_rule.is_none())
             .filter(|d| d.span_pct_of_trace.is_some_and(|p| p < 90.0))
             .min_by(|x, y| {
                 x.span_pct_of_trace

@@ -19,7 +19,7 @@ use crate::cursor::CursorCodec;
 use crate::error::{FlameoxError, Result};
 use crate::query::{PinnedSession, run_budgeted};
 use crate::services::narrower::{Narrowing, narrow};
-use crate::services::phase_window::{PhaseScope, phase_or_window, phase_window};
+use crate::services::phase_window::{PhaseScope, TimeScope, time_scope, time_window};
 use crate::services::window_count;
 use crate::services::{
     EvidenceStatus, QueryContext, ResolvedScope, answer_status, check_id, resolve_scope,
@@ -41,11 +41,11 @@ pub struct HotspotsRequest {
     /// Only this process: pid or exact name.
     #[schemars(length(max = 200))]
     pub process: Option<String>,
-    /// Window start (trace ns; slices starting inside count). Give with end_ns.
+    /// Window start, trace ns (with end_ns).
     pub start_ns: Option<i64>,
-    /// Window end (trace ns, exclusive).
+    /// Window end (exclusive).
     pub end_ns: Option<i64>,
-    /// Only this phase, e.g. ProfilerStep#3 (its host span is the window).
+    /// Phase whose host span is the window, e.g. ProfilerStep#3.
     #[schemars(length(min = 1, max = 200))]
     pub phase: Option<String>,
     /// Rows per page (default 20).
@@ -59,18 +59,7 @@ pub struct HotspotsRequest {
 impl HotspotsRequest {
     /// The window, when both ends are given (one end alone is refused).
     pub fn window(&self) -> Result<Option<(i64, i64)>> {
-        match (self.start_ns, self.end_ns) {
-            (Some(a), Some(b)) if a < b => Ok(Some((a, b))),
-            (Some(_), Some(_)) => Err(FlameoxError::invalid_argument(
-                "start_ns",
-                "the window's start must be before its end",
-            )),
-            (None, None) => Ok(None),
-            _ => Err(FlameoxError::invalid_argument(
-                "end_ns",
-                "give both start_ns and end_ns",
-            )),
-        }
+        time_window(self.start_ns, self.end_ns)
     }
 }
 
@@ -124,7 +113,8 @@ fn frame_narrowing(req: &FrameRequest, direction: Option<Direction>) -> Narrowin
         target: &req.target,
         keep: json!({
             "frame": req.frame, "thread": req.thread, "process": req.process,
-            "metric": req.metric, "limit": req.limit,
+            "metric": req.metric, "limit": req.limit, "start_ns": req.start_ns,
+            "end_ns": req.end_ns, "phase": req.phase,
         }),
         advice: None,
     }
@@ -151,18 +141,13 @@ pub async fn analyze_hotspots(
 async fn hotspots_page(qc: &QueryContext<'_>, req: &HotspotsRequest) -> Result<HotspotsResult> {
     let limit = qc.ws.config.row_limit(req.limit)?;
     let window = req.window()?;
-    phase_or_window(req.phase.as_deref(), window)?;
     let params = json!({
         "target": req.target, "metric": req.metric, "thread": req.thread,
         "process": req.process, "window": window, "phase": req.phase,
     });
     let (session, codec, key) = pin_for_cursor(qc, "hotspots", &params, req.cursor.as_deref())?;
     let scope = resolve_scope(qc.ws, &session.snapshot, &req.target)?;
-    let phase = match &req.phase {
-        Some(name) => Some(phase_window(&session, &scope, name).await?),
-        None => None,
-    };
-    let window = window.or(phase.as_ref().map(|p| (p.start_ns, p.end_ns)));
+    let (window, phase) = time_scope(&session, &scope, req.phase.as_deref(), window).await?;
     let after = match key {
         Some(k) => Some(serde_json::from_value::<(i64, String)>(k).map_err(|_| stale_key())?),
         None => None,
@@ -223,6 +208,13 @@ pub struct FrameRequest {
     /// Only this process: pid or exact name.
     #[schemars(length(max = 200))]
     pub process: Option<String>,
+    /// Window start, trace ns (with end_ns).
+    pub start_ns: Option<i64>,
+    /// Window end (exclusive).
+    pub end_ns: Option<i64>,
+    /// Phase whose host span is the window, e.g. ProfilerStep#3.
+    #[schemars(length(min = 1, max = 200))]
+    pub phase: Option<String>,
     /// Metric; default the artifact's primary one (answers list the others).
     #[schemars(length(max = 64))]
     pub metric: Option<String>,
@@ -250,6 +242,13 @@ pub struct StackExamplesRequest {
     /// Only this process: pid or exact name.
     #[schemars(length(max = 200))]
     pub process: Option<String>,
+    /// Window start, trace ns (with end_ns).
+    pub start_ns: Option<i64>,
+    /// Window end (exclusive).
+    pub end_ns: Option<i64>,
+    /// Phase whose host span is the window, e.g. ProfilerStep#3.
+    #[schemars(length(min = 1, max = 200))]
+    pub phase: Option<String>,
     /// Metric the stacks are weighed by; default the artifact's primary one.
     #[schemars(length(max = 64))]
     pub metric: Option<String>,
@@ -265,6 +264,9 @@ impl From<StackExamplesRequest> for FrameRequest {
             frame: r.frame,
             thread: r.thread,
             process: r.process,
+            start_ns: r.start_ns,
+            end_ns: r.end_ns,
+            phase: r.phase,
             metric: r.metric,
             limit: r.limit,
             cursor: None,
@@ -289,6 +291,8 @@ pub struct NeighborsResult {
     pub returned: usize,
     pub truncated: bool,
     pub next_cursor: Option<String>,
+    #[serde(flatten)]
+    pub time: TimeScope,
     pub evidence: EvidenceStatus,
 }
 
@@ -375,13 +379,15 @@ async fn neighbors_page(
         Direction::Callers => "callers",
         Direction::Callees => "callees",
     };
+    let window = time_window(req.start_ns, req.end_ns)?;
     let params = json!({
         "target": req.target, "frame": req.frame, "metric": req.metric,
-        "thread": req.thread, "process": req.process,
+        "thread": req.thread, "process": req.process, "window": window, "phase": req.phase,
     });
     let (session, codec, key) = pin_for_cursor(qc, family, &params, req.cursor.as_deref())?;
     let (scope, artifact_scope, frame) =
         frame_in_target(qc, &session, &req.target, &req.frame).await?;
+    let (window, phase) = time_scope(&session, &scope, req.phase.as_deref(), window).await?;
     let metric = default_metric(&session, &artifact_scope, req.metric.as_deref()).await?;
     let after = match key {
         Some(k) => Some(serde_json::from_value::<(i64, String)>(k).map_err(|_| stale_key())?),
@@ -396,15 +402,28 @@ async fn neighbors_page(
         limit,
         after,
     };
-    let answer = match &threads {
-        Some(t) => {
+    let keep = threads.as_ref().map(|t| &t.samples);
+    let (answer, rule) = match (window, keep) {
+        (Some(w), keep) => {
+            let (answer, source) = run_budgeted(
+                &session,
+                thread_scope::neighbors_in_window(&session.ctx, &query, w, keep),
+            )
+            .await?;
+            (answer, source.rule())
+        }
+        (None, Some(keep)) => (
             run_budgeted(
                 &session,
-                thread_scope::neighbors_in(&session.ctx, &query, &t.samples),
+                thread_scope::neighbors_in(&session.ctx, &query, keep),
             )
-            .await?
-        }
-        None => run_budgeted(&session, drilldown::call_neighbors(&session.ctx, &query)).await?,
+            .await?,
+            "",
+        ),
+        (None, None) => (
+            run_budgeted(&session, drilldown::call_neighbors(&session.ctx, &query)).await?,
+            "",
+        ),
     };
     let next_cursor = match (answer.has_more, answer.rows.last()) {
         (true, Some(last)) => Some(codec.encode(
@@ -419,7 +438,7 @@ async fn neighbors_page(
         &session.snapshot,
         &scope,
         !answer.rows.is_empty() || answer.total > 0,
-        false,
+        window.is_some(),
     );
     if answer.total == 0 && evidence.status == "empty" {
         evidence.reason = match direction {
@@ -439,6 +458,7 @@ async fn neighbors_page(
         total: answer.total,
         truncated: answer.has_more,
         next_cursor,
+        time: TimeScope::new(window, phase, rule),
         evidence,
     })
 }
@@ -463,6 +483,8 @@ pub struct StackExamplesResult {
     pub returned: usize,
     pub truncated: bool,
     pub next_cursor: Option<String>,
+    #[serde(flatten)]
+    pub time: TimeScope,
     pub evidence: EvidenceStatus,
 }
 
@@ -489,24 +511,53 @@ async fn examples_page(qc: &QueryContext<'_>, req: &FrameRequest) -> Result<Stac
             "stack examples are not paged; raise --limit",
         ));
     }
+    let window = time_window(req.start_ns, req.end_ns)?;
     let session = qc.session(None)?;
     let (scope, artifact_scope, frame) =
         frame_in_target(qc, &session, &req.target, &req.frame).await?;
+    let (window, phase) = time_scope(&session, &scope, req.phase.as_deref(), window).await?;
     let metric = default_metric(&session, &artifact_scope, req.metric.as_deref()).await?;
     let threads = scoped_threads(&session, &artifact_scope, req).await?;
-    let answer = run_budgeted(
-        &session,
-        drilldown::stack_examples(
-            &session.ctx,
-            &artifact_scope,
-            &frame,
-            &metric,
-            limit,
-            threads.as_ref().map(|t| &t.samples),
+    let keep = threads.as_ref().map(|t| &t.samples);
+    let (answer, rule) = match window {
+        Some(w) => {
+            let (answer, source) = run_budgeted(
+                &session,
+                drilldown::stack_examples_in_window(
+                    &session.ctx,
+                    &artifact_scope,
+                    &frame,
+                    &metric,
+                    limit,
+                    w,
+                    keep,
+                ),
+            )
+            .await?;
+            (answer, source.rule())
+        }
+        None => (
+            run_budgeted(
+                &session,
+                drilldown::stack_examples(
+                    &session.ctx,
+                    &artifact_scope,
+                    &frame,
+                    &metric,
+                    limit,
+                    keep,
+                ),
+            )
+            .await?,
+            "",
         ),
-    )
-    .await?;
-    let evidence = answer_status(&session.snapshot, &scope, !answer.stacks.is_empty(), false);
+    };
+    let evidence = answer_status(
+        &session.snapshot,
+        &scope,
+        !answer.stacks.is_empty(),
+        window.is_some(),
+    );
     Ok(StackExamplesResult {
         commit_id: session.snapshot.commit_id().to_owned(),
         scope,
@@ -518,6 +569,7 @@ async fn examples_page(qc: &QueryContext<'_>, req: &FrameRequest) -> Result<Stac
         total: answer.total,
         truncated: answer.has_more,
         next_cursor: None,
+        time: TimeScope::new(window, phase, rule),
         evidence,
     })
 }

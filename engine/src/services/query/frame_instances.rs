@@ -9,9 +9,9 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
-use crate::error::{FlameoxError, Result};
+use crate::error::Result;
 use crate::query::run_budgeted;
-use crate::services::phase_window::{PhaseScope, phase_or_window, phase_window};
+use crate::services::phase_window::{PhaseScope, phase_or_window, time_scope, time_window};
 use crate::services::{
     EvidenceStatus, QueryContext, ResolvedScope, answer_status, check_id, resolve_scope,
 };
@@ -61,7 +61,7 @@ pub struct InstancesRequest {
     pub start_ns: Option<i64>,
     /// End of the window (with start_ns).
     pub end_ns: Option<i64>,
-    /// Only this phase, e.g. ProfilerStep#3 (its host span is the window).
+    /// Phase whose host span is the window, e.g. ProfilerStep#3.
     #[schemars(length(min = 1, max = 200))]
     pub phase: Option<String>,
     /// longest (default) or earliest.
@@ -90,21 +90,6 @@ pub struct InstancesResult {
     pub evidence: EvidenceStatus,
 }
 
-fn window(req: &InstancesRequest) -> Result<Option<(i64, i64)>> {
-    match (req.start_ns, req.end_ns) {
-        (None, None) => Ok(None),
-        (Some(a), Some(b)) if a < b => Ok(Some((a, b))),
-        (Some(_), Some(_)) => Err(FlameoxError::invalid_argument(
-            "start_ns",
-            "must be before end_ns",
-        )),
-        _ => Err(FlameoxError::invalid_argument(
-            "end_ns",
-            "start_ns and end_ns go together",
-        )),
-    }
-}
-
 /// A frame's individual slices, longest first (or in time order).
 pub async fn frame_instances(
     qc: &QueryContext<'_>,
@@ -115,16 +100,12 @@ pub async fn frame_instances(
         .config
         .row_limit(Some(req.limit.unwrap_or(DEFAULT_LIMIT)))?;
     check_id("frame", &req.frame)?;
-    let window = window(req)?;
+    let window = time_window(req.start_ns, req.end_ns)?;
     phase_or_window(req.phase.as_deref(), window)?;
     let session = qc.session(None)?;
     let (scope, artifact_scope, frame) =
         crate::services::analyze::frame_in_target(qc, &session, &req.target, &req.frame).await?;
-    let phase = match &req.phase {
-        Some(name) => Some(phase_window(&session, &scope, name).await?),
-        None => None,
-    };
-    let window = window.or(phase.as_ref().map(|p| (p.start_ns, p.end_ns)));
+    let (window, phase) = time_scope(&session, &scope, req.phase.as_deref(), window).await?;
     let order = InstanceOrder::from(req.order.unwrap_or_default());
     let query = InstanceQuery {
         scope: artifact_scope,

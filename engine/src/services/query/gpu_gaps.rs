@@ -13,6 +13,7 @@ use serde_json::json;
 
 use crate::error::{FlameoxError, Result};
 use crate::query::run_budgeted;
+use crate::services::phase_window::{TimeScope, time_scope, time_window};
 use crate::services::{EvidenceStatus, QueryContext, ResolvedScope, answer_status, resolve_scope};
 
 /// Defaults shown in `--help` and used by MCP when a field is absent.
@@ -43,10 +44,20 @@ pub struct GpuGapsRequest {
     /// Gaps and chunks returned, each (default 5).
     #[schemars(range(min = 1, max = 1000))]
     pub limit: Option<usize>,
+    /// Window start, trace ns (with end_ns).
+    pub start_ns: Option<i64>,
+    /// Window end (exclusive).
+    pub end_ns: Option<i64>,
+    /// Phase whose host span is the window, e.g. ProfilerStep#3.
+    #[schemars(length(min = 1, max = 200))]
+    pub phase: Option<String>,
 }
 
 /// The gap rule this answer applies, said in the answer.
 pub const GAP_DEFINITION: &str = "A gap: on one device stream, the next kernel, copy or set starts after every earlier one ended (start minus the latest earlier end), kept when at least min_gap_ns. analyze_gpu_breakdown's idle uses the same gap; analyze_accelerator_launches counts kernels only.";
+
+/// What a window does to gaps and chunks, said in a windowed answer.
+const WINDOW_RULE: &str = "gaps are cut to [start_ns, end_ns); the chunks divide the window, not the device's active span";
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct GpuGapsResult {
@@ -62,10 +73,12 @@ pub struct GpuGapsResult {
     /// What a gap is in this answer (the three GPU answers use one rule).
     #[serde(default)]
     pub gap_definition: String,
+    #[serde(flatten)]
+    pub time: TimeScope,
     pub evidence: EvidenceStatus,
 }
 
-fn options(req: &GpuGapsRequest, limit: usize) -> Result<GapOptions> {
+fn options(req: &GpuGapsRequest, limit: usize, window: Option<(i64, i64)>) -> Result<GapOptions> {
     let min_gap_us = req.min_gap_us.unwrap_or(DEFAULT_MIN_GAP_US);
     if !min_gap_us.is_finite() || !(0.0..=1e12).contains(&min_gap_us) {
         return Err(FlameoxError::invalid_argument(
@@ -92,6 +105,7 @@ fn options(req: &GpuGapsRequest, limit: usize) -> Result<GapOptions> {
         chunks,
         below,
         limit,
+        window,
     })
 }
 
@@ -102,9 +116,12 @@ pub async fn gpu_gaps(qc: &QueryContext<'_>, req: &GpuGapsRequest) -> Result<Gpu
         .ws
         .config
         .row_limit(Some(req.limit.unwrap_or(DEFAULT_LIMIT)))?;
-    let options = options(req, limit)?;
+    let window = time_window(req.start_ns, req.end_ns)?;
+    options(req, limit, window)?;
     let session = qc.session(None)?;
     let scope = resolve_scope(qc.ws, &session.snapshot, &req.target)?;
+    let (window, phase) = time_scope(&session, &scope, req.phase.as_deref(), window).await?;
+    let options = options(req, limit, window)?;
     let artifacts = ArtifactScope {
         artifact_ids: scope.artifact_ids.clone(),
     };
@@ -178,6 +195,7 @@ pub async fn gpu_gaps(qc: &QueryContext<'_>, req: &GpuGapsRequest) -> Result<Gpu
             || (answer.low_utilization.len() as u64) < answer.low_utilization_found,
         answer,
         gap_definition: GAP_DEFINITION.to_owned(),
+        time: TimeScope::new(window, phase, WINDOW_RULE),
         evidence,
     })
 }

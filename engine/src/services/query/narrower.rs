@@ -4,7 +4,7 @@
 //! serves; the services do. Each query service passes its request through
 //! [`narrow`], which leaves every other error alone and gives a budget
 //! overrun a concrete recovery: a quarter of the window (hotspots, trace
-//! window; a tenth of the trace when no window was given), or one artifact
+//! window, windowed drill-downs; a tenth of the trace when no window was given), or one artifact
 //! when the target was a run of several. The narrower call is not proven to
 //! fit: it reads strictly less evidence than the failed one.
 
@@ -60,6 +60,20 @@ pub(crate) fn narrow(qc: &QueryContext<'_>, err: FlameoxError, how: Narrowing<'_
                 Some(text) => err.remedy(text),
                 None => err,
             };
+            // A call with a window narrows to its first quarter.
+            if let Some(args) = keep.as_object_mut()
+                && let (Some(a), Some(b)) = (
+                    args.get("start_ns").and_then(Value::as_i64),
+                    args.get("end_ns").and_then(Value::as_i64),
+                )
+            {
+                let (start, end) = quarter(a, b);
+                args.retain(|_, v| !v.is_null());
+                args.insert("target".into(), Value::from(target));
+                args.insert("start_ns".into(), Value::from(start));
+                args.insert("end_ns".into(), Value::from(end));
+                return err.recover(operation, keep);
+            }
             match (first_of_several(qc, target), keep.as_object_mut()) {
                 (Some(artifact), Some(args)) => {
                     args.retain(|_, v| !v.is_null());

@@ -19,6 +19,45 @@ pub struct PhaseScope {
     pub end_ns: i64,
 }
 
+/// The time a drill-down covered, said in its answer (all absent for the
+/// whole target).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct TimeScope {
+    /// `[start_ns, end_ns)` given as a window (a phase names its own).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub window_ns: Option<(i64, i64)>,
+    /// The phase, with the host span that was its window.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub phase: Option<PhaseScope>,
+    /// What counted inside the window.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub window_rule: Option<String>,
+}
+
+impl TimeScope {
+    pub(crate) fn new(window: Option<(i64, i64)>, phase: Option<PhaseScope>, rule: &str) -> Self {
+        TimeScope {
+            window_ns: if phase.is_some() { None } else { window },
+            window_rule: window.map(|_| rule.to_owned()),
+            phase,
+        }
+    }
+
+    /// ` in ProfilerStep#3`, ` in a 2.1 ms window`, or nothing.
+    pub fn words(&self) -> String {
+        match (&self.phase, self.window_ns) {
+            (Some(p), _) => format!(" in {}", p.name),
+            (None, Some((a, b))) => {
+                format!(
+                    " in a {} window",
+                    crate::units::duration_ns(b.saturating_sub(a))
+                )
+            }
+            (None, None) => String::new(),
+        }
+    }
+}
+
 /// Phase labels read for a "did you mean".
 const NAMES_READ: usize = 100_000;
 
@@ -54,6 +93,40 @@ pub(crate) async fn phase_window(
         ),
     };
     Err(FlameoxError::invalid_argument("phase", message).detail("closest", near))
+}
+
+/// The window `start_ns`/`end_ns` give: both or neither, start first.
+pub(crate) fn time_window(start: Option<i64>, end: Option<i64>) -> Result<Option<(i64, i64)>> {
+    match (start, end) {
+        (Some(a), Some(b)) if a < b => Ok(Some((a, b))),
+        (Some(_), Some(_)) => Err(FlameoxError::invalid_argument(
+            "start_ns",
+            "the window's start must be before its end",
+        )),
+        (None, None) => Ok(None),
+        _ => Err(FlameoxError::invalid_argument(
+            "end_ns",
+            "give both start_ns and end_ns",
+        )),
+    }
+}
+
+/// The time a call is scoped to: its window, or its phase's host span
+/// (with the phase, for the answer), or neither. Both is refused.
+pub(crate) async fn time_scope(
+    session: &PinnedSession,
+    scope: &ResolvedScope,
+    phase: Option<&str>,
+    window: Option<(i64, i64)>,
+) -> Result<(Option<(i64, i64)>, Option<PhaseScope>)> {
+    phase_or_window(phase, window)?;
+    match phase {
+        Some(name) => {
+            let p = phase_window(session, scope, name).await?;
+            Ok((Some((p.start_ns, p.end_ns)), Some(p)))
+        }
+        None => Ok((window, None)),
+    }
 }
 
 /// A phase or a window, not both.
