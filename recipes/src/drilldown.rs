@@ -346,31 +346,25 @@ impl StackForest {
     }
 }
 
-/// Representative stacks through a frame, heaviest first (ties by path).
+/// Representative stacks through a frame, heaviest first (ties by path),
+/// over the whole scope or inside a window (then with where the weights
+/// came from).
 pub async fn stack_examples(
     ctx: &SessionContext,
     scope: &ArtifactScope,
     frame: &ResolvedFrame,
     metric: &str,
     limit: usize,
+    window: Option<(i64, i64)>,
     samples: Option<&datafusion::logical_expr::Expr>,
-) -> RecipeResult<StackExamplesAnswer> {
-    let forest = StackForest::load(ctx, scope, metric, samples).await?;
-    Ok(examples_in(&forest, frame, limit))
-}
-
-/// Stacks through a frame inside `[start, end)`, heaviest first, and
-/// where their weights came from.
-pub async fn stack_examples_in_window(
-    ctx: &SessionContext,
-    scope: &ArtifactScope,
-    frame: &ResolvedFrame,
-    metric: &str,
-    limit: usize,
-    window: (i64, i64),
-    samples: Option<&datafusion::logical_expr::Expr>,
-) -> RecipeResult<(StackExamplesAnswer, WindowSource)> {
-    let (forest, source) = window_forest(ctx, scope, metric, window, samples).await?;
+) -> RecipeResult<(StackExamplesAnswer, Option<WindowSource>)> {
+    let (forest, source) = match window {
+        Some(w) => {
+            let (forest, source) = window_forest(ctx, scope, metric, w, samples).await?;
+            (forest, Some(source))
+        }
+        None => (StackForest::load(ctx, scope, metric, samples).await?, None),
+    };
     Ok((examples_in(&forest, frame, limit), source))
 }
 

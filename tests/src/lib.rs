@@ -149,6 +149,16 @@ impl Default for Project {
     }
 }
 
+/// Kineto categories (lower-cased) that are not host activity: device
+/// rows, device annotations and the profiler's own span.
+pub const NOT_HOST_CATEGORIES: [&str; 5] = [
+    "kernel",
+    "gpu_memcpy",
+    "gpu_memset",
+    "gpu_user_annotation",
+    "trace",
+];
+
 /// A corpus Chrome-trace JSON file (gzipped or plain), parsed.
 pub fn corpus_json(path: &str) -> serde_json::Value {
     use std::io::Read;

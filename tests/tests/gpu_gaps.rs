@@ -8,18 +8,10 @@
 
 use std::collections::BTreeMap;
 
-use flameox_tests::{Project, corpus, corpus_json, micros_to_ns};
+use flameox_tests::{NOT_HOST_CATEGORIES as NOT_HOST, Project, corpus, corpus_json, micros_to_ns};
 use serde_json::{Value, json};
 
 const DEVICE_CATS: [&str; 3] = ["kernel", "gpu_memcpy", "gpu_memset"];
-/// Categories that are neither host activity nor device activity here.
-const NOT_HOST: [&str; 5] = [
-    "kernel",
-    "gpu_memcpy",
-    "gpu_memset",
-    "gpu_user_annotation",
-    "trace",
-];
 
 #[derive(Debug, Clone)]
 struct Span {

@@ -6,20 +6,12 @@
 
 use std::collections::BTreeMap;
 
-use flameox_tests::{Project, corpus, corpus_json, micros_to_ns};
+use flameox_tests::{NOT_HOST_CATEGORIES as NOT_HOST, Project, corpus, corpus_json, micros_to_ns};
 use serde_json::Value;
 
 const TRACE: &str = "kineto/param_dlrm_8rank/worker0_step_12.1694128201545.pt.trace.json";
 const STEP: &str = "ProfilerStep#10";
 const FRAME: &str = "aten::copy_";
-/// Categories of device rows and the profiler's own span.
-const NOT_HOST: [&str; 5] = [
-    "kernel",
-    "gpu_memcpy",
-    "gpu_memset",
-    "gpu_user_annotation",
-    "trace",
-];
 
 struct Slice {
     name: String,

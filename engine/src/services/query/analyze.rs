@@ -10,6 +10,7 @@ use flameox_recipes::drilldown::{
 use flameox_recipes::hotspots::{self, HotspotQuery, HotspotRow};
 use flameox_recipes::thread_scope;
 use flameox_recipes::window::{self, WindowEvent, WindowQuery};
+use flameox_recipes::window_stacks::WindowSource;
 use flameox_recipes::{ArtifactScope, common};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -519,39 +520,20 @@ async fn examples_page(qc: &QueryContext<'_>, req: &FrameRequest) -> Result<Stac
     let metric = default_metric(&session, &artifact_scope, req.metric.as_deref()).await?;
     let threads = scoped_threads(&session, &artifact_scope, req).await?;
     let keep = threads.as_ref().map(|t| &t.samples);
-    let (answer, rule) = match window {
-        Some(w) => {
-            let (answer, source) = run_budgeted(
-                &session,
-                drilldown::stack_examples_in_window(
-                    &session.ctx,
-                    &artifact_scope,
-                    &frame,
-                    &metric,
-                    limit,
-                    w,
-                    keep,
-                ),
-            )
-            .await?;
-            (answer, source.rule())
-        }
-        None => (
-            run_budgeted(
-                &session,
-                drilldown::stack_examples(
-                    &session.ctx,
-                    &artifact_scope,
-                    &frame,
-                    &metric,
-                    limit,
-                    keep,
-                ),
-            )
-            .await?,
-            "",
+    let (answer, source) = run_budgeted(
+        &session,
+        drilldown::stack_examples(
+            &session.ctx,
+            &artifact_scope,
+            &frame,
+            &metric,
+            limit,
+            window,
+            keep,
         ),
-    };
+    )
+    .await?;
+    let rule = source.map_or("", WindowSource::rule);
     let evidence = answer_status(
         &session.snapshot,
         &scope,
