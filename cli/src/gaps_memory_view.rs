@@ -54,6 +54,25 @@ fn host_lines(host: &HostActivity) -> String {
             cut(&thread, 30),
         );
     }
+    if let Some(s) = host.samples.as_ref().filter(|s| s.samples > 0) {
+        let top: Vec<String> = s
+            .top
+            .iter()
+            .map(|f| format!("{} ({})", cut(&f.function, 50), f.samples))
+            .collect();
+        out += &format!(
+            "      CPU samples: {}, in {}
+",
+            s.samples,
+            top.join(", ")
+        );
+    }
+    if let Some(text) = &host.busy_elsewhere {
+        out += &format!(
+            "      busy elsewhere: {text}
+"
+        );
+    }
     out
 }
 

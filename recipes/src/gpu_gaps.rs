@@ -29,6 +29,7 @@ use serde::{Deserialize, Serialize};
 use crate::common::{ArtifactScope, RecipeResult};
 use crate::device_pass::{DeviceOp, DeviceOps, RunningEnd, covered, union_segments};
 use crate::gap_launchers::{Launcher, launchers};
+use crate::gap_samples::samples_in;
 use crate::host_activity::{HostActivity, TimeWindow, host_activity, thread_names};
 
 /// Host slice names reported per gap or chunk.
@@ -201,6 +202,9 @@ pub async fn gpu_gaps(
         });
     }
     let mut host = host_activity(ctx, &windows, HOST_TOP).await?;
+    for (id, sampled) in samples_in(ctx, &windows, HOST_TOP).await? {
+        host.entry(id).or_default().samples = Some(sampled);
+    }
     for (i, g) in gaps.iter_mut().enumerate() {
         g.host = host.remove(&(i as i64)).unwrap_or_default();
     }

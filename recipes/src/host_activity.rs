@@ -39,6 +39,7 @@ pub const HOST_KINDS: &[&str] = &[
     "sync",
     "graph_launch",
     "communication",
+    "os_runtime",
 ];
 
 /// Kineto's category for the profiler's own whole-trace span
@@ -85,6 +86,14 @@ pub struct HostActivity {
     pub covered_share: f64,
     /// Heaviest by self time inside the window first.
     pub top: Vec<HostSlice>,
+    /// The CPU samples the window's thread took inside it, when the trace
+    /// has timed call-stack samples ([`crate::gap_samples`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub samples: Option<crate::gap_samples::HostSamples>,
+    /// What the thread did besides CUDA calls, in words, when that is most
+    /// of the window (filled by the service).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub busy_elsewhere: Option<String>,
 }
 
 /// Host slices (terminated, non-empty) of the windows' artifacts, inside

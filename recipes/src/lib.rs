@@ -15,6 +15,7 @@ pub mod device_pass;
 pub mod drilldown;
 pub mod frame_deltas;
 pub mod gap_launchers;
+pub mod gap_samples;
 pub mod gpu_breakdown;
 pub mod gpu_breakdown_ops;
 pub mod gpu_gaps;

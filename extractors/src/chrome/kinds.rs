@@ -29,11 +29,14 @@ pub enum EventKind {
     ThreadState,
     /// An NVTX push/pop or start/end range (Nsight Systems).
     NvtxRange,
+    /// A traced OS runtime call: `poll`, `ioctl`, `write`, `sem_wait`, …
+    /// (Nsight Systems `OSRT_API`).
+    OsRuntime,
 }
 
 impl EventKind {
     /// Every kind, in code order (`kind as u8` is the index).
-    pub const ALL: [EventKind; 17] = [
+    pub const ALL: [EventKind; 18] = [
         EventKind::CpuSlice,
         EventKind::PythonFunction,
         EventKind::CpuOp,
@@ -51,6 +54,7 @@ impl EventKind {
         EventKind::SchedSlice,
         EventKind::ThreadState,
         EventKind::NvtxRange,
+        EventKind::OsRuntime,
     ];
 
     /// The kind whose `kind as u8` is `code` (a new variant must join
@@ -79,6 +83,7 @@ impl EventKind {
             EventKind::SchedSlice => "sched_slice",
             EventKind::ThreadState => "thread_state",
             EventKind::NvtxRange => "nvtx_range",
+            EventKind::OsRuntime => "os_runtime",
         }
     }
 
@@ -112,7 +117,7 @@ enum CategoryClass {
 
 /// Category (compared case-insensitively) → class. Device activity is marked
 /// by the second field: it runs on a GPU stream track.
-const CATEGORY_TABLE: [(&str, CategoryClass, bool); 15] = [
+const CATEGORY_TABLE: [(&str, CategoryClass, bool); 16] = [
     ("cpu_op", CategoryClass::Fixed(EventKind::CpuOp), false),
     ("operator", CategoryClass::Fixed(EventKind::CpuOp), false),
     (
@@ -140,6 +145,11 @@ const CATEGORY_TABLE: [(&str, CategoryClass, bool); 15] = [
     ("memset", CategoryClass::Fixed(EventKind::Memset), true),
     ("cuda_sync", CategoryClass::Fixed(EventKind::Sync), false),
     ("mtia_runtime", CategoryClass::Runtime, false),
+    (
+        "os_runtime",
+        CategoryClass::Fixed(EventKind::OsRuntime),
+        false,
+    ),
 ];
 
 /// The classification of one event.
@@ -206,7 +216,7 @@ pub fn classify(category: Option<&str>, name: &str, instant: bool) -> Classified
     }
 }
 
-const _: () = assert!(EventKind::NvtxRange as usize + 1 == EventKind::ALL.len());
+const _: () = assert!(EventKind::OsRuntime as usize + 1 == EventKind::ALL.len());
 
 #[cfg(test)]
 mod tests {

@@ -32,6 +32,7 @@
 
 mod args;
 pub mod export_dir;
+mod host_tables;
 mod interrupt;
 mod ipc_check;
 mod lookups;
@@ -62,7 +63,7 @@ use crate::api::{
 };
 use crate::chrome::device_columns::DeviceFields;
 use crate::chrome::emit::{self, Emitter};
-use crate::chrome::external::Spill;
+use crate::chrome::external::{SliceReductions, Spill};
 use crate::chrome::kinds::{EventKind, classify};
 use crate::chrome::process::Processor;
 use crate::chrome::spill_phases::PhaseCollector;
@@ -80,7 +81,7 @@ pub const NSIGHT_EXTRACTOR_NAME: &str = "nsight_systems_sqlite";
 /// The same readers over a stored parquetdir/arrowdir folder (same version).
 pub const NSIGHT_EXPORT_DIR_EXTRACTOR_NAME: &str = "nsight_systems_export_dir";
 /// Bumped whenever the rows produced for the same input change.
-pub const NSIGHT_EXTRACTOR_VERSION: &str = "2";
+pub const NSIGHT_EXTRACTOR_VERSION: &str = "3";
 
 /// Rows between cancellation polls.
 const POLL_EVERY: u64 = 4096;
@@ -109,7 +110,10 @@ const ACTIVITY_TABLES: [&str; 8] = [
 
 /// Tables read besides [`ACTIVITY_TABLES`], or deliberately skipped as
 /// descriptive (enums, target info, export metadata).
-const OTHER_READ_TABLES: [&str; 6] = [
+const OTHER_READ_TABLES: [&str; 9] = [
+    host_tables::OSRT_TABLE,
+    host_tables::SAMPLES_TABLE,
+    host_tables::CALLCHAINS_TABLE,
     "StringIds",
     "ThreadNames",
     "PROCESSES",
@@ -631,6 +635,31 @@ fn extract_tables(
             _ => r.read_nvtx(&sel)?,
         }
     }
+    let os_runtime = match r.schema.table(host_tables::OSRT_TABLE) {
+        Some(table) => {
+            r.read_os_runtime(&TableSel {
+                name: host_tables::OSRT_TABLE,
+                table,
+            })?;
+            true
+        }
+        None => false,
+    };
+    let mut cpu_samples = host_tables::CpuSamples::default();
+    if let (Some(chains), Some(samples)) = (
+        r.schema.table(host_tables::CALLCHAINS_TABLE),
+        r.schema.table(host_tables::SAMPLES_TABLE),
+    ) {
+        let chains = TableSel {
+            name: host_tables::CALLCHAINS_TABLE,
+            table: chains,
+        };
+        let samples = TableSel {
+            name: host_tables::SAMPLES_TABLE,
+            table: samples,
+        };
+        r.read_cpu_samples(&chains, &samples, &mut cpu_samples)?;
+    }
     observer.bytes_read(file_len);
     if observer.cancelled() {
         return Err(ExtractError::Cancelled);
@@ -665,7 +694,14 @@ fn extract_tables(
         rows: BTreeMap::new(),
     };
     let events = match spill {
-        Some(spill) => spill.finish(&mut p, &mut em, observer, &thread_of_track)?,
+        // The reductions come back unwritten: CPU samples may join them.
+        Some(spill) => spill.finish_with(
+            &mut p,
+            &mut em,
+            observer,
+            &thread_of_track,
+            Some(SliceReductions::default()),
+        )?,
         None => {
             let ranges = RangePhases {
                 kind: EventKind::NvtxRange,
@@ -676,7 +712,17 @@ fn extract_tables(
     };
     emit::emit_tracks(&mut em, &p)?;
     emit::emit_counters(&mut em, &p)?;
-    if let Some(agg) = events.agg {
+    let sampled = !cpu_samples.is_empty();
+    let agg = match events.agg {
+        Some(agg) => Some(agg),
+        // Samples without slices still get their reductions.
+        None if sampled => Some(crate::stacks::StackAggregator::new()),
+        None => None,
+    };
+    if let Some(mut agg) = agg {
+        if sampled {
+            host_tables::aggregate_cpu_samples(&mut agg, &mut p, cpu_samples);
+        }
         emit::write_slice_reductions(&mut em, agg)?;
     }
     let (span, has_phases, spilled_events) =
@@ -691,12 +737,14 @@ fn extract_tables(
         kernel_cols,
         not_extracted: &not_extracted,
     };
-    let coverage = summary::coverage(
+    let mut coverage = summary::coverage(
         &facts,
         !p.tracks.thread_names.is_empty(),
         !device_names.is_empty(),
         has_phases,
     );
+    coverage.insert("os_runtime".to_string(), os_runtime);
+    coverage.insert("cpu_samples".to_string(), sampled);
     summary::note_missing_tables(&facts, &mut p.log);
     let metadata = summary::metadata(
         &facts,
@@ -707,9 +755,17 @@ fn extract_tables(
         &device_names,
         &export,
     );
+    let mut metadata = metadata;
+    if sampled {
+        // Kernels and CUDA calls are what an export is read for; the CPU
+        // samples are offered beside them.
+        metadata.insert("primary_metric".into(), json!("trace.wall_ns"));
+    }
     let input_events = rows_read
         .iter()
-        .filter(|(t, _)| t.starts_with("CUPTI_") || t.as_str() == NVTX_TABLE)
+        .filter(|(t, _)| {
+            t.starts_with("CUPTI_") || [NVTX_TABLE, host_tables::OSRT_TABLE].contains(&t.as_str())
+        })
         .map(|(_, n)| n)
         .sum();
     let summary = ExtractionSummary {

@@ -157,7 +157,14 @@ async fn hotspots_page(qc: &QueryContext<'_>, req: &HotspotsRequest) -> Result<H
         scope: ArtifactScope {
             artifact_ids: scope.artifact_ids.clone(),
         },
-        metric: req.metric.clone(),
+        metric: req.metric.clone().or_else(|| {
+            primary_metric(
+                &session,
+                &ArtifactScope {
+                    artifact_ids: scope.artifact_ids.clone(),
+                },
+            )
+        }),
         thread: req.thread.clone(),
         process: req.process.clone(),
         window,
@@ -297,13 +304,31 @@ pub struct NeighborsResult {
     pub evidence: EvidenceStatus,
 }
 
-async fn default_metric(
+/// The metric the extractor of every artifact in scope names as primary
+/// (`metadata.primary_metric`), when they agree: an Nsight export's wall
+/// time over the CPU samples it also carries.
+pub(crate) fn primary_metric(session: &PinnedSession, scope: &ArtifactScope) -> Option<String> {
+    let mut named = scope.artifact_ids.iter().map(|a| {
+        session
+            .snapshot
+            .generations_for(a)
+            .find_map(|g| g.summary.metadata.get("primary_metric"))
+            .and_then(Value::as_str)
+    });
+    let first = named.next().flatten()?;
+    named.all(|m| m == Some(first)).then(|| first.to_owned())
+}
+
+/// The requested metric, else the scope's primary one, else the first of
+/// the preferred defaults the scope has.
+pub(crate) async fn default_metric(
     session: &PinnedSession,
     scope: &ArtifactScope,
     requested: Option<&str>,
 ) -> Result<String> {
     let available = run_budgeted(session, hotspots::available_metrics(&session.ctx, scope)).await?;
-    hotspots::choose_metric(requested, &available)
+    let primary = primary_metric(session, scope).filter(|m| available.contains(m));
+    hotspots::choose_metric(requested.or(primary.as_deref()), &available)
         .map_err(|e| crate::query::recipe_error(e, &session.budget))
 }
 

@@ -109,6 +109,51 @@ fn options(req: &GpuGapsRequest, limit: usize, window: Option<(i64, i64)>) -> Re
     })
 }
 
+/// Host kinds that are CUDA calls (the work a launching thread does for
+/// the device).
+const CUDA_CALL_KINDS: [&str; 4] = ["runtime_api", "driver_api", "sync", "graph_launch"];
+
+/// When the launching thread spent most of `idle_ns` outside CUDA calls,
+/// what it did instead: its heaviest other call, or how much of the time
+/// no call was recorded and what the CPU samples there were in.
+fn busy_elsewhere(host: &HostActivity, idle_ns: i64) -> Option<String> {
+    if idle_ns <= 0 {
+        return None;
+    }
+    let pct = |ns: i64| (ns as f64 * 100.0 / idle_ns as f64).round().min(100.0);
+    if let Some(top) = host.top.first()
+        && !CUDA_CALL_KINDS.contains(&top.kind.as_str())
+        && top.self_overlap_ns * 2 >= idle_ns
+    {
+        return Some(format!(
+            "no CUDA call for most of it: {} in {} ({}), {:.0} %",
+            crate::units::duration_ns(top.self_overlap_ns),
+            top.name,
+            top.kind,
+            pct(top.self_overlap_ns)
+        ));
+    }
+    if host.covered_share >= 0.5 {
+        return None;
+    }
+    let mut text = format!(
+        "no call recorded on the launching thread for {:.0} % of it",
+        100.0 - (host.covered_share * 100.0).round()
+    );
+    match &host.samples {
+        Some(s) if s.samples > 0 => {
+            if let Some(f) = s.top.first() {
+                text.push_str(&format!(
+                    "; {} CPU samples there, most in {} ({})",
+                    s.samples, f.function, f.samples
+                ));
+            }
+        }
+        _ => text.push_str("; no CPU sample there says what it ran"),
+    }
+    Some(text)
+}
+
 pub async fn gpu_gaps(qc: &QueryContext<'_>, req: &GpuGapsRequest) -> Result<GpuGapsResult> {
     // Each gap and chunk carries its host activity: 5 of each by default
     // keeps the answer near the agents' byte budget (`agent_budgets.rs`).
@@ -171,6 +216,27 @@ pub async fn gpu_gaps(qc: &QueryContext<'_>, req: &GpuGapsRequest) -> Result<Gpu
     for chunk in &mut answer.low_utilization {
         for slice in &mut chunk.host.top {
             slice.name = readable_name(&slice.name);
+        }
+    }
+    for host in answer
+        .gaps
+        .iter_mut()
+        .map(|g| &mut g.host)
+        .chain(answer.low_utilization.iter_mut().map(|c| &mut c.host))
+    {
+        for f in host.samples.iter_mut().flat_map(|s| s.top.iter_mut()) {
+            f.function = readable_name(&f.function);
+        }
+    }
+    for gap in &mut answer.gaps {
+        if gap.host_scope == "launching_thread" {
+            gap.host.busy_elsewhere = busy_elsewhere(&gap.host, gap.duration_ns);
+        }
+    }
+    for chunk in &mut answer.low_utilization {
+        if chunk.host_scope == "launching_thread" {
+            let idle = (chunk.end_ns - chunk.start_ns) - chunk.busy_ns;
+            chunk.host.busy_elsewhere = busy_elsewhere(&chunk.host, idle.max(0));
         }
     }
     if scope.artifact_ids.len() == 1 {

@@ -12,6 +12,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::{ErrorCode, FlameoxError, Result};
 use crate::query::{PinnedSession, run_budgeted};
+use crate::services::analyze::default_metric;
 use crate::services::{EvidenceStatus, QueryContext, ResolvedScope, answer_status, resolve_scope};
 
 /// What `hotspots --flamegraph` asks.
@@ -83,10 +84,9 @@ async fn shared_metric(
     base: &ArtifactScope,
     requested: Option<&str>,
 ) -> Result<String> {
+    let metric = default_metric(session, target, requested).await?;
     let available =
         run_budgeted(session, hotspots::available_metrics(&session.ctx, target)).await?;
-    let metric = hotspots::choose_metric(requested, &available)
-        .map_err(|e| crate::query::recipe_error(e, &session.budget))?;
     let in_base = run_budgeted(session, hotspots::available_metrics(&session.ctx, base)).await?;
     if !in_base.contains(&metric) {
         return Err(FlameoxError::new(
@@ -117,10 +117,7 @@ pub async fn flame_graph(
             (metric, Some(base))
         }
         None => {
-            let available =
-                run_budgeted(&session, hotspots::available_metrics(&session.ctx, &target)).await?;
-            let metric = hotspots::choose_metric(req.metric.as_deref(), &available)
-                .map_err(|e| crate::query::recipe_error(e, &session.budget))?;
+            let metric = default_metric(&session, &target, req.metric.as_deref()).await?;
             (metric, None)
         }
     };
