@@ -8,29 +8,13 @@ use std::collections::{BTreeMap, HashMap};
 
 use datafusion::logical_expr::{col, lit};
 use datafusion::prelude::SessionContext;
-use serde::{Deserialize, Serialize};
 
 use crate::common::{ArtifactScope, RecipeResult, collect, column, string_at, table};
 use crate::device_pass::{Interner, for_each_batch, ints};
-use crate::host_activity::TimeWindow;
+use crate::host_activity::{HostSamples, SampledFunction, TimeWindow};
 
 /// The sampled-stacks metric.
 const CPU_SAMPLES: &str = "cpu.samples";
-
-/// One function and how many of the window's samples were in it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct SampledFunction {
-    pub function: String,
-    pub samples: u64,
-}
-
-/// The samples of one window's thread inside it.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct HostSamples {
-    pub samples: u64,
-    /// Leaf functions, most samples first.
-    pub top: Vec<SampledFunction>,
-}
 
 /// Per window id, the samples of its thread (windows naming no thread are
 /// left out, and so are windows with no sample).

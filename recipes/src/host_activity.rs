@@ -87,13 +87,28 @@ pub struct HostActivity {
     /// Heaviest by self time inside the window first.
     pub top: Vec<HostSlice>,
     /// The CPU samples the window's thread took inside it, when the trace
-    /// has timed call-stack samples ([`crate::gap_samples`]).
+    /// has timed call-stack samples (`gap_samples`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub samples: Option<crate::gap_samples::HostSamples>,
+    pub samples: Option<HostSamples>,
     /// What the thread did besides CUDA calls, in words, when that is most
     /// of the window (filled by the service).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub busy_elsewhere: Option<String>,
+}
+
+/// One function and how many of the window's samples were in it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SampledFunction {
+    pub function: String,
+    pub samples: u64,
+}
+
+/// The samples of one window's thread inside it.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct HostSamples {
+    pub samples: u64,
+    /// Leaf functions, most samples first.
+    pub top: Vec<SampledFunction>,
 }
 
 /// Host slices (terminated, non-empty) of the windows' artifacts, inside

@@ -32,6 +32,7 @@ pub mod page_urls;
 pub mod phase_span;
 pub mod pytorch;
 pub mod run_set_evidence;
+pub mod stack_forest;
 pub mod stats;
 pub mod text_udf;
 pub mod thread_scope;

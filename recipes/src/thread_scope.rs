@@ -10,8 +10,9 @@ use datafusion::logical_expr::{Expr, col, lit};
 use datafusion::prelude::SessionContext;
 
 use crate::common::{ArtifactScope, RecipeResult, collect, column, i64_at, string_at, table};
-use crate::drilldown::{Direction, NeighborAnswer, NeighborQuery, NeighborRow, StackForest};
+use crate::drilldown::{Direction, NeighborAnswer, NeighborQuery, NeighborRow};
 use crate::hotspots::name_or_id;
+use crate::stack_forest::StackForest;
 use crate::window_stacks::{WindowSource, window_forest};
 
 /// `thread` (a tid or exact thread name) and `process` (a pid or exact

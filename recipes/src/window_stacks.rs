@@ -20,7 +20,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::common::{ArtifactScope, RecipeError, RecipeResult, collect, column, string_at, table};
 use crate::device_pass::{Interner, for_each_batch, ints};
-use crate::drilldown::StackForest;
+use crate::stack_forest::StackForest;
 
 /// Slices overlapping a window read at most.
 pub const MAX_WINDOW_SLICES: usize = 1_000_000;

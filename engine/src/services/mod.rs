@@ -16,9 +16,12 @@ pub mod query;
 pub mod workload_capture;
 pub mod workspace;
 
-pub use declared_experiments::{experiment_plan, experiment_run, experiments};
-pub use evidence::{analysis_records, compare, compare_checks, run_set_samples, run_sets, scaling};
-pub use ingest::{confine, import, import_deadline, import_plan, import_totals};
+pub use declared_experiments::{experiment_plan, experiment_records, experiment_run, experiments};
+pub use evidence::{
+    analysis_records, analysis_requests, compare, compare_checks, run_set_samples, run_sets,
+    scaling,
+};
+pub use ingest::{confine, import, import_deadline, import_plan, import_progress, import_totals};
 pub(crate) use query::narrower;
 pub use query::{
     analyze, frame_instances, gpu, gpu_breakdown, gpu_gaps, measurements, memory, phase_window,

@@ -1,7 +1,8 @@
 //! What the host did besides CUDA calls, from an Nsight Systems export:
 //! - `OSRT_API` (OS runtime tracing: `poll`, `ioctl`, `sem_wait`, …) →
-//!   `os_runtime` slices on the calling thread's track, so a GPU gap whose
-//!   launching thread made no CUDA call shows the system call it sat in;
+//!   `os_runtime` slices on the calling thread's track (read as the CUDA
+//!   calls are, `Reader::read_calls`), so a GPU gap whose launching thread
+//!   made no CUDA call shows the system call it sat in;
 //! - `COMPOSITE_EVENTS` + `SAMPLING_CALLCHAINS` (CPU IP/backtrace
 //!   sampling) → timed call-stack samples under metric `cpu.samples`, one
 //!   row per sample with its thread, so hotspots offer the sampled CPU time
@@ -33,40 +34,6 @@ impl CpuSamples {
 }
 
 impl Reader<'_> {
-    /// `OSRT_API` rows as `os_runtime` slices on their threads.
-    pub(super) fn read_os_runtime(&mut self, t: &TableSel) -> Result<(), ExtractError> {
-        let fields: [&[&str]; 5] = [
-            &["start"],
-            &["end"],
-            &["globalTid"],
-            &["nameId"],
-            &["returnValue"],
-        ];
-        let cat = self.cat("os_runtime");
-        let mut n = 0;
-        let mut args = ArgsJson::default();
-        let source = self.source;
-        source.for_each_row(&t.table, &fields, &mut |row| {
-            self.poll()?;
-            n += 1;
-            let name = self.name_at(row, 3).unwrap_or_else(|| {
-                self.p.log.note("unnamed_os_call", || {
-                    "an OS runtime call has no name in StringIds; named `<unknown call>`"
-                        .to_string()
-                });
-                self.p.strings.intern("<unknown call>")
-            });
-            let kind = self.kind_of("os_runtime", cat, name, false);
-            let track = self.thread_track(int(row, 2));
-            args.clear();
-            args.opt_int("return_value", int(row, 4).filter(|&r| r != 0));
-            self.push(Ev::at(row, name, cat, kind, track), args.finish());
-            Ok(())
-        })?;
-        self.count(t.name, n);
-        Ok(())
-    }
-
     /// `SAMPLING_CALLCHAINS` and then `COMPOSITE_EVENTS` into `out`.
     pub(super) fn read_cpu_samples(
         &mut self,

@@ -626,8 +626,8 @@ fn extract_tables(
         };
         match table {
             KERNEL_TABLE => r.read_kernels(&sel)?,
-            RUNTIME_TABLE => r.read_api(&sel, false)?,
-            DRIVER_TABLE => r.read_api(&sel, true)?,
+            RUNTIME_TABLE => r.read_calls(&sel, "cuda_runtime")?,
+            DRIVER_TABLE => r.read_calls(&sel, "cuda_driver")?,
             MEMCPY_TABLE => r.read_memcpy(&sel)?,
             MEMSET_TABLE => r.read_memset(&sel)?,
             SYNC_TABLE => r.read_sync(&sel)?,
@@ -637,10 +637,13 @@ fn extract_tables(
     }
     let os_runtime = match r.schema.table(host_tables::OSRT_TABLE) {
         Some(table) => {
-            r.read_os_runtime(&TableSel {
-                name: host_tables::OSRT_TABLE,
-                table,
-            })?;
+            r.read_calls(
+                &TableSel {
+                    name: host_tables::OSRT_TABLE,
+                    table,
+                },
+                "os_runtime",
+            )?;
             true
         }
         None => false,

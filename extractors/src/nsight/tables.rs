@@ -117,7 +117,14 @@ impl Reader<'_> {
         }
     }
 
-    pub(super) fn read_api(&mut self, t: &TableSel, driver: bool) -> Result<(), ExtractError> {
+    /// Host calls on their thread: CUDA runtime or driver API calls
+    /// (`cuda_runtime`, `cuda_driver`) or OS runtime calls (`os_runtime`,
+    /// which have no correlation id).
+    pub(super) fn read_calls(
+        &mut self,
+        t: &TableSel,
+        category: &'static str,
+    ) -> Result<(), ExtractError> {
         let fields: [&[&str]; 7] = [
             &["start"],
             &["end"],
@@ -127,11 +134,6 @@ impl Reader<'_> {
             &["name"],
             &["returnValue"],
         ];
-        let category = if driver {
-            "cuda_driver"
-        } else {
-            "cuda_runtime"
-        };
         let cat = self.cat(category);
         let mut n = 0;
         let mut args = ArgsJson::default();
@@ -142,7 +144,7 @@ impl Reader<'_> {
             let name = self.name_at(row, 4).or_else(|| self.name_at(row, 5));
             let name = name.unwrap_or_else(|| {
                 self.p.log.note("unnamed_api_call", || {
-                    "a CUDA API call has no name in StringIds; named `<unknown call>`".to_string()
+                    "a traced call has no name in StringIds; named `<unknown call>`".to_string()
                 });
                 self.p.strings.intern("<unknown call>")
             });

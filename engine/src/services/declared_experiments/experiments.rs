@@ -11,7 +11,7 @@ use serde_json::json;
 use crate::error::{FlameoxError, Result};
 use crate::records::{self, RecordKind};
 use crate::services::experiment_plan::ExperimentPlan;
-use crate::services::experiment_run::{
+use crate::services::experiment_records::{
     EXPERIMENT_PREFIX, ExperimentOutcome, ExperimentProtocol, TrialRecord, trial_record_id,
 };
 use crate::services::run_sets::{PairingKey, ResolvedRunSet, read_run_set, resolve_run_set};

@@ -23,10 +23,10 @@ use flameox_recipes::stats::{
     BootstrapSettings, CompareSettings, Decision, PairedComparison, Polarity, TwoSampleComparison,
     Validity, compare::compare_log_ratios, compare_two_samples, median,
 };
-use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::error::{ErrorCode, FlameoxError, Result};
+pub use crate::services::analysis_requests::CompareRequest;
 use crate::services::compare_checks::{
     CompatibilityCheck, ProfileChanges, compatibility, profile_changes,
 };
@@ -35,34 +35,6 @@ use crate::services::experiments::shared_experiment_plan;
 use crate::services::run_set_samples::{MemberEvidence, MetricNames, single_unit, stats_error};
 use crate::services::run_sets::{PairingKey, ResolvedRunSet, RunSetMember, resolve_run_set};
 use crate::services::{EvidenceStatus, QueryContext};
-
-/// What `compare_run_sets` and `record_comparison` ask.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct CompareRequest {
-    /// Baseline: run set (rs_…) or run id.
-    #[serde(alias = "baseline")]
-    #[schemars(length(min = 1, max = 200))]
-    pub base: String,
-    /// Candidate: run set (rs_…) or run id.
-    #[serde(alias = "candidate")]
-    #[schemars(length(min = 1, max = 200))]
-    pub target: String,
-    /// Measurement name (default wall_time).
-    #[schemars(length(max = 200))]
-    pub metric: Option<String>,
-    /// Default lower_is_better.
-    #[schemars(extend("enum" = ["lower_is_better", "higher_is_better"]))]
-    pub polarity: Option<String>,
-    /// Practical threshold (default 0.02).
-    #[schemars(range(min = 0, max = 1))]
-    pub threshold: Option<f64>,
-    /// Default 0.95.
-    #[schemars(range(min = 0, max = 1))]
-    pub confidence: Option<f64>,
-    /// Bootstrap seed (default 0).
-    pub seed: Option<u64>,
-}
 
 /// Runs attempted, failed and used on one side.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -2,6 +2,7 @@
 //! comparisons, scaling fits and their analysis records.
 
 pub mod analysis_records;
+pub mod analysis_requests;
 pub mod compare;
 pub mod compare_checks;
 pub mod run_set_samples;

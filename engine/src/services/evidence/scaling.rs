@@ -19,10 +19,10 @@ use flameox_recipes::stats::{
     BcaInterval, Correlation, ScalingFit, ScalingPoint, benjamini_hochberg, fit_scaling, median,
     robust_summary, spearman,
 };
-use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::error::{FlameoxError, Result};
+pub use crate::services::analysis_requests::ScalingRequest;
 use crate::services::compare::bootstrap_settings;
 use crate::services::experiments::resolve_analysis_target;
 use crate::services::run_set_samples::{
@@ -35,27 +35,6 @@ use crate::services::{EvidenceStatus, QueryContext, check_id};
 pub const GROWING_HOTSPOTS_LIMIT: usize = 20;
 /// False discovery rate of the growing-hotspot report.
 pub const HOTSPOT_Q_THRESHOLD: f64 = 0.05;
-
-/// What `analyze_scaling` and `record_analysis` ask.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct ScalingRequest {
-    /// Run set (rs_…), run or experiment (ex_…) id.
-    #[schemars(length(min = 1, max = 200))]
-    pub target: String,
-    /// Numeric size parameter, e.g. n; required unless target is an experiment.
-    #[serde(default)]
-    #[schemars(length(min = 1, max = 200))]
-    pub parameter: String,
-    /// Measurement name (default wall_time).
-    #[schemars(length(max = 200))]
-    pub metric: Option<String>,
-    /// Default 0.95.
-    #[schemars(range(min = 0, max = 1))]
-    pub confidence: Option<f64>,
-    /// Bootstrap seed (default 0).
-    pub seed: Option<u64>,
-}
 
 /// One parameter value of one variant.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -73,42 +73,8 @@ pub struct ImportRequest {
     pub timeout: Option<std::time::Duration>,
 }
 
-/// Progress and cancellation for long imports.
-pub trait ImportProgress: Sync {
-    /// Entering a named phase (`validating_artifact`, `extracting`, `publishing`, `completed`).
-    fn phase(&self, _phase: &str) {}
-    /// Input bytes processed of the total.
-    fn bytes(&self, _done: u64, _total: u64) {}
-    /// Countable work items finished of the total (an experiment's trials).
-    fn steps(&self, _done: u64, _total: u64) {}
-    fn cancelled(&self) -> bool {
-        false
-    }
-}
-
-/// Reports nothing, never cancels.
-pub struct Quiet;
-impl ImportProgress for Quiet {}
-
-/// One artifact of an import.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct ImportedArtifact {
-    pub artifact_id: String,
-    /// File or folder name it was imported from.
-    pub original_name: String,
-    pub kind: String,
-    pub producer: String,
-    pub bytes: u64,
-    pub generation_id: String,
-    pub reused_generation: bool,
-    pub rows: BTreeMap<String, u64>,
-    pub time_span_ns: Option<(i64, i64)>,
-    pub tracks: u64,
-    pub coverage: BTreeMap<String, bool>,
-    pub limitations: Vec<Limitation>,
-    /// Producer metadata of this artifact (e.g. `distributedInfo`).
-    pub metadata: BTreeMap<String, Value>,
-}
+pub use crate::services::import_progress::{ImportProgress, Quiet};
+pub use crate::services::import_totals::ImportedArtifact;
 
 /// The result of an import. With one artifact the top-level fields are
 /// that artifact's; with several they describe the run: the first

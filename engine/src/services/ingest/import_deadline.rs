@@ -11,7 +11,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use crate::error::{ErrorCode, FlameoxError};
-use crate::services::import::ImportProgress;
+use crate::services::import_progress::ImportProgress;
 use crate::workspace::Workspace;
 
 /// Where an import's time limit came from.
@@ -132,7 +132,7 @@ pub fn deadline_error(deadline: ImportDeadline) -> FlameoxError {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::services::import::Quiet;
+    use crate::services::import_progress::Quiet;
 
     #[test]
     fn the_deadline_cancels_and_explains_itself() {

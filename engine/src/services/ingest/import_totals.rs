@@ -6,9 +6,28 @@
 use std::collections::BTreeMap;
 
 use flameox_extractors::Limitation;
+use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
-use crate::services::import::ImportedArtifact;
+/// One artifact of an import.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ImportedArtifact {
+    pub artifact_id: String,
+    /// File or folder name it was imported from.
+    pub original_name: String,
+    pub kind: String,
+    pub producer: String,
+    pub bytes: u64,
+    pub generation_id: String,
+    pub reused_generation: bool,
+    pub rows: BTreeMap<String, u64>,
+    pub time_span_ns: Option<(i64, i64)>,
+    pub tracks: u64,
+    pub coverage: BTreeMap<String, bool>,
+    pub limitations: Vec<Limitation>,
+    /// Producer metadata of this artifact (e.g. `distributedInfo`).
+    pub metadata: BTreeMap<String, Value>,
+}
 
 /// Run-level totals over the artifacts of one import.
 pub struct RunTotals {

@@ -5,4 +5,5 @@ pub mod confine;
 pub mod import;
 pub mod import_deadline;
 pub mod import_plan;
+pub mod import_progress;
 pub mod import_totals;
