@@ -198,7 +198,7 @@ fn bench_corpus(group: &mut BenchmarkGroup<'_, WallTime>, rt: &Runtime, lazy: &L
             let frame = top
                 .rows
                 .iter()
-                .find(|r| r.module.as_deref() == Some("cpu_op"))
+                .find(|r| r.category.as_deref() == Some("cpu_op"))
                 .expect("a hot operator")
                 .frame
                 .clone();

@@ -91,7 +91,14 @@ pub(crate) fn hotspots(r: &HotspotsResult) -> String {
             format!("{:.2}", row.inclusive_pct),
             thousands(row.count),
             cut(&row.function, 60),
-            cut(&location(&row.file, row.line, &row.module), 40),
+            cut(
+                &location(
+                    &row.file,
+                    row.line,
+                    row.module.as_ref().or(row.category.as_ref()),
+                ),
+                40,
+            ),
         ]);
     }
     out += &t.render();
@@ -103,11 +110,12 @@ pub(crate) fn hotspots(r: &HotspotsResult) -> String {
     out
 }
 
-fn location(file: &Option<String>, line: Option<i64>, module: &Option<String>) -> String {
+/// `file:line`, the file, or else the module (or a slice's category).
+fn location(file: &Option<String>, line: Option<i64>, module: Option<&String>) -> String {
     match (file, line) {
         (Some(f), Some(l)) => format!("{f}:{l}"),
         (Some(f), None) => f.clone(),
-        _ => module.clone().unwrap_or_default(),
+        _ => module.cloned().unwrap_or_default(),
     }
 }
 
@@ -149,7 +157,14 @@ pub(crate) fn deltas(r: &FrameDeltaResult) -> String {
             signed(row.delta_self),
             signed(row.delta_inclusive),
             cut(&row.function, 60),
-            cut(&location(&row.file, row.line, &row.module), 40),
+            cut(
+                &location(
+                    &row.file,
+                    row.line,
+                    row.module.as_ref().or(row.category.as_ref()),
+                ),
+                40,
+            ),
         ]);
     }
     out += &t.render();

@@ -50,13 +50,17 @@ pub struct OperationKey {
 }
 
 impl OperationKey {
-    /// Covers extractor name and version, input and options.
+    /// Covers extractor name and version, input, options and the evidence
+    /// schema version.
     pub fn digest(&self) -> String {
         digest_json(&json!({
             "extractor": self.extractor,
             "extractor_version": self.extractor_version,
             "artifact_id": self.artifact_id,
             "options": self.options,
+            // Files of another evidence schema are another extraction: a
+            // re-import after a schema change extracts again.
+            "evidence_schema_version": flameox_extractors::SCHEMA_VERSION,
         }))
     }
 

@@ -19,7 +19,7 @@ use datafusion::execution::memory_pool::{GreedyMemoryPool, TrackConsumersPool};
 use datafusion::execution::runtime_env::RuntimeEnvBuilder;
 use datafusion::logical_expr::col;
 use datafusion::prelude::{SessionConfig, SessionContext};
-use flameox_extractors::{EvidenceTable, SCHEMA_VERSION};
+use flameox_extractors::{EvidenceTable, OLDEST_READ_SCHEMA_VERSION, SCHEMA_VERSION};
 use flameox_recipes::RecipeError;
 
 use crate::budget::{self, MeteredPool};
@@ -82,10 +82,13 @@ pub fn open_session(
                 .detail("supported_schema_version", SCHEMA_VERSION)
                 .remedy("upgrade flameox to the version that wrote this workspace"));
             }
-            if *version != SCHEMA_VERSION {
+            if *version < OLDEST_READ_SCHEMA_VERSION {
                 return Err(FlameoxError::new(
                     ErrorCode::EvidenceSchemaMismatch,
-                    format!("table {table} has schema version {version}; this build reads {SCHEMA_VERSION}"),
+                    format!(
+                        "table {table} has schema version {version}; this build reads \
+                         {OLDEST_READ_SCHEMA_VERSION} to {SCHEMA_VERSION}"
+                    ),
                 )
                 .remedy("re-import the artifacts with this version of flameox"));
             }

@@ -360,13 +360,10 @@ const UNIQUE_COLUMNS: [&str; 5] = [
 const FAST_DECODE_COLUMNS: [&str; 3] = ["ts_ns", "dur_ns", "self_ns"];
 
 /// Shared so the validator can check a file's metadata the same way.
-pub fn expected_metadata(table: EvidenceTable) -> Vec<(String, String)> {
+pub fn expected_metadata(table: EvidenceTable, version: u32) -> Vec<(String, String)> {
     vec![
         ("flameox.table".to_owned(), table.name().to_owned()),
-        (
-            "flameox.schema_version".to_owned(),
-            SCHEMA_VERSION.to_string(),
-        ),
+        ("flameox.schema_version".to_owned(), version.to_string()),
     ]
 }
 

@@ -6,7 +6,7 @@ use std::collections::BTreeSet;
 use std::fs::{self, File};
 
 use datafusion::parquet::file::reader::{FileReader, SerializedFileReader};
-use flameox_extractors::{EvidenceTable, SCHEMA_VERSION};
+use flameox_extractors::{EvidenceTable, OLDEST_READ_SCHEMA_VERSION, SCHEMA_VERSION};
 use serde::{Deserialize, Serialize};
 
 use crate::catalog::{self, CommitManifest};
@@ -288,7 +288,14 @@ fn check_parquet(
             env!("CARGO_PKG_VERSION")
         ));
     }
-    for expected in expected_metadata(table) {
+    let version = written.unwrap_or(SCHEMA_VERSION);
+    if version < OLDEST_READ_SCHEMA_VERSION {
+        return Err(format!(
+            "has evidence schema version {version}, older than this build reads \
+             ({OLDEST_READ_SCHEMA_VERSION}): re-import its artifact"
+        ));
+    }
+    for expected in expected_metadata(table, version) {
         if !kv.contains(&expected) {
             return Err(format!("missing metadata {}={}", expected.0, expected.1));
         }
@@ -299,13 +306,7 @@ fn check_parquet(
         .iter()
         .map(|c| c.name().to_owned())
         .collect();
-    let wanted: Vec<String> = table
-        .schema()
-        .fields()
-        .iter()
-        .map(|f| f.name().clone())
-        .collect();
-    if columns != wanted {
+    if columns != table.columns_at(version) {
         return Err("columns differ from the table schema".into());
     }
     Ok(())

@@ -65,5 +65,5 @@ pub use nsight::{
 };
 pub use perfetto::{PERFETTO_EXTRACTOR_NAME, PERFETTO_EXTRACTOR_VERSION, extract_perfetto};
 pub use pprof::{PPROF_EXTRACTOR_NAME, PPROF_EXTRACTOR_VERSION, extract_pprof};
-pub use schema::{EvidenceTable, SCHEMA_VERSION};
+pub use schema::{EvidenceTable, OLDEST_READ_SCHEMA_VERSION, SCHEMA_VERSION};
 pub use speedscope::{SPEEDSCOPE_EXTRACTOR_NAME, SPEEDSCOPE_EXTRACTOR_VERSION, extract_speedscope};

@@ -2,8 +2,9 @@
 //!
 //! Every extractor writes these tables and every recipe reads them, so the
 //! column names and Arrow types live here and nowhere else. A change to any
-//! schema bumps [`SCHEMA_VERSION`]; files written under another version are
-//! refused by readers with `EVIDENCE_SCHEMA_MISMATCH`.
+//! schema bumps [`SCHEMA_VERSION`]; files written by a newer version, or
+//! older than [`OLDEST_READ_SCHEMA_VERSION`], are refused by readers with
+//! `EVIDENCE_SCHEMA_MISMATCH`.
 
 use std::sync::{Arc, LazyLock};
 
@@ -11,7 +12,16 @@ use arrow::datatypes::{DataType, Field, Schema, SchemaRef};
 
 /// Version of every evidence table schema. Stored in each Parquet file's
 /// key-value metadata (`flameox.schema_version`) and in generation manifests.
-pub const SCHEMA_VERSION: u32 = 1;
+///
+/// 2: `frames` and `frame_totals` carry `category` (a trace slice's
+/// category, which version 1 kept in `module`); `module` holds a real
+/// module (a library, a Python module) only. Version-1 files read with a
+/// null `category` ([`EvidenceTable::columns_at`]); a re-import extracts
+/// them again (the version is part of an extraction's identity).
+pub const SCHEMA_VERSION: u32 = 2;
+
+/// The oldest evidence schema version this build reads.
+pub const OLDEST_READ_SCHEMA_VERSION: u32 = 1;
 
 /// The evidence tables that extractors produce.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -82,6 +92,23 @@ impl EvidenceTable {
             EvidenceTable::LaunchLatency => LAUNCH_LATENCY.clone(),
             EvidenceTable::Measurements => MEASUREMENTS.clone(),
         }
+    }
+
+    /// The column names files of schema `version` have: the current
+    /// schema's, less the columns later versions added (version 1 had no
+    /// `category` in `frames` and `frame_totals`). Readers fill a missing
+    /// column with nulls.
+    pub fn columns_at(self, version: u32) -> Vec<String> {
+        self.schema()
+            .fields()
+            .iter()
+            .map(|f| f.name().clone())
+            .filter(|name| {
+                let added_in_2 = matches!(self, EvidenceTable::Frames | EvidenceTable::FrameTotals)
+                    && name == "category";
+                !(version < 2 && added_in_2)
+            })
+            .collect()
     }
 
     /// Columns the table's files are sorted by (empty when unordered).
@@ -183,6 +210,7 @@ static FRAMES: LazyLock<SchemaRef> = LazyLock::new(|| {
         col("module", Utf8, true),
         dict("language", false),
         col("symbolized", Boolean, false),
+        dict("category", true),
     ])
 });
 
@@ -227,6 +255,7 @@ static FRAME_TOTALS: LazyLock<SchemaRef> = LazyLock::new(|| {
         col("tid", Int64, true),
         dict("thread_name", true),
         dict("process_name", true),
+        dict("category", true),
     ])
 });
 
@@ -334,5 +363,33 @@ mod tests {
                 assert!(schema.field_with_name(column).is_ok(), "{column}");
             }
         }
+    }
+
+    /// Columns a version added are nullable and last, so older files read
+    /// with nulls in them; version 1 frames had no category.
+    #[test]
+    fn older_versions_lack_only_trailing_nullable_columns() {
+        for table in EvidenceTable::ALL {
+            let now = table.columns_at(SCHEMA_VERSION);
+            let fields = table.schema();
+            assert_eq!(now.len(), fields.fields().len());
+            for version in OLDEST_READ_SCHEMA_VERSION..SCHEMA_VERSION {
+                let then = table.columns_at(version);
+                assert_eq!(now[..then.len()], then[..], "{}", table.name());
+                for added in &now[then.len()..] {
+                    assert!(fields.field_with_name(added).is_ok_and(|f| f.is_nullable()));
+                }
+            }
+        }
+        assert!(
+            !EvidenceTable::Frames
+                .columns_at(1)
+                .contains(&"category".to_owned())
+        );
+        assert!(
+            EvidenceTable::Frames
+                .columns_at(2)
+                .contains(&"category".to_owned())
+        );
     }
 }

@@ -52,6 +52,8 @@ struct Frame {
     file: Option<String>,
     line: Option<i64>,
     module: Option<String>,
+    /// A trace slice's category (slice frames have no module).
+    category: Option<String>,
     language: String,
     symbolized: bool,
 }
@@ -124,8 +126,32 @@ impl StackAggregator {
             file: file.map(str::to_string),
             line,
             module: module.map(str::to_string),
+            category: None,
             language: language.to_string(),
             symbolized,
+        });
+        id
+    }
+
+    /// The frame id of a trace slice name under its category. Its logical
+    /// key is the one a frame with the category as its module has (keys of
+    /// version-1 evidence stay valid); the category is stored as such.
+    pub fn slice_frame(&mut self, name: &str, category: Option<&str>, language: &str) -> u32 {
+        let key = logical_key(name, None, None, category);
+        if let Some(&id) = self.frame_by_key.get(&key) {
+            return id;
+        }
+        let id = self.frames.len() as u32;
+        self.frame_by_key.insert(key.clone(), id);
+        self.frames.push(Frame {
+            key,
+            function: name.to_string(),
+            file: None,
+            line: None,
+            module: None,
+            category: category.map(str::to_string),
+            language: language.to_string(),
+            symbolized: true,
         });
         id
     }
@@ -311,6 +337,11 @@ impl StackAggregator {
                     .map(|f| Some(f.symbolized))
                     .collect::<BooleanArray>(),
             ));
+            let mut category = DictColumn::new();
+            chunk
+                .iter()
+                .for_each(|f| category.push(f.category.as_deref()));
+            cols.push(category.finish());
             emit(EvidenceTable::Frames, cols)?;
         }
 
@@ -507,6 +538,11 @@ impl StackAggregator {
             }
             cols.push(tn.finish());
             cols.push(pn.finish());
+            let mut category = DictColumn::new();
+            chunk
+                .iter()
+                .for_each(|t| category.push(frame(t).category.as_deref()));
+            cols.push(category.finish());
             emit(EvidenceTable::FrameTotals, cols)?;
         }
         let mut edges: Vec<_> = edges.into_iter().collect();

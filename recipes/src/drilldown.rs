@@ -109,7 +109,11 @@ pub struct NeighborQuery {
 pub struct NeighborRow {
     pub frame: String,
     pub function: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub module: Option<String>,
+    /// A trace slice's category.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub category: Option<String>,
     pub file: Option<String>,
     pub line: Option<i64>,
     pub weight: i64,
@@ -172,6 +176,11 @@ pub async fn call_neighbors(
             vec![
                 min(col("function")).alias("function"),
                 min(col("module")).alias("module"),
+                min(datafusion::prelude::cast(
+                    col("category"),
+                    datafusion::arrow::datatypes::DataType::Utf8,
+                ))
+                .alias("category"),
                 min(col("file")).alias("file"),
                 min(col("line")).alias("line"),
             ],
@@ -194,6 +203,7 @@ pub async fn call_neighbors(
                 frame: string_at(column(&batch, "frame")?, i).unwrap_or_default(),
                 function: string_at(column(&batch, "function")?, i).unwrap_or_default(),
                 module: string_at(column(&batch, "module")?, i),
+                category: string_at(column(&batch, "category")?, i),
                 file: string_at(column(&batch, "file")?, i),
                 line: i64_at(column(&batch, "line")?, i),
                 weight: i64_at(column(&batch, "weight")?, i).unwrap_or(0),

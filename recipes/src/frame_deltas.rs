@@ -21,7 +21,11 @@ pub struct FrameDelta {
     /// The logical key (the same on both sides).
     pub frame: String,
     pub function: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub module: Option<String>,
+    /// A trace slice's category.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub category: Option<String>,
     pub file: Option<String>,
     pub line: Option<i64>,
     pub base_self: i64,
@@ -49,6 +53,7 @@ pub struct FrameDeltaAnswer {
 struct Side {
     function: String,
     module: Option<String>,
+    category: Option<String>,
     file: Option<String>,
     line: Option<i64>,
     self_value: i64,
@@ -72,6 +77,7 @@ async fn totals(
                 Side {
                     function: string_at(column(&batch, "function")?, i).unwrap_or_default(),
                     module: string_at(column(&batch, "module")?, i),
+                    category: string_at(column(&batch, "category")?, i),
                     file: string_at(column(&batch, "file")?, i),
                     line: i64_at(column(&batch, "line")?, i),
                     self_value: i64_at(column(&batch, "self_value")?, i).unwrap_or(0),
@@ -106,6 +112,7 @@ pub async fn frame_deltas(
                 frame: key.clone(),
                 function: named.function.clone(),
                 module: named.module.clone(),
+                category: named.category.clone(),
                 file: named.file.clone(),
                 line: named.line,
                 base_self: b.self_value,

@@ -37,7 +37,12 @@ pub struct HotspotRow {
     /// The frame reference the drill-down tools accept (its logical key).
     pub frame: String,
     pub function: String,
+    /// A library or language module (sampled frames).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub module: Option<String>,
+    /// A trace slice's category (`cpu_op`, `kernel`, …).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub category: Option<String>,
     pub file: Option<String>,
     pub line: Option<i64>,
     pub self_value: i64,
@@ -197,6 +202,7 @@ pub async fn hotspots(ctx: &SessionContext, query: &HotspotQuery) -> RecipeResul
                 frame: string_at(column(&batch, "frame")?, i).unwrap_or_default(),
                 function: string_at(column(&batch, "function")?, i).unwrap_or_default(),
                 module: string_at(column(&batch, "module")?, i),
+                category: string_at(column(&batch, "category")?, i),
                 file: string_at(column(&batch, "file")?, i),
                 line: i64_at(column(&batch, "line")?, i),
                 self_value,
@@ -259,6 +265,7 @@ pub(crate) async fn by_logical_key(ctx: &SessionContext, filter: Expr) -> Recipe
             vec![
                 min(col("function")).alias("function"),
                 min(col("module")).alias("module"),
+                min(utf8(col("category"))).alias("category"),
                 min(col("file")).alias("file"),
                 min(col("line")).alias("line"),
                 sum(col("self_value")).alias("self_value"),
@@ -333,7 +340,12 @@ async fn from_events(
         .aggregate(
             vec![
                 col("function").alias("f_function"),
-                col("module").alias("f_module"),
+                // A slice frame's category (`module` in version-1 evidence).
+                datafusion::functions::expr_fn::coalesce(vec![
+                    utf8(col("category")),
+                    col("module"),
+                ])
+                .alias("f_module"),
             ],
             vec![
                 max(col("logical_key")).alias("frame"),
@@ -357,7 +369,8 @@ async fn from_events(
     Ok(joined.select(vec![
         datafusion::functions::expr_fn::coalesce(vec![col("frame"), col("e_name")]).alias("frame"),
         col("e_name").alias("function"),
-        col("e_cat").alias("module"),
+        lit(datafusion::common::ScalarValue::Utf8(None)).alias("module"),
+        col("e_cat").alias("category"),
         col("file"),
         col("line"),
         col("self_value"),

@@ -161,6 +161,7 @@ fn neighbors_of(forest: &StackForest, q: &NeighborQuery) -> NeighborAnswer {
             frame,
             function,
             module: None,
+            category: None,
             file: None,
             line: None,
             weight,

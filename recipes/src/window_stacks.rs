@@ -212,7 +212,7 @@ async fn slice_forest(
 }
 
 /// The logical key of each (name, category) the slices used, from `frames`
-/// (slice frames have no file or line; their module is the category).
+/// (slice frames have no file or line).
 async fn slice_keys(
     ctx: &SessionContext,
     scope: &ArtifactScope,
@@ -226,7 +226,19 @@ async fn slice_keys(
                 .and(col("file").is_null())
                 .and(col("line").is_null()),
         )?
-        .select_columns(&["function", "module", "logical_key"])?;
+        .select(vec![
+            col("function"),
+            // A slice frame's category (`module` in version-1 evidence).
+            datafusion::functions::expr_fn::coalesce(vec![
+                datafusion::prelude::cast(
+                    col("category"),
+                    datafusion::arrow::datatypes::DataType::Utf8,
+                ),
+                col("module"),
+            ])
+            .alias("category"),
+            col("logical_key"),
+        ])?;
     let mut out = BTreeMap::new();
     for b in collect(df).await? {
         for i in 0..b.num_rows() {
@@ -236,7 +248,7 @@ async fn slice_keys(
             let Some(name) = strings.find(&function) else {
                 continue;
             };
-            let category = match string_at(column(&b, "module")?, i) {
+            let category = match string_at(column(&b, "category")?, i) {
                 Some(m) => match strings.find(&m) {
                     Some(id) => Some(id),
                     None => continue,

@@ -327,7 +327,7 @@ fn corpus_traces_import_and_hotspots_match_an_independent_model() {
         for row in rows {
             let key = (
                 row["function"].as_str().unwrap().to_owned(),
-                row["module"].as_str().unwrap_or("").to_owned(),
+                row["category"].as_str().unwrap_or("").to_owned(),
             );
             assert_eq!(
                 totals.get(&key).copied(),

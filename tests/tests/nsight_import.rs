@@ -94,7 +94,7 @@ fn corpus_exports_answer_like_plain_sql() {
         let rows = hot["rows"].as_array().expect("rows");
         let row: &Value = rows
             .iter()
-            .find(|r| r["function"] == top.as_str() && r["module"] == "kernel")
+            .find(|r| r["function"] == top.as_str() && r["category"] == "kernel")
             .unwrap_or_else(|| panic!("{file}: {top} in hotspots"));
         assert_eq!(row["inclusive_value"].as_i64(), Some(top_ns), "{file}");
 

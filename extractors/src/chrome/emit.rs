@@ -278,7 +278,7 @@ pub fn thread_info(p: &Processor, track: &Track) -> ThreadInfo {
     }
 }
 
-/// Frames of trace slices: `(function = name, module = category)`,
+/// Frames of trace slices: `(function = name, category)`,
 /// interned once per `(name, category)`.
 #[derive(Default)]
 pub struct SliceFrames(FastHashMap<(u32, u32), u32>);
@@ -293,13 +293,10 @@ impl SliceFrames {
         kind: EventKind,
     ) -> u32 {
         *self.0.entry((name, cat)).or_insert_with(|| {
-            agg.frame(
+            agg.slice_frame(
                 strings.get(name),
-                None,
-                None,
                 opt_id(cat).map(|c| strings.get(c)),
                 kind.language(),
-                true,
             )
         })
     }

@@ -1,0 +1,76 @@
+//! Fields say what they hold: a trace slice's category is `category`, a
+//! sampled frame's library or module is `module` — in hotspots, frame
+//! deltas and callers, through the real binary on corpus files.
+
+use flameox_tests::{Project, corpus};
+use serde_json::Value;
+
+fn import(project: &Project, rel: &str) -> (String, Value) {
+    let path = corpus().join(rel);
+    let imported = project.json(&["import", path.to_str().expect("utf-8")]);
+    let run = imported["run_id"].as_str().expect("run").to_owned();
+    (run, imported)
+}
+
+fn rows(answer: &Value) -> &Vec<Value> {
+    answer["rows"].as_array().expect("rows")
+}
+
+#[test]
+fn slices_carry_a_category_and_sampled_frames_a_module() {
+    let project = Project::new();
+    let (kineto, imported) = import(&project, "kineto/hta_alexnet_a100.pt.trace.json.gz");
+    let hot = project.json(&["analyze", "hotspots", &kineto, "--limit", "20"]);
+    assert!(!rows(&hot).is_empty());
+    for r in rows(&hot) {
+        assert!(r["category"].is_string(), "{r}");
+        assert!(r.get("module").is_none(), "a slice has no module: {r}");
+    }
+    let categories: Vec<&str> = rows(&hot)
+        .iter()
+        .filter_map(|r| r["category"].as_str())
+        .collect();
+    assert!(categories.contains(&"kernel"), "{categories:?}");
+    // A window reads events: the same field.
+    let span = &imported["time_span_ns"];
+    let (a, b) = (span[0].as_i64().expect("a"), span[1].as_i64().expect("b"));
+    let windowed = project.json(&[
+        "analyze",
+        "hotspots",
+        &kineto,
+        "--start-ns",
+        &a.to_string(),
+        "--end-ns",
+        &(b + 1).to_string(),
+    ]);
+    for r in rows(&windowed) {
+        assert!(
+            r["category"].is_string() && r.get("module").is_none(),
+            "{r}"
+        );
+    }
+    let frame = rows(&hot)
+        .iter()
+        .find(|r| r["category"] == "cpu_op")
+        .and_then(|r| r["frame"].as_str())
+        .expect("a cpu_op frame")
+        .to_owned();
+    let callers = project.json(&["stacks", "callers", &kineto, &frame]);
+    for r in rows(&callers) {
+        assert!(r.get("module").is_none(), "{r}");
+    }
+    let deltas = project.json(&["analyze", "compare-hotspots", &kineto, &kineto]);
+    for r in rows(&deltas) {
+        assert!(r.get("module").is_none(), "{r}");
+    }
+
+    let (pprof, _) = import(&project, "stacks/go1.19_cpu.pprof.pb.gz");
+    let hot = project.json(&["analyze", "hotspots", &pprof, "--limit", "20"]);
+    assert!(rows(&hot).iter().any(|r| r["module"].is_string()), "{hot}");
+    for r in rows(&hot) {
+        assert!(
+            r.get("category").is_none(),
+            "a sampled frame has no category: {r}"
+        );
+    }
+}
