@@ -92,11 +92,7 @@ pub(crate) fn hotspots(r: &HotspotsResult) -> String {
             thousands(row.count),
             cut(&row.function, 60),
             cut(
-                &location(
-                    &row.file,
-                    row.line,
-                    row.module.as_ref().or(row.category.as_ref()),
-                ),
+                &location(&row.file, row.line, &row.module, &row.category),
                 40,
             ),
         ]);
@@ -111,11 +107,16 @@ pub(crate) fn hotspots(r: &HotspotsResult) -> String {
 }
 
 /// `file:line`, the file, or else the module (or a slice's category).
-fn location(file: &Option<String>, line: Option<i64>, module: Option<&String>) -> String {
+fn location(
+    file: &Option<String>,
+    line: Option<i64>,
+    module: &Option<String>,
+    category: &Option<String>,
+) -> String {
     match (file, line) {
         (Some(f), Some(l)) => format!("{f}:{l}"),
         (Some(f), None) => f.clone(),
-        _ => module.cloned().unwrap_or_default(),
+        _ => module.clone().or(category.clone()).unwrap_or_default(),
     }
 }
 
@@ -158,11 +159,7 @@ pub(crate) fn deltas(r: &FrameDeltaResult) -> String {
             signed(row.delta_inclusive),
             cut(&row.function, 60),
             cut(
-                &location(
-                    &row.file,
-                    row.line,
-                    row.module.as_ref().or(row.category.as_ref()),
-                ),
+                &location(&row.file, row.line, &row.module, &row.category),
                 40,
             ),
         ]);

@@ -115,13 +115,8 @@ impl StackAggregator {
         symbolized: bool,
     ) -> u32 {
         let key = logical_key(function, file, line, module);
-        if let Some(&id) = self.frame_by_key.get(&key) {
-            return id;
-        }
-        let id = self.frames.len() as u32;
-        self.frame_by_key.insert(key.clone(), id);
-        self.frames.push(Frame {
-            key,
+        self.intern(key, || Frame {
+            key: String::new(),
             function: function.to_string(),
             file: file.map(str::to_string),
             line,
@@ -129,8 +124,7 @@ impl StackAggregator {
             category: None,
             language: language.to_string(),
             symbolized,
-        });
-        id
+        })
     }
 
     /// The frame id of a trace slice name under its category. Its logical
@@ -138,13 +132,8 @@ impl StackAggregator {
     /// version-1 evidence stay valid); the category is stored as such.
     pub fn slice_frame(&mut self, name: &str, category: Option<&str>, language: &str) -> u32 {
         let key = logical_key(name, None, None, category);
-        if let Some(&id) = self.frame_by_key.get(&key) {
-            return id;
-        }
-        let id = self.frames.len() as u32;
-        self.frame_by_key.insert(key.clone(), id);
-        self.frames.push(Frame {
-            key,
+        self.intern(key, || Frame {
+            key: String::new(),
             function: name.to_string(),
             file: None,
             line: None,
@@ -152,7 +141,17 @@ impl StackAggregator {
             category: category.map(str::to_string),
             language: language.to_string(),
             symbolized: true,
-        });
+        })
+    }
+
+    /// The id of the frame with logical key `key`, made by `make` when new.
+    fn intern(&mut self, key: String, make: impl FnOnce() -> Frame) -> u32 {
+        if let Some(&id) = self.frame_by_key.get(&key) {
+            return id;
+        }
+        let id = self.frames.len() as u32;
+        self.frame_by_key.insert(key.clone(), id);
+        self.frames.push(Frame { key, ..make() });
         id
     }
 
