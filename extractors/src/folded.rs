@@ -30,6 +30,52 @@ pub const FOLDED_EXTRACTOR_NAME: &str = "folded_stacks";
 /// Bumped whenever the rows produced for the same input change.
 pub const FOLDED_EXTRACTOR_VERSION: &str = "1";
 
+pub static FORMAT: crate::formats::Format = crate::formats::Format {
+    kind: FormatKind::FoldedStacks,
+    name: "folded_stacks",
+    aliases: &["folded", "collapsed"],
+    description: "folded / collapsed stacks (flamegraph.pl, inferno, py-spy raw, stackcollapse-*)",
+    sniff: Some(sniff),
+    reading: crate::formats::Reading::Stream(
+        crate::formats::Extractor {
+            name: FOLDED_EXTRACTOR_NAME,
+            version: FOLDED_EXTRACTOR_VERSION,
+        },
+        extract_folded_stacks,
+    ),
+    measurements: false,
+};
+
+/// `frame;frame 42` lines (the last line may be cut off by the head).
+fn sniff(head: &crate::sniff::Head<'_>) -> Option<crate::sniff::Sniffed> {
+    let text = std::str::from_utf8(trim_partial_utf8(head.bytes)).ok()?;
+    let complete = match text.rfind('\n') {
+        Some(i) => &text[..i],
+        None if head.bytes.len() < crate::input::MAX_HEAD_BYTES => text,
+        None => return None,
+    };
+    let mut lines = 0;
+    for line in complete.lines().filter(|l| !l.trim().is_empty()).take(50) {
+        let (stack, count) = line.trim_end().rsplit_once([' ', '\t'])?;
+        if stack.trim().is_empty() || count.parse::<u64>().is_err() {
+            return None;
+        }
+        lines += 1;
+    }
+    (lines > 0)
+        .then(|| crate::sniff::Sniffed::certain(None, "text lines of `frame;frame count`"))
+        .flatten()
+}
+
+/// Drops a UTF-8 sequence cut off at the end of the head.
+fn trim_partial_utf8(head: &[u8]) -> &[u8] {
+    match std::str::from_utf8(head) {
+        Ok(_) => head,
+        Err(e) if e.error_len().is_none() => &head[..e.valid_up_to()],
+        Err(_) => head,
+    }
+}
+
 /// Lines longer than this are skipped (`malformed_line`).
 const MAX_LINE_BYTES: usize = 16 * 1024 * 1024;
 const POLL_EVERY: u64 = 4096;

@@ -16,6 +16,7 @@ pub mod detect;
 pub mod device_work;
 pub mod execution_receipt;
 pub mod folded;
+pub mod formats;
 pub mod gecko;
 pub mod input;
 mod json_doc;
@@ -25,6 +26,7 @@ pub mod nsight;
 pub mod perfetto;
 pub mod pprof;
 pub mod schema;
+pub mod sniff;
 mod sorted_runs;
 pub mod speedscope;
 #[cfg(test)]

@@ -174,6 +174,18 @@ pub fn as_int64(array: &dyn Array) -> RecipeResult<ArrayRef> {
         .map_err(|e| RecipeError::DataFusion(DataFusionError::ArrowError(Box::new(e), None)))
 }
 
+/// Event kinds that are no frame of a call stack: instants, scheduling rows
+/// (Perfetto: where a thread ran, not what it did) and the profiler's own
+/// recording span (Kineto's `PyTorch Profiler (N)`). The extractors leave
+/// the same kinds out of `frame_totals`, so windowed and whole-trace stack
+/// answers add up alike.
+pub const NOT_STACK_KINDS: [&str; 4] = ["instant", "sched_slice", "thread_state", "profiler_span"];
+
+/// `kind NOT IN` [`NOT_STACK_KINDS`].
+pub fn stack_kinds_only() -> Expr {
+    col("kind").in_list(NOT_STACK_KINDS.iter().map(|k| lit(*k)).collect(), true)
+}
+
 /// A string-like column as plain Utf8 (dictionary columns join and compare
 /// reliably only once cast).
 pub fn utf8(name: &str) -> Expr {

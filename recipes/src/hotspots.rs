@@ -11,7 +11,8 @@ use datafusion::prelude::{DataFrame, SessionContext, cast};
 use serde::{Deserialize, Serialize};
 
 use crate::common::{
-    ArtifactScope, RecipeError, RecipeResult, collect, column, i64_at, string_at, table,
+    ArtifactScope, RecipeError, RecipeResult, collect, column, i64_at, stack_kinds_only, string_at,
+    table,
 };
 
 /// What `analyze hotspots` asks.
@@ -289,10 +290,7 @@ async fn from_events(
         .and(col("ts_ns").gt_eq(lit(start)))
         .and(col("ts_ns").lt(lit(end)))
         .and(col("dur_ns").gt(lit(0i64)))
-        .and(col("kind").not_eq(lit("instant")))
-        // Scheduling rows (Perfetto) are CPU occupancy, not call stacks.
-        .and(col("kind").not_eq(lit("sched_slice")))
-        .and(col("kind").not_eq(lit("thread_state")));
+        .and(stack_kinds_only());
     if let Some(pid) = query.process.as_ref().and_then(|p| p.parse::<i64>().ok()) {
         filter = filter.and(col("pid").eq(lit(pid)));
     }

@@ -18,7 +18,9 @@ use datafusion::logical_expr::{Expr, col, lit};
 use datafusion::prelude::SessionContext;
 use serde::{Deserialize, Serialize};
 
-use crate::common::{ArtifactScope, RecipeError, RecipeResult, collect, column, string_at, table};
+use crate::common::{
+    ArtifactScope, RecipeError, RecipeResult, collect, column, stack_kinds_only, string_at, table,
+};
 use crate::device_pass::{Interner, for_each_batch, ints};
 use crate::stack_forest::StackForest;
 
@@ -120,10 +122,7 @@ async fn slice_forest(
         .and(col("ts_ns").lt(lit(end)))
         .and((col("ts_ns") + col("dur_ns")).gt(lit(start)))
         .and(col("dur_ns").gt(lit(0i64)))
-        .and(col("kind").not_eq(lit("instant")))
-        // Scheduling rows (Perfetto) are CPU occupancy, not call stacks.
-        .and(col("kind").not_eq(lit("sched_slice")))
-        .and(col("kind").not_eq(lit("thread_state")));
+        .and(stack_kinds_only());
     if let Some(k) = keep {
         filter = filter.and(k.clone());
     }

@@ -150,6 +150,10 @@ fn build_model(bytes: &[u8]) -> Model {
                 let Some(dur) = ev.dur.and_then(us_to_ns) else {
                     continue;
                 };
+                // Kineto's own recording span is no work: not a frame.
+                if cat == "Trace" && name.starts_with("PyTorch Profiler") {
+                    continue;
+                }
                 if let (Ok(p), Ok(t)) = (pid.parse::<i64>(), tid.parse::<i64>()) {
                     model.thread_ids.insert(thread.clone(), (p, t));
                 }

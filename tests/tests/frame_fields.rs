@@ -74,3 +74,24 @@ fn slices_carry_a_category_and_sampled_frames_a_module() {
         );
     }
 }
+
+/// Kineto's own recording span (`PyTorch Profiler (0)`, category `Trace`)
+/// covers the whole trace and is no work: it stays a `trace_events` row of
+/// kind `profiler_span` but is no hotspot (it was the top row, half of the
+/// summed self time of the AlexNet trace).
+#[test]
+fn the_profilers_own_span_is_no_hotspot() {
+    let project = Project::new();
+    let (run, _) = import(&project, "kineto/hta_alexnet_a100.pt.trace.json.gz");
+    let hot = project.json(&["analyze", "hotspots", &run, "--limit", "1000"]);
+    assert!(!rows(&hot).is_empty());
+    assert!(
+        rows(&hot).iter().all(|r| !r["function"]
+            .as_str()
+            .unwrap_or("")
+            .starts_with("PyTorch Profiler")),
+        "{hot}"
+    );
+    let found = project.json(&["stacks", "find", &run, "PyTorch Profiler"]);
+    assert_eq!(found["total"].as_u64(), Some(0), "{found}");
+}

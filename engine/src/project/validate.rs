@@ -10,7 +10,8 @@ use std::path::{Component, Path};
 use serde::{Deserialize, Serialize};
 
 use super::schema::{ExperimentDef, ProjectConfig, Scalar, WorkloadDef};
-use crate::services::import_plan::{AUTO, SUPPORTED_KINDS};
+use crate::services::import_plan::AUTO;
+use flameox_extractors::formats::readable_names;
 
 /// One problem in the configuration, located by its key path.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -420,13 +421,13 @@ fn check_extras(out: &mut Vec<Diagnostic>, name: &str, def: &WorkloadDef) {
         }
         if let Some(kind) = &decl.kind
             && kind != AUTO
-            && !SUPPORTED_KINDS.contains(&kind.as_str())
+            && !readable_names().contains(&kind.as_str())
         {
             out.push(Diagnostic::new(
                 format!("{key}.kind"),
                 format!(
                     "`{kind}` is not one of auto, {}",
-                    SUPPORTED_KINDS.join(", ")
+                    readable_names().join(", ")
                 ),
             ));
         }

@@ -11,6 +11,7 @@
 //! See `docs/extractors.md` (Benchmark results).
 
 pub mod criterion;
+pub mod formats;
 pub mod gbench;
 pub mod hyperfine;
 pub mod pyperf;
@@ -26,7 +27,6 @@ use crate::api::{
     BatchSink, ExtractError, ExtractOptions, ExtractionSummary, LimitationLog, SinkError,
 };
 use crate::arrow_util::{DictColumn, const_dict};
-use crate::detect::{Detection, FormatKind};
 use crate::schema::EvidenceTable;
 
 /// Version of the four benchmark extractors (one writer, one version).
@@ -248,51 +248,6 @@ fn build_batch(options: &ExtractOptions, rows: &[Row]) -> Result<RecordBatch, Si
         EvidenceTable::Measurements.schema(),
         columns,
     )?)
-}
-
-/// Benchmark JSON formats by their top-level keys (`keys` as far as the
-/// head shows them) and marker strings in the head.
-pub(crate) fn detect_benchmark_json(keys: &[String], body: &[u8]) -> Option<Detection> {
-    let has = |k: &str| keys.iter().any(|x| x == k);
-    let contains = |needle: &[u8]| body.windows(needle.len()).any(|w| w == needle);
-    let found = |kind, producer: &str, reason: &str| {
-        Some(Detection {
-            kind,
-            producer_hint: Some(producer.to_owned()),
-            reason: reason.to_owned(),
-        })
-    };
-    if has("context") && (has("benchmarks") || contains(b"\"library_build_type\"")) {
-        return found(
-            FormatKind::GoogleBenchmarkJson,
-            "google-benchmark",
-            "JSON object with Google Benchmark `context` and `benchmarks`",
-        );
-    }
-    if has("benchmarks") && (has("version") || contains(b"\"runs\"")) {
-        return found(
-            FormatKind::PyperfJson,
-            "pyperf",
-            "JSON object with pyperf `benchmarks` of `runs`",
-        );
-    }
-    if has("results") && contains(b"\"command\"") && contains(b"\"times\"") {
-        return found(
-            FormatKind::HyperfineJson,
-            "hyperfine",
-            "JSON object with hyperfine `results` (`command`, `times`)",
-        );
-    }
-    let criterion_benchmark = has("group_id") && has("full_id");
-    let criterion_sample = has("sampling_mode") && has("iters") && has("times");
-    if criterion_benchmark || criterion_sample {
-        return found(
-            FormatKind::CriterionDir,
-            "criterion",
-            "one file of a criterion benchmark folder (benchmark.json / sample.json)",
-        );
-    }
-    None
 }
 
 /// Producer metadata for the run: the `keys` of `source` that are present,

@@ -231,7 +231,7 @@ pub fn aggregate_slices_into(
                 NO_ID => NO_ID,
                 a => inherited[a as usize],
             };
-            if s.instant[i] || s.dur[i] < 0 || !include(s.kind[i]) {
+            if s.instant[i] || s.dur[i] < 0 || !include(s.kind[i]) || !s.kind[i].in_stacks() {
                 inherited[i] = from_parent;
                 continue;
             }

@@ -439,7 +439,7 @@ impl<'a> Walk<'a> {
             return self.finish_row(r, 0);
         }
         let mut stack_id = NO_ID;
-        if r.dur >= 0 && (self.include)(r.kind) {
+        if r.dur >= 0 && (self.include)(r.kind) && r.kind.in_stacks() {
             let frame = self
                 .frames
                 .frame(&mut self.agg, &p.strings, r.name, r.cat, r.kind);

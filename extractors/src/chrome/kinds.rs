@@ -32,11 +32,15 @@ pub enum EventKind {
     /// A traced OS runtime call: `poll`, `ioctl`, `write`, `sem_wait`, …
     /// (Nsight Systems `OSRT_API`).
     OsRuntime,
+    /// The profiler's own recording span (Kineto's `PyTorch Profiler (N)`,
+    /// category `Trace`): it covers the whole trace and is no work, so it
+    /// stays out of the call-stack reductions.
+    ProfilerSpan,
 }
 
 impl EventKind {
     /// Every kind, in code order (`kind as u8` is the index).
-    pub const ALL: [EventKind; 18] = [
+    pub const ALL: [EventKind; 19] = [
         EventKind::CpuSlice,
         EventKind::PythonFunction,
         EventKind::CpuOp,
@@ -55,6 +59,7 @@ impl EventKind {
         EventKind::ThreadState,
         EventKind::NvtxRange,
         EventKind::OsRuntime,
+        EventKind::ProfilerSpan,
     ];
 
     /// The kind whose `kind as u8` is `code` (a new variant must join
@@ -84,6 +89,7 @@ impl EventKind {
             EventKind::ThreadState => "thread_state",
             EventKind::NvtxRange => "nvtx_range",
             EventKind::OsRuntime => "os_runtime",
+            EventKind::ProfilerSpan => "profiler_span",
         }
     }
 
@@ -94,6 +100,12 @@ impl EventKind {
             self,
             EventKind::RuntimeApi | EventKind::DriverApi | EventKind::GraphLaunch
         )
+    }
+
+    /// Whether slices of this kind are frames of the stack reductions (the
+    /// profiler's own span is not).
+    pub fn in_stacks(self) -> bool {
+        self != EventKind::ProfilerSpan
     }
 
     /// Frame language for the stack reductions.
@@ -195,6 +207,9 @@ pub fn classify(category: Option<&str>, name: &str, instant: bool) -> Classified
         }
         Some(CategoryClass::Kernel) => EventKind::Kernel,
         None if instant => EventKind::Instant,
+        None if category == Some("Trace") && name.starts_with("PyTorch Profiler") => {
+            EventKind::ProfilerSpan
+        }
         None => EventKind::CpuSlice,
     };
     let kind = if instant && !on_device {
@@ -216,7 +231,7 @@ pub fn classify(category: Option<&str>, name: &str, instant: bool) -> Classified
     }
 }
 
-const _: () = assert!(EventKind::OsRuntime as usize + 1 == EventKind::ALL.len());
+const _: () = assert!(EventKind::ProfilerSpan as usize + 1 == EventKind::ALL.len());
 
 #[cfg(test)]
 mod tests {
@@ -234,6 +249,12 @@ mod tests {
     #[test]
     fn mapping_table() {
         let k = |cat: Option<&str>, name: &str| classify(cat, name, false).kind;
+        assert_eq!(
+            k(Some("Trace"), "PyTorch Profiler (0)"),
+            EventKind::ProfilerSpan
+        );
+        assert_eq!(k(Some("Trace"), "my span"), EventKind::CpuSlice);
+        assert!(!EventKind::ProfilerSpan.in_stacks() && EventKind::CpuSlice.in_stacks());
         assert_eq!(k(Some("cpu_op"), "aten::mm"), EventKind::CpuOp);
         assert_eq!(k(Some("Operator"), "aten::mm"), EventKind::CpuOp);
         assert_eq!(

@@ -16,6 +16,7 @@ pub mod event_index;
 pub mod external;
 #[cfg(test)]
 mod external_tests;
+mod format;
 pub mod kinds;
 pub mod nesting;
 pub mod process;
@@ -42,10 +43,12 @@ use scanner::Scanner;
 use spill_phases::PhaseCollector;
 use tracks::TrackKind;
 
+pub use format::FORMAT;
+
 /// Extractor name stamped on summaries and operation digests.
 pub const CHROME_EXTRACTOR_NAME: &str = "chrome_json";
 /// Bumped whenever the rows produced for the same input change.
-pub const CHROME_EXTRACTOR_VERSION: &str = "1";
+pub const CHROME_EXTRACTOR_VERSION: &str = "2";
 
 /// How often (in events) progress and cancellation are polled.
 const POLL_EVERY: u64 = 4096;

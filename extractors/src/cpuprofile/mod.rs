@@ -15,6 +15,7 @@
 //!   time order first (V8 can emit negative deltas).
 //! - `lineNumber` is 0-based in V8; frames store it 1-based.
 
+mod format;
 mod tree;
 
 use std::collections::BTreeMap;
@@ -29,6 +30,8 @@ use crate::json_doc::read_document;
 use crate::schema::EvidenceTable;
 use crate::stacks::{ReductionSpec, StackAggregator, ThreadInfo};
 use tree::{CpuProfile, call_tree};
+
+pub use format::FORMAT;
 
 pub const CPUPROFILE_EXTRACTOR_NAME: &str = "chrome_cpuprofile";
 /// Bumped whenever the rows produced for the same input change.

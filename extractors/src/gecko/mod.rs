@@ -23,6 +23,7 @@
 //!   what profiler.firefox.com saves and samply writes) is refused with a
 //!   `Parse` error naming it: its tables are columnar and differ by version.
 
+mod format;
 mod location;
 mod model;
 mod thread;
@@ -41,6 +42,8 @@ use crate::stacks::{ReductionSpec, StackAggregator};
 use model::{Cell, GeckoFile, Meta, Profile};
 use serde_json::json;
 use thread::{Builder, Process};
+
+pub use format::FORMAT;
 
 pub const GECKO_EXTRACTOR_NAME: &str = "gecko_profile";
 /// Bumped whenever the rows produced for the same input change.

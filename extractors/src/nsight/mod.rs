@@ -32,6 +32,7 @@
 
 mod args;
 pub mod export_dir;
+pub mod formats;
 mod host_tables;
 mod interrupt;
 mod ipc_check;

@@ -17,6 +17,7 @@ pub mod clocks;
 pub mod counter_runs;
 pub mod decoder;
 pub mod finish;
+mod format;
 pub mod ftrace;
 pub mod ftrace_records;
 pub mod pending_samples;
@@ -45,6 +46,8 @@ use crate::sorted_runs::TimeOrderedRuns;
 use crate::stacks::{ReductionSpec, ThreadInfo};
 use decoder::Decoder;
 use reader::{Next, PacketReader};
+
+pub use format::FORMAT;
 
 pub const PERFETTO_EXTRACTOR_NAME: &str = "perfetto_protobuf";
 /// Bumped whenever the rows produced for the same input change.

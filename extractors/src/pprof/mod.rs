@@ -11,6 +11,7 @@
 //! and the time span is the profile's `time_nanos` + `duration_nanos`.
 
 pub mod decode_cost;
+mod format;
 pub mod metrics;
 pub mod proto;
 pub mod symbols;
@@ -30,6 +31,8 @@ use crate::stacks::StackAggregator;
 use metrics::{CountSource, MetricPlan};
 use proto::Profile;
 use symbols::Symbols;
+
+pub use format::{FORMAT, named_like_pprof};
 
 pub const PPROF_EXTRACTOR_NAME: &str = "pprof";
 /// Bumped whenever the rows produced for the same input change.

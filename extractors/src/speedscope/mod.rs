@@ -22,6 +22,7 @@
 
 mod build;
 mod evented;
+mod format;
 mod model;
 
 use std::collections::BTreeMap;
@@ -36,6 +37,8 @@ use crate::json_doc::read_document;
 use crate::schema::EvidenceTable;
 use crate::stacks::{StackAggregator, ThreadInfo};
 use build::Builder;
+
+pub use format::FORMAT;
 use model::SpeedscopeFile;
 
 pub const SPEEDSCOPE_EXTRACTOR_NAME: &str = "speedscope_json";

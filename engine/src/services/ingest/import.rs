@@ -12,20 +12,9 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use flameox_extractors::benchmarks::criterion::extract_criterion_dir;
-use flameox_extractors::benchmarks::gbench::extract_gbench;
-use flameox_extractors::benchmarks::hyperfine::extract_hyperfine;
-use flameox_extractors::benchmarks::pyperf::extract_pyperf;
-use flameox_extractors::chrome::extract_chrome_json;
-use flameox_extractors::cpuprofile::extract_cpuprofile;
 use flameox_extractors::detect::FormatKind;
-use flameox_extractors::folded::extract_folded_stacks;
-use flameox_extractors::gecko::extract_gecko_profile;
+use flameox_extractors::formats::{Extractor, Reading, format};
 use flameox_extractors::input::{open_input, open_input_from};
-use flameox_extractors::nsight::{extract_nsight_export_dir, extract_nsight_sqlite};
-use flameox_extractors::perfetto::extract_perfetto;
-use flameox_extractors::pprof::extract_pprof;
-use flameox_extractors::speedscope::extract_speedscope;
 use flameox_extractors::stream_gaps::StreamGapsReducer;
 use flameox_extractors::stream_gaps_thread::ThreadedReducingSink;
 use flameox_extractors::{
@@ -218,30 +207,13 @@ fn run_format_extractor(
     sink: &mut dyn BatchSink,
     mut observer: ObserverAdapter<'_>,
 ) -> Result<ExtractionSummary> {
-    let result = match (kind, payload) {
-        (FormatKind::NsightSqlite, ExtractSource::Stored(path)) => {
-            extract_nsight_sqlite(&path, options, sink, &observer)
-        }
+    let reading = format(kind).map(|f| f.reading);
+    let result = match (reading, payload) {
         (
-            FormatKind::NsightParquetDir | FormatKind::NsightArrowDir,
+            Some(Reading::StoredFile(_, read) | Reading::StoredFolder { read, .. }),
             ExtractSource::Stored(path),
-        ) => extract_nsight_export_dir(&path, kind, options, sink, &observer),
-        (FormatKind::CriterionDir, ExtractSource::Stored(path)) => {
-            extract_criterion_dir(&path, options, sink, &observer)
-        }
-        (
-            FormatKind::NsightSqlite
-            | FormatKind::NsightParquetDir
-            | FormatKind::NsightArrowDir
-            | FormatKind::CriterionDir,
-            _,
-        ) => {
-            return Err(FlameoxError::internal(format!(
-                "{} needs a stored payload",
-                kind.name()
-            )));
-        }
-        (_, payload) => {
+        ) => read(&path, options, sink, &observer),
+        (Some(Reading::Stream(_, read)), payload) => {
             let input = match payload {
                 ExtractSource::Stored(path) => open_input(&path, &input_limits(ws)),
                 ExtractSource::Copying(blocks, bytes) => {
@@ -250,18 +222,13 @@ fn run_format_extractor(
             }
             .map_err(|e| extract_error(e, kind.name()))?;
             observer.stored_bytes_read = Some(input.progress_counter());
-            match kind {
-                FormatKind::FoldedStacks => extract_folded_stacks(input, options, sink, &observer),
-                FormatKind::PerfettoProtobuf => extract_perfetto(input, options, sink, &observer),
-                FormatKind::Pprof => extract_pprof(input, options, sink, &observer),
-                FormatKind::SpeedscopeJson => extract_speedscope(input, options, sink, &observer),
-                FormatKind::ChromeCpuProfile => extract_cpuprofile(input, options, sink, &observer),
-                FormatKind::GeckoProfile => extract_gecko_profile(input, options, sink, &observer),
-                FormatKind::PyperfJson => extract_pyperf(input, options, sink, &observer),
-                FormatKind::HyperfineJson => extract_hyperfine(input, options, sink, &observer),
-                FormatKind::GoogleBenchmarkJson => extract_gbench(input, options, sink, &observer),
-                _ => extract_chrome_json(input, options, sink, &observer),
-            }
+            read(input, options, sink, &observer)
+        }
+        _ => {
+            return Err(FlameoxError::internal(format!(
+                "{} is not read from this payload",
+                kind.name()
+            )));
         }
     };
     result.map_err(|e| extract_error(e, kind.name()))
@@ -272,9 +239,9 @@ fn run_format_extractor(
 /// by path) and an export folder (archived) are stored before extraction.
 fn store_input(ws: &Workspace, input: &PlannedInput) -> Result<StoringFile> {
     match &input.shape {
-        InputShape::File(path) if input.kind == FormatKind::NsightSqlite => Ok(
-            StoringFile::Placed(store::store_file(ws, path, input.kind.name())?),
-        ),
+        InputShape::File(path) if !streamed(input.kind) => Ok(StoringFile::Placed(
+            store::store_file(ws, path, input.kind.name())?,
+        )),
         InputShape::File(path) => {
             begin_store_file(ws, path, input.kind.name(), id_timing(input.kind))
         }
@@ -287,15 +254,19 @@ fn store_input(ws: &Workspace, input: &PlannedInput) -> Result<StoringFile> {
     }
 }
 
+/// Whether the format is read while its bytes are copied into the store.
+fn streamed(kind: FormatKind) -> bool {
+    format(kind).is_some_and(|f| matches!(f.reading, Reading::Stream(..)))
+}
+
 /// Benchmark extractors hash the artifact id into measurement ids, so they
 /// need it before extraction; every other streamed extractor only writes
 /// it in `artifact_id` columns, which can be stamped once the copy ends.
 fn id_timing(kind: FormatKind) -> IdTiming {
-    match kind {
-        FormatKind::PyperfJson | FormatKind::HyperfineJson | FormatKind::GoogleBenchmarkJson => {
-            IdTiming::UpFront
-        }
-        _ => IdTiming::LateAllowed,
+    if format(kind).is_some_and(|f| f.measurements) {
+        IdTiming::UpFront
+    } else {
+        IdTiming::LateAllowed
     }
 }
 
@@ -331,7 +302,10 @@ impl ImportCall<'_> {
         let record = storing.record();
         let payload =
             payload.unwrap_or_else(|| ExtractSource::Stored(store::payload_path(self.ws, record)));
-        let (extractor, extractor_version) = extractor_of(input.kind);
+        let Extractor {
+            name: extractor,
+            version: extractor_version,
+        } = extractor_of(input.kind)?;
         let mut operation_options = json!({
             "producer": self.forced_producer,
             "reductions": REDUCTIONS_VERSION,
@@ -523,7 +497,11 @@ fn import_within(
 
 /// The extractor that made the run's evidence (`mixed` when several did).
 fn collector_of(inputs: &[PlannedInput]) -> Option<Collector> {
-    let mut extractors: Vec<(&str, &str)> = inputs.iter().map(|i| extractor_of(i.kind)).collect();
+    let mut extractors: Vec<(&str, &str)> = inputs
+        .iter()
+        .filter_map(|i| extractor_of(i.kind).ok())
+        .map(|e| (e.name, e.version))
+        .collect();
     extractors.dedup();
     match extractors.as_slice() {
         [(name, version)] => Some(Collector {

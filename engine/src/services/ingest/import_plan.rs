@@ -9,25 +9,13 @@ use std::fs;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
+use flameox_extractors::ExtractError;
 use flameox_extractors::benchmarks::criterion::criterion_members;
-use flameox_extractors::chrome::{CHROME_EXTRACTOR_NAME, CHROME_EXTRACTOR_VERSION};
-use flameox_extractors::cpuprofile::{CPUPROFILE_EXTRACTOR_NAME, CPUPROFILE_EXTRACTOR_VERSION};
 use flameox_extractors::detect::{FormatKind, detect};
-use flameox_extractors::folded::{FOLDED_EXTRACTOR_NAME, FOLDED_EXTRACTOR_VERSION};
-use flameox_extractors::gecko::{GECKO_EXTRACTOR_NAME, GECKO_EXTRACTOR_VERSION};
+use flameox_extractors::formats::{Extractor, Reading, Refusal, format, readable_names};
 use flameox_extractors::input::{InputLimits, read_head};
 use flameox_extractors::nsight::export_dir::{
     TableFileFormat, is_nsys_table_set, table_file_format, table_of_file,
-};
-use flameox_extractors::nsight::{
-    NSIGHT_EXPORT_DIR_EXTRACTOR_NAME, NSIGHT_EXTRACTOR_NAME, NSIGHT_EXTRACTOR_VERSION,
-};
-use flameox_extractors::perfetto::{PERFETTO_EXTRACTOR_NAME, PERFETTO_EXTRACTOR_VERSION};
-use flameox_extractors::pprof::{PPROF_EXTRACTOR_NAME, PPROF_EXTRACTOR_VERSION};
-use flameox_extractors::speedscope::{SPEEDSCOPE_EXTRACTOR_NAME, SPEEDSCOPE_EXTRACTOR_VERSION};
-use flameox_extractors::{
-    BENCHMARK_EXTRACTOR_VERSION, CRITERION_EXTRACTOR_NAME, ExtractError, GBENCH_EXTRACTOR_NAME,
-    HYPERFINE_EXTRACTOR_NAME, PYPERF_EXTRACTOR_NAME,
 };
 
 use crate::error::{ErrorCode, FlameoxError, Result, input_io_error, wrapped_io_error};
@@ -37,34 +25,10 @@ use crate::workspace::Workspace;
 /// `kind` / `producer` value that means "detect it".
 pub const AUTO: &str = "auto";
 
-/// Formats this build extracts.
-pub const SUPPORTED_KINDS: [&str; 14] = [
-    "chrome_json",
-    "folded_stacks",
-    "perfetto_protobuf",
-    "pprof",
-    "speedscope_json",
-    "chrome_cpuprofile",
-    "gecko_profile",
-    "nsight_systems_sqlite",
-    "nsight_systems_parquetdir",
-    "nsight_systems_arrowdir",
-    "pyperf_json",
-    "hyperfine_json",
-    "google_benchmark_json",
-    "criterion_dir",
-];
-
 /// Kinds whose rows carry the import-time variant and parameters
 /// (`measurements`), so those belong to the extraction's identity.
 pub fn stamps_run_labels(kind: FormatKind) -> bool {
-    matches!(
-        kind,
-        FormatKind::PyperfJson
-            | FormatKind::HyperfineJson
-            | FormatKind::GoogleBenchmarkJson
-            | FormatKind::CriterionDir
-    )
+    format(kind).is_some_and(|f| f.measurements)
 }
 
 /// Where one artifact's bytes come from.
@@ -340,7 +304,7 @@ fn decide_kind(
     let kind = match forced.filter(|k| *k != AUTO) {
         Some(forced) => FormatKind::from_name(forced).ok_or_else(|| {
             let mut valid = vec![AUTO, "execution_trace", "folded"];
-            valid.extend(SUPPORTED_KINDS);
+            valid.extend(readable_names());
             FlameoxError::invalid_argument("kind", format!("unknown kind {forced}"))
                 .detail(
                     "closest",
@@ -366,88 +330,49 @@ fn decide_kind(
             ErrorCode::ArtifactParseFailed,
             "no extractor accepts this input",
         )
-        .detail("kinds_tried", SUPPORTED_KINDS.to_vec())
+        .detail("kinds_tried", readable_names())
         .detail("first_bytes", shown)
         .remedy("pass --kind when the format is known"));
     }
     Ok((kind, detection.producer_hint))
 }
 
-/// `(name, version)` of the extractor that reads `kind`.
-pub fn extractor_of(kind: FormatKind) -> (&'static str, &'static str) {
-    match kind {
-        FormatKind::FoldedStacks => (FOLDED_EXTRACTOR_NAME, FOLDED_EXTRACTOR_VERSION),
-        FormatKind::PerfettoProtobuf => (PERFETTO_EXTRACTOR_NAME, PERFETTO_EXTRACTOR_VERSION),
-        FormatKind::Pprof => (PPROF_EXTRACTOR_NAME, PPROF_EXTRACTOR_VERSION),
-        FormatKind::SpeedscopeJson => (SPEEDSCOPE_EXTRACTOR_NAME, SPEEDSCOPE_EXTRACTOR_VERSION),
-        FormatKind::ChromeCpuProfile => (CPUPROFILE_EXTRACTOR_NAME, CPUPROFILE_EXTRACTOR_VERSION),
-        FormatKind::GeckoProfile => (GECKO_EXTRACTOR_NAME, GECKO_EXTRACTOR_VERSION),
-        FormatKind::NsightSqlite => (NSIGHT_EXTRACTOR_NAME, NSIGHT_EXTRACTOR_VERSION),
-        FormatKind::NsightParquetDir | FormatKind::NsightArrowDir => {
-            (NSIGHT_EXPORT_DIR_EXTRACTOR_NAME, NSIGHT_EXTRACTOR_VERSION)
-        }
-        FormatKind::PyperfJson => (PYPERF_EXTRACTOR_NAME, BENCHMARK_EXTRACTOR_VERSION),
-        FormatKind::HyperfineJson => (HYPERFINE_EXTRACTOR_NAME, BENCHMARK_EXTRACTOR_VERSION),
-        FormatKind::GoogleBenchmarkJson => (GBENCH_EXTRACTOR_NAME, BENCHMARK_EXTRACTOR_VERSION),
-        FormatKind::CriterionDir => (CRITERION_EXTRACTOR_NAME, BENCHMARK_EXTRACTOR_VERSION),
-        _ => (CHROME_EXTRACTOR_NAME, CHROME_EXTRACTOR_VERSION),
-    }
+/// The extractor that reads `kind` (every planned input has one:
+/// [`require_extractor`] refused the rest).
+pub fn extractor_of(kind: FormatKind) -> Result<Extractor> {
+    format(kind)
+        .and_then(|f| f.extractor())
+        .ok_or_else(|| FlameoxError::internal(format!("{} has no extractor", kind.name())))
 }
 
-/// Refuses formats this build recognizes but cannot extract (from a file).
+/// Refuses formats this build recognizes but cannot extract from a file:
+/// the registry says why and what to do instead.
 fn require_extractor(kind: FormatKind) -> Result<()> {
-    match kind {
-        FormatKind::ChromeJson
-        | FormatKind::FoldedStacks
-        | FormatKind::PerfettoProtobuf
-        | FormatKind::Pprof
-        | FormatKind::SpeedscopeJson
-        | FormatKind::ChromeCpuProfile
-        | FormatKind::GeckoProfile
-        | FormatKind::NsightSqlite
-        | FormatKind::PyperfJson
-        | FormatKind::HyperfineJson
-        | FormatKind::GoogleBenchmarkJson => Ok(()),
-        FormatKind::NsightReport => Err(FlameoxError::new(
-            ErrorCode::CapabilityUnavailable,
-            "an .nsys-rep report is a proprietary container; export it to SQLite first",
-        )
-        .detail("kind", kind.name())
-        .remedy("nsys export --type sqlite --output report.sqlite report.nsys-rep")
-        .remedy("then: flameox import report.sqlite")),
-        FormatKind::Sqlite => Err(FlameoxError::new(
-            ErrorCode::CapabilityUnavailable,
-            "a SQLite database without Nsight Systems tables (StringIds plus a CUPTI_, NVTX_, \
-             OSRT_ or TARGET_INFO_ table); flameox reads SQLite only as an nsys export",
-        )
-        .detail("kind", kind.name())
-        .remedy("nsys export --type sqlite --output report.sqlite report.nsys-rep")),
-        FormatKind::CriterionDir => Err(FlameoxError::invalid_argument(
-            "path",
-            "this is one file of a criterion benchmark folder; import the folder",
-        )
-        .detail("kind", kind.name())
-        .remedy("flameox import target/criterion/<group>/<bench>/new   (one benchmark)")
-        .remedy("flameox import target/criterion   (every benchmark)")),
-        FormatKind::NsightParquetDir | FormatKind::NsightArrowDir => {
-            Err(FlameoxError::invalid_argument(
-                "kind",
-                format!(
-                    "{} names a folder; pass the export folder itself",
-                    kind.name()
-                ),
-            ))
+    let refusal = match format(kind).map(|f| f.reading) {
+        Some(Reading::Stream(..) | Reading::StoredFile(..)) => return Ok(()),
+        Some(Reading::StoredFolder { as_a_file, .. }) => as_a_file,
+        Some(Reading::Refused(refusal)) => refusal,
+        None => {
+            return Err(FlameoxError::new(
+                ErrorCode::CapabilityUnavailable,
+                format!("{} inputs have no extractor", kind.name()),
+            )
+            .detail("kind", kind.name())
+            .detail("supported_kinds", readable_names()));
         }
-        other => Err(FlameoxError::new(
-            ErrorCode::CapabilityUnavailable,
-            format!(
-                "{} inputs are recognized but this build has no extractor for them yet",
-                other.name()
-            ),
-        )
-        .detail("kind", other.name())
-        .detail("supported_kinds", SUPPORTED_KINDS.to_vec())),
-    }
+    };
+    Err(refused(kind, refusal))
+}
+
+fn refused(kind: FormatKind, refusal: Refusal) -> FlameoxError {
+    let err = match refusal.argument {
+        Some(argument) => FlameoxError::invalid_argument(argument, refusal.message),
+        None => FlameoxError::new(ErrorCode::CapabilityUnavailable, refusal.message),
+    };
+    refusal
+        .remedies
+        .iter()
+        .fold(err.detail("kind", kind.name()), |e, r| e.remedy(*r))
 }
 
 /// Most import-time parameters one run takes.

@@ -2,7 +2,7 @@
 //! this machine, reported passively (nothing is probed or installed), and
 //! how to view an artifact in its native viewer.
 
-use flameox_extractors::detect::FormatKind;
+use flameox_extractors::formats::FORMATS;
 use serde::{Deserialize, Serialize};
 
 use crate::error::Result;
@@ -31,29 +31,12 @@ pub struct Capabilities {
 
 /// The formats detection knows, and which have an extractor in this build.
 pub fn capabilities() -> Capabilities {
-    let formats = FormatKind::ALL
+    let formats = FORMATS
         .iter()
-        .filter(|k| **k != FormatKind::Unknown)
-        .map(|k| {
-            let (extract, note) = match k {
-                FormatKind::ChromeJson => (true, "Chrome trace events: PyTorch profiler / Kineto, Chromium, viztracer, py-spy chrometrace"),
-                FormatKind::FoldedStacks => (true, "folded / collapsed stacks (flamegraph.pl, inferno, py-spy raw, stackcollapse-*)"),
-                FormatKind::PerfettoProtobuf => (true, "Perfetto protobuf: track events, ftrace scheduling and atrace, callstack samples, process stats, counters"),
-                FormatKind::Pprof => (true, "pprof profile.proto, gzipped or plain (Go runtime/pprof, gperftools, async-profiler, …): one metric per sample type"),
-                FormatKind::SpeedscopeJson => (true, "speedscope JSON, sampled and evented profiles (py-spy, rbspy, Austin, speedscope exports)"),
-                FormatKind::ChromeCpuProfile => (true, "V8 .cpuprofile (node --cpu-prof, Chrome DevTools 'Save profile')"),
-                FormatKind::GeckoProfile => (true, "Gecko profile (Firefox profiler raw format, bare or inside a Firefox DevTools performance recording); not the processed format profiler.firefox.com saves"),
-                FormatKind::NsightSqlite => (true, "Nsight Systems SQLite export (nsys export --type sqlite): CUDA kernels, runtime/driver API, memcpy/memset, synchronization, graph trace, NVTX ranges"),
-                FormatKind::NsightParquetDir => (true, "Nsight Systems export folder (nsys export --type parquetdir): the SQLite export's tables as <TABLE>.parquet files; imported as one folder artifact"),
-                FormatKind::NsightArrowDir => (true, "Nsight Systems export folder (nsys export --type arrowdir): the SQLite export's tables as <TABLE>.arrow (Arrow IPC file or stream) files; imported as one folder artifact"),
-                FormatKind::NsightReport => (false, "export first: nsys export --type sqlite (or --type parquetdir)"),
-                FormatKind::PyperfJson => (true, "pyperf JSON results (format 1.0): values and marked warmups per benchmark → measurements (ns)"),
-                FormatKind::HyperfineJson => (true, "hyperfine --export-json: per-run times and exit codes per command, parameters → measurements (ns)"),
-                FormatKind::GoogleBenchmarkJson => (true, "Google Benchmark JSON: real_time and cpu_time per repetition (aggregates skipped) → measurements (ns)"),
-                FormatKind::CriterionDir => (true, "criterion output folder (one benchmark's new/ folder or target/criterion): time per iteration per sample → measurements (ns); imported as one folder artifact"),
-                _ => (false, "detected; no extractor in this build yet"),
-            };
-            FormatCapability { kind: k.name().to_owned(), extract, note: note.to_owned() }
+        .map(|f| FormatCapability {
+            kind: f.name.to_owned(),
+            extract: f.extractor().is_some(),
+            note: f.description.to_owned(),
         })
         .collect();
     Capabilities {

@@ -1,0 +1,34 @@
+//! Perfetto protobuf in the format registry: a head of field-1 LEN records
+//! (`TracePacket`s). A file named like pprof leaves the tie to pprof.
+
+use crate::formats::{Extractor, Format, Reading};
+use crate::sniff::{Head, Sniffed};
+
+use super::{PERFETTO_EXTRACTOR_NAME, PERFETTO_EXTRACTOR_VERSION, extract_perfetto};
+
+pub static FORMAT: Format = Format {
+    kind: crate::detect::FormatKind::PerfettoProtobuf,
+    name: "perfetto_protobuf",
+    aliases: &["perfetto"],
+    description: "Perfetto protobuf: track events, ftrace scheduling and atrace, callstack samples, process stats, counters",
+    sniff: Some(sniff),
+    reading: Reading::Stream(
+        Extractor {
+            name: PERFETTO_EXTRACTOR_NAME,
+            version: PERFETTO_EXTRACTOR_VERSION,
+        },
+        extract_perfetto,
+    ),
+    measurements: false,
+};
+
+fn sniff(head: &Head<'_>) -> Option<Sniffed> {
+    if !head.protobuf.as_ref()?.only_packets {
+        return None;
+    }
+    if crate::pprof::named_like_pprof(&head.name) {
+        Sniffed::likely(Some("perfetto"), "protobuf of field-1 records")
+    } else {
+        Sniffed::certain(Some("perfetto"), "protobuf of field-1 TracePacket records")
+    }
+}
