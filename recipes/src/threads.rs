@@ -76,6 +76,10 @@ type RowKey = (String, Option<i64>, Option<i64>, Option<i64>);
 #[derive(Default, Clone, Copy)]
 struct TrackTotals {
     events: u64,
+    /// Events that are the profiler's own recording span (Kineto's
+    /// `PyTorch Profiler (N)`): a track with those and no other busy time
+    /// (its instants aside) is no thread.
+    profiler_spans: u64,
     busy_ns: i64,
     first: Option<i64>,
     last: Option<i64>,
@@ -101,8 +105,13 @@ pub async fn threads(
             vec![col("artifact_id"), col("track_id")],
             vec![
                 count(lit(1)).alias("events"),
+                sum(when(col("kind").eq(lit("profiler_span")), lit(1i64)).otherwise(lit(0i64))?)
+                    .alias("profiler_spans"),
                 sum(when(
-                    col("depth").eq(lit(0)).and(col("dur_ns").gt(lit(0i64))),
+                    col("depth")
+                        .eq(lit(0))
+                        .and(col("dur_ns").gt(lit(0i64)))
+                        .and(col("kind").not_eq(lit("profiler_span"))),
                     col("dur_ns"),
                 )
                 .otherwise(lit(0i64))?)
@@ -124,6 +133,9 @@ pub async fn threads(
                 (artifact, track),
                 TrackTotals {
                     events: i64_at(column(&batch, "events")?, i).unwrap_or(0).max(0) as u64,
+                    profiler_spans: i64_at(column(&batch, "profiler_spans")?, i)
+                        .unwrap_or(0)
+                        .max(0) as u64,
                     busy_ns: i64_at(column(&batch, "busy_ns")?, i).unwrap_or(0),
                     first: i64_at(column(&batch, "first")?, i),
                     last: i64_at(column(&batch, "last")?, i),
@@ -166,6 +178,9 @@ pub async fn threads(
                 ("thread".to_owned(), pid, tid, None)
             };
             let t = totals.get(&(artifact, track)).copied().unwrap_or_default();
+            if t.profiler_spans > 0 && t.busy_ns == 0 {
+                continue;
+            }
             let row = rows.entry(key).or_insert_with(|| ThreadRow {
                 kind: if gpu { "gpu_stream" } else { "thread" }.to_owned(),
                 pid,

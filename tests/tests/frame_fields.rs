@@ -78,7 +78,7 @@ fn slices_carry_a_category_and_sampled_frames_a_module() {
 /// Kineto's own recording span (`PyTorch Profiler (0)`, category `Trace`)
 /// covers the whole trace and is no work: it stays a `trace_events` row of
 /// kind `profiler_span` but is no hotspot (it was the top row, half of the
-/// summed self time of the AlexNet trace).
+/// summed self time of the AlexNet trace) and its track is no thread.
 #[test]
 fn the_profilers_own_span_is_no_hotspot() {
     let project = Project::new();
@@ -94,4 +94,20 @@ fn the_profilers_own_span_is_no_hotspot() {
     );
     let found = project.json(&["stacks", "find", &run, "PyTorch Profiler"]);
     assert_eq!(found["total"].as_u64(), Some(0), "{found}");
+    // Nor is its track a busy thread (it was listed busy 90 % of the span;
+    // Kineto's instant-only marker track may stay, idle).
+    let threads = project.json(&["threads", &run, "--limit", "1000"]);
+    assert!(!rows(&threads).is_empty(), "{threads}");
+    assert!(
+        rows(&threads).iter().all(|r| {
+            !r.to_string().contains("PyTorch Profiler") || r["busy_ns"].as_i64() == Some(0)
+        }),
+        "{threads}"
+    );
+    assert!(
+        !rows(&threads)
+            .iter()
+            .any(|r| r["thread_name"] == "PyTorch Profiler"),
+        "{threads}"
+    );
 }
