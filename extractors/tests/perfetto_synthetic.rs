@@ -564,3 +564,100 @@ fn broken_inputs_are_typed_errors_or_limitations() {
     assert_eq!(limitation(&summary, "truncated_input"), 1);
     assert_eq!(limitation(&summary, "malformed_packet"), 1);
 }
+
+/// A track event without a type that carries only a legacy phase (what
+/// Chromium writes for JSON-era trace macros).
+fn legacy(
+    name: &str,
+    phase: u8,
+    edit: impl FnOnce(&mut perfetto_protos::track_event::track_event::LegacyEvent),
+) -> perfetto_protos::track_event::TrackEvent {
+    let mut e = perfetto_protos::track_event::TrackEvent::new();
+    e.set_track_uuid(7);
+    e.set_name(name.into());
+    let mut l = perfetto_protos::track_event::track_event::LegacyEvent::new();
+    l.set_phase(i32::from(phase));
+    edit(&mut l);
+    e.legacy_event = MessageField::some(l);
+    e
+}
+
+#[test]
+fn legacy_phases_become_slices_instants_and_counters() {
+    let value = |name: &str, v: i64| {
+        let mut a = DebugAnnotation::new();
+        a.set_name(name.into());
+        a.set_int_value(v);
+        a
+    };
+    let mut mem = legacy("mem", b'C', |_| {});
+    mem.debug_annotations = vec![value("heap", 10), value("stack", 2)];
+    let mut fps = legacy("fps", b'C', |_| {});
+    fps.debug_annotations = vec![value("value", 60)];
+    let p = vec![
+        thread_track(SEQ, 7, 100, 101, "main"),
+        with_event(packet(1_000, SEQ), legacy("outer", b'B', |_| {})),
+        with_event(
+            packet(2_000, SEQ),
+            legacy("work", b'X', |l| l.set_duration_us(1)),
+        ),
+        with_event(packet(3_000, SEQ), legacy("mark", b'I', |_| {})),
+        with_event(packet(4_000, SEQ), mem),
+        with_event(packet(4_500, SEQ), fps),
+        with_event(packet(5_000, SEQ), legacy("outer", b'E', |_| {})),
+        with_event(
+            packet(6_000, SEQ),
+            legacy("elsewhere", b'X', |l| {
+                l.set_duration_us(2);
+                l.set_pid_override(200);
+                l.set_tid_override(201);
+            }),
+        ),
+        with_event(packet(7_000, SEQ), legacy("async", b'b', |_| {})),
+    ];
+    let (summary, sink) = run(&trace(p)).expect("extract");
+    let mut got = events(&sink);
+    got.sort();
+    assert_eq!(
+        got,
+        vec![
+            ("elsewhere".to_string(), 6_000, 2_000),
+            ("mark".to_string(), 3_000, 0),
+            ("outer".to_string(), 1_000, 4_000),
+            ("work".to_string(), 2_000, 1_000),
+        ]
+    );
+    let names = sink.strs(T::TraceEvents, "name");
+    let tids = sink.i64s(T::TraceEvents, "tid");
+    let kinds = sink.strs(T::TraceEvents, "kind");
+    for ((name, tid), kind) in names.iter().zip(&tids).zip(&kinds) {
+        let expected = if name.as_deref() == Some("elsewhere") {
+            201
+        } else {
+            101
+        };
+        assert_eq!(*tid, Some(expected), "{name:?}");
+        let instant = name.as_deref() == Some("mark");
+        assert_eq!(kind.as_deref() == Some("instant"), instant, "{name:?}");
+    }
+    let counters: Vec<(String, f64)> = sink
+        .strs(T::Counters, "name")
+        .into_iter()
+        .zip(sink.f64s(T::Counters, "value"))
+        .map(|(n, v)| (n.unwrap_or_default(), v))
+        .collect();
+    assert_eq!(
+        counters,
+        vec![
+            ("mem.heap".to_string(), 10.0),
+            ("mem.stack".to_string(), 2.0),
+            ("fps".to_string(), 60.0),
+        ]
+    );
+    let skipped = summary
+        .limitations
+        .iter()
+        .find(|l| l.code == "legacy_phase_skipped")
+        .expect("the async phase is reported");
+    assert_eq!(skipped.count, 1);
+}

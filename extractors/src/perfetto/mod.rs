@@ -20,6 +20,7 @@ pub mod finish;
 mod format;
 pub mod ftrace;
 pub mod ftrace_records;
+mod legacy_event;
 pub mod pending_samples;
 pub mod proto;
 pub mod reader;
@@ -51,7 +52,7 @@ pub use format::FORMAT;
 
 pub const PERFETTO_EXTRACTOR_NAME: &str = "perfetto_protobuf";
 /// Bumped whenever the rows produced for the same input change.
-pub const PERFETTO_EXTRACTOR_VERSION: &str = "1";
+pub const PERFETTO_EXTRACTOR_VERSION: &str = "2";
 
 const POLL_EVERY: u64 = 4096;
 

@@ -160,6 +160,25 @@ pub struct TrackEvent {
     pub timestamp_delta_us: Option<i64>,
     #[prost(int64, optional, tag = "16")]
     pub timestamp_absolute_us: Option<i64>,
+    #[prost(message, optional, tag = "6")]
+    pub legacy_event: Option<LegacyEvent>,
+}
+
+/// `TrackEvent.LegacyEvent`: a Chrome JSON-era phase on a track event
+/// without a `type` (the fields read; ids, flows and thread time are not).
+#[derive(Clone, PartialEq, Message)]
+pub struct LegacyEvent {
+    #[prost(uint64, optional, tag = "1")]
+    pub name_iid: Option<u64>,
+    /// The phase character (`B`, `E`, `X`, `I`, `C`, …).
+    #[prost(int32, optional, tag = "2")]
+    pub phase: Option<i32>,
+    #[prost(int64, optional, tag = "3")]
+    pub duration_us: Option<i64>,
+    #[prost(int32, optional, tag = "18")]
+    pub pid_override: Option<i32>,
+    #[prost(int32, optional, tag = "19")]
+    pub tid_override: Option<i32>,
 }
 
 #[derive(Clone, PartialEq, Message)]

@@ -37,6 +37,9 @@ impl Decoder {
             self.extra_counters(sequence_id, e, ts);
         }
         let slot = match (uuid, legacy_thread) {
+            _ if kind == 0 && e.legacy_event.is_some() => {
+                return self.legacy_event(sequence_id, uuid, legacy_thread, ts, e);
+            }
             (Some(u), _) if u != 0 || legacy_thread.is_none() => self.slot(SlotKey::Uuid(u)),
             (_, Some((pid, tid))) => self.slot(SlotKey::Thread(pid, tid)),
             _ => {
@@ -47,7 +50,8 @@ impl Decoder {
             }
         };
         match kind {
-            TYPE_SLICE_BEGIN | TYPE_INSTANT => self.slice_or_instant(sequence_id, slot, ts, e),
+            TYPE_SLICE_BEGIN => self.slice_or_instant(sequence_id, slot, ts, e, Shape::Begin),
+            TYPE_INSTANT => self.slice_or_instant(sequence_id, slot, ts, e, Shape::Instant),
             TYPE_SLICE_END => self.slice_end(slot, ts),
             TYPE_COUNTER => {
                 if let Some(u) = uuid {
@@ -60,8 +64,8 @@ impl Decoder {
                     }
                 }
             }
-            _ => self.p.log.note("legacy_event_skipped", || {
-                "a track event without a type (legacy JSON-style event) was skipped".to_string()
+            _ => self.p.log.note("untyped_event_skipped", || {
+                "a track event without a type or a legacy phase was skipped".to_string()
             }),
         }
     }
@@ -81,7 +85,14 @@ impl Decoder {
         us.checked_mul(1000)
     }
 
-    fn slice_or_instant(&mut self, sequence_id: u32, slot: u32, ts: i64, e: &TrackEvent) {
+    pub(super) fn slice_or_instant(
+        &mut self,
+        sequence_id: u32,
+        slot: u32,
+        ts: i64,
+        e: &TrackEvent,
+        shape: Shape,
+    ) {
         // The scratch leaves `self` while the sequence is borrowed from it.
         let mut scratch = std::mem::take(&mut self.args_scratch);
         let max_args_bytes = self.max_args_bytes;
@@ -97,7 +108,7 @@ impl Decoder {
         };
         let mut missing_ids = 0;
         let has_args = event_args_bounded(seq, e, &mut scratch, &mut missing_ids, max_args_bytes);
-        let instant = e.r#type == Some(TYPE_INSTANT);
+        let instant = shape == Shape::Instant;
         // The name first, then the category: the processor numbers its
         // strings in the order they are first seen.
         let (name, missing_name) = event_name(seq, &mut p.strings, e);
@@ -125,7 +136,11 @@ impl Decoder {
         let row = self.push_event(EventRow {
             slot,
             ts,
-            dur: if instant { 0 } else { -1 },
+            dur: match shape {
+                Shape::Instant => 0,
+                Shape::Begin => -1,
+                Shape::Complete(dur) => dur,
+            },
             name,
             category: category.unwrap_or(NO_ID),
             kind: class.kind,
@@ -137,12 +152,12 @@ impl Decoder {
             args: has_args.then(|| scratch.text()),
         });
         self.args_scratch = scratch;
-        if !instant {
+        if shape == Shape::Begin {
             self.open.entry(slot).or_default().push(row);
         }
     }
 
-    fn slice_end(&mut self, slot: u32, ts: i64) {
+    pub(super) fn slice_end(&mut self, slot: u32, ts: i64) {
         let Some(row) = self.open.get_mut(&slot).and_then(Vec::pop) else {
             self.p.log.note("unmatched_slice_end", || {
                 "a slice end has no open slice on its track; ignored".to_string()
@@ -214,6 +229,16 @@ impl Decoder {
     }
 }
 
+/// What one track event adds to its track.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Shape {
+    /// A slice that a later end closes.
+    Begin,
+    /// A slice whose duration (ns) is known.
+    Complete(i64),
+    Instant,
+}
+
 /// Longest category string built by joining an event's categories: past
 /// it the string is cut (`category_truncated`), so an event naming one
 /// long interned category many times costs at most this much.
@@ -226,11 +251,19 @@ const CLASSIFY_CACHE_MIN_BYTES: usize = 256;
 /// The event's name (interned in `strings`) and whether an interned name
 /// was missing. An interned name is hashed once per definition, not once
 /// per event.
-fn event_name(seq: &mut Sequence, strings: &mut Interner, e: &TrackEvent) -> (u32, bool) {
+pub(super) fn event_name(
+    seq: &mut Sequence,
+    strings: &mut Interner,
+    e: &TrackEvent,
+) -> (u32, bool) {
     if let Some(name) = &e.name {
         return (strings.intern(&String::from_utf8_lossy(name)), false);
     }
-    match e.name_iid {
+    // Old Chromium wrote the interned name inside the legacy event.
+    match e
+        .name_iid
+        .or_else(|| e.legacy_event.as_ref().and_then(|l| l.name_iid))
+    {
         Some(iid) => {
             if let Some(&id) = seq.event_name_ids.get(&iid) {
                 return (id, false);
