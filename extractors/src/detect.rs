@@ -10,69 +10,8 @@
 use crate::formats::FORMATS;
 use crate::sniff::{Certainty, Head};
 
-/// The input formats flameox knows about (not all have an extractor yet).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum FormatKind {
-    ChromeJson,
-    SpeedscopeJson,
-    ChromeCpuProfile,
-    GeckoProfile,
-    FoldedStacks,
-    PerfettoProtobuf,
-    Pprof,
-    NsightSqlite,
-    /// A folder from `nsys export --type parquetdir` (detected by
-    /// [`crate::nsight::export_dir`], never from one file's head).
-    NsightParquetDir,
-    /// A folder from `nsys export --type arrowdir`.
-    NsightArrowDir,
-    NsightReport,
-    Sqlite,
-    /// pyperf JSON results (see [`crate::benchmarks::pyperf`]).
-    PyperfJson,
-    /// hyperfine `--export-json` (see [`crate::benchmarks::hyperfine`]).
-    HyperfineJson,
-    /// Google Benchmark JSON (see [`crate::benchmarks::gbench`]).
-    GoogleBenchmarkJson,
-    /// A criterion output folder (found by
-    /// [`crate::benchmarks::criterion::criterion_members`]; one of its files
-    /// alone is recognized only to say so).
-    CriterionDir,
-    Unknown,
-}
-
-impl FormatKind {
-    /// Every kind, in a fixed order.
-    pub const ALL: [FormatKind; 17] = [
-        FormatKind::ChromeJson,
-        FormatKind::SpeedscopeJson,
-        FormatKind::ChromeCpuProfile,
-        FormatKind::GeckoProfile,
-        FormatKind::FoldedStacks,
-        FormatKind::PerfettoProtobuf,
-        FormatKind::Pprof,
-        FormatKind::NsightSqlite,
-        FormatKind::NsightParquetDir,
-        FormatKind::NsightArrowDir,
-        FormatKind::NsightReport,
-        FormatKind::Sqlite,
-        FormatKind::PyperfJson,
-        FormatKind::HyperfineJson,
-        FormatKind::GoogleBenchmarkJson,
-        FormatKind::CriterionDir,
-        FormatKind::Unknown,
-    ];
-
-    /// The stable snake_case name (used by `--kind` and in summaries).
-    pub fn name(&self) -> &'static str {
-        crate::formats::format(*self).map_or("unknown", |f| f.name)
-    }
-
-    /// Parses a `--kind` value: a format's name or one of its aliases.
-    pub fn from_name(name: &str) -> Option<Self> {
-        crate::formats::by_name(name).map(|f| f.kind)
-    }
-}
+pub use crate::format_kind::FormatKind;
+pub use crate::sniff::escape_head;
 
 /// What [`detect`] concluded and why.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -123,11 +62,6 @@ fn unknown(reason: String) -> Detection {
         producer_hint: None,
         reason,
     }
-}
-
-/// The first `n` bytes, escaped for a message.
-pub fn escape_head(head: &[u8], n: usize) -> String {
-    head[..head.len().min(n)].escape_ascii().to_string()
 }
 
 #[cfg(test)]

@@ -22,7 +22,7 @@ use crate::api::{
     BatchSink, CountingSink, ExtractError, ExtractObserver, ExtractOptions, ExtractionSummary,
     LimitationLog,
 };
-use crate::detect::FormatKind;
+use crate::format_kind::FormatKind;
 use crate::schema::EvidenceTable;
 use crate::stacks::{ReductionSpec, StackAggregator, ThreadInfo};
 
@@ -30,14 +30,13 @@ pub const FOLDED_EXTRACTOR_NAME: &str = "folded_stacks";
 /// Bumped whenever the rows produced for the same input change.
 pub const FOLDED_EXTRACTOR_VERSION: &str = "1";
 
-pub static FORMAT: crate::formats::Format = crate::formats::Format {
+pub static FORMAT: crate::format_descriptor::Format = crate::format_descriptor::Format {
     kind: FormatKind::FoldedStacks,
-    name: "folded_stacks",
     aliases: &["folded", "collapsed"],
     description: "folded / collapsed stacks (flamegraph.pl, inferno, py-spy raw, stackcollapse-*)",
     sniff: Some(sniff),
-    reading: crate::formats::Reading::Stream(
-        crate::formats::Extractor {
+    reading: crate::format_descriptor::Reading::Stream(
+        crate::format_descriptor::Extractor {
             name: FOLDED_EXTRACTOR_NAME,
             version: FOLDED_EXTRACTOR_VERSION,
         },

@@ -16,6 +16,8 @@ pub mod detect;
 pub mod device_work;
 pub mod execution_receipt;
 pub mod folded;
+pub mod format_descriptor;
+pub mod format_kind;
 pub mod formats;
 pub mod gecko;
 pub mod input;

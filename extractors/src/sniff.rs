@@ -119,6 +119,11 @@ impl<'a> Head<'a> {
     }
 }
 
+/// The first `n` bytes, escaped for a message.
+pub fn escape_head(head: &[u8], n: usize) -> String {
+    head[..head.len().min(n)].escape_ascii().to_string()
+}
+
 fn contains(hay: &[u8], needle: &[u8]) -> bool {
     !needle.is_empty() && hay.windows(needle.len()).any(|w| w == needle)
 }

@@ -1,8 +1,8 @@
 //! The benchmark result formats in the format registry, each recognized by
 //! its top-level keys (as far as the head shows them) and marker strings.
-//! Their rows are measurements ([`crate::formats::Format::measurements`]).
+//! Their rows are measurements ([`crate::format_descriptor::Format::measurements`]).
 
-use crate::formats::{Extractor, Format, Reading, Refusal};
+use crate::format_descriptor::{Extractor, Format, Reading, Refusal};
 use crate::sniff::{Head, Sniffed};
 
 use super::BENCHMARK_EXTRACTOR_VERSION;
@@ -10,7 +10,7 @@ use super::criterion::{CRITERION_EXTRACTOR_NAME, extract_criterion_dir};
 use super::gbench::{GBENCH_EXTRACTOR_NAME, extract_gbench};
 use super::hyperfine::{HYPERFINE_EXTRACTOR_NAME, extract_hyperfine};
 use super::pyperf::{PYPERF_EXTRACTOR_NAME, extract_pyperf};
-use crate::detect::FormatKind;
+use crate::format_kind::FormatKind;
 
 const fn extractor(name: &'static str) -> Extractor {
     Extractor {
@@ -21,7 +21,6 @@ const fn extractor(name: &'static str) -> Extractor {
 
 pub static GBENCH: Format = Format {
     kind: FormatKind::GoogleBenchmarkJson,
-    name: "google_benchmark_json",
     aliases: &["gbench", "google_benchmark", "google-benchmark"],
     description: "Google Benchmark JSON: real_time and cpu_time per repetition (aggregates skipped) → measurements (ns)",
     sniff: Some(|head| {
@@ -42,7 +41,6 @@ pub static GBENCH: Format = Format {
 
 pub static PYPERF: Format = Format {
     kind: FormatKind::PyperfJson,
-    name: "pyperf_json",
     aliases: &["pyperf"],
     description: "pyperf JSON results (format 1.0): values and marked warmups per benchmark → measurements (ns)",
     sniff: Some(|head| {
@@ -62,7 +60,6 @@ pub static PYPERF: Format = Format {
 
 pub static HYPERFINE: Format = Format {
     kind: FormatKind::HyperfineJson,
-    name: "hyperfine_json",
     aliases: &["hyperfine"],
     description: "hyperfine --export-json: per-run times and exit codes per command, parameters → measurements (ns)",
     sniff: Some(|head| {
@@ -82,7 +79,6 @@ pub static HYPERFINE: Format = Format {
 
 pub static CRITERION: Format = Format {
     kind: FormatKind::CriterionDir,
-    name: "criterion_dir",
     aliases: &["criterion"],
     description: "criterion output folder (one benchmark's new/ folder or target/criterion): time per iteration per sample → measurements (ns); imported as one folder artifact",
     sniff: Some(sniff_criterion_file),

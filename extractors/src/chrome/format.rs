@@ -2,14 +2,13 @@
 //! (an array of events, an object with `traceEvents`, or a head cut off
 //! before any other format's keys) and which producer wrote it.
 
-use crate::formats::{Extractor, Format, Reading};
+use crate::format_descriptor::{Extractor, Format, Reading};
 use crate::sniff::{Head, JsonHead, Sniffed};
 
 use super::{CHROME_EXTRACTOR_NAME, CHROME_EXTRACTOR_VERSION, extract_chrome_json};
 
 pub static FORMAT: Format = Format {
-    kind: crate::detect::FormatKind::ChromeJson,
-    name: "chrome_json",
+    kind: crate::format_kind::FormatKind::ChromeJson,
     aliases: &[
         "execution_trace",
         "chrome",

@@ -211,7 +211,9 @@ pub(crate) fn extract_chrome_json_spilling<R: BufRead + Send>(
     let summary = ExtractionSummary {
         extractor: CHROME_EXTRACTOR_NAME.to_string(),
         extractor_version: CHROME_EXTRACTOR_VERSION.to_string(),
-        format: crate::detect::FormatKind::ChromeJson.name().to_string(),
+        format: crate::format_kind::FormatKind::ChromeJson
+            .name()
+            .to_string(),
         producer,
         rows,
         time_span_ns: events.span,

@@ -14,8 +14,8 @@ use std::io::{self, BufRead};
 
 use super::event_index::{EventIndex, Indexer, Malformed};
 use crate::api::ExtractError;
-use crate::detect::escape_head;
 use crate::input::CorruptCompressedStream;
+use crate::sniff::escape_head;
 
 /// Largest single event copied; bigger elements are skipped as malformed.
 pub const MAX_EVENT_BYTES: usize = 64 << 20;

@@ -1,14 +1,13 @@
 //! V8 `.cpuprofile` in the format registry: an object with `nodes` beside
 //! `startTime` or `samples` (or a head cut off inside `nodes`).
 
-use crate::formats::{Extractor, Format, Reading};
+use crate::format_descriptor::{Extractor, Format, Reading};
 use crate::sniff::{Head, Sniffed};
 
 use super::{CPUPROFILE_EXTRACTOR_NAME, CPUPROFILE_EXTRACTOR_VERSION, extract_cpuprofile};
 
 pub static FORMAT: Format = Format {
-    kind: crate::detect::FormatKind::ChromeCpuProfile,
-    name: "chrome_cpuprofile",
+    kind: crate::format_kind::FormatKind::ChromeCpuProfile,
     aliases: &["cpuprofile"],
     description: "V8 .cpuprofile (node --cpu-prof, Chrome DevTools 'Save profile')",
     sniff: Some(sniff),

@@ -25,7 +25,7 @@ use crate::api::{
     BatchSink, CountingSink, ExtractError, ExtractObserver, ExtractOptions, ExtractionSummary,
     LimitationLog,
 };
-use crate::detect::FormatKind;
+use crate::format_kind::FormatKind;
 use crate::json_doc::read_document;
 use crate::schema::EvidenceTable;
 use crate::stacks::{ReductionSpec, StackAggregator, ThreadInfo};

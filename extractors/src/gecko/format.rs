@@ -3,14 +3,13 @@
 //! leading `markers`/`ticks`), or a bare profile (`meta` + `threads`, or a
 //! head cut inside `meta`, `libs` or `threads` that shows Gecko's own keys).
 
-use crate::formats::{Extractor, Format, Reading};
+use crate::format_descriptor::{Extractor, Format, Reading};
 use crate::sniff::{Head, Sniffed};
 
 use super::{GECKO_EXTRACTOR_NAME, GECKO_EXTRACTOR_VERSION, extract_gecko_profile};
 
 pub static FORMAT: Format = Format {
-    kind: crate::detect::FormatKind::GeckoProfile,
-    name: "gecko_profile",
+    kind: crate::format_kind::FormatKind::GeckoProfile,
     aliases: &["gecko", "firefox"],
     description: "Gecko profile (Firefox profiler raw format, bare or inside a Firefox DevTools performance recording); not the processed format profiler.firefox.com saves",
     sniff: Some(sniff),

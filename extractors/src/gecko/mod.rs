@@ -35,7 +35,7 @@ use crate::api::{
     BatchSink, CountingSink, ExtractError, ExtractObserver, ExtractOptions, ExtractionSummary,
     LimitationLog,
 };
-use crate::detect::FormatKind;
+use crate::format_kind::FormatKind;
 use crate::json_doc::{Decimal, read_document};
 use crate::schema::EvidenceTable;
 use crate::stacks::{ReductionSpec, StackAggregator};

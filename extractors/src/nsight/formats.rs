@@ -3,8 +3,8 @@
 //! from one file's head), and what is recognized only to be refused — the
 //! `.nsys-rep` report and a SQLite database without Nsight tables.
 
-use crate::detect::FormatKind;
-use crate::formats::{Extractor, Format, Reading, Refusal};
+use crate::format_descriptor::{Extractor, Format, Reading, Refusal};
+use crate::format_kind::FormatKind;
 use crate::sniff::Sniffed;
 
 use super::{
@@ -19,7 +19,6 @@ const EXPORT_COMMAND: &str = "nsys export --type sqlite --output report.sqlite r
 /// a plain `sqlite` match ([`super::sqlite_is_nsys_export`]).
 pub static SQLITE_EXPORT: Format = Format {
     kind: FormatKind::NsightSqlite,
-    name: "nsight_systems_sqlite",
     aliases: &["nsys_sqlite", "nsight_sqlite"],
     description: "Nsight Systems SQLite export (nsys export --type sqlite): CUDA kernels, runtime/driver API, memcpy/memset, synchronization, graph trace, NVTX ranges, OS runtime calls, CPU samples",
     sniff: Some(|head| {
@@ -40,7 +39,6 @@ pub static SQLITE_EXPORT: Format = Format {
 
 pub static OTHER_SQLITE: Format = Format {
     kind: FormatKind::Sqlite,
-    name: "sqlite",
     aliases: &[],
     description: "a SQLite database that is not an Nsight Systems export: recognized, not read",
     sniff: Some(|head| {
@@ -60,7 +58,6 @@ pub static OTHER_SQLITE: Format = Format {
 
 pub static REPORT: Format = Format {
     kind: FormatKind::NsightReport,
-    name: "nsys_rep",
     aliases: &["nsys-rep", "nsight_report"],
     description: "export first: nsys export --type sqlite (or --type parquetdir)",
     sniff: Some(|head| {
@@ -90,7 +87,6 @@ const EXPORT_DIR: Extractor = Extractor {
 
 pub static PARQUET_DIR: Format = Format {
     kind: FormatKind::NsightParquetDir,
-    name: "nsight_systems_parquetdir",
     aliases: &[],
     description: "Nsight Systems export folder (nsys export --type parquetdir): the SQLite export's tables as <TABLE>.parquet files; imported as one folder artifact",
     sniff: None,
@@ -112,7 +108,6 @@ pub static PARQUET_DIR: Format = Format {
 
 pub static ARROW_DIR: Format = Format {
     kind: FormatKind::NsightArrowDir,
-    name: "nsight_systems_arrowdir",
     aliases: &[],
     description: "Nsight Systems export folder (nsys export --type arrowdir): the SQLite export's tables as <TABLE>.arrow (Arrow IPC file or stream) files; imported as one folder artifact",
     sniff: None,

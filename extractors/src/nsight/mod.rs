@@ -71,7 +71,7 @@ use crate::chrome::spill_phases::PhaseCollector;
 use crate::chrome::store::{NO_ID, NONE, NewEvent, bound_args};
 use crate::chrome::tracks::{Ident, TrackKind, Tracks};
 use crate::chrome::{RangePhases, in_memory_events};
-use crate::detect::FormatKind;
+use crate::format_kind::FormatKind;
 use crate::schema::EvidenceTable;
 use export_dir::ExportDirTables;
 use schema::{Schema, Table};

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 
 use super::{Input, NSIGHT_EXTRACTOR_NAME, TableSource, extract_tables, open_readonly};
 use crate::api::{ExtractionSummary, NoObserver};
-use crate::detect::FormatKind;
+use crate::format_kind::FormatKind;
 use crate::spill_compare::{Extracted, assert_every_event_spills_the_same, batches_of, options};
 use crate::stream_gaps::tests::Collect;
 

@@ -1,14 +1,13 @@
 //! Perfetto protobuf in the format registry: a head of field-1 LEN records
 //! (`TracePacket`s). A file named like pprof leaves the tie to pprof.
 
-use crate::formats::{Extractor, Format, Reading};
+use crate::format_descriptor::{Extractor, Format, Reading};
 use crate::sniff::{Head, Sniffed};
 
 use super::{PERFETTO_EXTRACTOR_NAME, PERFETTO_EXTRACTOR_VERSION, extract_perfetto};
 
 pub static FORMAT: Format = Format {
-    kind: crate::detect::FormatKind::PerfettoProtobuf,
-    name: "perfetto_protobuf",
+    kind: crate::format_kind::FormatKind::PerfettoProtobuf,
     aliases: &["perfetto"],
     description: "Perfetto protobuf: track events, ftrace scheduling and atrace, callstack samples, process stats, counters",
     sniff: Some(sniff),

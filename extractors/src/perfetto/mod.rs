@@ -41,7 +41,7 @@ use crate::chrome::emit::{self, Emitter};
 use crate::chrome::external::{EventsOutcome, SliceReductions, Spill};
 use crate::chrome::kinds::EventKind;
 use crate::chrome::nesting;
-use crate::detect::FormatKind;
+use crate::format_kind::FormatKind;
 use crate::schema::EvidenceTable;
 use crate::sorted_runs::TimeOrderedRuns;
 use crate::stacks::{ReductionSpec, ThreadInfo};

@@ -2,14 +2,13 @@
 //! numbers and wire types of `Profile`, at least three of them or a file
 //! named like a pprof profile.
 
-use crate::formats::{Extractor, Format, Reading};
+use crate::format_descriptor::{Extractor, Format, Reading};
 use crate::sniff::{Head, Sniffed};
 
 use super::{PPROF_EXTRACTOR_NAME, PPROF_EXTRACTOR_VERSION, extract_pprof};
 
 pub static FORMAT: Format = Format {
-    kind: crate::detect::FormatKind::Pprof,
-    name: "pprof",
+    kind: crate::format_kind::FormatKind::Pprof,
     aliases: &[],
     description: "pprof profile.proto, gzipped or plain (Go runtime/pprof, gperftools, async-profiler, …): one metric per sample type",
     sniff: Some(sniff),

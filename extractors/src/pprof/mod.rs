@@ -25,7 +25,7 @@ use crate::api::{
     BatchSink, CountingSink, ExtractError, ExtractObserver, ExtractOptions, ExtractionSummary,
     LimitationLog,
 };
-use crate::detect::FormatKind;
+use crate::format_kind::FormatKind;
 use crate::schema::EvidenceTable;
 use crate::stacks::StackAggregator;
 use metrics::{CountSource, MetricPlan};

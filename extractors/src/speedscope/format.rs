@@ -2,14 +2,13 @@
 //! `shared`, so a long file's head may show only `profiles` (with its
 //! `type`s) or only `shared`.
 
-use crate::formats::{Extractor, Format, Reading};
+use crate::format_descriptor::{Extractor, Format, Reading};
 use crate::sniff::{Head, Sniffed};
 
 use super::{SPEEDSCOPE_EXTRACTOR_NAME, SPEEDSCOPE_EXTRACTOR_VERSION, extract_speedscope};
 
 pub static FORMAT: Format = Format {
-    kind: crate::detect::FormatKind::SpeedscopeJson,
-    name: "speedscope_json",
+    kind: crate::format_kind::FormatKind::SpeedscopeJson,
     aliases: &["speedscope"],
     description: "speedscope JSON, sampled and evented profiles (py-spy, rbspy, Austin, speedscope exports)",
     sniff: Some(sniff),

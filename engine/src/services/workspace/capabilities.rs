@@ -34,7 +34,7 @@ pub fn capabilities() -> Capabilities {
     let formats = FORMATS
         .iter()
         .map(|f| FormatCapability {
-            kind: f.name.to_owned(),
+            kind: f.name().to_owned(),
             extract: f.extractor().is_some(),
             note: f.description.to_owned(),
         })

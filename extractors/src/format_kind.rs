@@ -1,0 +1,81 @@
+//! The identity of an input format: the kind every layer names (artifact
+//! records, `--kind`, summaries) and its stable name. A leaf: the registry
+//! ([`crate::formats`]) and every extractor name kinds from here.
+
+/// The input formats flameox knows about: each has one descriptor in the
+/// registry ([`crate::formats::FORMATS`]) except `Unknown`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum FormatKind {
+    ChromeJson,
+    SpeedscopeJson,
+    ChromeCpuProfile,
+    GeckoProfile,
+    FoldedStacks,
+    PerfettoProtobuf,
+    Pprof,
+    NsightSqlite,
+    /// A folder from `nsys export --type parquetdir` (detected by
+    /// [`crate::nsight::export_dir`], never from one file's head).
+    NsightParquetDir,
+    /// A folder from `nsys export --type arrowdir`.
+    NsightArrowDir,
+    NsightReport,
+    Sqlite,
+    /// pyperf JSON results (see [`crate::benchmarks::pyperf`]).
+    PyperfJson,
+    /// hyperfine `--export-json` (see [`crate::benchmarks::hyperfine`]).
+    HyperfineJson,
+    /// Google Benchmark JSON (see [`crate::benchmarks::gbench`]).
+    GoogleBenchmarkJson,
+    /// A criterion output folder (found by
+    /// [`crate::benchmarks::criterion::criterion_members`]; one of its files
+    /// alone is recognized only to say so).
+    CriterionDir,
+    Unknown,
+}
+
+impl FormatKind {
+    /// Every kind, in a fixed order.
+    pub const ALL: [FormatKind; 17] = [
+        FormatKind::ChromeJson,
+        FormatKind::SpeedscopeJson,
+        FormatKind::ChromeCpuProfile,
+        FormatKind::GeckoProfile,
+        FormatKind::FoldedStacks,
+        FormatKind::PerfettoProtobuf,
+        FormatKind::Pprof,
+        FormatKind::NsightSqlite,
+        FormatKind::NsightParquetDir,
+        FormatKind::NsightArrowDir,
+        FormatKind::NsightReport,
+        FormatKind::Sqlite,
+        FormatKind::PyperfJson,
+        FormatKind::HyperfineJson,
+        FormatKind::GoogleBenchmarkJson,
+        FormatKind::CriterionDir,
+        FormatKind::Unknown,
+    ];
+
+    /// The stable snake_case name (used by `--kind` and in summaries).
+    pub fn name(&self) -> &'static str {
+        match self {
+            FormatKind::ChromeJson => "chrome_json",
+            FormatKind::SpeedscopeJson => "speedscope_json",
+            FormatKind::ChromeCpuProfile => "chrome_cpuprofile",
+            FormatKind::GeckoProfile => "gecko_profile",
+            FormatKind::FoldedStacks => "folded_stacks",
+            FormatKind::PerfettoProtobuf => "perfetto_protobuf",
+            FormatKind::Pprof => "pprof",
+            FormatKind::NsightSqlite => "nsight_systems_sqlite",
+            FormatKind::NsightParquetDir => "nsight_systems_parquetdir",
+            FormatKind::NsightArrowDir => "nsight_systems_arrowdir",
+            FormatKind::NsightReport => "nsys_rep",
+            FormatKind::Sqlite => "sqlite",
+            FormatKind::PyperfJson => "pyperf_json",
+            FormatKind::HyperfineJson => "hyperfine_json",
+            FormatKind::GoogleBenchmarkJson => "google_benchmark_json",
+            FormatKind::CriterionDir => "criterion_dir",
+            FormatKind::Unknown => "unknown",
+        }
+    }
+}
