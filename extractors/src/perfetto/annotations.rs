@@ -18,8 +18,9 @@ use std::cmp::Ordering;
 
 use serde::Serialize;
 
-use super::proto::{DebugAnnotation, NestedValue, SourceLocation, TrackEvent};
+use super::proto::{DebugAnnotation, NestedValue, SourceLocation};
 use super::sequence::Sequence;
+use super::track_event_view::TrackEventView;
 
 /// Nesting depth beyond which annotation values are cut (hostile inputs).
 const MAX_ANNOTATION_DEPTH: usize = 32;
@@ -57,7 +58,7 @@ impl ArgsScratch {
 /// Also counts the interned ids that were missing into `missing`.
 pub fn event_args(
     seq: &Sequence,
-    e: &TrackEvent,
+    e: &TrackEventView<'_>,
     scratch: &mut ArgsScratch,
     missing: &mut u64,
 ) -> bool {
@@ -77,7 +78,7 @@ pub fn event_args(
 /// are written only for the members that survive (of equal keys the last).
 pub fn event_args_bounded(
     seq: &Sequence,
-    e: &TrackEvent,
+    e: &TrackEventView<'_>,
     scratch: &mut ArgsScratch,
     missing: &mut u64,
     max_bytes: usize,

@@ -7,6 +7,19 @@ use std::time::{Duration, Instant};
 use super::*;
 use crate::api::ARGS_TRUNCATED_MARKER;
 use crate::chrome::store::bound_args;
+use crate::perfetto::proto::TrackEvent;
+use crate::perfetto::track_event_view::EventFields;
+use prost::Message;
+
+/// Calls `f` with `e` read in place from its bytes, as the decoder reads it.
+fn with_view<T>(e: &TrackEvent, f: impl FnOnce(&TrackEventView<'_>) -> T) -> T {
+    let bytes = e.encode_to_vec();
+    let mut fields = EventFields::default();
+    let Ok(view) = TrackEventView::decode(&bytes, &mut fields) else {
+        panic!("an encoded event reads back");
+    };
+    f(&view)
+}
 
 /// A small deterministic generator (xorshift64*).
 struct Rng(u64);
@@ -165,8 +178,10 @@ fn bounded_args_cut_to_the_bytes_the_full_args_cut_to() {
         let e = event(&mut rng, &texts);
         let max = *rng.pick(&[0usize, 1, 5, 14, 15, 16, 40, 200, 700, 4096, 100_000]);
         let (mut m1, mut m2) = (0, 0);
-        let w1 = event_args(&seq, &e, &mut full, &mut m1);
-        let w2 = event_args_bounded(&seq, &e, &mut bounded, &mut m2, max);
+        let w1 = with_view(&e, |e| event_args(&seq, e, &mut full, &mut m1));
+        let w2 = with_view(&e, |e| {
+            event_args_bounded(&seq, e, &mut bounded, &mut m2, max)
+        });
         assert_eq!((w1, m1), (w2, m2), "round {round}");
         if !w1 {
             continue;
@@ -238,11 +253,16 @@ fn one_long_interned_string_named_many_times_costs_the_bound_not_its_length() {
     ];
     let mut scratch = ArgsScratch::default();
     for (i, e) in events.iter().enumerate() {
+        let bytes = e.encode_to_vec();
+        let mut fields = EventFields::default();
+        let Ok(e) = TrackEventView::decode(&bytes, &mut fields) else {
+            panic!("an encoded event reads back");
+        };
         let start = Instant::now();
         let mut missing = 0;
         assert!(event_args_bounded(
             &seq,
-            e,
+            &e,
             &mut scratch,
             &mut missing,
             4096

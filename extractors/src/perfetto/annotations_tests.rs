@@ -3,17 +3,24 @@
 use serde_json::{Map, Value, json};
 
 use super::*;
-use crate::perfetto::proto::SourceLocation;
+use crate::perfetto::proto::{SourceLocation, TrackEvent};
+use crate::perfetto::track_event_view::EventFields;
+use prost::Message;
 
 fn lossy_text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
 }
 
 /// `event_args` through one scratch shared by every call, as the decoder
-/// uses it.
+/// uses it, on the event read in place from its bytes.
 fn direct(seq: &Sequence, e: &TrackEvent, scratch: &mut ArgsScratch) -> (Option<String>, u64) {
     let mut missing = 0;
-    let written = event_args(seq, e, scratch, &mut missing);
+    let bytes = e.encode_to_vec();
+    let mut fields = EventFields::default();
+    let Ok(view) = TrackEventView::decode(&bytes, &mut fields) else {
+        panic!("an encoded event reads back");
+    };
+    let written = event_args(seq, &view, scratch, &mut missing);
     (written.then(|| scratch.text().to_string()), missing)
 }
 

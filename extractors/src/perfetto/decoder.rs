@@ -16,6 +16,8 @@ use super::ftrace_records::FtraceRecords;
 use super::pending_samples::{PendingSample, PendingSamples};
 use super::proto::{self, TracePacket, TrackDescriptor};
 use super::sequence::{Admission, Sequence, lossy};
+use super::track_event_view::{EventFields, TrackEventView};
+use super::wire::Value;
 use crate::chrome::device_columns::DeviceFields;
 use crate::chrome::kinds::EventKind;
 use crate::chrome::process::Processor;
@@ -38,6 +40,27 @@ pub enum SlotKey {
     Counter(i32, u32),
     /// An atrace async track of a process, by name.
     Async(i32, u32),
+}
+
+/// Reads an envelope field of a packet into `packet` as prost would;
+/// `false` for any other field (or a wire type prost would refuse), which
+/// sends the packet to prost.
+fn envelope_field(packet: &mut TracePacket, field: u32, value: Value<'_>) -> bool {
+    let Value::Varint(v) = value else {
+        return false;
+    };
+    match field {
+        8 => packet.timestamp = Some(v),
+        58 => packet.timestamp_clock_id = Some(v as u32),
+        10 => packet.trusted_packet_sequence_id = Some(v as u32),
+        79 => packet.trusted_pid = Some(v as i32),
+        13 => packet.sequence_flags = Some(v as u32),
+        41 => packet.incremental_state_cleared = Some(v != 0),
+        42 => packet.previous_packet_dropped = Some(v != 0),
+        87 => packet.first_packet_on_sequence = Some(v != 0),
+        _ => return false,
+    }
+    true
 }
 
 /// Largest ratio of inflated to compressed bytes over a trace's
@@ -81,10 +104,14 @@ pub struct Decoder {
     pub gpu_counter_names: FastHashMap<u32, String>,
     /// Packets per top-level data field number (named in the summary).
     field_counts: FieldCounts,
-    /// The last packet's sub-messages, cleared and decoded into again:
-    /// a box and its lists per packet were a tenth of the decode.
-    spare_event: Option<Box<proto::TrackEvent>>,
+    /// The last packet's sample, cleared and decoded into again: a box and
+    /// its lists per packet were a tenth of the decode.
     spare_sample: Option<Box<proto::PerfSample>>,
+    /// Track events' fields, reused from event to event (boxed: taken out
+    /// and put back per event, it moves as a pointer).
+    event_fields: Option<Box<EventFields>>,
+    /// A track event given in several pieces, joined (protobuf merges them).
+    event_concat: Vec<u8>,
     /// Track events' `args_json` buffers, reused.
     pub(super) args_scratch: super::annotations::ArgsScratch,
     /// Classifications of long event names by (name, category, instant)
@@ -141,8 +168,9 @@ impl Decoder {
             sampled: false,
             gpu_counter_names: FastHashMap::default(),
             field_counts: FieldCounts::default(),
-            spare_event: None,
             spare_sample: None,
+            event_fields: Some(Box::default()),
+            event_concat: Vec::new(),
             args_scratch: Default::default(),
             class_cache: FastHashMap::default(),
             gpu_counter_labels: FastHashMap::default(),
@@ -291,64 +319,102 @@ impl Decoder {
 
     /// Decodes and dispatches one packet's bytes (recursing into compressed
     /// packets).
+    ///
+    /// One pass over the packet's fields counts its data fields, reads the
+    /// envelope and finds the track event. A packet holding only those (most
+    /// of a trace) needs no prost message: its track event is read in place
+    /// ([`TrackEventView`]). Other packets are decoded by prost as well.
     pub fn packet(&mut self, bytes: &[u8]) {
         self.packets += 1;
         // A packet has one data field (its oneof); count each once.
         let mut seen = [0u32; 4];
         let mut n_seen = 0;
-        let field_counts = &mut self.field_counts;
-        let well_formed = super::reader::for_each_field(bytes, |f| {
-            if proto::is_packet_envelope_field(f) || seen[..n_seen].contains(&f) {
-                return;
-            }
-            if n_seen < seen.len() {
-                seen[n_seen] = f;
-                n_seen += 1;
-            }
-            field_counts.add(f);
-        });
         let mut packet = TracePacket::default();
-        let seen = &seen[..n_seen];
-        if seen.contains(&proto::TRACK_EVENT_FIELD) {
-            packet.track_event = self.spare_event.take().map(|mut e| {
-                prost::Message::clear(&mut *e);
-                e
-            });
+        let mut fast = true;
+        let mut well_formed = true;
+        let mut event: Option<&[u8]> = None;
+        let mut event_parts = 0;
+        let mut concat = std::mem::take(&mut self.event_concat);
+        concat.clear();
+        for field in super::wire::Fields::new(bytes) {
+            let Ok((f, value)) = field else {
+                well_formed = false;
+                break;
+            };
+            if !(proto::is_packet_envelope_field(f) || seen[..n_seen].contains(&f)) {
+                if n_seen < seen.len() {
+                    seen[n_seen] = f;
+                    n_seen += 1;
+                }
+                self.field_counts.add(f);
+            }
+            if f == proto::TRACK_EVENT_FIELD
+                && let Ok(part) = value.bytes()
+            {
+                event_parts += 1;
+                match event_parts {
+                    1 => event = Some(part),
+                    2 => {
+                        concat.extend_from_slice(event.unwrap_or_default());
+                        concat.extend_from_slice(part);
+                    }
+                    _ => concat.extend_from_slice(part),
+                }
+                continue;
+            }
+            fast &= envelope_field(&mut packet, f, value);
         }
-        if seen.contains(&proto::PERF_SAMPLE_FIELD) {
-            packet.perf_sample = self.spare_sample.take().map(|mut e| {
-                prost::Message::clear(&mut *e);
-                e
+        if !well_formed {
+            self.event_concat = concat;
+            self.p.log.note("malformed_packet", || {
+                "a packet's fields are not well-formed protobuf; skipped".to_string()
             });
+            return;
         }
-        // Merging into cleared messages is decoding them afresh.
-        let decoded = prost::Message::merge(&mut packet, bytes);
-        let packet = match (well_formed, decoded) {
-            (true, Ok(())) => packet,
-            (_, Err(e)) => {
+        if !fast {
+            packet = TracePacket::default();
+            if seen[..n_seen].contains(&proto::PERF_SAMPLE_FIELD) {
+                packet.perf_sample = self.spare_sample.take().map(|mut e| {
+                    prost::Message::clear(&mut *e);
+                    e
+                });
+            }
+            // Merging into cleared messages is decoding them afresh.
+            if let Err(e) = prost::Message::merge(&mut packet, bytes) {
+                self.event_concat = concat;
                 self.p.log.note("malformed_packet", || {
                     format!("a packet could not be decoded ({e}); skipped")
                 });
                 return;
             }
-            (false, Ok(_)) => {
-                self.p.log.note("malformed_packet", || {
-                    "a packet's fields are not well-formed protobuf; skipped".to_string()
-                });
-                return;
-            }
-        };
-        self.dispatch(&packet);
-        if packet.track_event.is_some() {
-            self.spare_event = packet.track_event;
         }
+        let event_bytes = if event_parts > 1 {
+            Some(concat.as_slice())
+        } else {
+            event
+        };
+        match event_bytes {
+            Some(event_bytes) => {
+                // Empty only inside a packet's compressed packets.
+                let mut fields = self.event_fields.take().unwrap_or_default();
+                match TrackEventView::decode(event_bytes, &mut fields) {
+                    Ok(view) => self.dispatch(&packet, Some(view)),
+                    Err(_) => self.p.log.note("malformed_packet", || {
+                        "a packet's track event is not well-formed protobuf; skipped".to_string()
+                    }),
+                }
+                self.event_fields = Some(fields);
+            }
+            None => self.dispatch(&packet, None),
+        }
+        self.event_concat = concat;
         if packet.perf_sample.is_some() {
             self.spare_sample = packet.perf_sample;
         }
     }
 
     /// Applies one decoded packet.
-    fn dispatch(&mut self, packet: &TracePacket) {
+    fn dispatch(&mut self, packet: &TracePacket, event: Option<TrackEventView<'_>>) {
         if let Some(compressed) = &packet.compressed_packets {
             self.compressed(compressed);
             return;
@@ -384,7 +450,7 @@ impl Decoder {
         if let Some(d) = &packet.track_descriptor {
             self.track_descriptor(d);
         }
-        let needs_time = packet.track_event.is_some()
+        let needs_time = event.is_some()
             || packet.ftrace_events.is_some()
             || packet.process_stats.is_some()
             || packet.perf_sample.is_some()
@@ -397,8 +463,8 @@ impl Decoder {
         } else {
             None
         };
-        if let Some(event) = &packet.track_event {
-            self.track_event(sequence_id, ts, event);
+        if let Some(event) = event {
+            self.track_event(sequence_id, ts, &event);
         }
         if let Some(bundle) = &packet.ftrace_events {
             self.ftrace_bundle(bundle);

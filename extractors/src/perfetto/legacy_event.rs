@@ -11,8 +11,9 @@
 //! (`legacy_phase_skipped`) and skipped.
 
 use super::decoder::{Decoder, SlotKey};
-use super::proto::{DebugAnnotation, LegacyEvent, TrackEvent};
+use super::proto::{DebugAnnotation, LegacyEvent};
 use super::track_event::{Shape, event_name};
+use super::track_event_view::TrackEventView;
 
 impl Decoder {
     pub(super) fn legacy_event(
@@ -21,7 +22,7 @@ impl Decoder {
         uuid: Option<u64>,
         sequence_thread: Option<(i32, i32)>,
         ts: i64,
-        e: &TrackEvent,
+        e: &TrackEventView<'_>,
     ) {
         let Some(legacy) = e.legacy_event.as_ref() else {
             return;
@@ -103,7 +104,7 @@ impl Decoder {
         }
     }
 
-    fn legacy_counter(&mut self, sequence_id: u32, slot: u32, ts: i64, e: &TrackEvent) {
+    fn legacy_counter(&mut self, sequence_id: u32, slot: u32, ts: i64, e: &TrackEventView<'_>) {
         let pid = self.pid_of(slot);
         let Some(seq) = self.sequences.get_mut(&sequence_id) else {
             return;

@@ -30,6 +30,8 @@ pub mod spill;
 #[cfg(test)]
 mod spill_tests;
 pub mod track_event;
+pub mod track_event_view;
+pub mod wire;
 
 use std::collections::BTreeMap;
 use std::io::BufRead;

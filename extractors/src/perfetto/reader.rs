@@ -131,6 +131,16 @@ impl<R: BufRead> PacketReader<R> {
                         continue;
                     }
                     self.packet.clear();
+                    // Most packets lie whole in the buffer: one copy, not
+                    // `read_to_end`'s probing reads.
+                    let buffered = self.reader.fill_buf()?;
+                    if let Some(whole) = usize::try_from(len).ok().and_then(|n| buffered.get(..n)) {
+                        self.packet.extend_from_slice(whole);
+                        let n = whole.len();
+                        self.reader.consume(n);
+                        self.offset += len;
+                        return Ok(Next::Packet);
+                    }
                     let read = (&mut self.reader).take(len).read_to_end(&mut self.packet)?;
                     self.offset += read as u64;
                     if read as u64 != len {

@@ -11,14 +11,15 @@ use std::borrow::Cow;
 
 use super::annotations::{UNKNOWN, event_args_bounded};
 use super::decoder::{Decoder, EventRow, SlotKey};
-use super::proto::{TYPE_COUNTER, TYPE_INSTANT, TYPE_SLICE_BEGIN, TYPE_SLICE_END, TrackEvent};
+use super::proto::{TYPE_COUNTER, TYPE_INSTANT, TYPE_SLICE_BEGIN, TYPE_SLICE_END};
 use super::sequence::Sequence;
+use super::track_event_view::TrackEventView as TrackEvent;
 use crate::FastHashMap;
 use crate::chrome::kinds::{Classified, classify};
 use crate::chrome::store::{Interner, NO_ID, NONE};
 
 impl Decoder {
-    pub fn track_event(&mut self, sequence_id: u32, ts: Option<i64>, e: &TrackEvent) {
+    pub fn track_event(&mut self, sequence_id: u32, ts: Option<i64>, e: &TrackEvent<'_>) {
         let Some(ts) = self.event_time(sequence_id, ts, e) else {
             self.p.log.note("event_without_timestamp", || {
                 "a track event has no timestamp; skipped".to_string()
@@ -33,7 +34,7 @@ impl Decoder {
         let uuid = e.track_uuid.or_else(|| defaults.and_then(|d| d.track_uuid));
         let legacy_thread = seq.thread;
         let kind = e.r#type.unwrap_or(0);
-        if !(e.extra_counter_values.is_empty() && e.extra_double_counter_values.is_empty()) {
+        if e.has_extra_counters() {
             self.extra_counters(sequence_id, e, ts);
         }
         let slot = match (uuid, legacy_thread) {
@@ -71,7 +72,7 @@ impl Decoder {
     }
 
     /// Packet time, else the legacy per-sequence microsecond clock.
-    fn event_time(&mut self, sequence_id: u32, ts: Option<i64>, e: &TrackEvent) -> Option<i64> {
+    fn event_time(&mut self, sequence_id: u32, ts: Option<i64>, e: &TrackEvent<'_>) -> Option<i64> {
         if ts.is_some() {
             return ts;
         }
@@ -90,7 +91,7 @@ impl Decoder {
         sequence_id: u32,
         slot: u32,
         ts: i64,
-        e: &TrackEvent,
+        e: &TrackEvent<'_>,
         shape: Shape,
     ) {
         // The scratch leaves `self` while the sequence is borrowed from it.
@@ -197,7 +198,7 @@ impl Decoder {
     /// The event's extra counter values on the tracks it (or its
     /// sequence's defaults) lists. The defaults are read in place: a long
     /// default list is not copied per event.
-    fn extra_counters(&mut self, sequence_id: u32, e: &TrackEvent, ts: i64) {
+    fn extra_counters(&mut self, sequence_id: u32, e: &TrackEvent<'_>, ts: i64) {
         let defaults = self
             .sequences
             .get(&sequence_id)
@@ -210,8 +211,8 @@ impl Decoder {
         };
         let ints: Vec<(u64, f64)> = ints
             .iter()
-            .zip(&e.extra_counter_values)
-            .map(|(&u, &v)| (u, v as f64))
+            .zip(e.extra_counter_values())
+            .map(|(&u, v)| (u, v as f64))
             .collect();
         let doubles = if e.extra_double_counter_track_uuids.is_empty() {
             defaults.map_or(&[][..], |d| &d.extra_double_counter_track_uuids[..])
@@ -220,8 +221,8 @@ impl Decoder {
         };
         let doubles: Vec<(u64, f64)> = doubles
             .iter()
-            .zip(&e.extra_double_counter_values)
-            .map(|(&u, &v)| (u, v))
+            .copied()
+            .zip(e.extra_double_counter_values())
             .collect();
         for (uuid, value) in ints.into_iter().chain(doubles) {
             self.uuid_counter(uuid, ts, value);
@@ -254,9 +255,9 @@ const CLASSIFY_CACHE_MIN_BYTES: usize = 256;
 pub(super) fn event_name(
     seq: &mut Sequence,
     strings: &mut Interner,
-    e: &TrackEvent,
+    e: &TrackEvent<'_>,
 ) -> (u32, bool) {
-    if let Some(name) = &e.name {
+    if let Some(name) = e.name() {
         return (strings.intern(&String::from_utf8_lossy(name)), false);
     }
     // Old Chromium wrote the interned name inside the legacy event.
@@ -284,11 +285,19 @@ pub(super) fn event_name(
 /// Categories joined by `,` (inline first, then interned), interned in
 /// `strings`; `true` when the joined string was cut at
 /// [`MAX_JOINED_CATEGORY_BYTES`].
-fn categories(seq: &mut Sequence, strings: &mut Interner, e: &TrackEvent) -> (Option<u32>, bool) {
-    match (&e.categories[..], &e.category_iids[..]) {
-        ([], []) => (None, false),
-        ([only], []) => (Some(strings.intern(&String::from_utf8_lossy(only))), false),
-        ([], &[iid]) => {
+fn categories(
+    seq: &mut Sequence,
+    strings: &mut Interner,
+    e: &TrackEvent<'_>,
+) -> (Option<u32>, bool) {
+    let mut inline = e.categories();
+    match (inline.len(), &e.category_iids[..]) {
+        (0, []) => (None, false),
+        (1, []) => {
+            let only = inline.next().unwrap_or_default();
+            (Some(strings.intern(&String::from_utf8_lossy(only))), false)
+        }
+        (0, &[iid]) => {
             if let Some(&id) = seq.category_ids.get(&iid) {
                 return (Some(id), false);
             }
@@ -301,10 +310,9 @@ fn categories(seq: &mut Sequence, strings: &mut Interner, e: &TrackEvent) -> (Op
                 None => (Some(strings.intern(UNKNOWN)), false),
             }
         }
-        (inline, iids) => {
+        (_, iids) => {
             let all = inline
-                .iter()
-                .map(|c| String::from_utf8_lossy(c))
+                .map(String::from_utf8_lossy)
                 .chain(iids.iter().map(|iid| {
                     seq.categories
                         .get(iid)
