@@ -110,8 +110,6 @@ pub struct Decoder {
     /// Track events' fields, reused from event to event (boxed: taken out
     /// and put back per event, it moves as a pointer).
     event_fields: Option<Box<EventFields>>,
-    /// A track event given in several pieces, joined (protobuf merges them).
-    event_concat: Vec<u8>,
     /// Track events' `args_json` buffers, reused.
     pub(super) args_scratch: super::annotations::ArgsScratch,
     /// Classifications of long event names by (name, category, instant)
@@ -170,7 +168,6 @@ impl Decoder {
             field_counts: FieldCounts::default(),
             spare_sample: None,
             event_fields: Some(Box::default()),
-            event_concat: Vec::new(),
             args_scratch: Default::default(),
             class_cache: FastHashMap::default(),
             gpu_counter_labels: FastHashMap::default(),
@@ -333,9 +330,8 @@ impl Decoder {
         let mut fast = true;
         let mut well_formed = true;
         let mut event: Option<&[u8]> = None;
-        let mut event_parts = 0;
-        let mut concat = std::mem::take(&mut self.event_concat);
-        concat.clear();
+        // A track event given in several pieces, joined (protobuf merges them).
+        let mut joined: Option<Vec<u8>> = None;
         for field in super::wire::Fields::new(bytes) {
             let Ok((f, value)) = field else {
                 well_formed = false;
@@ -351,21 +347,16 @@ impl Decoder {
             if f == proto::TRACK_EVENT_FIELD
                 && let Ok(part) = value.bytes()
             {
-                event_parts += 1;
-                match event_parts {
-                    1 => event = Some(part),
-                    2 => {
-                        concat.extend_from_slice(event.unwrap_or_default());
-                        concat.extend_from_slice(part);
-                    }
-                    _ => concat.extend_from_slice(part),
+                match (&mut joined, event) {
+                    (Some(all), _) => all.extend_from_slice(part),
+                    (None, Some(first)) => joined = Some([first, part].concat()),
+                    (None, None) => event = Some(part),
                 }
                 continue;
             }
             fast &= envelope_field(&mut packet, f, value);
         }
         if !well_formed {
-            self.event_concat = concat;
             self.p.log.note("malformed_packet", || {
                 "a packet's fields are not well-formed protobuf; skipped".to_string()
             });
@@ -381,19 +372,13 @@ impl Decoder {
             }
             // Merging into cleared messages is decoding them afresh.
             if let Err(e) = prost::Message::merge(&mut packet, bytes) {
-                self.event_concat = concat;
                 self.p.log.note("malformed_packet", || {
                     format!("a packet could not be decoded ({e}); skipped")
                 });
                 return;
             }
         }
-        let event_bytes = if event_parts > 1 {
-            Some(concat.as_slice())
-        } else {
-            event
-        };
-        match event_bytes {
+        match joined.as_deref().or(event) {
             Some(event_bytes) => {
                 // Empty only inside a packet's compressed packets.
                 let mut fields = self.event_fields.take().unwrap_or_default();
@@ -407,7 +392,6 @@ impl Decoder {
             }
             None => self.dispatch(&packet, None),
         }
-        self.event_concat = concat;
         if packet.perf_sample.is_some() {
             self.spare_sample = packet.perf_sample;
         }

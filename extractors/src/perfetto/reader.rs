@@ -164,41 +164,6 @@ impl<R: BufRead> PacketReader<R> {
     }
 }
 
-/// Calls `f(field_number)` for each top-level field of a message; false
-/// when the bytes are not well-formed protobuf.
-pub fn for_each_field(mut bytes: &[u8], mut f: impl FnMut(u32)) -> bool {
-    use crate::varint::get_u64 as varint;
-    while !bytes.is_empty() {
-        let Some(key) = varint(&mut bytes) else {
-            return false;
-        };
-        let skip = match key & 7 {
-            0 => {
-                if varint(&mut bytes).is_none() {
-                    return false;
-                }
-                0
-            }
-            1 => 8,
-            5 => 4,
-            2 => match varint(&mut bytes) {
-                Some(l) => l,
-                None => return false,
-            },
-            _ => return false,
-        };
-        let Ok(skip) = usize::try_from(skip) else {
-            return false;
-        };
-        if skip > bytes.len() {
-            return false;
-        }
-        bytes = &bytes[skip..];
-        f((key >> 3) as u32);
-    }
-    true
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -230,13 +195,5 @@ mod tests {
         assert_eq!(r.next_packet().ok(), Some(Next::Truncated));
         let mut r = PacketReader::new(&b"{\"traceEvents\": []}"[..]);
         assert!(matches!(r.next_packet(), Ok(Next::Corrupt(_))));
-    }
-
-    #[test]
-    fn field_walk_reports_numbers_and_rejects_garbage() {
-        let mut seen = Vec::new();
-        assert!(for_each_field(&[0x40, 0x05, 0x5a, 0x01, 0x00], |f| seen.push(f)));
-        assert_eq!(seen, vec![8, 11]);
-        assert!(!for_each_field(&[0x5a, 0x09, 0x00], |_| {}));
     }
 }

@@ -186,6 +186,15 @@ mod tests {
     }
 
     #[test]
+    fn field_walk_reports_numbers_and_rejects_garbage() {
+        let numbers: Result<Vec<u32>, _> = Fields::new(&[0x40, 0x05, 0x5a, 0x01, 0x00])
+            .map(|f| f.map(|(n, _)| n))
+            .collect();
+        assert_eq!(numbers, Ok(vec![8, 11]));
+        assert!(Fields::new(&[0x5a, 0x09, 0x00]).any(|f| f.is_err()));
+    }
+
+    #[test]
     fn repeated_fields_read_packed_and_unpacked() {
         let mut out = Vec::new();
         varints(Value::Varint(3), &mut out).unwrap();
