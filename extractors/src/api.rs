@@ -162,12 +162,13 @@ impl From<std::io::Error> for ExtractError {
     /// [`crate::input`] wraps in an `io::Error` become their typed variants.
     fn from(error: std::io::Error) -> Self {
         if let Some(inner) = error.get_ref() {
-            if let Some(big) = inner.downcast_ref::<crate::input::DecompressedTooLarge>() {
+            if let Some(big) = inner.downcast_ref::<crate::input_errors::DecompressedTooLarge>() {
                 return ExtractError::TooLarge {
                     message: big.to_string(),
                 };
             }
-            if let Some(bad) = inner.downcast_ref::<crate::input::CorruptCompressedStream>() {
+            if let Some(bad) = inner.downcast_ref::<crate::input_errors::CorruptCompressedStream>()
+            {
                 return ExtractError::Parse {
                     message: bad.to_string(),
                     offset: None,

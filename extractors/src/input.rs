@@ -16,6 +16,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use flate2::read::MultiGzDecoder;
 
 use crate::api::ExtractError;
+pub use crate::input_errors::{CorruptCompressedStream, DecompressedTooLarge};
 
 /// Size of the buffer handed to extractors.
 const STREAM_BUFFER_BYTES: usize = 1 << 20;
@@ -47,43 +48,6 @@ impl InputLimits {
             .max(self.max_ratio.saturating_mul(compressed_len))
     }
 }
-
-/// The error carried inside an `io::Error` when decompressed bytes pass the
-/// cap; `ExtractError::from(io::Error)` turns it into [`ExtractError::TooLarge`].
-#[derive(Debug)]
-pub struct DecompressedTooLarge {
-    pub cap_bytes: u64,
-    pub compressed_bytes: u64,
-}
-
-impl std::fmt::Display for DecompressedTooLarge {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(
-            f,
-            "decompressed size exceeds {} bytes (the cap for {} compressed bytes)",
-            self.cap_bytes, self.compressed_bytes
-        )
-    }
-}
-impl std::error::Error for DecompressedTooLarge {}
-
-/// The error carried inside an `io::Error` when the gzip stream is corrupt or
-/// cut off; extractors treat it like the end of a truncated input.
-#[derive(Debug)]
-pub struct CorruptCompressedStream {
-    pub detail: String,
-}
-
-impl std::fmt::Display for CorruptCompressedStream {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(
-            f,
-            "the gzip stream is corrupt or truncated: {}",
-            self.detail
-        )
-    }
-}
-impl std::error::Error for CorruptCompressedStream {}
 
 /// Counts bytes read from the file (compressed bytes for gzip input).
 struct CountingReader<R> {

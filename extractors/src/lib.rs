@@ -21,6 +21,7 @@ pub mod format_kind;
 pub mod formats;
 pub mod gecko;
 pub mod input;
+pub mod input_errors;
 mod json_doc;
 mod kernel_latencies;
 mod launch_starts;
@@ -39,6 +40,7 @@ pub mod stream_gaps;
 pub mod stream_gaps_thread;
 mod timed_sample_runs;
 mod timed_samples;
+pub mod trace_events;
 pub mod ustar;
 mod varint;
 

@@ -1,7 +1,7 @@
 //! Sorted runs of records in one unlinked spill file, and their k-way
 //! merge: the external sort behind spilled callstack samples
 //! ([`crate::timed_samples`]) and Perfetto's counter values and ftrace
-//! records. Trace events have their own [`crate::chrome::runs`], which
+//! records. Trace events have their own [`crate::trace_events::runs`], which
 //! also renames tracks.
 //!
 //! A run is written whole, already sorted, each record behind its 4-byte
@@ -17,7 +17,56 @@ use std::marker::PhantomData;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 
-use crate::chrome::store::open_unlinked;
+/// Creates a read-write file in `dir` and unlinks it at once, so it
+/// vanishes with the process whatever happens (crash, kill, error).
+pub fn open_unlinked(dir: &std::path::Path, label: &str) -> io::Result<File> {
+    #[cfg(test)]
+    if full_disk::covers(dir, label) {
+        return std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open("/dev/full");
+    }
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let serial = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos())
+        .unwrap_or(0);
+    let name = format!("{label}-{}-{nanos}-{serial}.spill", std::process::id());
+    let path = dir.join(name);
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create_new(true)
+        .open(&path)?;
+    std::fs::remove_file(&path)?;
+    Ok(file)
+}
+
+/// Tests: spill files that behave like a full disk. A `(folder, label)`
+/// registered here makes [`open_unlinked`] open `/dev/full`, where every
+/// write fails with "no space left on device"; keyed by folder so tests
+/// running beside each other are not affected.
+#[cfg(test)]
+pub mod full_disk {
+    use std::path::{Path, PathBuf};
+    use std::sync::Mutex;
+
+    static FULL: Mutex<Vec<(PathBuf, String)>> = Mutex::new(Vec::new());
+
+    pub fn register(dir: &Path, label: &str) {
+        if let Ok(mut full) = FULL.lock() {
+            full.push((dir.to_path_buf(), label.to_owned()));
+        }
+    }
+
+    pub(super) fn covers(dir: &Path, label: &str) -> bool {
+        FULL.lock()
+            .map(|full| full.iter().any(|(d, l)| d == dir && l == label))
+            .unwrap_or(false)
+    }
+}
 
 /// Bytes read from all runs at once during a merge.
 const MERGE_READ_BYTES: usize = 8 << 20;
@@ -260,7 +309,7 @@ impl<R: RunRecord> SortedRuns<R> {
 }
 
 /// Reads one run (a byte range of a spill file) a block at a time; shared
-/// with the event runs of [`crate::chrome::runs`].
+/// with the event runs of [`crate::trace_events::runs`].
 pub(crate) struct BlockReader {
     /// File offset of the first byte not yet read into `block`.
     next: u64,

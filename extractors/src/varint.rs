@@ -1,5 +1,5 @@
 //! LEB128 varints and zigzag signed integers: the byte form of spilled
-//! event records ([`crate::chrome::record`]) and of protobuf framing.
+//! event records ([`crate::trace_events::record`]) and of protobuf framing.
 //!
 //! Small numbers take one byte, any `u64` at most [`MAX_VARINT_BYTES`].
 //! Readers return `None` on bytes that end inside a varint or run past ten

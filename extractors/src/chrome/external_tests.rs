@@ -174,7 +174,7 @@ fn a_spill_file_that_cannot_be_written_fails_the_extraction() {
     // come back as the extraction's error, not a panic or a hang.
     for label in ["events-by-track", "flows", "events-by-time"] {
         let dir = spill_dir(label);
-        super::store::full_disk::register(&dir, label);
+        crate::sorted_runs::full_disk::register(&dir, label);
         let mut sink = Collect::default();
         let result = extract_chrome_json_spilling(
             doc.as_bytes(),

@@ -3,45 +3,37 @@
 //!
 //! Pipeline: [`scanner`] streams array elements and [`event_index`] checks
 //! each and locates its fields (both on a second thread) → [`event`] reads
-//! the fields as borrowed text → [`process`] interprets phases into a compact
-//! [`store`] → at the end of input [`nesting`] computes parents, self time,
-//! flows and phases → [`emit`] writes sorted batches and feeds the shared
-//! [`crate::stacks`] reductions.
+//! the fields as borrowed text → [`process`] interprets phases into the
+//! shared [`crate::trace_events`] builder, whose nesting (parents, self
+//! time, flows, phases) and emission (sorted batches, the [`crate::stacks`]
+//! reductions) end every timeline format.
 
-pub mod device_columns;
-pub mod emit;
 pub mod event;
-pub mod event_batch;
 pub mod event_index;
-pub mod external;
 #[cfg(test)]
 mod external_tests;
 mod format;
-pub mod kinds;
-pub mod nesting;
 pub mod process;
-pub mod record;
-mod run_writer;
-mod runs;
 pub mod scan_thread;
 pub mod scanner;
-pub mod spill_phases;
-pub mod store;
 pub mod time;
-pub mod tracks;
 
 use std::collections::BTreeMap;
 use std::io::BufRead;
 use std::sync::mpsc::{Receiver, Sender, channel, sync_channel};
 
 use crate::api::{BatchSink, ExtractError, ExtractObserver, ExtractOptions, ExtractionSummary};
-use emit::Emitter;
-use external::{EventsOutcome, Spill};
+use crate::trace_events::args_arena;
+use crate::trace_events::emit;
+use crate::trace_events::emitter::Emitter;
+use crate::trace_events::external::Spill;
+use crate::trace_events::ids::NONE;
+use crate::trace_events::in_memory::in_memory_events;
+use crate::trace_events::spill_phases::PhaseCollector;
+use crate::trace_events::tracks::TrackKind;
 use process::Processor;
 use scan_thread::ScannedBatch;
 use scanner::Scanner;
-use spill_phases::PhaseCollector;
-use tracks::TrackKind;
 
 pub use format::FORMAT;
 
@@ -64,7 +56,7 @@ pub fn extract_chrome_json<R: BufRead + Send>(
 }
 
 /// [`extract_chrome_json`], also returning how many events went through
-/// spill runs ([`external`]).
+/// spill runs ([`crate::trace_events::external`]).
 pub(crate) fn extract_chrome_json_spilling<R: BufRead + Send>(
     reader: R,
     options: &ExtractOptions,
@@ -74,7 +66,7 @@ pub(crate) fn extract_chrome_json_spilling<R: BufRead + Send>(
     let mut scanner = Scanner::new(reader);
     scanner.start()?;
     let mut p = Processor::new(options.max_args_bytes);
-    p.store.arena = store::ArgsArena::new(options.spill_dir.clone());
+    p.trace.store.arena = args_arena::ArgsArena::new(options.spill_dir.clone());
     let spill_to = options
         .spill_dir
         .as_deref()
@@ -124,7 +116,7 @@ pub(crate) fn extract_chrome_json_spilling<R: BufRead + Send>(
     if truncated || !closed {
         let offset = scanner.offset();
         let why = scanner.corrupt.clone();
-        p.log.note("truncated_input", || match why {
+        p.trace.log.note("truncated_input", || match why {
             Some(c) => {
                 format!("input stopped at byte {offset}: {c}; the complete events were kept")
             }
@@ -134,15 +126,15 @@ pub(crate) fn extract_chrome_json_spilling<R: BufRead + Send>(
         });
     }
     if scanner.trailing_data {
-        p.log.note("trailing_data_ignored", || {
+        p.trace.log.note("trailing_data_ignored", || {
             "bytes after the trace document were ignored".to_string()
         });
     }
     observer.bytes_read(scanner.offset());
-    p.close_open();
+    p.trace.close_open();
     p.finish_reading();
 
-    p.store.arena.finish_writes()?;
+    p.trace.store.arena.finish_writes()?;
     let mut metadata = summarize_metadata(&scanner.metadata);
     if scanner.metadata_dropped > 0 {
         metadata.insert(
@@ -166,11 +158,11 @@ pub(crate) fn extract_chrome_json_spilling<R: BufRead + Send>(
         rows: BTreeMap::new(),
     };
     let events = match spill {
-        Some(spill) => spill.finish(&mut p, &mut em, observer, &[])?,
-        None => in_memory_events(&mut p, &mut em, observer, None)?,
+        Some(spill) => spill.finish(&mut p.trace, &mut em, observer, &[])?,
+        None => in_memory_events(&mut p.trace, &mut em, observer, None)?,
     };
-    emit::emit_tracks(&mut em, &p)?;
-    emit::emit_counters(&mut em, &p)?;
+    emit::emit_tracks(&mut em, &p.trace)?;
+    emit::emit_counters(&mut em, &p.trace)?;
     if let Some(agg) = events.agg {
         emit::write_slice_reductions(&mut em, agg)?;
     }
@@ -184,14 +176,15 @@ pub(crate) fn extract_chrome_json_spilling<R: BufRead + Send>(
     coverage.insert("external_ids".to_string(), events.any_external);
     coverage.insert(
         "stream_identity".to_string(),
-        p.tracks
+        p.trace
+            .tracks
             .list
             .iter()
-            .any(|t| t.kind == TrackKind::GpuStream && t.stream != store::NONE),
+            .any(|t| t.kind == TrackKind::GpuStream && t.stream != NONE),
     );
     coverage.insert("phase_annotations".to_string(), events.has_phases);
     coverage.insert("flows".to_string(), events.flow_endpoints > 0);
-    coverage.insert("counters".to_string(), !p.counters.is_empty());
+    coverage.insert("counters".to_string(), !p.trace.counters.is_empty());
     coverage.insert("symbolized_frames".to_string(), true);
     let producer = options.producer.clone().unwrap_or_else(|| {
         if p.kineto_seen || kineto_meta {
@@ -217,9 +210,9 @@ pub(crate) fn extract_chrome_json_spilling<R: BufRead + Send>(
         producer,
         rows,
         time_span_ns: events.span,
-        tracks: p.tracks.list.len() as u64,
+        tracks: p.trace.tracks.list.len() as u64,
         coverage,
-        limitations: p.log.into_limitations(),
+        limitations: p.trace.log.into_limitations(),
         metadata,
         input_bytes: scanner.offset(),
         input_events: index,
@@ -228,65 +221,10 @@ pub(crate) fn extract_chrome_json_spilling<R: BufRead + Send>(
     Ok((summary, events.spilled_events))
 }
 
-/// Slices of one kind that give phases when a trace has no
-/// `ProfilerStep#N`, and each track's thread
-/// ([`nesting::assign_range_phases`]).
-pub(crate) struct RangePhases<'a> {
-    pub kind: kinds::EventKind,
-    pub thread_of_track: &'a [Option<(i64, i64)>],
-}
-
-/// Nests, links and emits the events held in memory.
-pub(crate) fn in_memory_events(
-    p: &mut Processor,
-    em: &mut Emitter,
-    observer: &dyn ExtractObserver,
-    ranges: Option<RangePhases>,
-) -> Result<EventsOutcome, ExtractError> {
-    let mut derived = nesting::nest(&p.store, &mut p.tracks, &mut p.log);
-    let filled = nesting::fill_correlation_from_flows(&mut p.store, &derived, &p.tracks, &p.flows);
-    p.log.note_n("correlation_from_flow", filled, || {
-        "device activity without a correlation id was linked to its launch through a flow id"
-            .to_string()
-    });
-    let has_phases = nesting::assign_phases(&p.store, &p.strings, &mut derived)
-        || ranges.is_some_and(|r| {
-            nesting::assign_range_phases(
-                &p.store,
-                &mut derived,
-                |i| p.store.kind[i] == r.kind,
-                r.thread_of_track,
-            )
-        });
-    if observer.cancelled() {
-        return Err(ExtractError::Cancelled);
-    }
-    emit::emit_trace_events(em, p, &derived)?;
-    let agg = emit::aggregate_slices(p, &derived);
-    let s = &p.store;
-    let mut span: Option<(i64, i64)> = None;
-    for i in 0..s.len() {
-        let end = if s.dur[i] < 0 { s.ts[i] } else { s.end(i) };
-        span = Some(match span {
-            None => (s.ts[i], end),
-            Some((a, b)) => (a.min(s.ts[i]), b.max(end)),
-        });
-    }
-    Ok(EventsOutcome {
-        agg: Some(agg),
-        span,
-        any_correlation: s.device.any(|f| f.correlation != store::NONE),
-        any_external: s.device.any(|f| f.external != store::NONE),
-        has_phases,
-        flow_endpoints: p.flows.len() as u64,
-        spilled_events: 0,
-    })
-}
-
 /// Parses and processes the scanned batches in order (the calling thread's
 /// half of the pipeline), polling progress and cancellation.
 /// When `spill_to` names a folder, events beyond its budget go to spill
-/// runs there ([`external`]).
+/// runs there ([`crate::trace_events::external`]).
 fn process_batches(
     p: &mut Processor,
     index: &mut u64,
@@ -318,14 +256,14 @@ fn process_batches(
         // The scanner may have finished already; a lost buffer is harmless.
         let _ = empty.send(batch);
         if let Some((dir, budget)) = spill_to
-            && p.store.len() >= budget
+            && p.trace.store.len() >= budget
         {
             let spill = match spill {
                 Some(spill) => spill,
                 None => spill.insert(Spill::create(dir, budget, PhaseCollector::default())?),
             };
-            if spill.due(&p.store) {
-                spill.write_run(p, false)?;
+            if spill.due(&p.trace.store) {
+                spill.write_run(&mut p.trace, false)?;
             }
         }
     }
@@ -340,7 +278,7 @@ fn handle_element(
     element: &scan_thread::ScannedElement,
 ) {
     if element.too_big {
-        p.log.note("malformed_event", || {
+        p.trace.log.note("malformed_event", || {
             format!(
                 "event #{this} is larger than {} bytes; skipped",
                 scanner::MAX_EVENT_BYTES
@@ -349,13 +287,13 @@ fn handle_element(
         return;
     }
     if !element.is_object {
-        p.log.note("malformed_event", || {
+        p.trace.log.note("malformed_event", || {
             format!("array element #{this} is not an object; skipped")
         });
         return;
     }
     if element.control_chars > 0 {
-        p.log.note_n(
+        p.trace.log.note_n(
             "control_characters_escaped",
             element.control_chars.into(),
             || format!("event #{this} has raw control characters inside strings; escaped"),
@@ -367,7 +305,7 @@ fn handle_element(
             Err(e) => p.malformed(this, &e.to_string()),
         },
         Err(_) => {
-            p.log.note("invalid_utf8_replaced", || {
+            p.trace.log.note("invalid_utf8_replaced", || {
                 format!("event #{this} has invalid UTF-8; replaced with U+FFFD")
             });
             let text = String::from_utf8_lossy(bytes).into_owned();

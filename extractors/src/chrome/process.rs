@@ -7,16 +7,18 @@
 
 use crate::FastHashMap;
 
-use super::device_columns::DeviceFields;
 use super::event::{RawEvent, args_pairs, raw_f64, raw_i64, raw_micros, raw_str, scalar_text};
 use super::event_index::{EventIndex, Indexer};
-use super::kinds::{Classified, classify};
-use super::store::{
-    CounterRow, EventStore, FlowPoint, Interner, NO_ID, NONE, NewEvent, bound_args,
-};
 use super::time::TimeError;
-use super::tracks::{Ident, Tracks};
-use crate::api::{ARGS_TRUNCATED_MARKER, LimitationLog};
+use crate::api::ARGS_TRUNCATED_MARKER;
+use crate::trace_events::args_arena::bound_args;
+use crate::trace_events::builder::TraceBuilder;
+use crate::trace_events::device_columns::DeviceFields;
+use crate::trace_events::ids::{NO_ID, NONE};
+use crate::trace_events::interner::Interner;
+use crate::trace_events::kinds::{Classified, classify};
+use crate::trace_events::store::{CounterRow, FlowPoint, NewEvent};
+use crate::trace_events::tracks::Ident;
 
 /// Categories only the PyTorch profiler writes.
 const KINETO_CATEGORIES: [&str; 8] = [
@@ -30,20 +32,12 @@ const KINETO_CATEGORIES: [&str; 8] = [
     "cuda_driver",
 ];
 
-/// The state accumulated while events stream in.
+/// Chrome's reading state around the shared [`TraceBuilder`].
 pub struct Processor {
+    pub trace: TraceBuilder,
     max_args_bytes: usize,
-    pub strings: Interner,
-    pub store: EventStore,
-    pub tracks: Tracks,
-    pub counters: Vec<CounterRow>,
-    pub flows: Vec<FlowPoint>,
-    pub log: LimitationLog,
-    open_slices: FastHashMap<u32, Vec<usize>>,
-    open_async: FastHashMap<(u32, u32), Vec<usize>>,
     pub kineto_seen: bool,
     pub pyspy_seen: bool,
-    pub bytes_unit: u32,
     /// Reused buffer for composed keys (no allocation per flow event).
     key_text: String,
     /// Flow keys of integer ids: `(category, id)` → key (see [`Self::flow_key`]).
@@ -80,21 +74,11 @@ fn ident(v: Option<&str>, strings: &mut Interner) -> Ident {
 
 impl Processor {
     pub fn new(max_args_bytes: usize) -> Self {
-        let mut strings = Interner::default();
-        let bytes_unit = strings.intern("bytes");
         Processor {
+            trace: TraceBuilder::default(),
             max_args_bytes,
-            strings,
-            store: EventStore::default(),
-            tracks: Tracks::default(),
-            counters: Vec::new(),
-            flows: Vec::new(),
-            log: LimitationLog::default(),
-            open_slices: FastHashMap::default(),
-            open_async: FastHashMap::default(),
             kineto_seen: false,
             pyspy_seen: false,
-            bytes_unit,
             key_text: String::new(),
             flow_keys: FastHashMap::default(),
             indexer: Indexer::default(),
@@ -102,7 +86,7 @@ impl Processor {
     }
 
     pub fn malformed(&mut self, index: u64, why: &str) {
-        self.log.note("malformed_event", || {
+        self.trace.log.note("malformed_event", || {
             format!("event #{index} was skipped: {why}")
         });
     }
@@ -121,13 +105,14 @@ impl Processor {
     pub fn handle_indexed(&mut self, index: u64, text: &str, spans: &EventIndex) {
         let raw = RawEvent::from_index(text, spans);
         if raw.duplicate_keys > 0 {
-            self.log
+            self.trace
+                .log
                 .note_n("duplicate_keys", raw.duplicate_keys.into(), || {
                     format!("event #{index} repeats a key; the last value was used")
                 });
         }
         let Some(ph) = raw.ph.and_then(raw_str) else {
-            self.log.note("missing_phase", || {
+            self.trace.log.note("missing_phase", || {
                 format!("event #{index} has no `ph` and was skipped")
             });
             return;
@@ -144,7 +129,7 @@ impl Processor {
                 self.pyspy_seen = true;
             }
         }
-        let pid = ident(raw.pid, &mut self.strings);
+        let pid = ident(raw.pid, &mut self.trace.strings);
         match ph.as_ref() {
             "M" => self.metadata(&raw, &name, pid),
             "X" | "B" | "E" | "i" | "I" | "R" | "n" | "b" | "e" | "S" | "T" | "F" | "p" | "C"
@@ -152,7 +137,7 @@ impl Processor {
                 let ts = match raw.ts.map(raw_micros) {
                     Some(Ok(ts)) => ts,
                     Some(Err(TimeError::Overflow)) => {
-                        self.log.note("timestamp_overflow", || {
+                        self.trace.log.note("timestamp_overflow", || {
                             format!("event #{index} has a `ts` that does not fit in i64 ns")
                         });
                         return;
@@ -169,12 +154,12 @@ impl Processor {
                     _ => self.timed(&raw, ph, &name, cat.as_deref(), pid, ts, index),
                 }
             }
-            "P" => self.log.note("profile_chunks_not_extracted", || {
+            "P" => self.trace.log.note("profile_chunks_not_extracted", || {
                 "sampled CPU profile events (`P`) are counted but not extracted".to_string()
             }),
             other => {
                 let other = other.to_string();
-                self.log.note("unknown_phase", || {
+                self.trace.log.note("unknown_phase", || {
                     format!("event #{index} has phase `{other}`, which is not extracted")
                 });
             }
@@ -189,14 +174,14 @@ impl Processor {
         else {
             return;
         };
-        let id = self.strings.intern(&value);
+        let id = self.trace.strings.intern(&value);
         match name {
             "process_name" => {
-                self.tracks.process_names.insert(pid, id);
+                self.trace.tracks.process_names.insert(pid, id);
             }
             "thread_name" => {
-                let tid = ident(raw.tid, &mut self.strings);
-                self.tracks.thread_names.insert((pid, tid), id);
+                let tid = ident(raw.tid, &mut self.trace.strings);
+                self.trace.tracks.thread_names.insert((pid, tid), id);
             }
             _ => {}
         }
@@ -209,18 +194,18 @@ impl Processor {
         let single = pairs.len() == 1;
         for (key, value) in pairs {
             let Some(v) = raw_f64(value) else {
-                self.log.note("non_numeric_counter", || {
+                self.trace.log.note("non_numeric_counter", || {
                     format!("counter `{name}` key `{key}` is not a number (event #{index})")
                 });
                 continue;
             };
             let series = if single {
-                self.strings.intern(name)
+                self.trace.strings.intern(name)
             } else {
-                self.strings.intern(&format!("{name}.{key}"))
+                self.trace.strings.intern(&format!("{name}.{key}"))
             };
-            let track = self.tracks.counter_track(pid, series);
-            self.counters.push(CounterRow {
+            let track = self.trace.tracks.counter_track(pid, series);
+            self.trace.counters.push(CounterRow {
                 track,
                 ts,
                 value: v,
@@ -236,8 +221,8 @@ impl Processor {
         };
         let key = self.flow_key(cat.unwrap_or(""), &id);
         let enclosing = ph == b's' || raw.bp.and_then(raw_str).is_some_and(|b| b == "e");
-        let tid = ident(raw.tid, &mut self.strings);
-        self.flows.push(FlowPoint {
+        let tid = ident(raw.tid, &mut self.trace.strings);
+        self.trace.flows.push(FlowPoint {
             key,
             numeric_id: raw.id.and_then(raw_i64).unwrap_or(NONE),
             phase: ph,
@@ -255,7 +240,7 @@ impl Processor {
         if let Some(number) = canonical_int(id)
             && self.flow_keys.len() < NUMERIC_FLOW_KEY as usize
         {
-            let cat = self.strings.intern(cat);
+            let cat = self.trace.strings.intern(cat);
             let next = NUMERIC_FLOW_KEY | self.flow_keys.len() as u32;
             return *self.flow_keys.entry((cat, number)).or_insert(next);
         }
@@ -263,7 +248,7 @@ impl Processor {
         self.key_text.push_str(cat);
         self.key_text.push('\u{1}');
         self.key_text.push_str(id);
-        self.strings.intern(&self.key_text)
+        self.trace.strings.intern(&self.key_text)
     }
 
     fn async_key(&mut self, raw: &RawEvent) -> u32 {
@@ -271,14 +256,14 @@ impl Processor {
             self.key_text.clear();
             self.key_text.push_str("id:");
             self.key_text.push_str(&id);
-            return self.strings.intern(&self.key_text);
+            return self.trace.strings.intern(&self.key_text);
         }
         let pairs = raw.id2.and_then(args_pairs).unwrap_or_default();
         if let Some((scope, v)) = pairs.first() {
             let text = scalar_text(v).map(|t| t.into_owned()).unwrap_or_default();
-            return self.strings.intern(&format!("{scope}:{text}"));
+            return self.trace.strings.intern(&format!("{scope}:{text}"));
         }
-        self.strings.intern("id:")
+        self.trace.strings.intern("id:")
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -292,47 +277,49 @@ impl Processor {
         ts: i64,
         index: u64,
     ) {
-        let name_id = self.strings.intern(name);
+        let name_id = self.trace.strings.intern(name);
         // Ends: close an open slice, no new row.
         if matches!(ph, b'E' | b'e' | b'F') {
             let open = if ph == b'E' {
-                let tid = ident(raw.tid, &mut self.strings);
-                let track = self.tracks.thread(pid, tid);
-                self.open_slices.get_mut(&track).and_then(Vec::pop)
+                let tid = ident(raw.tid, &mut self.trace.strings);
+                let track = self.trace.tracks.thread(pid, tid);
+                self.trace.open_slices.get_mut(&track).and_then(Vec::pop)
             } else {
-                let cat_id = self.strings.intern(cat.unwrap_or(""));
+                let cat_id = self.trace.strings.intern(cat.unwrap_or(""));
                 let key = self.async_key(raw);
-                let pid = if self.strings.get(key).starts_with("global:") {
+                let pid = if self.trace.strings.get(key).starts_with("global:") {
                     Ident::None
                 } else {
                     pid
                 };
-                let track = self.tracks.async_track(pid, cat_id, key, name_id);
-                self.open_async
+                let track = self.trace.tracks.async_track(pid, cat_id, key, name_id);
+                self.trace
+                    .open_async
                     .get_mut(&(track, name_id))
                     .and_then(Vec::pop)
             };
             let Some(begin) = open else {
-                self.log.note("unmatched_end", || {
+                self.trace.log.note("unmatched_end", || {
                     format!("end event #{index} (`{name}`) has no open begin; dropped")
                 });
                 return;
             };
-            let mut dur = ts.saturating_sub(self.store.ts[begin]);
+            let mut dur = ts.saturating_sub(self.trace.store.ts[begin]);
             if dur < 0 {
-                self.log.note("negative_duration", || {
+                self.trace.log.note("negative_duration", || {
                     format!("event #{index} ends before it begins; duration clamped to 0")
                 });
                 dur = 0;
             }
-            self.store.dur[begin] = dur;
+            self.trace.store.dur[begin] = dur;
             return;
         }
         let instant = matches!(ph, b'i' | b'I' | b'R' | b'n' | b'T' | b'p');
         let class: Classified = classify(cat, name, instant);
         let args = &raw.args_view;
         if args.duplicate_keys > 0 {
-            self.log
+            self.trace
+                .log
                 .note_n("duplicate_keys", args.duplicate_keys.into(), || {
                     format!("event #{index} args repeat a key; the last value was used")
                 });
@@ -341,47 +328,47 @@ impl Processor {
         let mut device = get(args.device);
         let is_async = matches!(ph, b'b' | b'n' | b'S' | b'T' | b'p');
         let track = if is_async {
-            let cat_id = self.strings.intern(cat.unwrap_or(""));
+            let cat_id = self.trace.strings.intern(cat.unwrap_or(""));
             let key = self.async_key(raw);
-            let pid = if self.strings.get(key).starts_with("global:") {
+            let pid = if self.trace.strings.get(key).starts_with("global:") {
                 Ident::None
             } else {
                 pid
             };
-            self.tracks.async_track(pid, cat_id, key, name_id)
+            self.trace.tracks.async_track(pid, cat_id, key, name_id)
         } else {
-            let tid = ident(raw.tid, &mut self.strings);
-            self.tracks.thread(pid, tid)
+            let tid = ident(raw.tid, &mut self.trace.strings);
+            self.trace.tracks.thread(pid, tid)
         };
         let stream = get(args.stream);
         if class.on_device && !is_async {
-            self.tracks.mark_gpu(track, device, stream);
+            self.trace.tracks.mark_gpu(track, device, stream);
         }
         let mut dur = 0;
         if ph == b'X' {
             dur = match raw.dur.map(raw_micros) {
                 Some(Ok(d)) => d,
                 Some(Err(TimeError::Overflow)) => {
-                    self.log.note("timestamp_overflow", || {
+                    self.trace.log.note("timestamp_overflow", || {
                         format!("event #{index} has a `dur` that does not fit in i64 ns")
                     });
                     return;
                 }
                 Some(Err(TimeError::Invalid)) | None => {
-                    self.log.note("missing_duration", || {
+                    self.trace.log.note("missing_duration", || {
                         format!("complete event #{index} (`{name}`) has no usable `dur`; kept with duration 0")
                     });
                     0
                 }
             };
             if dur < 0 {
-                self.log.note("negative_duration", || {
+                self.trace.log.note("negative_duration", || {
                     format!("event #{index} (`{name}`) has a negative `dur`; clamped to 0")
                 });
                 dur = 0;
             }
             if ts.checked_add(dur).is_none() {
-                self.log.note("timestamp_overflow", || {
+                self.trace.log.note("timestamp_overflow", || {
                     format!("event #{index} ends past the i64 ns range")
                 });
                 return;
@@ -401,8 +388,8 @@ impl Processor {
             .args
             .filter(|t| *t != "{}")
             .map(|t| bound_args(t, self.max_args_bytes, ARGS_TRUNCATED_MARKER));
-        let cat_id = cat.map_or(NO_ID, |c| self.strings.intern(c));
-        let row = self.store.push(
+        let cat_id = cat.map_or(NO_ID, |c| self.trace.strings.intern(c));
+        let row = self.trace.store.push(
             NewEvent {
                 event_id: index,
                 ts,
@@ -428,9 +415,10 @@ impl Processor {
         );
         if dur == -1 {
             if ph == b'B' {
-                self.open_slices.entry(track).or_default().push(row);
+                self.trace.open_slices.entry(track).or_default().push(row);
             } else {
-                self.open_async
+                self.trace
+                    .open_async
                     .entry((track, name_id))
                     .or_default()
                     .push(row);
@@ -446,45 +434,20 @@ impl Processor {
         if series.iter().all(|(_, v)| v.is_none()) {
             return;
         }
-        let track = self.tracks.memory_track(pid, device, &mut self.strings);
+        let track = self
+            .trace
+            .tracks
+            .memory_track(pid, device, &mut self.trace.strings);
         for (label, value) in series {
             if let Some(v) = value.and_then(raw_f64) {
-                let name = self.strings.intern(label);
-                self.counters.push(CounterRow {
+                let name = self.trace.strings.intern(label);
+                self.trace.counters.push(CounterRow {
                     track,
                     ts,
                     value: v,
                     name,
-                    unit: self.bytes_unit,
+                    unit: self.trace.bytes_unit,
                 });
-            }
-        }
-    }
-
-    /// Store rows of begins still waiting for their end (ascending).
-    pub fn open_rows(&self) -> Vec<usize> {
-        let mut rows: Vec<usize> = self
-            .open_slices
-            .values()
-            .chain(self.open_async.values())
-            .flatten()
-            .copied()
-            .collect();
-        rows.sort_unstable();
-        rows.dedup();
-        rows
-    }
-
-    /// Renumbers the open rows after [`EventStore::retain_rows`] kept
-    /// `kept` (which holds every open row).
-    pub fn renumber_open(&mut self, kept: &[usize]) {
-        let lists = self
-            .open_slices
-            .values_mut()
-            .chain(self.open_async.values_mut());
-        for row in lists.flatten() {
-            if let Ok(new) = kept.binary_search(row) {
-                *row = new;
             }
         }
     }
@@ -493,19 +456,6 @@ impl Processor {
     /// (millions on a large Kineto trace), before nesting and output.
     pub fn finish_reading(&mut self) {
         self.flow_keys = FastHashMap::default();
-    }
-
-    /// Counts begins that never ended (they keep `dur_ns = -1`).
-    pub fn close_open(&mut self) {
-        let open: u64 = self
-            .open_slices
-            .values()
-            .chain(self.open_async.values())
-            .map(|v| v.len() as u64)
-            .sum();
-        self.log.note_n("unterminated_slice", open, || {
-            "a begin event has no matching end; kept with dur_ns = -1".to_string()
-        });
     }
 }
 

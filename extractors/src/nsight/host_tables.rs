@@ -92,7 +92,11 @@ impl Reader<'_> {
 
 /// Adds the samples to `agg` under `cpu.samples` (after the slices'
 /// `trace.wall_ns`, declared first so it keeps metric id 0).
-pub(super) fn aggregate_cpu_samples(agg: &mut StackAggregator, p: &mut Processor, s: CpuSamples) {
+pub(super) fn aggregate_cpu_samples(
+    agg: &mut StackAggregator,
+    p: &mut TraceBuilder,
+    s: CpuSamples,
+) {
     agg.metric(ReductionSpec {
         metric: "trace.wall_ns".into(),
         weight_unit: "ns".into(),

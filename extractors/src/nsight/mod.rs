@@ -3,12 +3,11 @@
 //!
 //! Both are path-based: SQLite is opened read-only (`immutable=1`, no
 //! writes, no journal); a folder archive is read member by member in place
-//! ([`export_dir`]). The per-table readers see rows through [`source`], so
-//! the same tables give the same evidence from either. Each CUPTI
-//! and NVTX table is streamed row by row into
-//! the Chrome extractor's shared store, tracks and limitation log; at the
-//! end the shared nesting, emission and slice reductions write the tables
-//! (as the Perfetto extractor does).
+//! ([`export_dir`]). The per-table readers see rows ([`row`]) through
+//! [`source`], so the same tables give the same evidence from either. Each
+//! CUPTI and NVTX table is streamed row by row into the shared
+//! [`crate::trace_events`] builder; at the end its nesting, emission and
+//! slice reductions write the tables (as for Chrome JSON and Perfetto).
 //!
 //! What goes where:
 //! - `CUPTI_ACTIVITY_KIND_KERNEL` → `kernel` rows on a GPU stream track per
@@ -39,6 +38,7 @@ mod ipc_check;
 mod lookups;
 mod names;
 mod read_ahead;
+mod row;
 pub mod schema;
 mod source;
 #[cfg(test)]
@@ -62,20 +62,24 @@ use crate::api::{
     ARGS_TRUNCATED_MARKER, BatchSink, ExtractError, ExtractObserver, ExtractOptions,
     ExtractionSummary,
 };
-use crate::chrome::device_columns::DeviceFields;
-use crate::chrome::emit::{self, Emitter};
-use crate::chrome::external::{SliceReductions, Spill};
-use crate::chrome::kinds::{EventKind, classify};
-use crate::chrome::process::Processor;
-use crate::chrome::spill_phases::PhaseCollector;
-use crate::chrome::store::{NO_ID, NONE, NewEvent, bound_args};
-use crate::chrome::tracks::{Ident, TrackKind, Tracks};
-use crate::chrome::{RangePhases, in_memory_events};
 use crate::format_kind::FormatKind;
 use crate::schema::EvidenceTable;
+use crate::trace_events::args_arena::bound_args;
+use crate::trace_events::builder::TraceBuilder;
+use crate::trace_events::device_columns::DeviceFields;
+use crate::trace_events::emit;
+use crate::trace_events::emitter::Emitter;
+use crate::trace_events::external::{SliceReductions, Spill};
+use crate::trace_events::ids::{NO_ID, NONE};
+use crate::trace_events::in_memory::{RangePhases, in_memory_events};
+use crate::trace_events::kinds::{EventKind, classify};
+use crate::trace_events::spill_phases::PhaseCollector;
+use crate::trace_events::store::NewEvent;
+use crate::trace_events::tracks::{Ident, TrackKind, Tracks};
 use export_dir::ExportDirTables;
+use row::{Cell, RowView, int, text};
 use schema::{Schema, Table};
-use source::{Cell, RowView, TableSource, int, text};
+use source::TableSource;
 use summary::ExportFacts;
 
 pub const NSIGHT_EXTRACTOR_NAME: &str = "nsight_systems_sqlite";
@@ -265,7 +269,7 @@ struct Reader<'a> {
     schema: Schema,
     observer: &'a dyn ExtractObserver,
     max_args: usize,
-    p: Processor,
+    p: TraceBuilder,
     /// `StringIds.id` → interned string.
     ids: FastHashMap<i64, u32>,
     gpu_tracks: FastHashMap<(i64, i64, i64, i64), u32>,
@@ -574,7 +578,7 @@ struct Input {
 
 /// Reads every known table of `source` into evidence.
 /// Reads the tables into `sink`; also returns how many events went
-/// through spill runs ([`crate::chrome::external`]).
+/// through spill runs ([`crate::trace_events::external`]).
 fn extract_tables(
     source: &TableSource,
     input: Input,
@@ -584,8 +588,8 @@ fn extract_tables(
 ) -> Result<(ExtractionSummary, u64), ExtractError> {
     let file_len = input.bytes;
     let schema = source.schema()?;
-    let mut p = Processor::new(options.max_args_bytes);
-    p.store.arena = crate::chrome::store::ArgsArena::new(options.spill_dir.clone());
+    let mut p = TraceBuilder::default();
+    p.store.arena = crate::trace_events::args_arena::ArgsArena::new(options.spill_dir.clone());
     let mut r = Reader {
         source,
         schema,

@@ -16,7 +16,7 @@ use std::sync::mpsc::{Receiver, SyncSender, channel, sync_channel};
 use rusqlite::types::ValueRef;
 
 use super::interrupt::SqliteInterrupts;
-use super::source::{Cell, EachRow, RowView};
+use super::row::{Cell, EachRow, RowView};
 use crate::api::ExtractError;
 
 /// Rows per batch handed over (bounded again by [`BATCH_TEXT_BYTES`]).

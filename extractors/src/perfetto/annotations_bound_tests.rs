@@ -6,9 +6,9 @@ use std::time::{Duration, Instant};
 
 use super::*;
 use crate::api::ARGS_TRUNCATED_MARKER;
-use crate::chrome::store::bound_args;
 use crate::perfetto::proto::TrackEvent;
 use crate::perfetto::track_event_view::EventFields;
+use crate::trace_events::args_arena::bound_args;
 use prost::Message;
 
 /// Calls `f` with `e` read in place from its bytes, as the decoder reads it.

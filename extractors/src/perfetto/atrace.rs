@@ -9,8 +9,8 @@
 use crate::FastHashMap;
 
 use super::decoder::{Decoder, EventRow, SlotKey};
-use crate::chrome::kinds::EventKind;
-use crate::chrome::store::NONE;
+use crate::trace_events::ids::NONE;
+use crate::trace_events::kinds::EventKind;
 
 #[derive(Default)]
 pub struct Atrace {
@@ -117,7 +117,7 @@ impl Atrace {
     pub fn spill_finished(
         &mut self,
         d: &mut Decoder,
-        spill: &mut crate::chrome::external::Spill,
+        spill: &mut crate::trace_events::external::Spill,
     ) -> std::io::Result<()> {
         let open = || self.open.values().flatten().chain(self.open_async.values());
         let kept = super::spill::kept_rows(open());

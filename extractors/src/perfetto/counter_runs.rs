@@ -7,8 +7,9 @@
 
 use std::io;
 
-use crate::chrome::store::{CounterRow, NO_ID};
 use crate::sorted_runs::TimedRecord;
+use crate::trace_events::ids::NO_ID;
+use crate::trace_events::store::CounterRow;
 use crate::{FastHashMap, FastHashSet};
 
 /// `counters` is in time order, rows at one time in input order.

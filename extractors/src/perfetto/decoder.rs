@@ -1,6 +1,6 @@
 //! The state of one Perfetto decode and the per-packet dispatch.
 //!
-//! Events go into the Chrome extractor's compact [`EventStore`] (so nesting,
+//! Events go into the shared trace-event store ([`crate::trace_events`], so nesting,
 //! phases, emission and the slice reductions are shared), but with a
 //! *slot* in the track column: Perfetto names tracks by uuid and may
 //! describe a track after its first event, so slots are turned into real
@@ -18,12 +18,13 @@ use super::proto::{self, TracePacket, TrackDescriptor};
 use super::sequence::{Admission, Sequence, lossy};
 use super::track_event_view::{EventFields, TrackEventView};
 use super::wire::Value;
-use crate::chrome::device_columns::DeviceFields;
-use crate::chrome::kinds::EventKind;
-use crate::chrome::process::Processor;
-use crate::chrome::store::{NO_ID, NewEvent};
 use crate::sorted_runs::TimeOrderedRuns;
 use crate::stacks::StackAggregator;
+use crate::trace_events::builder::TraceBuilder;
+use crate::trace_events::device_columns::DeviceFields;
+use crate::trace_events::ids::NO_ID;
+use crate::trace_events::kinds::EventKind;
+use crate::trace_events::store::NewEvent;
 
 /// Where an event or counter sits until tracks are resolved.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -78,7 +79,7 @@ fn inflate_budget(compressed: u64) -> u64 {
 /// The state of one Perfetto decode: sequences, clocks, tracks, pending
 /// samples and the rows they become.
 pub struct Decoder {
-    pub p: Processor,
+    pub p: TraceBuilder,
     pub sequences: FastHashMap<u32, Sequence>,
     pub clocks: Clocks,
     pub slots: Vec<SlotKey>,
@@ -114,7 +115,7 @@ pub struct Decoder {
     pub(super) args_scratch: super::annotations::ArgsScratch,
     /// Classifications of long event names by (name, category, instant)
     /// string ids (see `track_event`).
-    pub(super) class_cache: FastHashMap<(u32, u32, bool), crate::chrome::kinds::Classified>,
+    pub(super) class_cache: FastHashMap<(u32, u32, bool), crate::trace_events::kinds::Classified>,
     /// GPU counter labels (`gpu<gpu>.<name>`) by counter id and gpu, as
     /// string ids: a counter's name is not copied and hashed per value.
     gpu_counter_labels: FastHashMap<u32, FastHashMap<i32, u32>>,
@@ -135,7 +136,7 @@ pub struct Decoder {
     /// events themselves may have left for spill runs).
     pub kinds_seen: u32,
     /// Counter rows past the budget (with a spill folder).
-    pub counter_runs: Option<TimeOrderedRuns<crate::chrome::store::CounterRow>>,
+    pub counter_runs: Option<TimeOrderedRuns<crate::trace_events::store::CounterRow>>,
     /// How `resolve_tracks` named counter rows, for the spilled ones.
     pub counter_naming: Option<CounterNaming>,
     /// Earliest and latest counter value (spilled ones included).
@@ -144,8 +145,8 @@ pub struct Decoder {
 
 impl Decoder {
     pub fn new(max_args_bytes: usize, spill_dir: Option<std::path::PathBuf>) -> Self {
-        let mut p = Processor::new(max_args_bytes);
-        p.store.arena = crate::chrome::store::ArgsArena::new(spill_dir);
+        let mut p = TraceBuilder::default();
+        p.store.arena = crate::trace_events::args_arena::ArgsArena::new(spill_dir);
         Decoder {
             p,
             sequences: FastHashMap::default(),
@@ -235,7 +236,7 @@ impl Decoder {
         self.next_event_id += 1;
         self.kinds_seen |= 1 << (event.kind as u8);
         let args = event.args.map(|a| {
-            crate::chrome::store::bound_args(
+            crate::trace_events::args_arena::bound_args(
                 a,
                 self.max_args_bytes,
                 crate::api::ARGS_TRUNCATED_MARKER,
@@ -646,13 +647,15 @@ impl Decoder {
     /// name is filled in when tracks are resolved).
     pub fn counter_row(&mut self, slot: u32, name: u32, ts: i64, value: f64, unit: Option<&str>) {
         let unit = unit.map_or(NO_ID, |u| self.p.strings.intern(u));
-        self.p.counters.push(crate::chrome::store::CounterRow {
-            track: slot,
-            ts,
-            value,
-            name,
-            unit,
-        });
+        self.p
+            .counters
+            .push(crate::trace_events::store::CounterRow {
+                track: slot,
+                ts,
+                value,
+                name,
+                unit,
+            });
         self.counter_span = Some(match self.counter_span {
             None => (ts, ts),
             Some((a, b)) => (a.min(ts), b.max(ts)),

@@ -7,8 +7,8 @@ use super::counter_runs::CounterNaming;
 use super::decoder::{Decoder, SlotKey};
 use super::proto::{UNIT_COUNT, UNIT_SIZE_BYTES, UNIT_TIME_NS};
 use super::sequence::lossy;
-use crate::chrome::store::NO_ID;
-use crate::chrome::tracks::{Ident, TrackKind};
+use crate::trace_events::ids::NO_ID;
+use crate::trace_events::tracks::{Ident, TrackKind};
 
 /// How far up `parent_uuid` links are followed.
 const MAX_TRACK_ANCESTRY: usize = 32;

@@ -16,43 +16,16 @@ use crate::FastHashMap;
 use crate::api::LimitationLog;
 
 use super::decoder::{Decoder, EventRow, SlotKey};
+use super::ftrace_records::{FtraceRecord, Record};
 use super::proto::{CompactSched, FtraceEventBundle};
 use super::sequence::lossy;
 use super::spill::Spilling;
-use crate::chrome::kinds::EventKind;
-use crate::chrome::store::NONE;
+use crate::trace_events::ids::NONE;
+use crate::trace_events::kinds::EventKind;
 
 /// Longest thread name taken from a task's `comm` (the kernel's are 16
 /// bytes at most); longer ones are cut (`comm_truncated`).
 pub const MAX_COMM_NAME_BYTES: usize = 256;
-
-/// One scheduling or atrace record, in the trace clock.
-#[derive(Debug, Clone)]
-pub struct FtraceRecord {
-    pub ts: i64,
-    pub cpu: u32,
-    pub what: Record,
-}
-
-#[derive(Debug, Clone)]
-pub enum Record {
-    Switch {
-        /// `None` in compact encoding: the task that was running.
-        prev_pid: Option<i32>,
-        prev_state: i64,
-        next_pid: i32,
-        next_prio: i32,
-        next_comm: u32,
-    },
-    Waking {
-        pid: i32,
-        target_cpu: i32,
-        comm: u32,
-        waker: Option<i32>,
-    },
-    /// An atrace marker written by thread `tid`.
-    Print { tid: i32, text: Box<str> },
-}
 
 impl Decoder {
     pub fn ftrace_bundle(&mut self, bundle: &FtraceEventBundle) {

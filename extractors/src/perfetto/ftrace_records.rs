@@ -6,8 +6,35 @@
 use std::io;
 use std::path::Path;
 
-use super::ftrace::{FtraceRecord, Record};
 use crate::sorted_runs::{TimeOrderedRuns, TimedRecord};
+
+/// One scheduling or atrace record, in the trace clock.
+#[derive(Debug, Clone)]
+pub struct FtraceRecord {
+    pub ts: i64,
+    pub cpu: u32,
+    pub what: Record,
+}
+
+#[derive(Debug, Clone)]
+pub enum Record {
+    Switch {
+        /// `None` in compact encoding: the task that was running.
+        prev_pid: Option<i32>,
+        prev_state: i64,
+        next_pid: i32,
+        next_prio: i32,
+        next_comm: u32,
+    },
+    Waking {
+        pid: i32,
+        target_cpu: i32,
+        comm: u32,
+        waker: Option<i32>,
+    },
+    /// An atrace marker written by thread `tid`.
+    Print { tid: i32, text: Box<str> },
+}
 
 const SWITCH: u8 = 0;
 const WAKING: u8 = 1;

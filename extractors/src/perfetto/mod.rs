@@ -7,7 +7,7 @@
 //! sequence's incremental state ([`sequence`]) and clocks ([`clocks`]) and
 //! dispatches track events ([`track_event`], [`annotations`]), ftrace ([`ftrace`],
 //! [`atrace`]) and callstack samples ([`samples`]) → at the end, slots
-//! become tracks ([`finish`]) and the Chrome extractor's nesting, emission
+//! become tracks ([`finish`]) and the shared nesting, emission
 //! and slice reductions write the tables. Past the in-memory budget,
 //! finished events leave for spill runs while decoding ([`spill`]).
 
@@ -39,14 +39,15 @@ use std::io::BufRead;
 use crate::api::{
     BatchSink, CountingSink, ExtractError, ExtractObserver, ExtractOptions, ExtractionSummary,
 };
-use crate::chrome::emit::{self, Emitter};
-use crate::chrome::external::{EventsOutcome, SliceReductions, Spill};
-use crate::chrome::kinds::EventKind;
-use crate::chrome::nesting;
 use crate::format_kind::FormatKind;
 use crate::schema::EvidenceTable;
 use crate::sorted_runs::TimeOrderedRuns;
 use crate::stacks::{ReductionSpec, ThreadInfo};
+use crate::trace_events::emit;
+use crate::trace_events::emitter::Emitter;
+use crate::trace_events::external::{EventsOutcome, SliceReductions, Spill};
+use crate::trace_events::kinds::EventKind;
+use crate::trace_events::nesting;
 use decoder::Decoder;
 use reader::{Next, PacketReader};
 

@@ -8,7 +8,7 @@ use std::fs::File;
 use std::io::{self, BufReader, BufWriter, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 
-use crate::chrome::store::open_unlinked;
+use crate::sorted_runs::open_unlinked;
 
 /// A callstack sample waiting for thread names.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -1,10 +1,10 @@
 //! Bounded memory for Perfetto: finished events leave the store for the
-//! Chrome extractor's spill runs ([`crate::chrome::external`]) while the
+//! shared spill runs ([`crate::trace_events::external`]) while the
 //! trace is decoded and while ftrace is replayed.
 //!
 //! Rows carry a slot, not a track, until every descriptor has been read,
 //! so runs are sorted by slot and renamed once tracks are resolved
-//! ([`crate::chrome::runs::RunFile::retrack`]). Slices still waiting for
+//! ([`crate::trace_events::runs::RunFile::retrack`]). Slices still waiting for
 //! their end stay in the store (track-event begins while decoding, atrace
 //! `B` and async begins while replaying), and what points at them is
 //! renumbered after each run.
@@ -13,9 +13,9 @@ use std::io;
 use std::path::Path;
 
 use super::decoder::Decoder;
-use crate::chrome::external::Spill;
-use crate::chrome::spill_phases::PhaseCollector;
-use crate::chrome::store::EventStore;
+use crate::trace_events::external::Spill;
+use crate::trace_events::spill_phases::PhaseCollector;
+use crate::trace_events::store::EventStore;
 
 /// The spill of one extraction: none until the store first holds
 /// `budget` events, none at all without a folder.

@@ -15,8 +15,9 @@ use super::proto::{TYPE_COUNTER, TYPE_INSTANT, TYPE_SLICE_BEGIN, TYPE_SLICE_END}
 use super::sequence::Sequence;
 use super::track_event_view::TrackEventView as TrackEvent;
 use crate::FastHashMap;
-use crate::chrome::kinds::{Classified, classify};
-use crate::chrome::store::{Interner, NO_ID, NONE};
+use crate::trace_events::ids::{NO_ID, NONE};
+use crate::trace_events::interner::Interner;
+use crate::trace_events::kinds::{Classified, classify};
 
 impl Decoder {
     pub fn track_event(&mut self, sequence_id: u32, ts: Option<i64>, e: &TrackEvent<'_>) {

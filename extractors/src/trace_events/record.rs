@@ -11,9 +11,9 @@
 //! written to the spill file and read back twice (by track, then by time).
 
 use super::device_columns::DeviceFields;
-use super::event_batch::NO_PARENT;
+use super::ids::{NO_ID, NO_PARENT, NONE};
 use super::kinds::EventKind;
-use super::store::{EventStore, NO_ID, NONE};
+use super::store::EventStore;
 use crate::varint::{get_i64, get_u64, put_i64, put_u64};
 
 /// Bytes of the longest record: the presence word, the kind, then at

@@ -18,8 +18,8 @@ use std::sync::mpsc::{Receiver, SyncSender, channel, sync_channel};
 use std::thread::JoinHandle;
 
 use super::record::{EventRecord, MAX_RECORD_BYTES, RunDelta};
-use super::store::{EventStore, open_unlinked};
-use crate::sorted_runs::{BlockReader, merge_block_bytes, merge_step};
+use super::store::EventStore;
+use crate::sorted_runs::{BlockReader, merge_block_bytes, merge_step, open_unlinked};
 
 /// Runs of records, each sorted, in one file that vanishes with the process.
 pub struct RunFile {
@@ -345,11 +345,11 @@ pub fn output_key(r: &EventRecord) -> (i64, u64) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::chrome::device_columns::DeviceFields;
-    use crate::chrome::event_batch::NO_PARENT;
-    use crate::chrome::kinds::EventKind;
-    use crate::chrome::store::NO_ID;
     use crate::spill_compare::{assert_no_spill_files_left, spill_dir};
+    use crate::trace_events::device_columns::DeviceFields;
+    use crate::trace_events::ids::NO_ID;
+    use crate::trace_events::ids::NO_PARENT;
+    use crate::trace_events::kinds::EventKind;
 
     fn record(event_id: u64, track: u32, ts: i64, dur: i64) -> EventRecord {
         EventRecord {

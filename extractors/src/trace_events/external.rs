@@ -20,23 +20,24 @@
 //! grows with tracks, flows only when correlation ids must be filled from
 //! them, and launches inside `ProfilerStep#N` (one entry each).
 
-use std::fs::File;
-use std::io::{self, BufReader, Read, Write};
+use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 
 use crate::FastHashMap;
 
-use super::emit::{Emitter, SliceFrames, thread_info, write_slice_reductions};
+use super::builder::TraceBuilder;
+use super::emit::{SliceFrames, thread_info, write_slice_reductions};
+use super::emitter::Emitter;
 use super::event_batch::EventBatch;
+use super::flow_records::for_each_flow;
+use super::ids::{NO_ID, NONE};
 use super::kinds::EventKind;
 use super::nesting::{PHASE_CORRELATION, PHASE_NONE};
-use super::process::Processor;
 use super::record::EventRecord;
 use super::run_writer::{RunWriter, Written};
 use super::runs::{RunFile, RunSorter, nesting_key, output_key};
 use super::spill_phases::{PhaseCollector, Phases};
-use super::store::{EventStore, FlowPoint, NO_ID, NONE};
-use super::tracks::Ident;
+use super::store::{EventStore, FlowPoint};
 use crate::api::{ExtractError, ExtractObserver};
 use crate::stacks::{MetricId, StackAggregator};
 
@@ -112,7 +113,7 @@ impl Spill {
 
     /// Writes the store's finished events as one run and keeps only the
     /// open begins (all events when `all`); flows go to their file.
-    pub fn write_run(&mut self, p: &mut Processor, all: bool) -> io::Result<()> {
+    pub fn write_run(&mut self, p: &mut TraceBuilder, all: bool) -> io::Result<()> {
         let kept = if all { Vec::new() } else { p.open_rows() };
         self.write_run_keeping(p, &kept)?;
         p.renumber_open(&kept);
@@ -123,7 +124,7 @@ impl Spill {
     /// one run, on the run writer's thread ([`RunWriter`]); the kept rows
     /// move to the front in order, so the caller renumbers what points at
     /// them (`kept[k]` is now row `k`).
-    pub fn write_run_keeping(&mut self, p: &mut Processor, kept: &[usize]) -> io::Result<()> {
+    pub fn write_run_keeping(&mut self, p: &mut TraceBuilder, kept: &[usize]) -> io::Result<()> {
         self.writer.hand_over(p, kept)?;
         self.next_at = p.store.len() + self.chunk;
         Ok(())
@@ -141,7 +142,7 @@ impl Spill {
     /// slice reductions are written before `trace_events`.
     pub fn finish(
         self,
-        p: &mut Processor,
+        p: &mut TraceBuilder,
         em: &mut Emitter,
         observer: &dyn ExtractObserver,
         thread_of_track: &[Option<(i64, i64)>],
@@ -153,7 +154,7 @@ impl Spill {
     /// coming back in [`EventsOutcome::agg`] unwritten when given.
     pub fn finish_with(
         mut self,
-        p: &mut Processor,
+        p: &mut TraceBuilder,
         em: &mut Emitter,
         observer: &dyn ExtractObserver,
         thread_of_track: &[Option<(i64, i64)>],
@@ -368,7 +369,7 @@ impl<'a> Walk<'a> {
     fn run(
         &mut self,
         runs: &mut RunFile,
-        p: &mut Processor,
+        p: &mut TraceBuilder,
         observer: &dyn ExtractObserver,
     ) -> Result<(), ExtractError> {
         let mut track = None;
@@ -399,7 +400,7 @@ impl<'a> Walk<'a> {
         Ok(())
     }
 
-    fn start_track(&mut self, p: &Processor, track: u32) {
+    fn start_track(&mut self, p: &TraceBuilder, track: u32) {
         let info = thread_info(p, &p.tracks.list[track as usize]);
         self.thread = self.agg.thread(info);
         self.last_slice = None;
@@ -410,7 +411,7 @@ impl<'a> Walk<'a> {
     }
 
     /// Takes the next record of the track, in nesting order.
-    fn slice(&mut self, p: &mut Processor, mut r: EventRecord) -> io::Result<()> {
+    fn slice(&mut self, p: &mut TraceBuilder, mut r: EventRecord) -> io::Result<()> {
         self.bind_flows_before(r.track, r.ts);
         while let Some(top) = self.stack.last() {
             if top.r.end() > r.ts {
@@ -658,118 +659,5 @@ impl LaunchPhases {
     fn get(&self, correlation: &i64) -> Option<&u32> {
         let at = self.0.binary_search_by_key(correlation, |&(c, _)| c).ok()?;
         self.0.get(at).map(|(_, phase)| phase)
-    }
-}
-
-/// Bytes of one spilled flow endpoint.
-pub(super) const FLOW_BYTES: usize = 4 + 8 + 1 + 9 + 9 + 8 + 1;
-
-fn encode_ident(id: Ident) -> [u8; 9] {
-    let (tag, value) = match id {
-        Ident::None => (0u8, 0i64),
-        Ident::Int(v) => (1, v),
-        Ident::Label(l) => (2, i64::from(l)),
-    };
-    let mut out = [0u8; 9];
-    out[0] = tag;
-    out[1..].copy_from_slice(&value.to_le_bytes());
-    out
-}
-
-fn decode_ident(bytes: &[u8]) -> Option<Ident> {
-    let value = i64::from_le_bytes(bytes.get(1..9)?.try_into().ok()?);
-    match bytes.first()? {
-        0 => Some(Ident::None),
-        1 => Some(Ident::Int(value)),
-        2 => Some(Ident::Label(u32::try_from(value).ok()?)),
-        _ => None,
-    }
-}
-
-pub(super) fn encode_flow(f: &FlowPoint, out: &mut [u8; FLOW_BYTES]) {
-    out[0..4].copy_from_slice(&f.key.to_le_bytes());
-    out[4..12].copy_from_slice(&f.numeric_id.to_le_bytes());
-    out[12] = f.phase;
-    out[13..22].copy_from_slice(&encode_ident(f.pid));
-    out[22..31].copy_from_slice(&encode_ident(f.tid));
-    out[31..39].copy_from_slice(&f.ts.to_le_bytes());
-    out[39] = u8::from(f.enclosing);
-}
-
-fn decode_flow(b: &[u8]) -> Option<FlowPoint> {
-    Some(FlowPoint {
-        key: u32::from_le_bytes(b.get(0..4)?.try_into().ok()?),
-        numeric_id: i64::from_le_bytes(b.get(4..12)?.try_into().ok()?),
-        phase: *b.get(12)?,
-        pid: decode_ident(b.get(13..22)?)?,
-        tid: decode_ident(b.get(22..31)?)?,
-        ts: i64::from_le_bytes(b.get(31..39)?.try_into().ok()?),
-        enclosing: *b.get(39)? != 0,
-    })
-}
-
-/// Calls `each` with every spilled flow endpoint, in input order.
-fn for_each_flow(file: &File, count: u64, mut each: impl FnMut(FlowPoint)) -> io::Result<()> {
-    let mut reader = BufReader::with_capacity(1 << 20, file);
-    std::io::Seek::seek(&mut reader, std::io::SeekFrom::Start(0))?;
-    let mut buf = [0u8; FLOW_BYTES];
-    for _ in 0..count {
-        reader.read_exact(&mut buf)?;
-        each(decode_flow(&buf).ok_or_else(|| {
-            io::Error::new(
-                io::ErrorKind::InvalidData,
-                "a spilled flow endpoint is damaged",
-            )
-        })?);
-    }
-    Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn flow_endpoints_survive_their_byte_form() {
-        for (pid, tid) in [
-            (Ident::None, Ident::Int(-7)),
-            (Ident::Label(u32::MAX), Ident::Int(i64::MIN)),
-        ] {
-            let f = FlowPoint {
-                key: 9,
-                numeric_id: NONE,
-                phase: b't',
-                pid,
-                tid,
-                ts: -3,
-                enclosing: true,
-            };
-            let mut bytes = [0u8; FLOW_BYTES];
-            encode_flow(&f, &mut bytes);
-            let back = decode_flow(&bytes).expect("decodes");
-            assert_eq!(
-                (
-                    back.key,
-                    back.numeric_id,
-                    back.phase,
-                    back.pid,
-                    back.tid,
-                    back.ts,
-                    back.enclosing
-                ),
-                (
-                    f.key,
-                    f.numeric_id,
-                    f.phase,
-                    f.pid,
-                    f.tid,
-                    f.ts,
-                    f.enclosing
-                )
-            );
-        }
-        let mut bytes = [0u8; FLOW_BYTES];
-        bytes[13] = 3;
-        assert!(decode_flow(&bytes).is_none());
     }
 }

@@ -19,12 +19,14 @@ use std::path::Path;
 use std::sync::mpsc::{Receiver, Sender, SyncSender, channel, sync_channel};
 use std::thread::JoinHandle;
 
-use super::external::{FLOW_BYTES, encode_flow};
-use super::process::Processor;
+use super::builder::TraceBuilder;
+use super::flow_records::{FLOW_BYTES, encode_flow};
+use super::ids::NONE;
 use super::record::EventRecord;
 use super::runs::{RunFile, nesting_key_of};
 use super::spill_phases::{PhaseCollector, step_name_flags};
-use super::store::{EventStore, FlowPoint, NONE, open_unlinked};
+use super::store::{EventStore, FlowPoint};
+use crate::sorted_runs::open_unlinked;
 
 /// What the written runs leave for nesting and output.
 pub struct Written {
@@ -101,7 +103,7 @@ impl RunWriter {
     /// endpoint to be written as one run. The kept rows stay, renumbered
     /// from 0 in order (`kept[k]` is now row `k`); the caller renumbers
     /// what points at them.
-    pub fn hand_over(&mut self, p: &mut Processor, kept: &[usize]) -> io::Result<()> {
+    pub fn hand_over(&mut self, p: &mut TraceBuilder, kept: &[usize]) -> io::Result<()> {
         let spare = self.spares.try_recv().unwrap_or_else(|_| Spare {
             store: EventStore::default(),
             flows: Vec::new(),

@@ -5,64 +5,36 @@
 //! `(ts_ns, event_id)`, `counters` by `ts_ns`. Batches are at most
 //! `batch_rows` rows and are handed to the sink as soon as each is built.
 
-use std::collections::BTreeMap;
-
 use crate::FastHashMap;
 use std::sync::Arc;
 
 use arrow::array::{ArrayRef, Float64Array, Int64Array, StringArray, UInt64Array};
-use arrow::record_batch::RecordBatch;
 
-use super::event_batch::{EventBatch, NO_PARENT};
+use super::builder::TraceBuilder;
+use super::emitter::Emitter;
+use super::event_batch::EventBatch;
+use super::ids::{NO_ID, NO_PARENT, opt, opt_id};
+use super::interner::Interner;
 use super::kinds::EventKind;
 use super::nesting::Derived;
-use super::process::Processor;
 use super::record::EventRecord;
-use super::store::{CounterRow, Interner, NO_ID, opt, opt_id};
+use super::store::CounterRow;
 use super::tracks::{Ident, Track, TrackKind};
-use crate::api::{BatchSink, ExtractError};
-use crate::arrow_util::{DictColumn, const_dict};
+use crate::api::ExtractError;
+use crate::arrow_util::DictColumn;
 use crate::schema::EvidenceTable;
 use crate::stacks::{MetricId, ReductionSpec, StackAggregator, ThreadInfo};
-
-/// Writes batches to the sink and counts rows per table.
-pub struct Emitter<'a> {
-    pub run_id: &'a str,
-    pub artifact_id: &'a str,
-    pub batch_rows: usize,
-    pub sink: &'a mut dyn BatchSink,
-    pub rows: BTreeMap<String, u64>,
-}
-
-pub use crate::api::CountingSink;
-
-impl Emitter<'_> {
-    pub(crate) fn write(
-        &mut self,
-        table: EvidenceTable,
-        mut columns: Vec<ArrayRef>,
-        len: usize,
-    ) -> Result<(), ExtractError> {
-        let mut all = vec![
-            const_dict(self.run_id, len),
-            const_dict(self.artifact_id, len),
-        ];
-        all.append(&mut columns);
-        let batch = RecordBatch::try_new(table.schema(), all)
-            .map_err(|e| ExtractError::Sink(Box::new(e)))?;
-        *self.rows.entry(table.name().to_string()).or_insert(0) += len as u64;
-        self.sink
-            .write_batch(table, batch)
-            .map_err(ExtractError::Sink)
-    }
-}
 
 fn opt_col(values: impl Iterator<Item = i64>) -> ArrayRef {
     Arc::new(values.map(opt).collect::<Int64Array>())
 }
 
 /// Writes `trace_events`, globally ordered by `(ts_ns, event_id)`.
-pub fn emit_trace_events(em: &mut Emitter, p: &Processor, d: &Derived) -> Result<(), ExtractError> {
+pub fn emit_trace_events(
+    em: &mut Emitter,
+    p: &TraceBuilder,
+    d: &Derived,
+) -> Result<(), ExtractError> {
     let s = &p.store;
     let mut order: Vec<u32> = (0..s.len() as u32).collect();
     order.sort_unstable_by_key(|&i| (s.ts[i as usize], s.event_id[i as usize]));
@@ -84,7 +56,7 @@ pub fn emit_trace_events(em: &mut Emitter, p: &Processor, d: &Derived) -> Result
 }
 
 /// Writes `tracks` in id order.
-pub fn emit_tracks(em: &mut Emitter, p: &Processor) -> Result<(), ExtractError> {
+pub fn emit_tracks(em: &mut Emitter, p: &TraceBuilder) -> Result<(), ExtractError> {
     let first = p.tracks.process_first_tracks();
     let list = &p.tracks.list;
     let ids: Vec<usize> = (0..list.len()).collect();
@@ -149,7 +121,7 @@ pub fn emit_tracks(em: &mut Emitter, p: &Processor) -> Result<(), ExtractError> 
 }
 
 /// Writes `counters` ordered by `ts_ns` (input order within one timestamp).
-pub fn emit_counters(em: &mut Emitter, p: &Processor) -> Result<(), ExtractError> {
+pub fn emit_counters(em: &mut Emitter, p: &TraceBuilder) -> Result<(), ExtractError> {
     let mut order: Vec<usize> = (0..p.counters.len()).collect();
     order.sort_by_key(|&i| p.counters[i].ts);
     emit_counter_rows(em, &p.strings, order.into_iter().map(|i| Ok(p.counters[i])))
@@ -195,7 +167,7 @@ pub fn emit_counter_rows(
 /// Feeds every terminated slice into a [`StackAggregator`]: a slice is a
 /// frame `(function = name, module = category)` and its stack is the path
 /// of its ancestors on the track.
-pub fn aggregate_slices(p: &Processor, d: &Derived) -> StackAggregator {
+pub fn aggregate_slices(p: &TraceBuilder, d: &Derived) -> StackAggregator {
     let mut agg = StackAggregator::new();
     aggregate_slices_into(&mut agg, 0, p, d, |_| true);
     agg
@@ -207,7 +179,7 @@ pub fn aggregate_slices(p: &Processor, d: &Derived) -> StackAggregator {
 pub fn aggregate_slices_into(
     agg: &mut StackAggregator,
     metric: MetricId,
-    p: &Processor,
+    p: &TraceBuilder,
     d: &Derived,
     include: impl Fn(EventKind) -> bool,
 ) {
@@ -251,7 +223,7 @@ pub fn write_slice_reductions(em: &mut Emitter, agg: StackAggregator) -> Result<
         weight_unit: "ns".to_string(),
         unit: "ns".to_string(),
     };
-    let mut counting = CountingSink {
+    let mut counting = crate::api::CountingSink {
         inner: &mut *em.sink,
         rows: &mut em.rows,
     };
@@ -266,7 +238,7 @@ pub fn write_slice_reductions(em: &mut Emitter, agg: StackAggregator) -> Result<
 }
 
 /// The stack-reduction thread of a track.
-pub fn thread_info(p: &Processor, track: &Track) -> ThreadInfo {
+pub fn thread_info(p: &TraceBuilder, track: &Track) -> ThreadInfo {
     ThreadInfo {
         pid: track.pid.int(),
         tid: track.tid.int(),

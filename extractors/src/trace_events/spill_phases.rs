@@ -9,9 +9,11 @@
 //! phase up as it streams past ([`Phases::at`]), with the same answer.
 //! Memory grows with steps and ranges (about 40 bytes each), not events.
 
+use super::ids::NO_ID;
+use super::interner::Interner;
 use super::kinds::EventKind;
 use super::nesting::{PHASE_PROFILER_STEP, PHASE_RANGE};
-use super::store::{EventStore, Interner, NO_ID};
+use super::store::EventStore;
 
 /// A `ProfilerStep#N` slice.
 #[derive(Debug, Clone, Copy)]

@@ -9,7 +9,9 @@
 
 use crate::FastHashMap;
 
-use super::store::{EventStore, FlowPoint, Interner, NO_ID, NONE};
+use super::ids::{NO_ID, NONE};
+use super::interner::Interner;
+use super::store::{EventStore, FlowPoint};
 use super::tracks::Tracks;
 use crate::api::LimitationLog;
 

@@ -9,7 +9,8 @@
 
 use crate::FastHashMap;
 
-use super::store::{Interner, NO_ID, NONE};
+use super::ids::{NO_ID, NONE};
+use super::interner::Interner;
 
 /// A pid or tid as written: absent, an integer, or a label (interned).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

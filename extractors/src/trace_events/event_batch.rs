@@ -10,18 +10,17 @@ use std::sync::Arc;
 
 use arrow::array::{ArrayRef, Int32Array, Int64Array, UInt64Array};
 
-use super::emit::Emitter;
+use super::args_arena::ArgsArena;
+use super::emitter::Emitter;
+use super::ids::{NO_ID, NO_PARENT, NONE, opt, opt_id};
+use super::interner::Interner;
 use super::kinds::EventKind;
 use super::nesting::{PHASE_CORRELATION, PHASE_PROFILER_STEP, PHASE_RANGE};
 use super::record::EventRecord;
-use super::store::{ArgsArena, Interner, NO_ID, NONE, opt, opt_id};
 use super::tracks::{Track, TrackKind};
 use crate::api::ExtractError;
 use crate::arrow_util::IdDictColumn;
 use crate::schema::EvidenceTable;
-
-/// Absent parent in [`EventBatch::parent_event_id`].
-pub const NO_PARENT: u64 = u64::MAX;
 
 /// The rows of one `trace_events` batch, column by column. Optional
 /// integers use [`NONE`], optional interned strings [`NO_ID`], a missing

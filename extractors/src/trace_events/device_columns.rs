@@ -7,7 +7,7 @@
 //! and user annotation. So [`DeviceColumns`] keeps a 4-byte row number per
 //! event and the fields only for events that have at least one.
 
-use super::store::{NO_ID, NONE};
+use super::ids::{NO_ID, NONE};
 
 /// The device-side fields of one event; [`NONE`] where absent.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
