@@ -14,7 +14,7 @@ use datafusion::functions_aggregate::expr_fn::sum;
 use datafusion::logical_expr::{Expr, col, lit};
 use datafusion::prelude::{SessionContext, cast};
 
-use crate::accelerator::{
+use crate::accelerator_answer::{
     AcceleratorAnswer, Region, StreamUse, percentiles, stream_uses, sum_regions,
 };
 use crate::common::{

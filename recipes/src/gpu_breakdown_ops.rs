@@ -24,7 +24,7 @@ use crate::common::{
     ArtifactScope, RecipeResult, collect, column, f64_at, i64_at, string_at, table,
 };
 use crate::device_pass::{DeviceOp, DeviceOps, Interner, for_each_batch, ints};
-use crate::gpu_breakdown::{BreakdownParams, DeviceKey};
+use crate::gpu_breakdown_params::{BreakdownParams, DeviceKey};
 
 /// Host calls whose device work HTA's launch statistics pair with them:
 /// kernel launches plus asynchronous memcpy/memset.

@@ -9,6 +9,7 @@
 //! [`SessionContext`]: datafusion::prelude::SessionContext
 
 pub mod accelerator;
+pub mod accelerator_answer;
 pub mod accelerator_reduced;
 pub mod common;
 pub mod device_pass;
@@ -18,6 +19,7 @@ pub mod gap_launchers;
 pub mod gap_samples;
 pub mod gpu_breakdown;
 pub mod gpu_breakdown_ops;
+pub mod gpu_breakdown_params;
 pub mod gpu_gaps;
 pub mod gpu_summary;
 pub mod host_activity;

@@ -15,6 +15,7 @@ pub mod rank;
 pub mod rng;
 pub mod scaling;
 mod scaling_fit;
+mod scaling_model;
 pub mod special;
 pub mod summary;
 pub mod two_sample;

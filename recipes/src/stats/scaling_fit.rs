@@ -2,7 +2,7 @@
 //! fitted by minimizing `sum (ln y_i - ln f(n_i))^2`, so their residual sums
 //! are likelihoods of the same data and AICc compares them fairly.
 
-use super::scaling::{ModelFit, ScalingModel};
+use super::scaling_model::{ModelFit, ScalingModel};
 
 /// The residual variance floor on the log scale (relative error 1e-9,
 /// beyond any timer): keeps a perfect fit's likelihood finite.
