@@ -13,8 +13,7 @@
 //! holes once freed. A fixed 2 MiB threshold gives every such block its own
 //! mapping, returned whole when freed: peak RSS 265 → 217 MB on a 2 M-event
 //! Nsight export and 163–169 → 137 MB on a 216 MB Kineto trace
-//! (`docs/performance.md`, "Sparse device fields, Nsight through spill
-//! runs, a fixed mmap threshold").
+//! (`docs/performance.md`, "Bounded-memory events").
 
 /// Arenas glibc may create (the main one included).
 pub const MALLOC_ARENAS: i32 = 2;

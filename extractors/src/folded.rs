@@ -19,12 +19,11 @@ use std::collections::BTreeMap;
 use std::io::BufRead;
 
 use crate::api::{
-    BatchSink, CountingSink, ExtractError, ExtractObserver, ExtractOptions, ExtractionSummary,
-    LimitationLog,
+    BatchSink, ExtractError, ExtractObserver, ExtractOptions, ExtractionSummary, LimitationLog,
 };
 use crate::format_kind::FormatKind;
-use crate::schema::EvidenceTable;
-use crate::stacks::{ReductionSpec, StackAggregator, ThreadInfo};
+use crate::stack_profile::{StackProfileEnd, finish_stack_profile};
+use crate::stacks::{StackAggregator, ThreadInfo};
 
 pub const FOLDED_EXTRACTOR_NAME: &str = "folded_stacks";
 /// Bumped whenever the rows produced for the same input change.
@@ -269,28 +268,6 @@ pub fn extract_folded_stacks<R: BufRead>(
         });
     }
 
-    let mut rows = BTreeMap::new();
-    let spec = ReductionSpec {
-        metric: "cpu.samples".into(),
-        weight_unit: "samples".into(),
-        unit: "samples".into(),
-    };
-    {
-        let mut counting = CountingSink {
-            inner: sink,
-            rows: &mut rows,
-        };
-        agg.finish(
-            &options.run_id,
-            &options.artifact_id,
-            &spec,
-            options.batch_rows,
-            &mut counting,
-        )?;
-    }
-    for table in EvidenceTable::ALL {
-        rows.entry(table.name().to_string()).or_insert(0);
-    }
     let producer = options.producer.clone().unwrap_or_else(|| {
         if threads_seen || python_frames {
             "py-spy".to_owned()
@@ -298,27 +275,28 @@ pub fn extract_folded_stacks<R: BufRead>(
             "folded".to_owned()
         }
     });
-    let mut coverage = BTreeMap::new();
-    coverage.insert("thread_identity".to_owned(), threads_seen);
-    coverage.insert("timestamps".to_owned(), false);
-    coverage.insert("symbolized_frames".to_owned(), true);
     let mut metadata = BTreeMap::new();
     metadata.insert("total_samples".to_owned(), serde_json::json!(samples_total));
-    Ok(ExtractionSummary {
-        extractor: FOLDED_EXTRACTOR_NAME.into(),
-        extractor_version: FOLDED_EXTRACTOR_VERSION.into(),
-        format: FormatKind::FoldedStacks.name().into(),
-        producer,
-        rows,
-        time_span_ns: None,
-        tracks: 0,
-        coverage,
-        limitations: log.into_limitations(),
-        metadata,
-        input_bytes: offset,
-        input_events: stacks_read,
-        max_event_dur_ns: None,
-    })
+    finish_stack_profile(
+        agg,
+        options,
+        sink,
+        StackProfileEnd {
+            extractor: FOLDED_EXTRACTOR_NAME,
+            extractor_version: FOLDED_EXTRACTOR_VERSION,
+            format: FormatKind::FoldedStacks,
+            producer,
+            time_span_ns: None,
+            thread_identity: threads_seen,
+            timestamps: false,
+            symbolized_frames: true,
+            more_coverage: Vec::new(),
+            metadata,
+            log,
+            input_bytes: offset,
+            input_events: stacks_read,
+        },
+    )
 }
 
 /// Reads up to and including `\n`, keeping at most `MAX_LINE_BYTES + 1`

@@ -34,6 +34,7 @@ mod sorted_runs;
 pub mod speedscope;
 #[cfg(test)]
 mod spill_compare;
+mod stack_profile;
 mod stack_totals;
 pub mod stacks;
 pub mod stream_gaps;

@@ -22,12 +22,11 @@ use std::collections::BTreeMap;
 use std::io::BufRead;
 
 use crate::api::{
-    BatchSink, CountingSink, ExtractError, ExtractObserver, ExtractOptions, ExtractionSummary,
-    LimitationLog,
+    BatchSink, ExtractError, ExtractObserver, ExtractOptions, ExtractionSummary, LimitationLog,
 };
 use crate::format_kind::FormatKind;
 use crate::json_doc::read_document;
-use crate::schema::EvidenceTable;
+use crate::stack_profile::{StackProfileEnd, finish_stack_profile};
 use crate::stacks::{ReductionSpec, StackAggregator, ThreadInfo};
 use tree::{CpuProfile, call_tree};
 
@@ -197,35 +196,6 @@ pub fn extract_cpuprofile<R: BufRead>(
         });
     }
 
-    let mut rows = BTreeMap::new();
-    {
-        let mut counting = CountingSink {
-            inner: sink,
-            rows: &mut rows,
-        };
-        agg.finish_all(
-            &options.run_id,
-            &options.artifact_id,
-            options.batch_rows,
-            &mut counting,
-        )?;
-    }
-    for table in EvidenceTable::ALL {
-        rows.entry(table.name().to_string()).or_insert(0);
-    }
-    let mut coverage = BTreeMap::new();
-    coverage.insert("thread_identity".to_owned(), false);
-    coverage.insert("timestamps".to_owned(), timed);
-    coverage.insert("symbolized_frames".to_owned(), true);
-    coverage.insert(
-        "source_locations".to_owned(),
-        nodes.iter().any(|n| {
-            n.call_frame
-                .as_ref()
-                .and_then(|c| c.url.as_deref())
-                .is_some_and(|u| !u.is_empty())
-        }),
-    );
     let mut metadata = BTreeMap::new();
     metadata.insert("nodes".to_owned(), serde_json::json!(nodes.len()));
     metadata.insert("samples".to_owned(), serde_json::json!(sample_count));
@@ -241,19 +211,30 @@ pub fn extract_cpuprofile<R: BufRead>(
         (Some(s), Some(e)) if e >= s => Some((s.saturating_mul(1000), e.saturating_mul(1000))),
         _ => None,
     };
-    Ok(ExtractionSummary {
-        extractor: CPUPROFILE_EXTRACTOR_NAME.into(),
-        extractor_version: CPUPROFILE_EXTRACTOR_VERSION.into(),
-        format: FormatKind::ChromeCpuProfile.name().into(),
-        producer: options.producer.clone().unwrap_or_else(|| "v8".to_owned()),
-        rows,
-        time_span_ns,
-        tracks: 0,
-        coverage,
-        limitations: log.into_limitations(),
-        metadata,
-        input_bytes,
-        input_events: nodes.len() as u64 + samples.len() as u64,
-        max_event_dur_ns: None,
-    })
+    let source_locations = nodes.iter().any(|n| {
+        n.call_frame
+            .as_ref()
+            .and_then(|c| c.url.as_deref())
+            .is_some_and(|u| !u.is_empty())
+    });
+    finish_stack_profile(
+        agg,
+        options,
+        sink,
+        StackProfileEnd {
+            extractor: CPUPROFILE_EXTRACTOR_NAME,
+            extractor_version: CPUPROFILE_EXTRACTOR_VERSION,
+            format: FormatKind::ChromeCpuProfile,
+            producer: options.producer.clone().unwrap_or_else(|| "v8".to_owned()),
+            time_span_ns,
+            thread_identity: false,
+            timestamps: timed,
+            symbolized_frames: true,
+            more_coverage: vec![("source_locations", source_locations)],
+            metadata,
+            log,
+            input_bytes,
+            input_events: nodes.len() as u64 + samples.len() as u64,
+        },
+    )
 }

@@ -32,12 +32,11 @@ use std::collections::BTreeMap;
 use std::io::BufRead;
 
 use crate::api::{
-    BatchSink, CountingSink, ExtractError, ExtractObserver, ExtractOptions, ExtractionSummary,
-    LimitationLog,
+    BatchSink, ExtractError, ExtractObserver, ExtractOptions, ExtractionSummary, LimitationLog,
 };
 use crate::format_kind::FormatKind;
 use crate::json_doc::{Decimal, read_document};
-use crate::schema::EvidenceTable;
+use crate::stack_profile::{StackProfileEnd, finish_stack_profile};
 use crate::stacks::{ReductionSpec, StackAggregator};
 use model::{Cell, GeckoFile, Meta, Profile};
 use serde_json::json;
@@ -144,29 +143,7 @@ pub fn extract_gecko_profile<R: BufRead>(
         )));
     }
 
-    let mut rows = BTreeMap::new();
     let (samples, timed, span) = (b.samples, b.timed, b.span);
-    let (thread_ids, unsymbolized, sources) = (b.thread_ids, b.unsymbolized, b.source_locations);
-    {
-        let mut counting = CountingSink {
-            inner: sink,
-            rows: &mut rows,
-        };
-        b.agg.finish_all(
-            &options.run_id,
-            &options.artifact_id,
-            options.batch_rows,
-            &mut counting,
-        )?;
-    }
-    for table in EvidenceTable::ALL {
-        rows.entry(table.name().to_string()).or_insert(0);
-    }
-    let mut coverage = BTreeMap::new();
-    coverage.insert("thread_identity".to_owned(), thread_ids);
-    coverage.insert("timestamps".to_owned(), timed);
-    coverage.insert("symbolized_frames".to_owned(), !unsymbolized);
-    coverage.insert("source_locations".to_owned(), sources);
 
     let mut metadata = BTreeMap::new();
     if let Some(m) = meta {
@@ -210,21 +187,26 @@ pub fn extract_gecko_profile<R: BufRead>(
             .filter(|p| !p.is_empty())
             .map_or_else(|| "gecko".to_owned(), str::to_ascii_lowercase)
     });
-    Ok(ExtractionSummary {
-        extractor: GECKO_EXTRACTOR_NAME.into(),
-        extractor_version: GECKO_EXTRACTOR_VERSION.into(),
-        format: FormatKind::GeckoProfile.name().into(),
-        producer,
-        rows,
-        time_span_ns: span,
-        tracks: 0,
-        coverage,
-        limitations: b.log.into_limitations(),
-        metadata,
-        input_bytes,
-        input_events: samples,
-        max_event_dur_ns: None,
-    })
+    finish_stack_profile(
+        b.agg,
+        options,
+        sink,
+        StackProfileEnd {
+            extractor: GECKO_EXTRACTOR_NAME,
+            extractor_version: GECKO_EXTRACTOR_VERSION,
+            format: FormatKind::GeckoProfile,
+            producer,
+            time_span_ns: span,
+            thread_identity: b.thread_ids,
+            timestamps: timed,
+            symbolized_frames: !b.unsymbolized,
+            more_coverage: vec![("source_locations", b.source_locations)],
+            metadata,
+            log: b.log,
+            input_bytes,
+            input_events: samples,
+        },
+    )
 }
 
 /// The shared context of one process's threads; what its `meta` lacks is
@@ -274,6 +256,7 @@ fn process_of(
 mod tests {
     use super::*;
     use crate::api::NoObserver;
+    use crate::schema::EvidenceTable;
 
     struct Sink(usize);
     impl BatchSink for Sink {

@@ -22,11 +22,10 @@ use std::io::BufRead;
 use prost::Message;
 
 use crate::api::{
-    BatchSink, CountingSink, ExtractError, ExtractObserver, ExtractOptions, ExtractionSummary,
-    LimitationLog,
+    BatchSink, ExtractError, ExtractObserver, ExtractOptions, ExtractionSummary, LimitationLog,
 };
 use crate::format_kind::FormatKind;
-use crate::schema::EvidenceTable;
+use crate::stack_profile::{StackProfileEnd, finish_stack_profile};
 use crate::stacks::StackAggregator;
 use metrics::{CountSource, MetricPlan};
 use proto::Profile;
@@ -237,31 +236,6 @@ pub fn extract_pprof<R: BufRead>(
     }
     observer.bytes_read(input_bytes);
 
-    let mut rows = BTreeMap::new();
-    {
-        let mut counting = CountingSink {
-            inner: sink,
-            rows: &mut rows,
-        };
-        agg.finish_all(
-            &options.run_id,
-            &options.artifact_id,
-            options.batch_rows,
-            &mut counting,
-        )?;
-    }
-    for table in EvidenceTable::ALL {
-        rows.entry(table.name().to_string()).or_insert(0);
-    }
-
-    let mut coverage = BTreeMap::new();
-    coverage.insert("thread_identity".to_owned(), threads_seen);
-    coverage.insert("timestamps".to_owned(), false);
-    coverage.insert(
-        "symbolized_frames".to_owned(),
-        symbols.unsymbolized_locations == 0,
-    );
-    coverage.insert("inlined_frames".to_owned(), symbols.inlined_locations > 0);
     let metadata = summary_metadata(&profile, &symbols, &plans, &totals, &mut log);
     let time_span_ns = (profile.time_nanos > 0).then(|| {
         (
@@ -271,21 +245,26 @@ pub fn extract_pprof<R: BufRead>(
                 .saturating_add(profile.duration_nanos.max(0)),
         )
     });
-    Ok(ExtractionSummary {
-        extractor: PPROF_EXTRACTOR_NAME.into(),
-        extractor_version: PPROF_EXTRACTOR_VERSION.into(),
-        format: FormatKind::Pprof.name().into(),
-        producer,
-        rows,
-        time_span_ns,
-        tracks: 0,
-        coverage,
-        limitations: log.into_limitations(),
-        metadata,
-        input_bytes,
-        input_events: profile.sample.len() as u64,
-        max_event_dur_ns: None,
-    })
+    finish_stack_profile(
+        agg,
+        options,
+        sink,
+        StackProfileEnd {
+            extractor: PPROF_EXTRACTOR_NAME,
+            extractor_version: PPROF_EXTRACTOR_VERSION,
+            format: FormatKind::Pprof,
+            producer,
+            time_span_ns,
+            thread_identity: threads_seen,
+            timestamps: false,
+            symbolized_frames: symbols.unsymbolized_locations == 0,
+            more_coverage: vec![("inlined_frames", symbols.inlined_locations > 0)],
+            metadata,
+            log,
+            input_bytes,
+            input_events: profile.sample.len() as u64,
+        },
+    )
 }
 
 /// Sample types and their metrics, totals, the default metric, period,

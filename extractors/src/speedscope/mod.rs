@@ -29,12 +29,11 @@ use std::collections::BTreeMap;
 use std::io::BufRead;
 
 use crate::api::{
-    BatchSink, CountingSink, ExtractError, ExtractObserver, ExtractOptions, ExtractionSummary,
-    LimitationLog,
+    BatchSink, ExtractError, ExtractObserver, ExtractOptions, ExtractionSummary, LimitationLog,
 };
 use crate::format_kind::FormatKind;
 use crate::json_doc::read_document;
-use crate::schema::EvidenceTable;
+use crate::stack_profile::{StackProfileEnd, finish_stack_profile};
 use crate::stacks::{StackAggregator, ThreadInfo};
 use build::Builder;
 
@@ -132,22 +131,6 @@ pub fn extract_speedscope<R: BufRead>(
         });
     }
 
-    let mut rows = BTreeMap::new();
-    {
-        let mut counting = CountingSink {
-            inner: sink,
-            rows: &mut rows,
-        };
-        b.agg.finish_all(
-            &options.run_id,
-            &options.artifact_id,
-            options.batch_rows,
-            &mut counting,
-        )?;
-    }
-    for table in EvidenceTable::ALL {
-        rows.entry(table.name().to_string()).or_insert(0);
-    }
     let exporter = file.exporter.as_deref().unwrap_or("");
     let producer = options.producer.clone().unwrap_or_else(|| {
         match exporter.split('@').next().map(str::trim) {
@@ -155,14 +138,6 @@ pub fn extract_speedscope<R: BufRead>(
             _ => "speedscope".to_owned(),
         }
     });
-    let mut coverage = BTreeMap::new();
-    coverage.insert("thread_identity".to_owned(), b.thread_ids);
-    coverage.insert("timestamps".to_owned(), false);
-    coverage.insert("symbolized_frames".to_owned(), true);
-    coverage.insert(
-        "source_locations".to_owned(),
-        frames.iter().any(|f| f.file.is_some()),
-    );
     let mut metadata = BTreeMap::new();
     if !exporter.is_empty() {
         metadata.insert("exporter".to_owned(), serde_json::json!(exporter));
@@ -173,21 +148,26 @@ pub fn extract_speedscope<R: BufRead>(
     metadata.insert("profiles".to_owned(), serde_json::json!(profiles.len()));
     metadata.insert("samples".to_owned(), serde_json::json!(b.samples));
     metadata.insert("events".to_owned(), serde_json::json!(b.events));
-    Ok(ExtractionSummary {
-        extractor: SPEEDSCOPE_EXTRACTOR_NAME.into(),
-        extractor_version: SPEEDSCOPE_EXTRACTOR_VERSION.into(),
-        format: FormatKind::SpeedscopeJson.name().into(),
-        producer,
-        rows,
-        time_span_ns: None,
-        tracks: 0,
-        coverage,
-        limitations: b.log.into_limitations(),
-        metadata,
-        input_bytes,
-        input_events: b.samples + b.events,
-        max_event_dur_ns: None,
-    })
+    finish_stack_profile(
+        b.agg,
+        options,
+        sink,
+        StackProfileEnd {
+            extractor: SPEEDSCOPE_EXTRACTOR_NAME,
+            extractor_version: SPEEDSCOPE_EXTRACTOR_VERSION,
+            format: FormatKind::SpeedscopeJson,
+            producer,
+            time_span_ns: None,
+            thread_identity: b.thread_ids,
+            timestamps: false,
+            symbolized_frames: true,
+            more_coverage: vec![("source_locations", frames.iter().any(|f| f.file.is_some()))],
+            metadata,
+            log: b.log,
+            input_bytes,
+            input_events: b.samples + b.events,
+        },
+    )
 }
 
 #[cfg(test)]
