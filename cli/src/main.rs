@@ -13,6 +13,7 @@ mod gaps_memory_view;
 mod gpu_breakdown;
 mod import_view;
 mod inventory_views;
+mod investigation_views;
 mod open;
 mod operations;
 mod params;

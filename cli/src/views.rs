@@ -10,7 +10,7 @@ use serde_json::Value;
 
 use crate::{
     analysis_views, capture, experiment, gaps_memory_view, gpu_breakdown, import_view,
-    inventory_views, open, run_set_views, stack_views, workload,
+    inventory_views, investigation_views, open, run_set_views, stack_views, workload,
 };
 
 /// The operation's answer as a person reads it (None: no view of its own).
@@ -46,6 +46,9 @@ pub(crate) fn render(operation: &str, result: &Value) -> Option<Result<String>> 
         "plan_experiment" => typed(result, experiment::render_plan),
         "run_experiment" | "get_experiment" => typed(result, experiment::render_view),
         "list_experiment_trials" => typed(result, experiment::render_page),
+        "create_investigation" => typed(result, investigation_views::investigation),
+        "get_investigation" => typed(result, investigation_views::detail),
+        "record_hypothesis" => typed(result, investigation_views::hypothesis),
         _ => return None,
     })
 }

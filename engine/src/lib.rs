@@ -17,6 +17,7 @@ pub mod project;
 pub mod publish;
 pub mod query;
 pub mod records;
+pub mod revisions;
 pub mod row_group_writer;
 pub mod runs;
 pub mod services;

@@ -66,11 +66,16 @@ pub fn valid_record_id(id: &str) -> bool {
 }
 
 fn check_record_id(kind: RecordKind, id: &str) -> Result<()> {
+    check_id_as(kind.reference(), id)
+}
+
+/// A record id, or `INVALID_ARGUMENTS` naming `field`.
+pub(crate) fn check_id_as(field: &str, id: &str) -> Result<()> {
     if valid_record_id(id) {
         Ok(())
     } else {
         Err(FlameoxError::invalid_argument(
-            kind.reference(),
+            field,
             "expected a record id ([a-z0-9_-], at most 80 characters)",
         ))
     }

@@ -10,6 +10,7 @@ use flameox_engine::error::FlameoxError;
 use flameox_engine::operations::Session;
 use flameox_engine::query::SessionCache;
 use flameox_engine::services::inventory;
+use flameox_engine::services::investigations::investigation;
 use flameox_engine::services::plans::{DEFAULT_PLAN_TTL, PlanStore};
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, Implementation,
@@ -209,6 +210,11 @@ impl ServerHandler for FlameoxServer {
             ("flameox://runs/{run_id}", "run"),
             ("flameox://artifacts/{artifact_id}", "artifact"),
             ("flameox://run-sets/{run_set_id}", "run set"),
+            (
+                "flameox://investigations/{investigation_id}",
+                "investigation with its hypotheses",
+            ),
+            ("flameox://hypotheses/{hypothesis_id}", "hypothesis"),
         ]
         .into_iter()
         .chain(crate::experiment_resources::RESOURCE_TEMPLATES)
@@ -245,6 +251,14 @@ impl FlameoxServer {
         }
         if let Some(id) = uri.strip_prefix("flameox://run-sets/") {
             return Ok(inventory::evidence_get(&ws, &format!("run_set:{id}"))?["record"].clone());
+        }
+        if let Some(id) = uri.strip_prefix("flameox://investigations/") {
+            return to_value(&investigation::get(&ws, id)?);
+        }
+        if let Some(id) = uri.strip_prefix("flameox://hypotheses/") {
+            return Ok(
+                inventory::evidence_get(&ws, &format!("hypothesis:{id}"))?["record"].clone(),
+            );
         }
         if let Some(found) = crate::experiment_resources::resource(&ws, uri) {
             return found;

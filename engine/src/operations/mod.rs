@@ -17,6 +17,7 @@ mod drilldown;
 mod experiments;
 mod gpu;
 mod inventory;
+mod investigations;
 mod run_sets;
 pub mod schema;
 pub mod session;
@@ -179,7 +180,15 @@ pub static CLI_GROUPS: &[(&str, &str)] = &[
     ),
     (
         "evidence",
-        "One record by typed reference (run:, artifact:, generation:, run_set:, analysis:, comparison:). Example: `flameox evidence get run_set:rs_…`",
+        "One record by typed reference (run:, artifact:, generation:, run_set:, analysis:, comparison:, investigation:, hypothesis:). Example: `flameox evidence get run_set:rs_…`",
+    ),
+    (
+        "investigations",
+        "Investigations an agent can resume: a question, its targets and hypotheses. Example: `flameox investigations create --question \"why is step time up?\" --target latest`",
+    ),
+    (
+        "hypotheses",
+        "Hypotheses of an investigation, each with a prediction and what would refute it. Example: `flameox hypotheses record --investigation-id inv_… --statement … --prediction … --refuted-if …`",
     ),
     (
         "measurements",
@@ -307,6 +316,7 @@ pub fn catalog() -> &'static [Operation] {
             .chain(run_sets::OPERATIONS)
             .chain(workloads::OPERATIONS)
             .chain(experiments::OPERATIONS)
+            .chain(investigations::OPERATIONS)
             .copied()
             .collect()
     });

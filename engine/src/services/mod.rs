@@ -12,6 +12,7 @@
 pub mod declared_experiments;
 pub mod evidence;
 pub mod ingest;
+pub mod investigations;
 pub mod query;
 pub mod workload_capture;
 pub mod workspace;

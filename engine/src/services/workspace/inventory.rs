@@ -105,7 +105,7 @@ pub struct ListPage<T> {
     pub next_cursor: Option<String>,
 }
 
-fn page<T: Clone>(
+pub(crate) fn page<T: Clone>(
     ws: &Workspace,
     family: &str,
     all: Vec<(String, T)>,
@@ -216,18 +216,21 @@ pub fn show_artifact(ws: &Workspace, artifact_id: &str) -> Result<ArtifactDetail
 }
 
 /// The kinds `evidence get` accepts.
-pub const EVIDENCE_KINDS: [&str; 6] = [
+pub const EVIDENCE_KINDS: [&str; 8] = [
     "run",
     "artifact",
     "generation",
     "run_set",
     "analysis",
     "comparison",
+    "investigation",
+    "hypothesis",
 ];
 
 /// `get_evidence` / `evidence get`: one record by typed reference
 /// (`run:<uuid>`, `artifact:sha256:<hex>`, `generation:<uuid>`,
-/// `run_set:rs_…`, `analysis:an_…`, `comparison:cmp_…`).
+/// `run_set:rs_…`, `analysis:an_…`, `comparison:cmp_…`, `investigation:inv_…`,
+/// `hypothesis:hyp_…`).
 pub fn evidence_get(ws: &Workspace, reference: &str) -> Result<serde_json::Value> {
     use crate::error::{ErrorCode, FlameoxError};
     let to_value = |v: serde_json::Result<serde_json::Value>| {
@@ -261,6 +264,20 @@ pub fn evidence_get(ws: &Workspace, reference: &str) -> Result<serde_json::Value
             };
             crate::records::read_record::<serde_json::Value>(ws, kind, id)?
         }
+        "investigation" => to_value(serde_json::to_value(crate::revisions::read_current::<
+            crate::services::investigations::investigation::Investigation,
+        >(
+            ws,
+            crate::revisions::RevisionedKind::Investigations,
+            id,
+        )?))?,
+        "hypothesis" => to_value(serde_json::to_value(crate::revisions::read_current::<
+            crate::services::investigations::hypothesis::Hypothesis,
+        >(
+            ws,
+            crate::revisions::RevisionedKind::Hypotheses,
+            id,
+        )?))?,
         other => {
             let near = crate::error::closest(other, EVIDENCE_KINDS, 1);
             return Err(FlameoxError::invalid_argument(

@@ -1,0 +1,83 @@
+//! How a person reads investigation memory: an investigation with its
+//! question and targets, its hypotheses as blocks (statement, what it
+//! predicts, what would refute it, evidence), one hypothesis with the
+//! history of its status.
+
+use flameox_engine::services::investigations::hypothesis::Hypothesis;
+use flameox_engine::services::investigations::investigation::{Investigation, InvestigationDetail};
+
+fn header(inv: &Investigation) -> String {
+    let mut out = format!(
+        "investigation {} (revision {}, {})\nquestion: {}\n",
+        inv.investigation_id, inv.revision, inv.created_at, inv.question
+    );
+    if !inv.targets.is_empty() {
+        out += &format!("targets: {}\n", inv.targets.join(", "));
+    }
+    if !inv.tags.is_empty() {
+        out += &format!("tags: {}\n", inv.tags.join(", "));
+    }
+    out
+}
+
+fn block(h: &Hypothesis) -> String {
+    let mut out = format!(
+        "{} [{}] revision {}\n  {}\n  predicts: {}\n  refuted if: {}\n",
+        h.hypothesis_id,
+        h.status.name(),
+        h.revision,
+        h.statement,
+        h.prediction,
+        h.refuted_if
+    );
+    if !h.evidence.is_empty() {
+        out += &format!("  evidence: {}\n", h.evidence.join(", "));
+    }
+    out
+}
+
+pub(crate) fn investigation(inv: &Investigation) -> String {
+    header(inv)
+}
+
+pub(crate) fn detail(d: &InvestigationDetail) -> String {
+    let mut out = header(&d.investigation);
+    out += &format!(
+        "\n{} hypothesis(es){}\n",
+        d.hypotheses_total,
+        if d.hypotheses.len() < d.hypotheses_total {
+            format!(", the newest {} shown", d.hypotheses.len())
+        } else {
+            String::new()
+        }
+    );
+    for h in &d.hypotheses {
+        out += "\n";
+        out += &block(h);
+    }
+    out
+}
+
+pub(crate) fn hypothesis(h: &Hypothesis) -> String {
+    let mut out = block(h);
+    out += &format!("  investigation: {}\n  history:\n", h.investigation_id);
+    for change in &h.history {
+        out += &format!(
+            "    revision {} {} {}{}{}\n",
+            change.revision,
+            change.status.name(),
+            change.at,
+            change
+                .note
+                .as_deref()
+                .map(|n| format!(": {n}"))
+                .unwrap_or_default(),
+            if change.evidence.is_empty() {
+                String::new()
+            } else {
+                format!(" ({})", change.evidence.join(", "))
+            }
+        );
+    }
+    out
+}
