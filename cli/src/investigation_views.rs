@@ -3,6 +3,7 @@
 //! predicts, what would refute it, evidence), one hypothesis with the
 //! history of its status.
 
+use flameox_engine::services::investigations::finding::Finding;
 use flameox_engine::services::investigations::hypothesis::Hypothesis;
 use flameox_engine::services::investigations::investigation::{Investigation, InvestigationDetail};
 
@@ -54,6 +55,37 @@ pub(crate) fn detail(d: &InvestigationDetail) -> String {
     for h in &d.hypotheses {
         out += "\n";
         out += &block(h);
+    }
+    out += &format!(
+        "\n{} finding(s){}\n",
+        d.findings_total,
+        if d.findings.len() < d.findings_total {
+            format!(", the newest {} shown", d.findings.len())
+        } else {
+            String::new()
+        }
+    );
+    for f in &d.findings {
+        out += "\n";
+        out += &finding(f);
+    }
+    out
+}
+
+pub(crate) fn finding(f: &Finding) -> String {
+    let mut out = format!(
+        "{} [{}{}] revision {}\n  {}\n",
+        f.finding_id,
+        f.level.name(),
+        if f.retracted { ", retracted" } else { "" },
+        f.revision,
+        f.claim
+    );
+    for (name, value) in &f.numbers {
+        out += &format!("  {name} = {value}\n");
+    }
+    if !f.references.is_empty() {
+        out += &format!("  references: {}\n", f.references.join(", "));
     }
     out
 }

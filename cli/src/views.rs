@@ -49,6 +49,7 @@ pub(crate) fn render(operation: &str, result: &Value) -> Option<Result<String>> 
         "create_investigation" => typed(result, investigation_views::investigation),
         "get_investigation" => typed(result, investigation_views::detail),
         "record_hypothesis" => typed(result, investigation_views::hypothesis),
+        "record_finding" | "get_finding" => typed(result, investigation_views::finding),
         _ => return None,
     })
 }

@@ -29,6 +29,7 @@ pub const MAX_REVISIONS: u64 = 999_999;
 pub enum RevisionedKind {
     Investigations,
     Hypotheses,
+    Findings,
 }
 
 impl RevisionedKind {
@@ -37,6 +38,7 @@ impl RevisionedKind {
         match self {
             RevisionedKind::Investigations => "investigations",
             RevisionedKind::Hypotheses => "hypotheses",
+            RevisionedKind::Findings => "findings",
         }
     }
 
@@ -45,6 +47,7 @@ impl RevisionedKind {
         match self {
             RevisionedKind::Investigations => "investigation",
             RevisionedKind::Hypotheses => "hypothesis",
+            RevisionedKind::Findings => "finding",
         }
     }
 
@@ -52,7 +55,9 @@ impl RevisionedKind {
     fn listing(self) -> &'static str {
         match self {
             RevisionedKind::Investigations => "`flameox investigations list`",
-            RevisionedKind::Hypotheses => "`flameox investigations get <investigation-id>`",
+            RevisionedKind::Hypotheses | RevisionedKind::Findings => {
+                "`flameox investigations get <investigation-id>`"
+            }
         }
     }
 }
@@ -92,6 +97,19 @@ fn current_revision(ws: &Workspace, kind: RevisionedKind, id: &str) -> u64 {
                 .unwrap_or(0)
         })
         .unwrap_or(0)
+}
+
+/// A page key that ascends as ids (a prefix and a time-ordered uuid v7 in
+/// hex) descend, so a newest-first cursor stays valid while newer records
+/// are created.
+pub fn newest_first_key(id: &str) -> String {
+    id.chars()
+        .map(|c| {
+            c.to_digit(16)
+                .and_then(|d| char::from_digit(15 - d, 16))
+                .unwrap_or(c)
+        })
+        .collect()
 }
 
 /// Every id of `kind` with at least one revision, sorted.

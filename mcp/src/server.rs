@@ -215,6 +215,7 @@ impl ServerHandler for FlameoxServer {
                 "investigation with its hypotheses",
             ),
             ("flameox://hypotheses/{hypothesis_id}", "hypothesis"),
+            ("flameox://findings/{finding_id}", "finding"),
         ]
         .into_iter()
         .chain(crate::experiment_resources::RESOURCE_TEMPLATES)
@@ -259,6 +260,9 @@ impl FlameoxServer {
             return Ok(
                 inventory::evidence_get(&ws, &format!("hypothesis:{id}"))?["record"].clone(),
             );
+        }
+        if let Some(id) = uri.strip_prefix("flameox://findings/") {
+            return Ok(inventory::evidence_get(&ws, &format!("finding:{id}"))?["record"].clone());
         }
         if let Some(found) = crate::experiment_resources::resource(&ws, uri) {
             return found;

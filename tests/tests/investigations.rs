@@ -4,7 +4,8 @@
 //! process resumes from `list_investigations` alone. Two writers revising
 //! one hypothesis: one wins, the other gets `REVISION_CONFLICT` with the
 //! current revision; missing evidence is refused; a decided hypothesis's
-//! prediction cannot be rewritten.
+//! prediction cannot be rewritten; a hotspot finding needs the commit its
+//! answer was read at.
 
 mod support;
 
@@ -124,6 +125,43 @@ async fn an_agent_resumes_an_investigation_in_a_new_server_and_stale_revisions_c
         )
         .await;
     assert_eq!(conflict["details"]["current_revision"], 2);
+    // A hotspot finding names the run and the commit the answer was read at.
+    let hotspots = s
+        .ok("analyze_hotspots", json!({ "target": run_id, "limit": 3 }))
+        .await;
+    let commit = hotspots["commit_id"]
+        .as_str()
+        .expect("commit_id")
+        .to_owned();
+    let without_commit = s
+        .err(
+            "record_finding",
+            json!({ "investigation_id": inv, "claim": "one kernel dominates", "level": "hotspot",
+                    "references": [format!("run:{run_id}")] }),
+            "INVALID_ARGUMENTS",
+        )
+        .await;
+    assert_eq!(without_commit["details"]["level"], "hotspot");
+    s.err(
+        "record_finding",
+        json!({ "investigation_id": inv, "claim": "slower", "level": "measured_regression",
+                "references": [format!("run:{run_id}")] }),
+        "INVALID_ARGUMENTS",
+    )
+    .await;
+    let finding = s
+        .ok(
+            "record_finding",
+            json!({ "investigation_id": inv, "claim": "one kernel dominates", "level": "hotspot",
+                    "references": [format!("run:{run_id}"), format!("commit:{commit}"), format!("hypothesis:{hyp}")],
+                    "numbers": { "top_self_share_ratio": 0.4 } }),
+        )
+        .await;
+    let fnd = finding["finding_id"]
+        .as_str()
+        .expect("finding id")
+        .to_owned();
+    assert_eq!(finding["revision"], 1);
     // A decided hypothesis keeps the prediction it was tested against.
     s.err(
         "record_hypothesis",
@@ -154,6 +192,27 @@ async fn an_agent_resumes_an_investigation_in_a_new_server_and_stale_revisions_c
     assert_eq!(h["revision"], 2);
     assert_eq!(h["refuted_if"], "kernels cover less than 40 % of the span");
     assert_eq!(h["evidence"], json!([format!("run:{run_id}")]));
+
+    assert_eq!(detail["findings_total"], 1);
+    assert_eq!(detail["findings"][0]["finding_id"], fnd);
+    assert_eq!(
+        detail["findings"][0]["numbers"]["top_self_share_ratio"],
+        0.4
+    );
+    assert_eq!(row["findings"], 1);
+    let hotspot_findings = s
+        .ok(
+            "list_findings",
+            json!({ "investigation_id": inv, "level": "hotspot" }),
+        )
+        .await;
+    assert_eq!(hotspot_findings["total"], 1);
+    let scaling_findings = s.ok("list_findings", json!({ "level": "scaling" })).await;
+    assert_eq!(scaling_findings["total"], 0);
+    let got = s.ok("get_finding", json!({ "finding_id": fnd })).await;
+    assert_eq!(got["references"][1], format!("commit:{commit}"));
+    let as_finding = resource(&s, format!("flameox://findings/{fnd}")).await;
+    assert_eq!(as_finding["level"], "hotspot");
 
     // The same records as resources and by typed reference.
     let as_resource = resource(&s, format!("flameox://investigations/{inv}")).await;

@@ -57,7 +57,7 @@ pub struct ArtifactRequest {
 #[derive(Debug, Default, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct EvidenceRequest {
-    /// run:<uuid>, artifact:sha256:<hex>, generation:<uuid>, run_set:rs_…, analysis:an_…, comparison:cmp_…, investigation:inv_…, hypothesis:hyp_….
+    /// run:<uuid>, artifact:sha256:<hex>, generation:<uuid>, run_set:rs_…, analysis:an_…, comparison:cmp_…, investigation:inv_…, hypothesis:hyp_…, finding:fnd_….
     #[schemars(length(min = 1, max = 200))]
     pub reference: String,
 }

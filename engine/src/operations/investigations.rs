@@ -48,7 +48,7 @@ pub(super) static OPERATIONS: &[Operation] = &[
         name: "get_investigation",
         cli: &["investigations", "get"],
         title: "Get investigation",
-        description: "One investigation with its hypotheses (newest first, at most 50): statement, prediction, refutation condition, status, evidence, revision.",
+        description: "One investigation with its hypotheses and findings (newest first, at most 50 each), with their revisions.",
         group: Group::ReadOnly,
         positional: &["investigation_id"],
         schema: input_schema::<InvestigationRequest>,

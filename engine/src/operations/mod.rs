@@ -15,6 +15,7 @@ pub mod budget;
 mod declare;
 mod drilldown;
 mod experiments;
+mod findings;
 mod gpu;
 mod inventory;
 mod investigations;
@@ -180,7 +181,7 @@ pub static CLI_GROUPS: &[(&str, &str)] = &[
     ),
     (
         "evidence",
-        "One record by typed reference (run:, artifact:, generation:, run_set:, analysis:, comparison:, investigation:, hypothesis:). Example: `flameox evidence get run_set:rs_…`",
+        "One record by typed reference (run:, artifact:, generation:, run_set:, analysis:, comparison:, investigation:, hypothesis:, finding:). Example: `flameox evidence get run_set:rs_…`",
     ),
     (
         "investigations",
@@ -189,6 +190,10 @@ pub static CLI_GROUPS: &[(&str, &str)] = &[
     (
         "hypotheses",
         "Hypotheses of an investigation, each with a prediction and what would refute it. Example: `flameox hypotheses record --investigation-id inv_… --statement … --prediction … --refuted-if …`",
+    ),
+    (
+        "findings",
+        "Claims of an investigation at a stated evidence level, with checked references. Example: `flameox findings record --investigation-id inv_… --claim … --level measured_regression --references comparison:cmp_…`",
     ),
     (
         "measurements",
@@ -317,6 +322,7 @@ pub fn catalog() -> &'static [Operation] {
             .chain(workloads::OPERATIONS)
             .chain(experiments::OPERATIONS)
             .chain(investigations::OPERATIONS)
+            .chain(findings::OPERATIONS)
             .copied()
             .collect()
     });

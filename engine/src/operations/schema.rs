@@ -60,6 +60,11 @@ fn flatten(rule: &Value, defs: &Value) -> Value {
             rule
         };
     }
+    // A list's items resolved the same way (no reference left dangling:
+    // the strict schema carries no `$defs`).
+    if let Some(items) = rule.get("items").cloned() {
+        rule["items"] = flatten(&items, defs);
+    }
     if let Some(types) = rule.get("type").and_then(Value::as_array).cloned() {
         let kept: Vec<Value> = types.into_iter().filter(|t| t != "null").collect();
         if kept.len() == 1 {

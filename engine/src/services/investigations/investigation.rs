@@ -5,6 +5,7 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use super::finding::{self, Finding};
 use super::hypothesis::{self, Hypothesis};
 use super::references::checked_references;
 use crate::error::{FlameoxError, Result};
@@ -16,8 +17,8 @@ use crate::workspace::Workspace;
 /// Version of the investigation record written by this build.
 pub const INVESTIGATION_SCHEMA_VERSION: u32 = 1;
 const INVESTIGATION_PREFIX: &str = "inv_";
-/// Hypotheses `get_investigation` returns at most (the count says how many
-/// there are).
+/// Hypotheses (and findings) `get_investigation` returns at most (the
+/// counts say how many there are).
 pub const HYPOTHESES_SHOWN: usize = 50;
 
 /// One investigation, as its current revision holds it.
@@ -94,6 +95,7 @@ pub struct InvestigationSummary {
     #[serde(flatten)]
     pub investigation: Investigation,
     pub hypotheses: usize,
+    pub findings: usize,
     /// Hypotheses per status (`proposed`, `supported`, …), only those present.
     pub by_status: std::collections::BTreeMap<String, usize>,
 }
@@ -105,6 +107,9 @@ pub struct InvestigationDetail {
     /// Newest first, at most [`HYPOTHESES_SHOWN`].
     pub hypotheses: Vec<Hypothesis>,
     pub hypotheses_total: usize,
+    /// Newest first, at most [`HYPOTHESES_SHOWN`]; retracted ones included.
+    pub findings: Vec<Finding>,
+    pub findings_total: usize,
 }
 
 fn check_text(field: &str, text: &str, max: usize) -> Result<()> {
@@ -154,6 +159,7 @@ pub fn list(
         None => None,
     };
     let hypotheses = hypothesis::all(ws)?;
+    let findings = finding::all(ws)?;
     let mut rows = Vec::new();
     for id in revisions::list_ids(ws, RevisionedKind::Investigations)
         .into_iter()
@@ -178,8 +184,9 @@ pub fn list(
             *by_status.entry(h.status.name().to_owned()).or_insert(0) += 1;
         }
         rows.push((
-            newest_first_key(&id),
+            revisions::newest_first_key(&id),
             InvestigationSummary {
+                findings: findings.iter().filter(|f| f.investigation_id == id).count(),
                 investigation,
                 hypotheses: count,
                 by_status,
@@ -187,18 +194,6 @@ pub fn list(
         ));
     }
     page(ws, "investigations", rows, req.limit, req.cursor.as_deref())
-}
-
-/// A page key that ascends as ids (time-ordered uuid v7 hex) descend, so
-/// a cursor stays valid when newer investigations are created meanwhile.
-fn newest_first_key(id: &str) -> String {
-    id.chars()
-        .map(|c| {
-            c.to_digit(16)
-                .and_then(|d| char::from_digit(15 - d, 16))
-                .unwrap_or(c)
-        })
-        .collect()
 }
 
 /// `get_investigation`: the investigation and its newest hypotheses.
@@ -212,9 +207,18 @@ pub fn get(ws: &Workspace, investigation_id: &str) -> Result<InvestigationDetail
     hypotheses.reverse();
     let hypotheses_total = hypotheses.len();
     hypotheses.truncate(HYPOTHESES_SHOWN);
+    let mut findings: Vec<Finding> = finding::all(ws)?
+        .into_iter()
+        .filter(|f| f.investigation_id == investigation_id)
+        .collect();
+    findings.reverse();
+    let findings_total = findings.len();
+    findings.truncate(HYPOTHESES_SHOWN);
     Ok(InvestigationDetail {
         investigation,
         hypotheses,
         hypotheses_total,
+        findings,
+        findings_total,
     })
 }

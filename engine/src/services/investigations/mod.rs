@@ -3,6 +3,7 @@
 //! workspace as revisioned records ([`crate::revisions`]) so that a new
 //! conversation resumes from `list_investigations` alone.
 
+pub mod finding;
 pub mod hypothesis;
 pub mod investigation;
 pub mod references;

@@ -1,6 +1,7 @@
 //! Typed evidence references of investigation records (`run:<uuid>`,
 //! `artifact:sha256:<hex>`, `run_set:…`, `analysis:…`, `comparison:…`,
-//! `investigation:…`, `hypothesis:…`), checked to exist when recorded. A
+//! `investigation:…`, `hypothesis:…`, `finding:…`, `commit:…`), checked to
+//! exist when recorded. A
 //! bare run id (or a unique prefix of one, or `latest`) and a bare
 //! `sha256:` artifact id are accepted and stored typed.
 
@@ -11,9 +12,11 @@ use crate::workspace::Workspace;
 use crate::{runs, store};
 
 /// The kinds a reference may name.
-pub const REFERENCE_KINDS: [&str; 7] = [
+pub const REFERENCE_KINDS: [&str; 9] = [
     "run",
     "artifact",
+    "commit",
+    "finding",
     "run_set",
     "analysis",
     "comparison",
@@ -39,6 +42,10 @@ pub fn checked_reference(ws: &Workspace, text: &str) -> Result<String> {
         Some(("hypothesis", id)) => {
             revisions::existing_revision(ws, RevisionedKind::Hypotheses, id)?;
         }
+        Some(("finding", id)) => {
+            revisions::existing_revision(ws, RevisionedKind::Findings, id)?;
+        }
+        Some(("commit", id)) => check_commit(ws, id)?,
         Some(("run", id)) => return run_reference(ws, id),
         Some(("artifact", id)) => {
             store::read_artifact(ws, id)?;
@@ -57,6 +64,25 @@ pub fn checked_reference(ws: &Workspace, text: &str) -> Result<String> {
         None => return run_reference(ws, text),
     }
     Ok(text.to_owned())
+}
+
+/// A commit id that names a commit of this workspace (answers carry the
+/// `commit_id` they were read at).
+fn check_commit(ws: &Workspace, id: &str) -> Result<()> {
+    if id.len() != 64 || !id.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return Err(FlameoxError::invalid_argument(
+            "references",
+            "a commit id is 64 hex digits (the commit_id of an answer)",
+        ));
+    }
+    if !ws.commits_dir().join(format!("{id}.json")).is_file() {
+        return Err(FlameoxError::new(
+            crate::error::ErrorCode::RunNotFound,
+            format!("no commit {id} in this workspace"),
+        )
+        .remedy("use the commit_id of the answer the claim was read from"));
+    }
+    Ok(())
 }
 
 /// `run:<full id>` of a run id, unique prefix or `latest` that exists.

@@ -216,7 +216,7 @@ pub fn show_artifact(ws: &Workspace, artifact_id: &str) -> Result<ArtifactDetail
 }
 
 /// The kinds `evidence get` accepts.
-pub const EVIDENCE_KINDS: [&str; 8] = [
+pub const EVIDENCE_KINDS: [&str; 9] = [
     "run",
     "artifact",
     "generation",
@@ -225,6 +225,7 @@ pub const EVIDENCE_KINDS: [&str; 8] = [
     "comparison",
     "investigation",
     "hypothesis",
+    "finding",
 ];
 
 /// `get_evidence` / `evidence get`: one record by typed reference
@@ -278,6 +279,9 @@ pub fn evidence_get(ws: &Workspace, reference: &str) -> Result<serde_json::Value
             crate::revisions::RevisionedKind::Hypotheses,
             id,
         )?))?,
+        "finding" => to_value(serde_json::to_value(
+            crate::services::investigations::finding::get(ws, id)?,
+        ))?,
         other => {
             let near = crate::error::closest(other, EVIDENCE_KINDS, 1);
             return Err(FlameoxError::invalid_argument(
