@@ -41,30 +41,23 @@ pub(crate) fn investigation(inv: &Investigation) -> String {
     header(inv)
 }
 
+/// The heading of a list that may show only the newest of its records.
+fn section(noun: &str, shown: usize, total: usize) -> String {
+    if shown < total {
+        format!("\n{total} {noun}, the newest {shown} shown\n")
+    } else {
+        format!("\n{total} {noun}\n")
+    }
+}
+
 pub(crate) fn detail(d: &InvestigationDetail) -> String {
     let mut out = header(&d.investigation);
-    out += &format!(
-        "\n{} hypothesis(es){}\n",
-        d.hypotheses_total,
-        if d.hypotheses.len() < d.hypotheses_total {
-            format!(", the newest {} shown", d.hypotheses.len())
-        } else {
-            String::new()
-        }
-    );
+    out += &section("hypothesis(es)", d.hypotheses.len(), d.hypotheses_total);
     for h in &d.hypotheses {
         out += "\n";
         out += &block(h);
     }
-    out += &format!(
-        "\n{} finding(s){}\n",
-        d.findings_total,
-        if d.findings.len() < d.findings_total {
-            format!(", the newest {} shown", d.findings.len())
-        } else {
-            String::new()
-        }
-    );
+    out += &section("finding(s)", d.findings.len(), d.findings_total);
     for f in &d.findings {
         out += "\n";
         out += &finding(f);

@@ -68,6 +68,21 @@ pub trait Revisioned: Serialize + DeserializeOwned {
     fn set_revision(&mut self, revision: u64);
 }
 
+/// Implements [`Revisioned`] for record types with a `revision: u64` field.
+macro_rules! revisioned {
+    ($($record:ty),+ $(,)?) => {
+        $(impl $crate::revisions::Revisioned for $record {
+            fn revision(&self) -> u64 {
+                self.revision
+            }
+            fn set_revision(&mut self, revision: u64) {
+                self.revision = revision;
+            }
+        })+
+    };
+}
+pub(crate) use revisioned;
+
 fn record_dir(ws: &Workspace, kind: RevisionedKind, id: &str) -> PathBuf {
     ws.records_dir().join(kind.folder()).join(id)
 }
@@ -243,14 +258,7 @@ mod tests {
         text: String,
     }
 
-    impl Revisioned for Note {
-        fn revision(&self) -> u64 {
-            self.revision
-        }
-        fn set_revision(&mut self, revision: u64) {
-            self.revision = revision;
-        }
-    }
+    revisioned!(Note);
 
     fn workspace() -> (tempfile::TempDir, Workspace) {
         let dir = tempfile::tempdir().expect("temp dir");

@@ -13,7 +13,7 @@ use super::references::checked_references;
 use crate::error::{FlameoxError, Result};
 use crate::fsutil::now_rfc3339;
 use crate::records::{self, RecordKind};
-use crate::revisions::{self, Revisioned, RevisionedKind};
+use crate::revisions::{self, RevisionedKind};
 use crate::workspace::Workspace;
 
 /// Version of the finding record written by this build.
@@ -69,14 +69,7 @@ pub struct Finding {
     pub updated_at: String,
 }
 
-impl Revisioned for Finding {
-    fn revision(&self) -> u64 {
-        self.revision
-    }
-    fn set_revision(&mut self, revision: u64) {
-        self.revision = revision;
-    }
-}
+crate::revisions::revisioned!(Finding);
 
 /// A new finding (with `investigation_id`), or a revision of one (with
 /// `finding_id` and the `expected_revision` read).

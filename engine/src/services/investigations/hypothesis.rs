@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 use super::references::checked_references;
 use crate::error::{FlameoxError, Result};
 use crate::fsutil::now_rfc3339;
-use crate::revisions::{self, Revisioned, RevisionedKind};
+use crate::revisions::{self, RevisionedKind};
 use crate::workspace::Workspace;
 
 /// Version of the hypothesis record written by this build.
@@ -74,14 +74,7 @@ pub struct Hypothesis {
     pub updated_at: String,
 }
 
-impl Revisioned for Hypothesis {
-    fn revision(&self) -> u64 {
-        self.revision
-    }
-    fn set_revision(&mut self, revision: u64) {
-        self.revision = revision;
-    }
-}
+crate::revisions::revisioned!(Hypothesis);
 
 /// A new hypothesis (with `investigation_id`), or a revision of one (with
 /// `hypothesis_id` and the `expected_revision` read).

@@ -10,7 +10,7 @@ use super::hypothesis::{self, Hypothesis};
 use super::references::checked_references;
 use crate::error::{FlameoxError, Result};
 use crate::fsutil::now_rfc3339;
-use crate::revisions::{self, Revisioned, RevisionedKind};
+use crate::revisions::{self, RevisionedKind};
 use crate::services::inventory::{ListPage, page};
 use crate::workspace::Workspace;
 
@@ -34,14 +34,7 @@ pub struct Investigation {
     pub created_at: String,
 }
 
-impl Revisioned for Investigation {
-    fn revision(&self) -> u64 {
-        self.revision
-    }
-    fn set_revision(&mut self, revision: u64) {
-        self.revision = revision;
-    }
-}
+crate::revisions::revisioned!(Investigation);
 
 /// What to investigate.
 #[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
