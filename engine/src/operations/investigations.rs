@@ -120,8 +120,8 @@ fn run_get<'a>(qc: &'a QueryContext<'a>, args: Value) -> AnswerFuture<'a> {
         let inv = &detail.investigation;
         let mut answer = Answer::new(
             format!(
-                "{}: \"{}\", {} hypothesis(es)",
-                inv.investigation_id, inv.question, detail.hypotheses_total
+                "{}: \"{}\", {} hypothesis(es), {} finding(s)",
+                inv.investigation_id, inv.question, detail.hypotheses_total, detail.findings_total
             ),
             to_value(&detail)?,
         );

@@ -9,6 +9,7 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use super::record_rules;
 use super::references::checked_references;
 use crate::error::{FlameoxError, Result};
 use crate::fsutil::now_rfc3339;
@@ -256,19 +257,12 @@ pub fn record(ws: &Workspace, req: &RecordFindingRequest) -> Result<Finding> {
     }
     let now = now_rfc3339();
     let Some(finding_id) = &req.finding_id else {
-        if req.expected_revision.is_some() {
-            return Err(FlameoxError::invalid_argument(
-                "expected_revision",
-                "only a revision (with finding_id) has an expected revision",
-            ));
-        }
-        let investigation_id = req.investigation_id.clone().ok_or_else(|| {
-            FlameoxError::invalid_argument(
-                "investigation_id",
-                "a new finding belongs to an investigation",
-            )
-        })?;
-        revisions::existing_revision(ws, RevisionedKind::Investigations, &investigation_id)?;
+        let investigation_id = record_rules::owning_investigation(
+            ws,
+            "finding",
+            &req.investigation_id,
+            req.expected_revision,
+        )?;
         let claim = claim.ok_or_else(|| {
             FlameoxError::invalid_argument("claim", "a new finding states its claim")
         })?;
@@ -297,24 +291,19 @@ pub fn record(ws: &Workspace, req: &RecordFindingRequest) -> Result<Finding> {
             },
         );
     };
-    let expected = req.expected_revision.ok_or_else(|| {
-        FlameoxError::invalid_argument("expected_revision", "a revision names the revision it read")
-            .remedy("read the finding (get_finding) and pass its revision")
-    })?;
+    let expected =
+        record_rules::expected_revision("finding", req.expected_revision, "get_finding")?;
     revisions::revise(
         ws,
         RevisionedKind::Findings,
         finding_id,
         expected,
         |mut f: Finding| {
-            if let Some(inv) = &req.investigation_id
-                && *inv != f.investigation_id
-            {
-                return Err(FlameoxError::invalid_argument(
-                    "investigation_id",
-                    format!("{finding_id} belongs to {}", f.investigation_id),
-                ));
-            }
+            record_rules::same_investigation(
+                &req.investigation_id,
+                finding_id,
+                &f.investigation_id,
+            )?;
             let before = (
                 f.claim.clone(),
                 f.level,

@@ -9,6 +9,7 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use super::record_rules;
 use super::references::checked_references;
 use crate::error::{FlameoxError, Result};
 use crate::fsutil::now_rfc3339;
@@ -148,20 +149,12 @@ pub fn record(ws: &Workspace, req: &RecordHypothesisRequest) -> Result<Hypothesi
     let evidence = checked_references(ws, &req.evidence)?;
     let now = now_rfc3339();
     let Some(hypothesis_id) = &req.hypothesis_id else {
-        if req.expected_revision.is_some() {
-            return Err(FlameoxError::invalid_argument(
-                "expected_revision",
-                "only a revision (with hypothesis_id) has an expected revision",
-            ));
-        }
-        let investigation_id = req.investigation_id.clone().ok_or_else(|| {
-            FlameoxError::invalid_argument(
-                "investigation_id",
-                "a new hypothesis belongs to an investigation",
-            )
-            .remedy("create one with `flameox investigations create --question …`")
-        })?;
-        revisions::existing_revision(ws, RevisionedKind::Investigations, &investigation_id)?;
+        let investigation_id = record_rules::owning_investigation(
+            ws,
+            "hypothesis",
+            &req.investigation_id,
+            req.expected_revision,
+        )?;
         let status = req.status.unwrap_or_default();
         needs_evidence(status, &evidence)?;
         let id = format!("{HYPOTHESIS_PREFIX}{}", uuid::Uuid::now_v7().simple());
@@ -191,24 +184,19 @@ pub fn record(ws: &Workspace, req: &RecordHypothesisRequest) -> Result<Hypothesi
             },
         );
     };
-    let expected = req.expected_revision.ok_or_else(|| {
-        FlameoxError::invalid_argument("expected_revision", "a revision names the revision it read")
-            .remedy("read the hypothesis (get_investigation) and pass its revision")
-    })?;
+    let expected =
+        record_rules::expected_revision("hypothesis", req.expected_revision, "get_investigation")?;
     revisions::revise(
         ws,
         RevisionedKind::Hypotheses,
         hypothesis_id,
         expected,
         |mut h: Hypothesis| {
-            if let Some(inv) = &req.investigation_id
-                && *inv != h.investigation_id
-            {
-                return Err(FlameoxError::invalid_argument(
-                    "investigation_id",
-                    format!("{hypothesis_id} belongs to {}", h.investigation_id),
-                ));
-            }
+            record_rules::same_investigation(
+                &req.investigation_id,
+                hypothesis_id,
+                &h.investigation_id,
+            )?;
             let edits = statement.is_some() || prediction.is_some() || refuted_if.is_some();
             if edits && h.status != HypothesisStatus::Proposed {
                 return Err(FlameoxError::invalid_argument(

@@ -6,4 +6,5 @@
 pub mod finding;
 pub mod hypothesis;
 pub mod investigation;
+pub mod record_rules;
 pub mod references;
