@@ -29,6 +29,7 @@ pub(crate) fn write_terminal_files(
     };
     for (flag, path) in files {
         match *flag {
+            "flamegraphs" => write_report_flamegraphs(qc, result, path)?,
             "flamegraph" => write_flamegraph(qc, target, metric, base.as_ref(), path)?,
             "folded" => {
                 let lines = block_on(analyze::folded_stacks(qc, target, metric))??;
@@ -39,6 +40,32 @@ pub(crate) fn write_terminal_files(
                 write_file(flag, path, text.as_bytes())?;
             }
             _ => {}
+        }
+    }
+    Ok(())
+}
+
+/// One flame graph per reported finding that names a run or artifact,
+/// `DIR/<finding-id>.svg`; a scope without stacks is skipped with a note.
+fn write_report_flamegraphs(
+    qc: &QueryContext<'_>,
+    result: &serde_json::Value,
+    dir: &Path,
+) -> Result<()> {
+    std::fs::create_dir_all(dir).map_err(|e| {
+        FlameoxError::invalid_argument(
+            "flamegraphs",
+            format!("cannot create {}: {e}", dir.display()),
+        )
+    })?;
+    for finding in result["findings"].as_array().into_iter().flatten() {
+        let (Some(id), Some(scope)) = (finding["finding_id"].as_str(), finding["scope"].as_str())
+        else {
+            continue;
+        };
+        let path = dir.join(format!("{id}.svg"));
+        if let Err(e) = write_flamegraph(qc, scope, None, None, &path) {
+            eprintln!("no flame graph for {id} ({scope}): {}", e.message);
         }
     }
     Ok(())

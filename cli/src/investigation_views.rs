@@ -106,3 +106,11 @@ pub(crate) fn hypothesis(h: &Hypothesis) -> String {
     }
     out
 }
+
+/// The evidence report: its Markdown, or (format json) the content itself.
+pub(crate) fn report(result: &serde_json::Value) -> String {
+    match result["markdown"].as_str() {
+        Some(markdown) => markdown.to_owned(),
+        None => serde_json::to_string_pretty(result).unwrap_or_default() + "\n",
+    }
+}

@@ -6,7 +6,6 @@ mod analysis_views;
 mod analyze;
 mod args;
 mod capture;
-mod command_line;
 mod commands;
 mod experiment;
 mod gaps_memory_view;
@@ -124,7 +123,7 @@ fn report_error(err: &FlameoxError, json: bool) -> ExitCode {
 /// operation rendered from its declaration.
 fn recovery_command(r: &flameox_engine::error::Recovery) -> String {
     if r.next_command.is_empty() {
-        command_line::command_line(&r.next_tool, &r.next_arguments)
+        flameox_engine::operations::command_line::command_line(&r.next_tool, &r.next_arguments)
     } else {
         r.next_command.clone()
     }

@@ -15,9 +15,9 @@ use flameox_engine::{Workspace, WorkspaceLocator};
 use serde_json::{Map, Value};
 
 use crate::args::GlobalOptions;
-use crate::command_line::{command_line, flag_name};
 use crate::render::{Table, bytes, cut, duration_ns, thousands};
 use crate::terminal::{CliProgressSource, block_on, call_options, locator};
+use flameox_engine::operations::command_line::{command_line, flag_name};
 
 /// A name clap keeps for the process's life (the tree is built once; clap
 /// takes `&'static str` without its `string` feature).

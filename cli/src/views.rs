@@ -50,6 +50,7 @@ pub(crate) fn render(operation: &str, result: &Value) -> Option<Result<String>> 
         "get_investigation" => typed(result, investigation_views::detail),
         "record_hypothesis" => typed(result, investigation_views::hypothesis),
         "record_finding" | "get_finding" => typed(result, investigation_views::finding),
+        "summarize_evidence" => Ok(investigation_views::report(result)),
         _ => return None,
     })
 }

@@ -48,7 +48,10 @@ pub(crate) fn status(s: &ConfigurationStatus) -> String {
     }
     out += &format!(
         "next: {}\n",
-        crate::command_line::command_line(&s.next_tool, &serde_json::json!({}))
+        flameox_engine::operations::command_line::command_line(
+            &s.next_tool,
+            &serde_json::json!({})
+        )
     );
     out
 }

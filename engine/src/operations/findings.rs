@@ -9,6 +9,7 @@ use crate::services::QueryContext;
 use crate::services::investigations::finding::{
     self, Finding, FindingRequest, ListFindingsRequest, RecordFindingRequest,
 };
+use crate::services::investigations::references::{check_frames, checked_references};
 
 pub(super) static OPERATIONS: &[Operation] = &[
     Operation {
@@ -71,6 +72,10 @@ fn linked(summary: String, f: &Finding) -> crate::error::Result<Answer> {
 fn run_record<'a>(qc: &'a QueryContext<'a>, args: Value) -> AnswerFuture<'a> {
     Box::pin(async move {
         let req: RecordFindingRequest = decode(args)?;
+        // Frames are looked up in the evidence before anything is written.
+        if let Some(references) = &req.references {
+            check_frames(qc, &checked_references(qc.ws, references)?).await?;
+        }
         let f = finding::record(qc.ws, &req)?;
         let mut answer = linked(
             format!(

@@ -12,6 +12,7 @@
 mod analyses;
 pub mod arguments;
 pub mod budget;
+pub mod command_line;
 mod declare;
 mod drilldown;
 mod experiments;
@@ -19,6 +20,7 @@ mod findings;
 mod gpu;
 mod inventory;
 mod investigations;
+mod reports;
 mod run_sets;
 pub mod schema;
 pub mod session;
@@ -323,6 +325,7 @@ pub fn catalog() -> &'static [Operation] {
             .chain(experiments::OPERATIONS)
             .chain(investigations::OPERATIONS)
             .chain(findings::OPERATIONS)
+            .chain(reports::OPERATIONS)
             .copied()
             .collect()
     });

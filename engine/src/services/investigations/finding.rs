@@ -91,7 +91,7 @@ pub struct RecordFindingRequest {
     pub claim: Option<String>,
     /// observation, hotspot (run + commit:), measured_regression / measured_improvement (comparison:), scaling (analysis:).
     pub level: Option<EvidenceLevel>,
-    /// run:, artifact:, commit:, run_set:, analysis:, comparison:, hypothesis: references (a revision replaces them).
+    /// run:, artifact:, commit:, frame:<run>@<frame>, window:<run>@<start_ns>..<end_ns>, run_set:, analysis:, comparison:, hypothesis: references (a revision replaces them).
     #[schemars(length(max = 100), inner(length(min = 1, max = 200)))]
     pub references: Option<Vec<String>>,
     /// The numbers the claim states, name (unit as suffix, e.g. step_time_ms) → value; a revision replaces them.
@@ -135,7 +135,7 @@ fn refused(level: EvidenceLevel, why: String) -> FlameoxError {
                 "record the comparison first (record_comparison) and reference comparison:<id>"
             }
             EvidenceLevel::Hotspot => {
-                "reference the run (run:<id>) and the commit_id the hotspot answer was read at (commit:<id>)"
+                "reference the frame (frame:<run>@<frame>) or run (run:<id>) and the commit_id the hotspot answer was read at (commit:<id>)"
             }
             EvidenceLevel::Scaling => {
                 "record the scaling analysis first (record_analysis) and reference analysis:<id>"
@@ -160,10 +160,13 @@ fn check_level(ws: &Workspace, level: EvidenceLevel, references: &[String]) -> R
         )),
         EvidenceLevel::Observation => Ok(()),
         EvidenceLevel::Hotspot => {
-            if of("commit").is_empty() || (of("run").is_empty() && of("artifact").is_empty()) {
+            let scoped = ["run", "artifact", "frame"]
+                .iter()
+                .any(|k| !of(k).is_empty());
+            if of("commit").is_empty() || !scoped {
                 return Err(refused(
                     level,
-                    "a hotspot claim names the run or artifact and the commit it was read at"
+                    "a hotspot claim names the run, artifact or frame (frame:<run>@<frame>) and the commit it was read at"
                         .to_owned(),
                 ));
             }

@@ -8,3 +8,5 @@ pub mod hypothesis;
 pub mod investigation;
 pub mod record_rules;
 pub mod references;
+pub mod report;
+pub mod report_markdown;

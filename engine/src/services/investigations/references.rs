@@ -1,21 +1,26 @@
 //! Typed evidence references of investigation records (`run:<uuid>`,
 //! `artifact:sha256:<hex>`, `run_set:…`, `analysis:…`, `comparison:…`,
-//! `investigation:…`, `hypothesis:…`, `finding:…`, `commit:…`), checked to
-//! exist when recorded. A
+//! `investigation:…`, `hypothesis:…`, `finding:…`, `commit:…`, a frame in
+//! its scope `frame:<run or artifact>@<frame>`, a trace window
+//! `window:<run or artifact>@<start_ns>..<end_ns>`), checked to exist when
+//! recorded (a frame's name against the evidence, [`check_frames`]). A
 //! bare run id (or a unique prefix of one, or `latest`) and a bare
 //! `sha256:` artifact id are accepted and stored typed.
 
 use crate::error::{FlameoxError, Result, closest};
 use crate::records::{self, RecordKind};
 use crate::revisions::{self, RevisionedKind};
+use crate::services::QueryContext;
 use crate::workspace::Workspace;
 use crate::{runs, store};
 
 /// The kinds a reference may name.
-pub const REFERENCE_KINDS: [&str; 9] = [
+pub const REFERENCE_KINDS: [&str; 11] = [
     "run",
     "artifact",
     "commit",
+    "frame",
+    "window",
     "finding",
     "run_set",
     "analysis",
@@ -46,6 +51,8 @@ pub fn checked_reference(ws: &Workspace, text: &str) -> Result<String> {
             revisions::existing_revision(ws, RevisionedKind::Findings, id)?;
         }
         Some(("commit", id)) => check_commit(ws, id)?,
+        Some(("frame", rest)) => return frame_reference(ws, rest),
+        Some(("window", rest)) => return window_reference(ws, rest),
         Some(("run", id)) => return run_reference(ws, id),
         Some(("artifact", id)) => {
             store::read_artifact(ws, id)?;
@@ -81,6 +88,88 @@ fn check_commit(ws: &Workspace, id: &str) -> Result<()> {
             format!("no commit {id} in this workspace"),
         )
         .remedy("use the commit_id of the answer the claim was read from"));
+    }
+    Ok(())
+}
+
+/// The scope of a `frame:` or `window:` reference (`<target>@…`), typed:
+/// a run's full id or an artifact id, and what follows the `@`.
+fn scoped<'a>(ws: &Workspace, kind: &str, rest: &'a str) -> Result<(String, &'a str)> {
+    let Some((target, tail)) = rest.split_once('@') else {
+        return Err(FlameoxError::invalid_argument(
+            "references",
+            format!(
+                "a {kind} reference is {kind}:<run or artifact>@{}",
+                if kind == "frame" {
+                    "<frame>"
+                } else {
+                    "<start_ns>..<end_ns>"
+                }
+            ),
+        ));
+    };
+    let scope = if target.starts_with("sha256:") {
+        store::read_artifact(ws, target)?;
+        target.to_owned()
+    } else {
+        runs::resolve_run_id(ws, target)?
+    };
+    Ok((scope, tail))
+}
+
+/// `frame:<scope>@<frame>`: the scope exists; the frame is checked against
+/// the evidence by [`check_frames`].
+fn frame_reference(ws: &Workspace, rest: &str) -> Result<String> {
+    let (scope, frame) = scoped(ws, "frame", rest)?;
+    if frame.trim().is_empty() {
+        return Err(FlameoxError::invalid_argument(
+            "references",
+            "a frame reference names the frame after the @",
+        ));
+    }
+    Ok(format!("frame:{scope}@{frame}"))
+}
+
+/// `window:<scope>@<start_ns>..<end_ns>` in trace nanoseconds, start before
+/// end, overlapping the run's time span where it is known.
+fn window_reference(ws: &Workspace, rest: &str) -> Result<String> {
+    let (scope, range) = scoped(ws, "window", rest)?;
+    let bounds = range
+        .split_once("..")
+        .and_then(|(a, b)| Some((a.trim().parse::<i64>().ok()?, b.trim().parse::<i64>().ok()?)));
+    let Some((start, end)) = bounds.filter(|(a, b)| a < b) else {
+        return Err(FlameoxError::invalid_argument(
+            "references",
+            format!("window {range:?}: <start_ns>..<end_ns>, whole nanoseconds, start before end"),
+        ));
+    };
+    if !scope.starts_with("sha256:")
+        && let Some((first, last)) = runs::read_run(ws, &scope)?.time_span_ns
+        && (end <= first || start > last)
+    {
+        return Err(FlameoxError::invalid_argument(
+            "references",
+            format!("window {start}..{end} lies outside the run's events ({first}..{last})"),
+        )
+        .detail("time_span_ns", [first, last]));
+    }
+    Ok(format!("window:{scope}@{start}..{end}"))
+}
+
+/// The frames that `frame:` references name, each looked up in its
+/// scope's evidence: a missing one is `FRAME_NOT_FOUND` with the closest
+/// names.
+pub async fn check_frames(qc: &QueryContext<'_>, references: &[String]) -> Result<()> {
+    let frames: Vec<(&str, &str)> = references
+        .iter()
+        .filter_map(|r| r.strip_prefix("frame:")?.split_once('@'))
+        .collect();
+    if frames.is_empty() {
+        return Ok(());
+    }
+    let session = qc.session(None)?;
+    for (scope, frame) in frames {
+        crate::services::query::analyze::frame_in_target(qc, &session, scope, frame).await?;
     }
     Ok(())
 }

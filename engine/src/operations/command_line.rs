@@ -5,7 +5,7 @@
 use serde_json::Value;
 
 /// `start_ns` → `start-ns`.
-pub(crate) fn flag_name(property: &str) -> String {
+pub fn flag_name(property: &str) -> String {
     property.replace('_', "-")
 }
 
@@ -13,7 +13,7 @@ pub(crate) fn flag_name(property: &str) -> String {
 /// operations by their declared path, positional arguments and flags;
 /// others (not yet in the catalog) by name with their arguments.
 pub fn command_line(operation: &str, arguments: &Value) -> String {
-    let Some(op) = flameox_engine::operations::by_name(operation) else {
+    let Some(op) = super::by_name(operation) else {
         return format!("{operation} {arguments}");
     };
     let mut words = vec!["flameox".to_owned()];
