@@ -55,6 +55,30 @@ pub enum Command {
     },
     /// Clean up after a crashed writer. Example: `flameox recover`
     Recover,
+    /// Collect what nothing retains (abandoned staging, superseded generations, unreferenced artifacts) into a restorable trash; dry-run unless --apply. Example: `flameox gc`, then `flameox gc --apply`
+    Gc {
+        /// List what would be collected and why, change nothing (the default).
+        #[arg(long, conflicts_with_all = ["apply", "purge", "restore"])]
+        dry_run: bool,
+        /// Move the eligible entries to trash/gc-<id>/ with a manifest.
+        #[arg(long, conflicts_with_all = ["purge", "restore"])]
+        apply: bool,
+        /// Delete one expired trash collection (its manifest, folder or id).
+        #[arg(long, value_name = "MANIFEST", conflicts_with = "restore")]
+        purge: Option<PathBuf>,
+        /// Put one trash collection's entries back.
+        #[arg(long, value_name = "MANIFEST")]
+        restore: Option<PathBuf>,
+        /// With --purge: delete a collection that has not expired yet.
+        #[arg(long, requires = "purge")]
+        force: bool,
+    },
+    /// Plan repairs from a full validation (written to .flameox/logs/), then apply a plan. Example: `flameox repair`, then `flameox repair .flameox/logs/repair-<id>.json`
+    Repair {
+        /// A plan made by `flameox repair` to apply.
+        #[arg(value_name = "PLAN.json")]
+        plan: Option<PathBuf>,
+    },
     /// Declared workloads of flameox.toml. Example: `flameox workload show sort`
     #[command(subcommand_required = true)]
     Workload {
@@ -139,6 +163,12 @@ pub enum CatalogAction {
     Validate {
         #[arg(long)]
         full: bool,
+    },
+    /// Make HEAD again from the generation manifests on disk (valid, newest per extraction). Example: `flameox catalog rebuild --dry-run`
+    Rebuild {
+        /// Say what HEAD would hold, write nothing.
+        #[arg(long)]
+        dry_run: bool,
     },
 }
 

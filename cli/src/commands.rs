@@ -4,10 +4,12 @@
 use std::io::Write;
 
 use flameox_engine::error::Result;
+use flameox_engine::retention::{collect, trash};
 use flameox_engine::services::inventory;
-use flameox_engine::{FlameoxError, validate};
+use flameox_engine::{FlameoxError, catalog_rebuild, repair, validate};
 
 use crate::args::{CatalogAction, Cli, Command, ConfigAction, GlobalOptions, McpCommand};
+use crate::retention_views;
 use crate::terminal::{block_on, emit, open};
 
 pub fn run(cli: Cli) -> Result<()> {
@@ -27,6 +29,27 @@ pub fn run(cli: Cli) -> Result<()> {
             "validate_workspace",
             serde_json::json!({ "full": full }),
         ),
+        Command::Catalog {
+            action: CatalogAction::Rebuild { dry_run },
+        } => {
+            let ws = open(g)?;
+            let report = catalog_rebuild::rebuild(&ws, dry_run)?;
+            emit(g, &report, retention_views::rebuilt)
+        }
+        Command::Gc {
+            dry_run: _,
+            apply,
+            purge,
+            restore,
+            force,
+        } => gc_command(g, apply, purge, restore, force),
+        Command::Repair { plan } => {
+            let ws = open(g)?;
+            match plan {
+                None => emit(g, &repair::plan(&ws)?, retention_views::repair_plan),
+                Some(path) => emit(g, &repair::apply(&ws, &path)?, retention_views::repaired),
+            }
+        }
         Command::Recover => {
             let ws = open(g)?;
             let report = validate::recover(&ws)?;
@@ -44,6 +67,31 @@ pub fn run(cli: Cli) -> Result<()> {
         Command::Capture { action } => crate::capture::capture_dispatch(g, action),
         Command::Experiment { action } => crate::experiment::experiment_command(g, action),
     }
+}
+
+/// `gc`: the dry-run unless --apply, --purge or --restore.
+fn gc_command(
+    g: &GlobalOptions,
+    apply: bool,
+    purge: Option<std::path::PathBuf>,
+    restore: Option<std::path::PathBuf>,
+    force: bool,
+) -> Result<()> {
+    let ws = open(g)?;
+    if let Some(manifest) = restore {
+        let outcome = trash::restore(&ws, &manifest)?;
+        return emit(g, &outcome, |o| {
+            retention_views::trash_outcome("restored", o)
+        });
+    }
+    if let Some(manifest) = purge {
+        let outcome = trash::purge(&ws, &manifest, force)?;
+        return emit(g, &outcome, |o| retention_views::trash_outcome("purged", o));
+    }
+    if apply {
+        return emit(g, &trash::apply(&ws)?, retention_views::applied);
+    }
+    emit(g, &collect::collection_plan(&ws)?, retention_views::plan)
 }
 
 fn mcp_command(g: &GlobalOptions, action: McpCommand) -> Result<()> {

@@ -17,6 +17,7 @@ mod open;
 mod operations;
 mod params;
 mod render;
+mod retention_views;
 mod run_set_views;
 mod stack_views;
 mod terminal;

@@ -5,6 +5,7 @@
 pub mod allocator;
 pub mod budget;
 pub mod catalog;
+pub mod catalog_rebuild;
 pub mod config;
 pub mod cursor;
 pub mod error;
@@ -17,6 +18,8 @@ pub mod project;
 pub mod publish;
 pub mod query;
 pub mod records;
+pub mod repair;
+pub mod retention;
 pub mod revisions;
 pub mod row_group_writer;
 pub mod runs;

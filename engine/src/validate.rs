@@ -21,6 +21,10 @@ use crate::workspace::Workspace;
 pub struct ValidationIssue {
     pub code: String,
     pub message: String,
+    /// What the problem is in (`generation:<id>`, `artifact:<id>`,
+    /// `commit:<id>`), for `repair` to act on.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub subject: Option<String>,
 }
 
 /// The validation report.
@@ -43,6 +47,14 @@ fn issue(code: &str, message: String) -> ValidationIssue {
     ValidationIssue {
         code: code.into(),
         message,
+        subject: None,
+    }
+}
+
+fn issue_in(code: &str, message: String, subject: String) -> ValidationIssue {
+    ValidationIssue {
+        subject: Some(subject),
+        ..issue(code, message)
     }
 }
 
@@ -77,7 +89,11 @@ pub fn validate(ws: &Workspace, full: bool) -> Result<ValidationReport> {
         let commit: CommitManifest = match catalog::read_commit(ws, &id) {
             Ok(c) => c,
             Err(e) => {
-                errors.push(issue("commit_unreadable", e.message.clone()));
+                errors.push(issue_in(
+                    "commit_unreadable",
+                    e.message.clone(),
+                    format!("commit:{id}"),
+                ));
                 break;
             }
         };
@@ -85,9 +101,10 @@ pub fn validate(ws: &Workspace, full: bool) -> Result<ValidationReport> {
         let recomputed =
             CommitManifest::compute_id(&commit.parent, &commit.generations, &commit.tables);
         if recomputed != commit.commit_id || commit.commit_id != id {
-            errors.push(issue(
+            errors.push(issue_in(
                 "commit_digest_mismatch",
                 format!("commit {id} does not match its digest"),
+                format!("commit:{id}"),
             ));
         }
         for (table, version) in &commit.tables {
@@ -154,9 +171,10 @@ pub fn validate(ws: &Workspace, full: bool) -> Result<ValidationReport> {
     for artifact in store::list_artifacts(ws)? {
         report.artifacts_checked += 1;
         if full && !store::verify_payload(ws, &artifact)? {
-            errors.push(issue(
+            errors.push(issue_in(
                 "artifact_hash_mismatch",
                 format!("artifact {} does not match its id", artifact.artifact_id),
+                format!("artifact:{}", artifact.artifact_id),
             ));
         }
     }
@@ -183,9 +201,10 @@ fn check_generation(
         Err(_) => {
             // Generations superseded long ago may have been collected.
             if is_head {
-                errors.push(issue(
+                errors.push(issue_in(
                     "generation_missing",
                     format!("generation {generation_id} is missing"),
+                    format!("generation:{generation_id}"),
                 ));
             }
             return;
@@ -193,15 +212,20 @@ fn check_generation(
     };
     report.generations_checked += 1;
     if crate::fsutil::sha256_hex(&bytes) != manifest_sha {
-        errors.push(issue(
+        errors.push(issue_in(
             "generation_digest_mismatch",
             format!("generation {generation_id} manifest changed"),
+            format!("generation:{generation_id}"),
         ));
     }
     let manifest = match catalog::read_generation(ws, generation_id) {
         Ok(m) => m,
         Err(e) => {
-            errors.push(issue("generation_unreadable", e.message.clone()));
+            errors.push(issue_in(
+                "generation_unreadable",
+                e.message.clone(),
+                format!("generation:{generation_id}"),
+            ));
             return;
         }
     };
@@ -210,14 +234,15 @@ fn check_generation(
         report.files_checked += 1;
         let full_path = ws.dir().join(&file.path);
         let Some(table) = EvidenceTable::from_name(&file.table) else {
-            errors.push(issue(
+            errors.push(issue_in(
                 "unknown_table",
                 format!("{} names unknown table {}", file.path, file.table),
+                format!("generation:{generation_id}"),
             ));
             continue;
         };
         if file.schema_version > SCHEMA_VERSION {
-            errors.push(issue(
+            errors.push(issue_in(
                 "evidence_schema_newer",
                 format!(
                     "{} was written by a newer flameox (evidence schema version {}); \
@@ -227,26 +252,30 @@ fn check_generation(
                     file.schema_version,
                     env!("CARGO_PKG_VERSION")
                 ),
+                format!("generation:{generation_id}"),
             ));
             continue;
         }
         match check_parquet(&full_path, table, file.rows) {
             Ok(()) => {}
-            Err(message) => errors.push(issue(
+            Err(message) => errors.push(issue_in(
                 "evidence_file_invalid",
                 format!("{}: {message}", file.path),
+                format!("generation:{generation_id}"),
             )),
         }
         if full {
             match hash_file(&full_path) {
                 Ok((sha, bytes)) if sha == file.sha256 && bytes == file.bytes => {}
-                Ok(_) => errors.push(issue(
+                Ok(_) => errors.push(issue_in(
                     "evidence_hash_mismatch",
                     format!("{} does not match its hash", file.path),
+                    format!("generation:{generation_id}"),
                 )),
-                Err(e) => errors.push(issue(
+                Err(e) => errors.push(issue_in(
                     "evidence_file_unreadable",
                     format!("{}: {}", file.path, e.message),
+                    format!("generation:{generation_id}"),
                 )),
             }
         }

@@ -458,4 +458,69 @@ mod tests {
         let stale = record(&ws, &revise(EvidenceLevel::Observation, 1)).expect_err("stale");
         assert_eq!(stale.code, ErrorCode::RevisionConflict);
     }
+
+    #[test]
+    fn two_writers_revising_one_finding_at_once_one_wins_the_other_conflicts() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let (ws, _) = Workspace::init(dir.path()).expect("init");
+        let inv = investigation::create(
+            &ws,
+            &CreateInvestigationRequest {
+                question: "which writer wins?".into(),
+                ..Default::default()
+            },
+        )
+        .expect("investigation");
+        let comparison =
+            serde_json::json!({ "kind": "comparison", "result": { "decision": "regression" } });
+        records::write_record_once(&ws, RecordKind::Comparisons, "cmp_r", &comparison)
+            .expect("comparison record");
+        let f = record(
+            &ws,
+            &RecordFindingRequest {
+                investigation_id: Some(inv.investigation_id.clone()),
+                claim: Some("slower".into()),
+                level: Some(EvidenceLevel::MeasuredRegression),
+                references: Some(vec!["comparison:cmp_r".into()]),
+                ..Default::default()
+            },
+        )
+        .expect("finding");
+        // Both read revision 1, then revise at the same moment.
+        let barrier = std::sync::Barrier::new(2);
+        let results: Vec<Result<Finding>> = std::thread::scope(|scope| {
+            let writers: Vec<_> = ["first writer's claim", "second writer's claim"]
+                .into_iter()
+                .map(|claim| {
+                    let (ws, barrier, id) = (&ws, &barrier, f.finding_id.clone());
+                    scope.spawn(move || {
+                        barrier.wait();
+                        record(
+                            ws,
+                            &RecordFindingRequest {
+                                finding_id: Some(id),
+                                expected_revision: Some(1),
+                                claim: Some(claim.into()),
+                                ..Default::default()
+                            },
+                        )
+                    })
+                })
+                .collect();
+            writers
+                .into_iter()
+                .map(|w| w.join().expect("writer thread"))
+                .collect()
+        });
+        let won: Vec<&Finding> = results.iter().filter_map(|r| r.as_ref().ok()).collect();
+        assert_eq!(won.len(), 1, "exactly one writer wins");
+        assert_eq!(won[0].revision, 2);
+        let lost = results
+            .iter()
+            .find_map(|r| r.as_ref().err())
+            .expect("one writer loses");
+        assert_eq!(lost.code, ErrorCode::RevisionConflict);
+        assert_eq!(lost.details["current_revision"], 2);
+        assert_eq!(get(&ws, &f.finding_id).expect("read").claim, won[0].claim);
+    }
 }
