@@ -302,7 +302,10 @@ pub fn extract_folded_stacks<R: BufRead>(
 /// Reads up to and including `\n`, keeping at most `MAX_LINE_BYTES + 1`
 /// bytes of it (so one endless line cannot exhaust memory). Returns the
 /// bytes consumed.
-fn read_bounded_line<R: BufRead>(reader: &mut R, out: &mut Vec<u8>) -> std::io::Result<usize> {
+pub(crate) fn read_bounded_line<R: BufRead>(
+    reader: &mut R,
+    out: &mut Vec<u8>,
+) -> std::io::Result<usize> {
     let mut consumed = 0;
     loop {
         let available = reader.fill_buf()?;

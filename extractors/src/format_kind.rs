@@ -31,12 +31,14 @@ pub enum FormatKind {
     /// [`crate::benchmarks::criterion::criterion_members`]; one of its files
     /// alone is recognized only to say so).
     CriterionDir,
+    /// `python -X importtime` output (see [`crate::importtime`]).
+    PythonImportTime,
     Unknown,
 }
 
 impl FormatKind {
     /// Every kind, in a fixed order.
-    pub const ALL: [FormatKind; 17] = [
+    pub const ALL: [FormatKind; 18] = [
         FormatKind::ChromeJson,
         FormatKind::SpeedscopeJson,
         FormatKind::ChromeCpuProfile,
@@ -53,6 +55,7 @@ impl FormatKind {
         FormatKind::HyperfineJson,
         FormatKind::GoogleBenchmarkJson,
         FormatKind::CriterionDir,
+        FormatKind::PythonImportTime,
         FormatKind::Unknown,
     ];
 
@@ -75,6 +78,7 @@ impl FormatKind {
             FormatKind::HyperfineJson => "hyperfine_json",
             FormatKind::GoogleBenchmarkJson => "google_benchmark_json",
             FormatKind::CriterionDir => "criterion_dir",
+            FormatKind::PythonImportTime => "python_importtime",
             FormatKind::Unknown => "unknown",
         }
     }

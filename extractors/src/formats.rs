@@ -14,7 +14,7 @@ use crate::format_kind::FormatKind;
 
 /// Every format, in detection order: a sniffer earlier in the list wins a
 /// tie (`Certain` answers first, then `Likely` ones).
-pub static FORMATS: [&Format; 16] = [
+pub static FORMATS: [&Format; 17] = [
     &crate::nsight::formats::SQLITE_EXPORT,
     &crate::nsight::formats::OTHER_SQLITE,
     &crate::nsight::formats::REPORT,
@@ -28,6 +28,7 @@ pub static FORMATS: [&Format; 16] = [
     &crate::benchmarks::formats::HYPERFINE,
     &crate::benchmarks::formats::CRITERION,
     &crate::gecko::FORMAT,
+    &crate::importtime::FORMAT,
     &crate::folded::FORMAT,
     &crate::perfetto::FORMAT,
     &crate::pprof::FORMAT,

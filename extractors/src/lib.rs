@@ -20,6 +20,7 @@ pub mod format_descriptor;
 pub mod format_kind;
 pub mod formats;
 pub mod gecko;
+pub mod importtime;
 pub mod input;
 pub mod input_errors;
 mod json_doc;
@@ -65,6 +66,7 @@ pub use cpuprofile::{CPUPROFILE_EXTRACTOR_NAME, CPUPROFILE_EXTRACTOR_VERSION, ex
 pub use detect::{Detection, FormatKind, detect};
 pub use folded::{FOLDED_EXTRACTOR_NAME, FOLDED_EXTRACTOR_VERSION, extract_folded_stacks};
 pub use gecko::{GECKO_EXTRACTOR_NAME, GECKO_EXTRACTOR_VERSION, extract_gecko_profile};
+pub use importtime::{IMPORTTIME_EXTRACTOR_NAME, IMPORTTIME_EXTRACTOR_VERSION, extract_importtime};
 pub use input::{InputLimits, InputStream, open_input, read_head};
 pub use nsight::{
     NSIGHT_EXPORT_DIR_EXTRACTOR_NAME, NSIGHT_EXTRACTOR_NAME, NSIGHT_EXTRACTOR_VERSION,

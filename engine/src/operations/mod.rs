@@ -16,6 +16,7 @@ pub mod command_line;
 mod declare;
 mod drilldown;
 mod experiments;
+mod failures;
 mod findings;
 mod gpu;
 mod inventory;
@@ -321,6 +322,7 @@ pub fn catalog() -> &'static [Operation] {
             .chain(analyses::OPERATIONS)
             .chain(gpu::OPERATIONS)
             .chain(run_sets::OPERATIONS)
+            .chain(failures::OPERATIONS)
             .chain(workloads::OPERATIONS)
             .chain(experiments::OPERATIONS)
             .chain(investigations::OPERATIONS)

@@ -1,0 +1,121 @@
+//! `python -X importtime` output made by the real interpreter at test time
+//! (the `python3` every CI machine has): a package whose submodule spends
+//! a known time importing. Content detection names the format; hotspots
+//! name the slow module by its own import time (`import.self_ns`), callers
+//! say who imported it, and two runs — the module made slower — compare
+//! with the slow module's delta on top. A listing cut off mid-line still
+//! imports, saying what it skipped; text that is not a listing is a typed
+//! error with nothing published.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use flameox_tests::Project;
+
+/// Runs `python3 -X importtime -c "import app"` over a package whose
+/// `app.slow` busy-waits `millis` while it is imported; returns the file
+/// holding the listing (stderr).
+fn listing(project: &Project, name: &str, millis: u64) -> PathBuf {
+    let src = project.path().join(format!("src-{name}"));
+    std::fs::create_dir_all(src.join("app")).expect("package dir");
+    std::fs::write(
+        src.join("app/__init__.py"),
+        "import json\nimport app.slow\n",
+    )
+    .expect("init");
+    std::fs::write(
+        src.join("app/slow.py"),
+        format!(
+            "import time\nend = time.perf_counter() + {}\nwhile time.perf_counter() < end:\n    pass\n",
+            millis as f64 / 1000.0
+        ),
+    )
+    .expect("slow module");
+    let out = Command::new("python3")
+        .args(["-X", "importtime", "-c", "import app"])
+        .current_dir(&src)
+        .env("PYTHONDONTWRITEBYTECODE", "1")
+        .output()
+        .expect("python3 runs (CI machines have it)");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let path = project.path().join(format!("{name}.importtime.txt"));
+    std::fs::write(&path, &out.stderr).expect("write listing");
+    path
+}
+
+fn import(project: &Project, path: &Path) -> serde_json::Value {
+    project.json(&["import", path.to_str().expect("utf8")])
+}
+
+#[test]
+fn import_times_answer_as_a_profile_and_compare_between_runs() {
+    let project = Project::new();
+    let fast = listing(&project, "fast", 40);
+    let slow = listing(&project, "slow", 120);
+    let base = import(&project, &fast);
+    assert_eq!(base["kind"], "python_importtime", "{base}");
+    let base_run = base["run_id"].as_str().expect("run").to_owned();
+    let target_run = import(&project, &slow)["run_id"]
+        .as_str()
+        .expect("run")
+        .to_owned();
+
+    let hot = project.json(&["analyze", "hotspots", &base_run, "--limit", "3"]);
+    assert_eq!(hot["metric"], "import.self_ns");
+    let top = &hot["rows"][0];
+    assert_eq!(top["function"], "app.slow", "{hot:#}");
+    let own_ns = top["self_value"].as_f64().expect("self");
+    assert!(
+        (35e6..1e9).contains(&own_ns),
+        "app.slow imported in {own_ns} ns"
+    );
+    let callers = project.json(&["stacks", "callers", &base_run, "app.slow"]);
+    assert_eq!(callers["rows"][0]["function"], "app", "{callers:#}");
+
+    let delta = project.json(&[
+        "analyze",
+        "compare-hotspots",
+        &target_run,
+        &base_run,
+        "--limit",
+        "1",
+    ]);
+    let first = &delta["rows"][0];
+    assert_eq!(first["function"], "app.slow", "{delta:#}");
+    let grew = first["delta_self"].as_f64().expect("delta");
+    assert!(grew > 50e6, "the slower module grew by {grew} ns");
+
+    // Cut off mid-line: imported, with what was skipped said.
+    let text = std::fs::read_to_string(&fast).expect("listing");
+    let cut = project.path().join("cut.txt");
+    std::fs::write(&cut, &text[..text.len() - 7]).expect("cut");
+    let partial = import(&project, &cut);
+    assert!(
+        partial["limitations"]
+            .to_string()
+            .contains("malformed_line")
+            || partial["limitations"]
+                .to_string()
+                .contains("unfinished_importer"),
+        "{partial}"
+    );
+    // Not a listing at all.
+    let head = project.head();
+    let junk = project.path().join("junk.txt");
+    std::fs::write(&junk, "import time: a | b | c\n").expect("junk");
+    project.json_err(
+        &[
+            "import",
+            junk.to_str().expect("utf8"),
+            "--kind",
+            "python_importtime",
+        ],
+        "ARTIFACT_PARSE_FAILED",
+        5,
+    );
+    assert_eq!(project.head(), head, "nothing published");
+}
