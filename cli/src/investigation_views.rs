@@ -62,6 +62,9 @@ pub(crate) fn detail(d: &InvestigationDetail) -> String {
         out += "\n";
         out += &finding(f);
     }
+    if !d.records.is_empty() {
+        out += &format!("\nrecords named: {}\n", d.records.join(", "));
+    }
     out
 }
 

@@ -131,6 +131,18 @@ async fn a_report_states_the_comparisons_numbers_and_its_commands_reproduce_them
         format!("frame:{a_run}@matmul")
     );
 
+    // The investigation lists the records it and its parts name.
+    let detail = s
+        .ok("get_investigation", json!({ "investigation_id": inv }))
+        .await;
+    assert_eq!(
+        detail["records"],
+        json!([
+            format!("run_set:{target}"),
+            format!("comparison:{comparison}")
+        ])
+    );
+
     let report = s
         .ok(
             "summarize_evidence",

@@ -137,6 +137,20 @@ fn run_get<'a>(qc: &'a QueryContext<'a>, args: Value) -> AnswerFuture<'a> {
                 .links
                 .push(format!("flameox://hypotheses/{}", h.hypothesis_id));
         }
+        for f in &detail.findings {
+            answer
+                .links
+                .push(format!("flameox://findings/{}", f.finding_id));
+        }
+        for record in &detail.records {
+            match record.split_once(':') {
+                Some(("experiment", id)) => {
+                    answer.links.push(format!("flameox://experiments/{id}"));
+                }
+                Some(("run_set", id)) => answer.links.push(format!("flameox://run-sets/{id}")),
+                _ => {}
+            }
+        }
         Ok(answer)
     })
 }

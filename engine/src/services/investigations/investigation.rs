@@ -103,6 +103,25 @@ pub struct InvestigationDetail {
     /// Newest first, at most [`HYPOTHESES_SHOWN`]; retracted ones included.
     pub findings: Vec<Finding>,
     pub findings_total: usize,
+    /// The analyses, comparisons, run sets and experiments that the
+    /// investigation, its hypotheses and its findings name (typed, each
+    /// once, in the order first named; at most [`HYPOTHESES_SHOWN`]).
+    #[serde(default)]
+    pub records: Vec<String>,
+}
+
+/// The record kinds [`InvestigationDetail::records`] gathers.
+const GATHERED: [&str; 4] = ["analysis:", "comparison:", "run_set:", "experiment:"];
+
+fn gathered_records<'a>(references: impl Iterator<Item = &'a String>) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for r in references {
+        if GATHERED.iter().any(|k| r.starts_with(k)) && !out.contains(r) {
+            out.push(r.clone());
+        }
+    }
+    out.truncate(HYPOTHESES_SHOWN);
+    out
 }
 
 fn check_text(field: &str, text: &str, max: usize) -> Result<()> {
@@ -206,8 +225,16 @@ pub fn get(ws: &Workspace, investigation_id: &str) -> Result<InvestigationDetail
         .collect();
     findings.reverse();
     let findings_total = findings.len();
+    let records = gathered_records(
+        investigation
+            .targets
+            .iter()
+            .chain(hypotheses.iter().flat_map(|h| &h.evidence))
+            .chain(findings.iter().flat_map(|f| &f.references)),
+    );
     findings.truncate(HYPOTHESES_SHOWN);
     Ok(InvestigationDetail {
+        records,
         investigation,
         hypotheses,
         hypotheses_total,

@@ -1,6 +1,6 @@
 //! Typed evidence references of investigation records (`run:<uuid>`,
 //! `artifact:sha256:<hex>`, `run_set:…`, `analysis:…`, `comparison:…`,
-//! `investigation:…`, `hypothesis:…`, `finding:…`, `commit:…`, a frame in
+//! `experiment:…`, `investigation:…`, `hypothesis:…`, `finding:…`, `commit:…`, a frame in
 //! its scope `frame:<run or artifact>@<frame>`, a trace window
 //! `window:<run or artifact>@<start_ns>..<end_ns>`), checked to exist when
 //! recorded (a frame's name against the evidence, [`check_frames`]). A
@@ -15,7 +15,7 @@ use crate::workspace::Workspace;
 use crate::{runs, store};
 
 /// The kinds a reference may name.
-pub const REFERENCE_KINDS: [&str; 11] = [
+pub const REFERENCE_KINDS: [&str; 12] = [
     "run",
     "artifact",
     "commit",
@@ -25,6 +25,7 @@ pub const REFERENCE_KINDS: [&str; 11] = [
     "run_set",
     "analysis",
     "comparison",
+    "experiment",
     "investigation",
     "hypothesis",
 ];
@@ -60,6 +61,7 @@ pub fn checked_reference(ws: &Workspace, text: &str) -> Result<String> {
         Some(("run_set", id)) => record(RecordKind::RunSets, id)?,
         Some(("analysis", id)) => record(RecordKind::Analyses, id)?,
         Some(("comparison", id)) => record(RecordKind::Comparisons, id)?,
+        Some(("experiment", id)) => record(RecordKind::Experiments, id)?,
         Some((other, _)) => {
             return Err(FlameoxError::invalid_argument(
                 "evidence",
