@@ -33,12 +33,16 @@ pub enum FormatKind {
     CriterionDir,
     /// `python -X importtime` output (see [`crate::importtime`]).
     PythonImportTime,
+    /// coverage.py's JSON report (see [`crate::coverage_json`]).
+    CoverageJson,
+    /// A JUnit XML test report (see [`crate::junit_xml`]).
+    JunitXml,
     Unknown,
 }
 
 impl FormatKind {
     /// Every kind, in a fixed order.
-    pub const ALL: [FormatKind; 18] = [
+    pub const ALL: [FormatKind; 20] = [
         FormatKind::ChromeJson,
         FormatKind::SpeedscopeJson,
         FormatKind::ChromeCpuProfile,
@@ -56,6 +60,8 @@ impl FormatKind {
         FormatKind::GoogleBenchmarkJson,
         FormatKind::CriterionDir,
         FormatKind::PythonImportTime,
+        FormatKind::CoverageJson,
+        FormatKind::JunitXml,
         FormatKind::Unknown,
     ];
 
@@ -79,6 +85,8 @@ impl FormatKind {
             FormatKind::GoogleBenchmarkJson => "google_benchmark_json",
             FormatKind::CriterionDir => "criterion_dir",
             FormatKind::PythonImportTime => "python_importtime",
+            FormatKind::CoverageJson => "coverage_json",
+            FormatKind::JunitXml => "junit_xml",
             FormatKind::Unknown => "unknown",
         }
     }

@@ -14,7 +14,7 @@ use crate::format_kind::FormatKind;
 
 /// Every format, in detection order: a sniffer earlier in the list wins a
 /// tie (`Certain` answers first, then `Likely` ones).
-pub static FORMATS: [&Format; 17] = [
+pub static FORMATS: [&Format; 19] = [
     &crate::nsight::formats::SQLITE_EXPORT,
     &crate::nsight::formats::OTHER_SQLITE,
     &crate::nsight::formats::REPORT,
@@ -27,6 +27,8 @@ pub static FORMATS: [&Format; 17] = [
     &crate::benchmarks::formats::PYPERF,
     &crate::benchmarks::formats::HYPERFINE,
     &crate::benchmarks::formats::CRITERION,
+    &crate::coverage_json::FORMAT,
+    &crate::junit_xml::FORMAT,
     &crate::gecko::FORMAT,
     &crate::importtime::FORMAT,
     &crate::folded::FORMAT,

@@ -72,7 +72,7 @@ fn every_corpus_file_is_detected_as_its_real_kind() {
         ),
         ("misc/rocprofv3_908_results.json.gz".to_string(), K::Unknown),
         ("misc/pyperf_bench.json".to_string(), K::PyperfJson),
-        ("misc/coverage_workload.json".to_string(), K::Unknown),
+        ("misc/coverage_workload.json".to_string(), K::CoverageJson),
         ("linux/ftrace_sched_raw.txt".to_string(), K::Unknown),
     ]);
     let mut failures = Vec::new();

@@ -1,0 +1,220 @@
+//! Test reports made by the real tools from the virtualenv `.ci/run`
+//! installs with pinned pytest and coverage (path in
+//! `FLAMEOX_PROFILERS_VENV`): `coverage run -m pytest --junitxml`, then
+//! `coverage json`. coverage.py's report: content detection names it, and
+//! every file's and the totals' numbers land in `measurements` exactly as
+//! the report states them, the file's path as the row's parameter; a
+//! second run whose tests reach the uncovered function shows that file's
+//! coverage rising. pytest's JUnit XML: the slowest test is the top
+//! hotspot with its outcome as category, a failing test reads `failed`
+//! with its message, and the synthetic start times are said. When
+//! `FLAMEOX_PROFILERS_VENV` or `CI` is set, missing tools FAIL this test.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use flameox_tests::Project;
+use serde_json::Value;
+
+const DEFAULT_VENV: &str = "/var/tmp/flameox-profilers-venv";
+
+fn tools_bin() -> Option<PathBuf> {
+    let configured = std::env::var_os("FLAMEOX_PROFILERS_VENV");
+    let required = configured.is_some() || std::env::var_os("CI").is_some();
+    let bin = PathBuf::from(configured.unwrap_or_else(|| DEFAULT_VENV.into())).join("bin");
+    let python = bin.join("python3");
+    let complete = python.is_file()
+        && ["pytest", "coverage"].iter().all(|module| {
+            Command::new(&python)
+                .args(["-c", &format!("import {module}")])
+                .status()
+                .is_ok_and(|s| s.success())
+        });
+    if complete {
+        return Some(bin);
+    }
+    assert!(
+        !required,
+        "pytest / coverage not importable in {}: .ci/run installs them and sets FLAMEOX_PROFILERS_VENV",
+        bin.display()
+    );
+    eprintln!(
+        "SKIPPED: no pytest/coverage virtualenv at {} (set FLAMEOX_PROFILERS_VENV; CI always does)",
+        bin.display()
+    );
+    None
+}
+
+/// A package with a sorting module whose `unused` function only the
+/// second run's tests call; returns the coverage.json of `coverage run -m
+/// pytest` over it.
+fn coverage_report(bin: &Path, dir: &Path, reach_unused: bool) -> PathBuf {
+    std::fs::create_dir_all(dir.join("app")).expect("app");
+    std::fs::create_dir_all(dir.join("tests")).expect("tests");
+    std::fs::write(dir.join("app/__init__.py"), "").expect("init");
+    std::fs::write(
+        dir.join("app/sorting.py"),
+        "def bubble(values):\n    values = list(values)\n    for i in range(len(values)):\n        for j in range(len(values) - 1 - i):\n            if values[j] > values[j + 1]:\n                values[j], values[j + 1] = values[j + 1], values[j]\n    return values\n\n\ndef unused(values):\n    ordered = sorted(values)\n    ordered.reverse()\n    return ordered\n",
+    )
+    .expect("sorting");
+    let mut tests = "import time\n\nfrom app import sorting\n\n\ndef test_bubble():\n    assert sorting.bubble([3, 1, 2]) == [1, 2, 3]\n\n\ndef test_slow():\n    time.sleep(0.08)\n\n\ndef test_fails():\n    assert sorting.bubble([2, 1]) == [2, 1], 'bubble sorts'\n".to_owned();
+    if reach_unused {
+        tests += "\n\ndef test_unused():\n    assert sorting.unused([1, 3, 2]) == [3, 2, 1]\n";
+    }
+    std::fs::write(dir.join("tests/test_sorting.py"), tests).expect("tests");
+    let python = bin.join("python3");
+    let run = |args: &[&str], allowed: &[i32]| {
+        let out = Command::new(&python)
+            .args(args)
+            .current_dir(dir)
+            .env("PYTHONDONTWRITEBYTECODE", "1")
+            .output()
+            .expect("python runs");
+        assert!(
+            out.status.code().is_some_and(|c| allowed.contains(&c)),
+            "{args:?}: {}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    };
+    // pytest exits 1: one test fails on purpose.
+    run(
+        &[
+            "-m",
+            "coverage",
+            "run",
+            "-m",
+            "pytest",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "--junitxml=junit.xml",
+            "tests",
+        ],
+        &[1],
+    );
+    run(&["-m", "coverage", "json", "-o", "coverage.json"], &[0]);
+    dir.join("coverage.json")
+}
+
+/// `coverage.<name>` of `path` (None: the totals) in a run's measurements.
+fn measured(project: &Project, run: &str, name: &str, path: Option<&str>) -> f64 {
+    let page = project.json(&[
+        "measurements",
+        "query",
+        run,
+        "--name-prefix",
+        &format!("coverage.{name}"),
+        "--limit",
+        "100",
+    ]);
+    let rows = page["rows"].as_array().expect("rows");
+    let wanted = match path {
+        Some(p) => serde_json::json!({ "path": p }),
+        None => Value::Null,
+    };
+    rows.iter()
+        .find(|r| {
+            r["name"] == format!("coverage.{name}").as_str()
+                && (r["parameters"] == wanted
+                    || (wanted.is_null()
+                        && r["parameters"].as_object().is_some_and(|o| o.is_empty())))
+        })
+        .and_then(|r| r["value"].as_f64())
+        .unwrap_or_else(|| panic!("no coverage.{name} for {path:?} in {page:#}"))
+}
+
+#[test]
+fn pytest_and_coverage_reports_land_as_the_tools_state_them() {
+    let Some(bin) = tools_bin() else { return };
+    let project = Project::new();
+    let first = coverage_report(&bin, &project.path().join("first"), false);
+    let second = coverage_report(&bin, &project.path().join("second"), true);
+    let imported = project.json(&["import", first.to_str().expect("utf8")]);
+    assert_eq!(imported["kind"], "coverage_json", "{imported}");
+    let run = imported["run_id"].as_str().expect("run").to_owned();
+    let report: Value =
+        serde_json::from_slice(&std::fs::read(&first).expect("report")).expect("json");
+    let files = report["files"].as_object().expect("files");
+    assert!(files.contains_key("app/sorting.py"), "{report}");
+    for (path, file) in files {
+        for name in [
+            "percent_covered",
+            "covered_lines",
+            "num_statements",
+            "missing_lines",
+        ] {
+            assert_eq!(
+                measured(&project, &run, name, Some(path)),
+                file["summary"][name].as_f64().expect("number"),
+                "{path} {name}"
+            );
+        }
+    }
+    assert_eq!(
+        measured(&project, &run, "percent_covered", None),
+        report["totals"]["percent_covered"].as_f64().expect("total")
+    );
+    let before = measured(&project, &run, "percent_covered", Some("app/sorting.py"));
+    assert!(before < 100.0, "unused is not reached: {before}");
+
+    let second_run = project.json(&["import", second.to_str().expect("utf8")])["run_id"]
+        .as_str()
+        .expect("run")
+        .to_owned();
+    let after = measured(
+        &project,
+        &second_run,
+        "percent_covered",
+        Some("app/sorting.py"),
+    );
+    assert_eq!(after, 100.0);
+
+    // pytest's JUnit XML of the same run.
+    let junit = first.with_file_name("junit.xml");
+    let tests = project.json(&["import", junit.to_str().expect("utf8")]);
+    assert_eq!(tests["kind"], "junit_xml", "{tests}");
+    assert_eq!(tests["producer"], "pytest");
+    assert!(
+        tests["limitations"]
+            .to_string()
+            .contains("synthetic_start_times")
+    );
+    let junit_run = tests["run_id"].as_str().expect("run").to_owned();
+    let hot = project.json(&["analyze", "hotspots", &junit_run, "--limit", "10"]);
+    let rows = hot["rows"].as_array().expect("rows");
+    let test_rows: Vec<&Value> = rows
+        .iter()
+        .filter(|r| r["category"] != "testsuite")
+        .collect();
+    assert_eq!(test_rows.len(), 3, "{hot:#}");
+    assert_eq!(test_rows[0]["function"], "tests.test_sorting::test_slow");
+    assert!(
+        test_rows[0]["self_value"]
+            .as_f64()
+            .is_some_and(|ns| ns >= 75e6),
+        "{hot:#}"
+    );
+    let failed = rows
+        .iter()
+        .find(|r| r["function"] == "tests.test_sorting::test_fails")
+        .expect("the failing test");
+    assert_eq!(failed["category"], "failed", "{failed}");
+    let window = project.json(&[
+        "trace",
+        "window",
+        &junit_run,
+        "--start-ns",
+        "0",
+        "--end-ns",
+        "1000000000000",
+        "--relative",
+        "--name",
+        "tests.test_sorting::test_fails",
+    ]);
+    let args = window["events"][0]["args_json"].as_str().unwrap_or("");
+    assert!(
+        args.contains("bubble sorts"),
+        "the failure message: {window:#}"
+    );
+}
