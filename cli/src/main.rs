@@ -7,6 +7,7 @@ mod analyze;
 mod args;
 mod capture;
 mod commands;
+mod execution_view;
 mod experiment;
 mod gaps_memory_view;
 mod gpu_breakdown;

@@ -9,8 +9,8 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 use crate::{
-    analysis_views, capture, experiment, gaps_memory_view, gpu_breakdown, import_view,
-    inventory_views, investigation_views, open, run_set_views, stack_views, workload,
+    analysis_views, capture, execution_view, experiment, gaps_memory_view, gpu_breakdown,
+    import_view, inventory_views, investigation_views, open, run_set_views, stack_views, workload,
 };
 
 /// The operation's answer as a person reads it (None: no view of its own).
@@ -51,6 +51,7 @@ pub(crate) fn render(operation: &str, result: &Value) -> Option<Result<String>> 
         "record_hypothesis" => typed(result, investigation_views::hypothesis),
         "record_finding" | "get_finding" => typed(result, investigation_views::finding),
         "summarize_evidence" => Ok(investigation_views::report(result)),
+        "analyze_execution" => typed(result, execution_view::render),
         _ => return None,
     })
 }

@@ -143,13 +143,40 @@ async fn a_report_states_the_comparisons_numbers_and_its_commands_reproduce_them
         ])
     );
 
+    // A measurement query is a reference too; one that finds nothing is refused.
+    s.err(
+        "record_finding",
+        json!({ "investigation_id": inv, "claim": "steps measured", "level": "observation",
+                "references": [format!("measurements:{a_run}@pyperf.nothing")] }),
+        "METRIC_NOT_FOUND",
+    )
+    .await;
+    let measured = s
+        .ok(
+            "record_finding",
+            json!({ "investigation_id": inv, "claim": "steps were measured", "level": "observation",
+                    "references": [format!("measurements:{a_run}@pyperf.step")] }),
+        )
+        .await;
+    let measured_id = measured["finding_id"].as_str().expect("fnd").to_owned();
+
     let report = s
         .ok(
             "summarize_evidence",
             json!({ "targets": [inv], "format": "markdown" }),
         )
         .await;
-    assert_eq!(report["findings_total"], 2);
+    assert_eq!(report["findings_total"], 3);
+    let query = report["findings"]
+        .as_array()
+        .expect("findings")
+        .iter()
+        .find(|f| f["finding_id"] == measured_id.as_str())
+        .expect("the measurement finding");
+    assert_eq!(
+        query["references"][0]["reproduce"]["operation"],
+        "query_measurements"
+    );
     let reported = report["findings"]
         .as_array()
         .expect("findings")

@@ -217,4 +217,68 @@ fn pytest_and_coverage_reports_land_as_the_tools_state_them() {
         args.contains("bubble sorts"),
         "the failure message: {window:#}"
     );
+
+    // Each report set as one run; `analyze execution` over the second
+    // against the first.
+    let listing = |dir: &Path| {
+        let out = Command::new(bin.join("python3"))
+            .args(["-X", "importtime", "-c", "import app.sorting, json"])
+            .current_dir(dir)
+            .output()
+            .expect("python runs");
+        let path = dir.join("importtime.txt");
+        std::fs::write(&path, &out.stderr).expect("listing");
+        path
+    };
+    let run_of = |coverage: &Path| {
+        let dir = coverage.parent().expect("dir");
+        let files = [dir.join("junit.xml"), coverage.to_path_buf(), listing(dir)];
+        let mut args = vec!["import".to_owned()];
+        args.extend(files.iter().map(|f| f.to_string_lossy().into_owned()));
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        project.json(&args)["run_id"]
+            .as_str()
+            .expect("run")
+            .to_owned()
+    };
+    let (base, target) = (run_of(&first), run_of(&second));
+    let ex = project.json(&["analyze", "execution", &target, "--compare", &base]);
+    assert_eq!(ex["tests"]["tests"], 4, "{ex:#}");
+    assert_eq!(ex["tests"]["by_outcome"]["failed"], 1);
+    assert_eq!(
+        ex["tests"]["slowest"][0]["name"],
+        "tests.test_sorting::test_slow"
+    );
+    assert_eq!(
+        ex["tests"]["failing"][0]["name"],
+        "tests.test_sorting::test_fails"
+    );
+    assert_eq!(
+        ex["coverage"]["percent_covered"],
+        measured(&project, &second_run, "percent_covered", None)
+    );
+    assert!(
+        ex["imports"]["slowest"]
+            .as_array()
+            .is_some_and(|m| !m.is_empty()),
+        "{ex:#}"
+    );
+    assert!(ex["missing"].as_array().is_some_and(Vec::is_empty));
+    let changes = ex["compare"]["coverage_changes"]
+        .as_array()
+        .expect("changes");
+    let sorting = changes
+        .iter()
+        .find(|c| c["path"] == "app/sorting.py")
+        .expect("app/sorting.py changed");
+    assert_eq!(sorting["base"], before);
+    assert_eq!(sorting["target"], 100.0);
+    assert_eq!(ex["compare"]["newly_failing"], serde_json::json!([]));
+    // A run with one report says what else to import.
+    let bare = project.json(&["analyze", "execution", &junit_run]);
+    assert_eq!(
+        bare["missing"].as_array().map(Vec::len),
+        Some(2),
+        "{bare:#}"
+    );
 }

@@ -1,7 +1,9 @@
 //! Investigation memory over a real stdio server, as an agent uses it:
 //! create an investigation on a corpus trace, record a hypothesis, run an
-//! analysis, support the hypothesis with evidence — then a new server
-//! process resumes from `list_investigations` alone. Two writers revising
+//! analysis, support the hypothesis with evidence, record a finding whose
+//! number is the hotspot answer's — then a new server process resumes from
+//! `list_investigations` alone and reports it as Markdown: the report's
+//! number is the analysis's, and its reproduce call gives it back. Two writers revising
 //! one hypothesis: one wins, the other gets `REVISION_CONFLICT` with the
 //! current revision; missing evidence is refused; a decided hypothesis's
 //! prediction cannot be rewritten; a hotspot finding needs the commit its
@@ -149,12 +151,14 @@ async fn an_agent_resumes_an_investigation_in_a_new_server_and_stale_revisions_c
         "INVALID_ARGUMENTS",
     )
     .await;
+    // The number the claim states is the hotspot answer's own.
+    let top_self_pct = hotspots["rows"][0]["self_pct"].clone();
     let finding = s
         .ok(
             "record_finding",
             json!({ "investigation_id": inv, "claim": "one kernel dominates", "level": "hotspot",
                     "references": [format!("run:{run_id}"), format!("commit:{commit}"), format!("hypothesis:{hyp}")],
-                    "numbers": { "top_self_share_ratio": 0.4 } }),
+                    "numbers": { "top_self_pct": top_self_pct } }),
         )
         .await;
     let fnd = finding["finding_id"]
@@ -196,8 +200,8 @@ async fn an_agent_resumes_an_investigation_in_a_new_server_and_stale_revisions_c
     assert_eq!(detail["findings_total"], 1);
     assert_eq!(detail["findings"][0]["finding_id"], fnd);
     assert_eq!(
-        detail["findings"][0]["numbers"]["top_self_share_ratio"],
-        0.4
+        detail["findings"][0]["numbers"]["top_self_pct"],
+        top_self_pct
     );
     assert_eq!(row["findings"], 1);
     let hotspot_findings = s
@@ -226,6 +230,28 @@ async fn an_agent_resumes_an_investigation_in_a_new_server_and_stale_revisions_c
         )
         .await;
     assert_eq!(by_reference["record"]["status"], "supported");
+    // The resumed agent reports it: the report's number is the hotspot
+    // answer's, and its reproduce command, run again now, gives it back.
+    let report = s
+        .ok(
+            "summarize_evidence",
+            json!({ "targets": [inv.clone()], "format": "markdown" }),
+        )
+        .await;
+    let reported = &report["findings"][0];
+    assert_eq!(reported["numbers"]["top_self_pct"], top_self_pct);
+    let reproduce = &reported["references"][0]["reproduce"];
+    assert_eq!(reproduce["operation"], "analyze_hotspots");
+    let again = s
+        .ok("analyze_hotspots", reproduce["arguments"].clone())
+        .await;
+    assert_eq!(again["rows"][0]["self_pct"], top_self_pct);
+    let markdown = report["markdown"].as_str().expect("markdown");
+    assert!(markdown.contains("## why is step time up?"), "{markdown}");
+    assert!(
+        markdown.contains(&format!("flameox analyze hotspots {run_id}")),
+        "{markdown}"
+    );
     s.close().await;
 
     // Every revision is its own file; nothing was rewritten.

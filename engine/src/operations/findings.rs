@@ -9,7 +9,7 @@ use crate::services::QueryContext;
 use crate::services::investigations::finding::{
     self, Finding, FindingRequest, ListFindingsRequest, RecordFindingRequest,
 };
-use crate::services::investigations::references::{check_frames, checked_references};
+use crate::services::investigations::references::{check_in_evidence, checked_references};
 
 pub(super) static OPERATIONS: &[Operation] = &[
     Operation {
@@ -74,7 +74,7 @@ fn run_record<'a>(qc: &'a QueryContext<'a>, args: Value) -> AnswerFuture<'a> {
         let req: RecordFindingRequest = decode(args)?;
         // Frames are looked up in the evidence before anything is written.
         if let Some(references) = &req.references {
-            check_frames(qc, &checked_references(qc.ws, references)?).await?;
+            check_in_evidence(qc, &checked_references(qc.ws, references)?).await?;
         }
         let f = finding::record(qc.ws, &req)?;
         let mut answer = linked(

@@ -15,6 +15,7 @@ pub mod budget;
 pub mod command_line;
 mod declare;
 mod drilldown;
+mod execution;
 mod experiments;
 mod failures;
 mod findings;
@@ -323,6 +324,7 @@ pub fn catalog() -> &'static [Operation] {
             .chain(gpu::OPERATIONS)
             .chain(run_sets::OPERATIONS)
             .chain(failures::OPERATIONS)
+            .chain(execution::OPERATIONS)
             .chain(workloads::OPERATIONS)
             .chain(experiments::OPERATIONS)
             .chain(investigations::OPERATIONS)

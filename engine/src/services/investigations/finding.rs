@@ -91,7 +91,7 @@ pub struct RecordFindingRequest {
     pub claim: Option<String>,
     /// observation, hotspot (run + commit:), measured_regression / measured_improvement (comparison:), scaling (analysis:).
     pub level: Option<EvidenceLevel>,
-    /// run:, artifact:, commit:, frame:<run>@<frame>, window:<run>@<start_ns>..<end_ns>, run_set:, analysis:, comparison:, hypothesis: references (a revision replaces them).
+    /// run:, artifact:, commit:, frame:<run>@<frame>, window:<run>@<start_ns>..<end_ns>, measurements:<run>@<name prefix>, run_set:, analysis:, comparison:, hypothesis: references (a revision replaces them).
     #[schemars(length(max = 100), inner(length(min = 1, max = 200)))]
     pub references: Option<Vec<String>>,
     /// The numbers the claim states, name (unit as suffix, e.g. step_time_ms) → value; a revision replaces them.

@@ -2,8 +2,9 @@
 //! `artifact:sha256:<hex>`, `run_set:…`, `analysis:…`, `comparison:…`,
 //! `experiment:…`, `investigation:…`, `hypothesis:…`, `finding:…`, `commit:…`, a frame in
 //! its scope `frame:<run or artifact>@<frame>`, a trace window
-//! `window:<run or artifact>@<start_ns>..<end_ns>`), checked to exist when
-//! recorded (a frame's name against the evidence, [`check_frames`]). A
+//! `window:<run or artifact>@<start_ns>..<end_ns>`, a measurement query
+//! `measurements:<run or artifact>@<name prefix>`), checked to exist when
+//! recorded (a frame's name against the evidence, [`check_in_evidence`]). A
 //! bare run id (or a unique prefix of one, or `latest`) and a bare
 //! `sha256:` artifact id are accepted and stored typed.
 
@@ -15,12 +16,13 @@ use crate::workspace::Workspace;
 use crate::{runs, store};
 
 /// The kinds a reference may name.
-pub const REFERENCE_KINDS: [&str; 12] = [
+pub const REFERENCE_KINDS: [&str; 13] = [
     "run",
     "artifact",
     "commit",
     "frame",
     "window",
+    "measurements",
     "finding",
     "run_set",
     "analysis",
@@ -54,6 +56,7 @@ pub fn checked_reference(ws: &Workspace, text: &str) -> Result<String> {
         Some(("commit", id)) => check_commit(ws, id)?,
         Some(("frame", rest)) => return frame_reference(ws, rest),
         Some(("window", rest)) => return window_reference(ws, rest),
+        Some(("measurements", rest)) => return measurements_reference(ws, rest),
         Some(("run", id)) => return run_reference(ws, id),
         Some(("artifact", id)) => {
             store::read_artifact(ws, id)?;
@@ -120,7 +123,7 @@ fn scoped<'a>(ws: &Workspace, kind: &str, rest: &'a str) -> Result<(String, &'a 
 }
 
 /// `frame:<scope>@<frame>`: the scope exists; the frame is checked against
-/// the evidence by [`check_frames`].
+/// the evidence by [`check_in_evidence`].
 fn frame_reference(ws: &Workspace, rest: &str) -> Result<String> {
     let (scope, frame) = scoped(ws, "frame", rest)?;
     if frame.trim().is_empty() {
@@ -158,20 +161,56 @@ fn window_reference(ws: &Workspace, rest: &str) -> Result<String> {
     Ok(format!("window:{scope}@{start}..{end}"))
 }
 
+/// `measurements:<scope>@<name prefix>`: the scope exists; that it holds
+/// such measurements is checked by [`check_in_evidence`].
+fn measurements_reference(ws: &Workspace, rest: &str) -> Result<String> {
+    let (scope, prefix) = scoped(ws, "measurements", rest)?;
+    if prefix.trim().is_empty() {
+        return Err(FlameoxError::invalid_argument(
+            "references",
+            "a measurements reference names the measurement (or a name prefix) after the @",
+        ));
+    }
+    Ok(format!("measurements:{scope}@{prefix}"))
+}
+
 /// The frames that `frame:` references name, each looked up in its
-/// scope's evidence: a missing one is `FRAME_NOT_FOUND` with the closest
-/// names.
-pub async fn check_frames(qc: &QueryContext<'_>, references: &[String]) -> Result<()> {
+/// scope's evidence (a missing one is `FRAME_NOT_FOUND` with the closest
+/// names), and the measurements `measurements:` references query (none
+/// found is `METRIC_NOT_FOUND`).
+pub async fn check_in_evidence(qc: &QueryContext<'_>, references: &[String]) -> Result<()> {
     let frames: Vec<(&str, &str)> = references
         .iter()
         .filter_map(|r| r.strip_prefix("frame:")?.split_once('@'))
         .collect();
-    if frames.is_empty() {
-        return Ok(());
+    if !frames.is_empty() {
+        let session = qc.session(None)?;
+        for (scope, frame) in frames {
+            crate::services::query::analyze::frame_in_target(qc, &session, scope, frame).await?;
+        }
     }
-    let session = qc.session(None)?;
-    for (scope, frame) in frames {
-        crate::services::query::analyze::frame_in_target(qc, &session, scope, frame).await?;
+    // A measurement query must find something.
+    for (scope, prefix) in references
+        .iter()
+        .filter_map(|r| r.strip_prefix("measurements:")?.split_once('@'))
+    {
+        let found = crate::services::query::measurements::query_measurements(
+            qc,
+            &crate::services::query::measurements::MeasurementsRequest {
+                target: Some(scope.to_owned()),
+                name_prefix: Some(prefix.to_owned()),
+                limit: Some(1),
+                ..Default::default()
+            },
+        )
+        .await?;
+        if found.total == 0 {
+            return Err(FlameoxError::new(
+                crate::error::ErrorCode::MetricNotFound,
+                format!("{scope} holds no measurement named {prefix}…"),
+            )
+            .remedy("list them with `flameox measurements query <run>`"));
+        }
     }
     Ok(())
 }

@@ -256,7 +256,9 @@ fn reference_scope(reference: &str) -> Option<String> {
     match reference.split_once(':')? {
         ("run", id) => Some(id.to_owned()),
         ("artifact", id) => Some(id.to_owned()),
-        ("frame" | "window", rest) => rest.split_once('@').map(|(scope, _)| scope.to_owned()),
+        ("frame" | "window" | "measurements", rest) => {
+            rest.split_once('@').map(|(scope, _)| scope.to_owned())
+        }
         _ => None,
     }
 }
@@ -336,6 +338,16 @@ fn reported_reference(ws: &Workspace, reference: &str, hotspot: bool) -> Result<
                 reproduction(
                     "get_trace_window",
                     json!({ "target": scope, "start_ns": start, "end_ns": end }),
+                ),
+            )
+        }
+        "measurements" => {
+            let (scope, prefix) = id.split_once('@').unwrap_or((id, ""));
+            (
+                format!("measurements {prefix}… of {scope}"),
+                reproduction(
+                    "query_measurements",
+                    json!({ "target": scope, "name_prefix": prefix }),
                 ),
             )
         }

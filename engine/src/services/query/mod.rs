@@ -3,6 +3,7 @@
 //! call a budget overrun offers.
 
 pub mod analyze;
+pub mod execution;
 pub mod frame_instances;
 pub mod gpu;
 pub mod gpu_breakdown;

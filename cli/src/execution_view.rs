@@ -1,0 +1,109 @@
+//! The terminal's view of `analyze execution`: a section per report the
+//! run holds (tests, coverage, imports), then the changes against the base
+//! run, then what is missing and how to add it.
+
+use flameox_engine::services::query::execution::{ExecutionResult, TimeDelta};
+
+use flameox_engine::units::duration_ns;
+
+fn deltas(out: &mut String, heading: &str, rows: &[TimeDelta]) {
+    if rows.is_empty() {
+        return;
+    }
+    *out += &format!("  {heading}:\n");
+    for d in rows {
+        *out += &format!(
+            "    +{:>10}  {}  ({} → {})\n",
+            duration_ns(d.delta_ns),
+            d.name,
+            duration_ns(d.base_ns),
+            duration_ns(d.target_ns)
+        );
+    }
+}
+
+pub(crate) fn render(r: &ExecutionResult) -> String {
+    let mut out = format!("run {}\n", r.run_id);
+    if let Some(t) = &r.tests {
+        let outcomes: Vec<String> = t
+            .by_outcome
+            .iter()
+            .map(|(o, n)| format!("{n} {o}"))
+            .collect();
+        out += &format!(
+            "\ntests: {}{} ({})\n",
+            t.tests,
+            if t.complete {
+                ""
+            } else {
+                " (the slowest 1000 counted)"
+            },
+            outcomes.join(", ")
+        );
+        out += "  slowest:\n";
+        for test in &t.slowest {
+            out += &format!(
+                "    {:>10}  {:<8} {}\n",
+                duration_ns(test.duration_ns),
+                test.outcome,
+                test.name
+            );
+        }
+        if !t.failing.is_empty() {
+            out += "  failing:\n";
+            for test in &t.failing {
+                out += &format!("    {:<8} {}\n", test.outcome, test.name);
+            }
+        }
+    }
+    if let Some(c) = &r.coverage {
+        out += &format!(
+            "\ncoverage: {} over {} files\n  least covered:\n",
+            c.percent_covered
+                .map_or("(no total)".to_owned(), |p| format!("{p:.1} %")),
+            c.files
+        );
+        for f in &c.least_covered {
+            out += &format!("    {:>6.1} %  {}\n", f.percent_covered, f.path);
+        }
+    }
+    if let Some(i) = &r.imports {
+        out += &format!(
+            "\nimports: {} in all\n  slowest by own time:\n",
+            duration_ns(i.total_ns)
+        );
+        for m in &i.slowest {
+            out += &format!(
+                "    {:>10} own {:>10} with its imports  {}\n",
+                duration_ns(m.self_ns),
+                duration_ns(m.inclusive_ns),
+                m.module
+            );
+        }
+    }
+    if let Some(d) = &r.compare {
+        out += &format!("\nagainst {}:\n", d.base_run);
+        if !d.newly_failing.is_empty() {
+            out += &format!("  newly failing: {}\n", d.newly_failing.join(", "));
+        }
+        if !d.fixed.is_empty() {
+            out += &format!("  fixed: {}\n", d.fixed.join(", "));
+        }
+        deltas(&mut out, "slower tests", &d.slower_tests);
+        if !d.coverage_changes.is_empty() {
+            out += "  coverage changes:\n";
+            for c in &d.coverage_changes {
+                let pct = |v: Option<f64>| v.map_or("-".to_owned(), |p| format!("{p:.1} %"));
+                out += &format!("    {} → {}  {}\n", pct(c.base), pct(c.target), c.path);
+            }
+        }
+        deltas(&mut out, "slower imports", &d.slower_imports);
+    }
+    for m in &r.missing {
+        out += &format!("\nno {m}");
+    }
+    if !r.missing.is_empty() {
+        out += "\n";
+    }
+    out
+}

@@ -1,0 +1,67 @@
+//! Declaration of `analyze execution`: a run's tests, coverage and import
+//! times, and their changes against a base run.
+
+use serde_json::Value;
+
+use super::schema::input_schema;
+use super::{Answer, AnswerFuture, Body, Group, Operation, decode, to_value};
+use crate::services::QueryContext;
+use crate::services::query::execution::{self, ExecutionRequest};
+
+pub(super) static OPERATIONS: &[Operation] = &[Operation {
+    name: "analyze_execution",
+    cli: &["analyze", "execution"],
+    title: "Analyze execution",
+    description: "A run's tests (JUnit XML), coverage (coverage.py JSON) and import times (python -X importtime); with compare, what changed against a base run.",
+    group: Group::ReadOnly,
+    positional: &["target"],
+    schema: input_schema::<ExecutionRequest>,
+    run: Body::Query(run_execution),
+    rows: "",
+    columns: &[],
+    terminal: &[],
+}];
+
+fn run_execution<'a>(qc: &'a QueryContext<'a>, args: Value) -> AnswerFuture<'a> {
+    Box::pin(async move {
+        let req: ExecutionRequest = decode(args)?;
+        let found = execution::analyze_execution(qc, &req).await?;
+        let mut parts = Vec::new();
+        if let Some(t) = &found.tests {
+            let failing: usize = ["failed", "error"]
+                .iter()
+                .filter_map(|o| t.by_outcome.get(*o))
+                .sum();
+            parts.push(format!("{} tests, {failing} failing", t.tests));
+        }
+        if let Some(c) = &found.coverage {
+            parts.push(match c.percent_covered {
+                Some(p) => format!("{p:.1} % covered over {} files", c.files),
+                None => format!("coverage of {} files", c.files),
+            });
+        }
+        if let Some(i) = &found.imports {
+            parts.push(format!("imports {:.1} ms", i.total_ns as f64 / 1e6));
+        }
+        if let Some(d) = &found.compare {
+            parts.push(format!(
+                "vs {}: {} newly failing, {} fixed",
+                &d.base_run[..d.base_run.len().min(8)],
+                d.newly_failing.len(),
+                d.fixed.len()
+            ));
+        }
+        let summary = if parts.is_empty() {
+            format!(
+                "run {} holds no test, coverage or import-time report",
+                found.run_id
+            )
+        } else {
+            parts.join("; ")
+        };
+        let run_id = found.run_id.clone();
+        let mut answer = Answer::new(summary, to_value(&found)?);
+        answer.links.push(format!("flameox://runs/{run_id}"));
+        Ok(answer)
+    })
+}
