@@ -8,7 +8,19 @@ use clap::{Args, Parser, Subcommand};
 
 /// A local evidence engine for performance investigations.
 #[derive(Parser, Debug)]
-#[command(name = "flameox", version, about, long_about = None)]
+#[command(
+    name = "flameox",
+    version = concat!(
+        env!("CARGO_PKG_VERSION"),
+        " (commit ",
+        env!("FLAMEOX_COMMIT"),
+        ", ",
+        env!("FLAMEOX_PROFILE"),
+        " build)"
+    ),
+    about,
+    long_about = None
+)]
 pub struct Cli {
     #[command(flatten)]
     pub global: GlobalOptions,
@@ -97,6 +109,14 @@ pub enum Command {
         #[command(subcommand)]
         action: ExperimentCommand,
     },
+    /// Shell completions for every command, from the same command tree. Example: `flameox completions bash > ~/.local/share/bash-completion/completions/flameox`
+    Completions {
+        /// bash, zsh, fish, elvish or powershell.
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
+    /// The man page (roff) of every command, from the same command tree. Example: `flameox man > flameox.1`
+    Man,
     /// The MCP server over stdio. Example: `flameox mcp serve --project-root .`
     Mcp {
         #[command(subcommand)]

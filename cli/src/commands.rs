@@ -63,6 +63,20 @@ pub fn run(cli: Cli) -> Result<()> {
             })
         }
         Command::Mcp { action } => mcp_command(g, action),
+        Command::Completions { shell } => {
+            let mut cmd = crate::operations::augment(<Cli as clap::CommandFactory>::command());
+            clap_complete::generate(shell, &mut cmd, "flameox", &mut std::io::stdout());
+            Ok(())
+        }
+        Command::Man => {
+            let cmd = crate::operations::augment(<Cli as clap::CommandFactory>::command());
+            let mut page = Vec::new();
+            clap_mangen::Man::new(cmd)
+                .render(&mut page)
+                .map_err(|e| FlameoxError::internal(format!("rendering the man page: {e}")))?;
+            let _ = std::io::stdout().lock().write_all(&page);
+            Ok(())
+        }
         Command::Workload { action } => crate::workload::workload_command(g, action),
         Command::Capture { action } => crate::capture::capture_dispatch(g, action),
         Command::Experiment { action } => crate::experiment::experiment_command(g, action),

@@ -390,3 +390,37 @@ fn drilldown_answers_agree_with_each_other() {
     ]);
     assert!(half["total_self"].as_i64().unwrap() < whole["total_self"].as_i64().unwrap());
 }
+
+#[test]
+fn completions_man_page_and_version_come_from_the_same_command_tree() {
+    let project = Project::bare();
+    for shell in ["bash", "zsh", "fish", "elvish", "powershell"] {
+        let out = project.run(&["completions", shell]);
+        assert!(out.status.success(), "{shell}");
+        let text = String::from_utf8_lossy(&out.stdout);
+        // Catalogued operations and terminal-only commands alike.
+        for word in [
+            "summarize",
+            "execution",
+            "failures",
+            "gc",
+            "repair",
+            "rebuild",
+        ] {
+            assert!(text.contains(word), "{shell} completions lack {word}");
+        }
+    }
+    let bad = project.run(&["completions", "tcsh"]);
+    assert_eq!(bad.status.code(), Some(2));
+    let man = project.run(&["man"]);
+    let page = String::from_utf8_lossy(&man.stdout);
+    assert!(page.contains(".TH flameox 1"), "{page}");
+    assert!(page.contains("evidence") && page.contains("investigations"));
+    let version = project.run(&["--version"]);
+    let text = String::from_utf8_lossy(&version.stdout);
+    assert!(
+        text.starts_with(&format!("flameox {} (commit ", env!("CARGO_PKG_VERSION"))),
+        "{text}"
+    );
+    assert!(text.contains(" build)"), "{text}");
+}
