@@ -1,26 +1,60 @@
 #!/usr/bin/env bash
-# The main job on bundled sample data: generate a seeded Kineto-shaped trace,
-# import it into a fresh workspace, and ask where the time went.
+# The main job on sample data the project makes itself: generate a seeded
+# Kineto-shaped trace, import it into a workspace kept for you, and ask where
+# the time went. Each step is headed; the end says what to try next.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+repo="$PWD"
+step() { printf '\n== %s\n' "$*"; }
+
+step "build (the first build compiles Apache DataFusion: 15-25 minutes on 2 cores; later ones seconds)"
 # Same unit graph as the test command, so CI builds the dependencies once.
-cargo build -q --workspace --all-targets
+cargo build --workspace --all-targets
 TARGET="${CARGO_TARGET_DIR:-target}/debug"
-WORK="$(mktemp -d)"
-trap 'rm -rf "$WORK"' EXIT
-"$TARGET/flameox-gen" kineto --seed 7 --events 200000 --streams 4 --out "$WORK/sample.pt.trace.json"
-cd "$WORK"
+case "$TARGET" in /*) ;; *) TARGET="$repo/$TARGET" ;; esac
 FLAMEOX="$TARGET/flameox"
-case "$FLAMEOX" in /*) ;; *) FLAMEOX="$OLDPWD/$FLAMEOX" ;; esac
+
+# The workspace stays after the demo so the commands it suggests work.
+WORK="${FLAMEOX_DEMO_DIR:-${TMPDIR:-/tmp}/flameox-demo}"
+rm -rf "$WORK"
+mkdir -p "$WORK"
+cd "$WORK"
+
+step "generate a seeded 200,000-event Kineto-shaped trace"
+"$TARGET/flameox-gen" kineto --seed 7 --events 200000 --streams 4 --out sample.pt.trace.json
+ls -l sample.pt.trace.json
+
+step "create a workspace and import the trace"
 "$FLAMEOX" init
 "$FLAMEOX" import sample.pt.trace.json --json > import.json
 RUN=$(sed -n 's/.*"run_id": "\([^"]*\)".*/\1/p' import.json | head -n 1)
 ART=$(sed -n 's/.*"artifact_id": "\([^"]*\)".*/\1/p' import.json | head -n 1)
 echo "imported run $RUN (artifact $ART)"
+
+step "where the time went: hotspots (and folded stacks for a flame graph tool)"
 "$FLAMEOX" analyze hotspots "$RUN" --limit 15 --folded stacks.folded
-echo "folded stacks: $(wc -l < stacks.folded) lines"
+echo "folded stacks: $(wc -l < stacks.folded) lines in $WORK/stacks.folded"
+
+step "who calls aten::addmm"
 "$FLAMEOX" stacks callers "$RUN" aten::addmm --limit 5
+
+step "what aten::linear calls"
 "$FLAMEOX" stacks callees "$RUN" aten::linear --limit 5
+
+step "example stacks of cudaLaunchKernel"
 "$FLAMEOX" stacks examples "$RUN" cudaLaunchKernel --limit 2
+
+step "the first 2 ms of the trace"
 "$FLAMEOX" trace window "$ART" --relative --start-ns 0 --end-ns 2000000 --limit 10
+
+step "validate the workspace"
 "$FLAMEOX" validate
+
+step "try next (the workspace is kept in $WORK)"
+cat <<NEXT
+  cd $WORK
+  $FLAMEOX analyze summary $RUN
+  $FLAMEOX analyze gpu-summary $RUN --report kernels
+  $FLAMEOX analyze hotspots $RUN --flamegraph hot.svg
+  $FLAMEOX investigations create --question "why is step time up?" --target $RUN
+NEXT

@@ -402,9 +402,10 @@ fn this_version() -> String {
         .arg("--version")
         .output()
         .expect("flameox --version");
+    // `flameox 0.1.0 (commit …, … build)`: the second word.
     String::from_utf8_lossy(&out.stdout)
         .split_whitespace()
-        .last()
+        .nth(1)
         .unwrap_or_default()
         .to_owned()
 }
