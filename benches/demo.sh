@@ -16,8 +16,18 @@ FLAMEOX="$TARGET/flameox"
 
 # The workspace stays after the demo so the commands it suggests work.
 WORK="${FLAMEOX_DEMO_DIR:-${TMPDIR:-/tmp}/flameox-demo}"
+# Only a folder an earlier demo made (its marker, or its trace and
+# workspace) is replaced.
+made_by_demo() {
+  [ -f "$1/.flameox-demo" ] || { [ -f "$1/sample.pt.trace.json" ] && [ -d "$1/.flameox" ]; }
+}
+if [ -e "$WORK" ] && ! made_by_demo "$WORK"; then
+  echo "refusing to replace $WORK: it is not a folder this demo made (set FLAMEOX_DEMO_DIR)" >&2
+  exit 2
+fi
 rm -rf "$WORK"
 mkdir -p "$WORK"
+touch "$WORK/.flameox-demo"
 cd "$WORK"
 
 step "generate a seeded 200,000-event Kineto-shaped trace"
