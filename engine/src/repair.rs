@@ -244,12 +244,7 @@ fn apply_locked(ws: &Workspace, actions: &[RepairAction]) -> Result<()> {
             }
             "mark_run_interrupted" => {
                 let mut run = runs::read_run(ws, &a.target)?;
-                run.status.extraction = "interrupted".into();
-                run.status.validation = "failed".into();
-                if run.status.execution == "running" {
-                    run.status.execution = "interrupted".into();
-                    run.status.capture = "interrupted".into();
-                }
+                run.mark_interrupted();
                 runs::save_run(ws, &mut run)?;
             }
             "quarantine_artifact" => {

@@ -74,6 +74,19 @@ pub struct RunManifest {
 }
 
 impl RunManifest {
+    /// Marks a run whose flameox died before it finished: extraction (and
+    /// a running execution and its capture) `interrupted`, validation
+    /// `failed`. `recover` and `repair` both write it.
+    pub fn mark_interrupted(&mut self) {
+        self.status.extraction = "interrupted".into();
+        self.status.validation = "failed".into();
+        // An execution whose flameox died mid-run (see docs/workloads.md).
+        if self.status.execution == "running" {
+            self.status.execution = "interrupted".into();
+            self.status.capture = "interrupted".into();
+        }
+    }
+
     /// A new import run (UUID v7), extraction pending.
     pub fn new_import() -> RunManifest {
         let now = now_rfc3339();

@@ -374,13 +374,7 @@ pub fn recover(ws: &Workspace) -> Result<RecoverReport> {
     let mut interrupted = Vec::new();
     for mut run in crate::runs::list_runs(ws)? {
         if run.status.extraction == "pending" && !run_is_active(ws, &run.run_id) {
-            run.status.extraction = "interrupted".into();
-            run.status.validation = "failed".into();
-            // An execution whose flameox died mid-run (see docs/workloads.md).
-            if run.status.execution == "running" {
-                run.status.execution = "interrupted".into();
-                run.status.capture = "interrupted".into();
-            }
+            run.mark_interrupted();
             crate::runs::save_run(ws, &mut run)?;
             interrupted.push(run.run_id);
         }

@@ -183,14 +183,9 @@ async fn all_tests(qc: &QueryContext<'_>, artifact: &str) -> Result<(Vec<TestRow
     Ok((tests, !page.truncated))
 }
 
-async fn tests_section(
-    qc: &QueryContext<'_>,
-    artifact: &str,
-    limit: usize,
-) -> Result<TestsSection> {
-    let (tests, complete) = all_tests(qc, artifact).await?;
+fn tests_section(artifact: &str, tests: &[TestRow], complete: bool, limit: usize) -> TestsSection {
     let mut by_outcome = BTreeMap::new();
-    for t in &tests {
+    for t in tests {
         *by_outcome.entry(t.outcome.clone()).or_insert(0) += 1;
     }
     let failing = tests
@@ -199,14 +194,14 @@ async fn tests_section(
         .take(limit)
         .cloned()
         .collect();
-    Ok(TestsSection {
+    TestsSection {
         artifact_id: artifact.to_owned(),
         tests: tests.len(),
         complete,
         by_outcome,
         slowest: tests.iter().take(limit).cloned().collect(),
         failing,
-    })
+    }
 }
 
 /// `path` → percent covered (`""` for the total).
@@ -288,9 +283,16 @@ async fn imports_section(
     })
 }
 
+/// What was read of the target run, kept for its comparison.
+struct TargetReads {
+    tests: Option<Vec<TestRow>>,
+    coverage: Option<BTreeMap<String, f64>>,
+}
+
 async fn diff(
     qc: &QueryContext<'_>,
     target: &Reports,
+    read: &TargetReads,
     base: &Reports,
     limit: usize,
 ) -> Result<ExecutionDiff> {
@@ -302,13 +304,12 @@ async fn diff(
         coverage_changes: Vec::new(),
         slower_imports: Vec::new(),
     };
-    if let (Some(t), Some(b)) = (&target.junit, &base.junit) {
-        let (now, _) = all_tests(qc, t).await?;
+    if let (Some(now), Some(b)) = (&read.tests, &base.junit) {
         let (before, _) = all_tests(qc, b).await?;
         let before: BTreeMap<&str, &TestRow> =
             before.iter().map(|r| (r.name.as_str(), r)).collect();
         let bad = |o: &str| o == "failed" || o == "error";
-        for test in &now {
+        for test in now {
             match before.get(test.name.as_str()) {
                 Some(old) => {
                     if bad(&test.outcome) && !bad(&old.outcome) {
@@ -336,8 +337,7 @@ async fn diff(
         out.newly_failing.truncate(limit);
         out.fixed.truncate(limit);
     }
-    if let (Some(t), Some(b)) = (&target.coverage, &base.coverage) {
-        let now = coverage_by_path(qc, t).await?;
+    if let (Some(now), Some(b)) = (&read.coverage, &base.coverage) {
         let before = coverage_by_path(qc, b).await?;
         let mut paths: Vec<&String> = now.keys().chain(before.keys()).collect();
         paths.sort();
@@ -398,8 +398,17 @@ pub async fn analyze_execution(
     }
     let target = reports(qc, &req.target)?;
     let mut missing = Vec::new();
+    let mut read = TargetReads {
+        tests: None,
+        coverage: None,
+    };
     let tests = match &target.junit {
-        Some(a) => Some(tests_section(qc, a, limit).await?),
+        Some(a) => {
+            let (all, complete) = all_tests(qc, a).await?;
+            let section = tests_section(a, &all, complete, limit);
+            read.tests = Some(all);
+            Some(section)
+        }
         None => {
             missing.push(
                 "tests: import a JUnit XML report (pytest --junitxml=FILE) into this run"
@@ -409,7 +418,12 @@ pub async fn analyze_execution(
         }
     };
     let coverage = match &target.coverage {
-        Some(a) => Some(coverage_section(a, &coverage_by_path(qc, a).await?, limit)),
+        Some(a) => {
+            let by_path = coverage_by_path(qc, a).await?;
+            let section = coverage_section(a, &by_path, limit);
+            read.coverage = Some(by_path);
+            Some(section)
+        }
         None => {
             missing.push(
                 "coverage: import a coverage.py JSON report (coverage json) into this run"
@@ -429,7 +443,7 @@ pub async fn analyze_execution(
         }
     };
     let compare = match &req.compare {
-        Some(base) => Some(diff(qc, &target, &reports(qc, base)?, limit).await?),
+        Some(base) => Some(diff(qc, &target, &read, &reports(qc, base)?, limit).await?),
         None => None,
     };
     Ok(ExecutionResult {
