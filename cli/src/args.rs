@@ -109,6 +109,8 @@ pub enum Command {
         #[command(subcommand)]
         action: ExperimentCommand,
     },
+    /// Connect local MCP clients (Claude Code, Claude Desktop, Cursor, VS Code, Windsurf, Codex, Gemini CLI) to this flameox: shows each edit, writes it with a backup, verifies the launcher with an MCP initialize, rolls back on failure. Example: `flameox setup --dry-run`, then `flameox setup --client cursor --yes`
+    Setup(SetupArgs),
     /// Shell completions for every command, from the same command tree. Example: `flameox completions bash > ~/.local/share/bash-completion/completions/flameox`
     Completions {
         /// bash, zsh, fish, elvish or powershell.
@@ -200,4 +202,33 @@ pub enum ExperimentCommand {
         #[arg(long)]
         experiment_id: Option<String>,
     },
+}
+
+/// `flameox setup`'s options.
+#[derive(Args, Debug)]
+pub struct SetupArgs {
+    /// A client to configure (repeatable): claude-code, claude-desktop, cursor, vscode, windsurf, codex, gemini. Default: every installed one.
+    #[arg(long = "client", value_name = "NAME")]
+    pub clients: Vec<String>,
+    /// Every installed client (an explicit target for --yes).
+    #[arg(long, conflicts_with = "clients")]
+    pub all: bool,
+    /// user: the client's own settings, for every folder it opens; project: the project's file (.mcp.json, .cursor/mcp.json, .vscode/mcp.json, .codex/config.toml, .gemini/settings.json).
+    #[arg(long, default_value = "user", value_parser = ["user", "project"])]
+    pub scope: String,
+    /// Show each edit (path, before/after) and change nothing.
+    #[arg(long, conflicts_with = "verify")]
+    pub dry_run: bool,
+    /// Take flameox's entry out again (only that entry).
+    #[arg(long, conflicts_with = "verify")]
+    pub remove: bool,
+    /// Read-only: check each client's entry is this launcher and answers an MCP initialize (exit 1 if not).
+    #[arg(long)]
+    pub verify: bool,
+    /// Apply without asking (needs --client or --all).
+    #[arg(long, short = 'y')]
+    pub yes: bool,
+    /// The flameox executable the clients start (default: this one).
+    #[arg(long, value_name = "PATH")]
+    pub executable: Option<PathBuf>,
 }

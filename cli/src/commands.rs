@@ -63,6 +63,7 @@ pub fn run(cli: Cli) -> Result<()> {
             })
         }
         Command::Mcp { action } => mcp_command(g, action),
+        Command::Setup(args) => crate::setup::setup_command(g, args),
         Command::Completions { shell } => {
             let mut cmd = crate::operations::augment(<Cli as clap::CommandFactory>::command());
             clap_complete::generate(shell, &mut cmd, "flameox", &mut std::io::stdout());

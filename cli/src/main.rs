@@ -20,6 +20,7 @@ mod params;
 mod render;
 mod retention_views;
 mod run_set_views;
+mod setup;
 mod stack_views;
 mod terminal;
 mod views;

@@ -28,6 +28,7 @@ fn help_lists_every_command_with_an_example() {
         "analyze",
         "stacks",
         "trace",
+        "setup",
         "runs",
         "artifacts",
     ] {
@@ -47,4 +48,40 @@ fn usage_errors_exit_2() {
     assert_eq!(flameox(&["no-such-command"]).status.code(), Some(2));
     assert_eq!(flameox(&["analyze", "hotspots"]).status.code(), Some(2));
     assert_eq!(flameox(&["--version"]).status.code(), Some(0));
+}
+
+/// Colour only on a terminal, and never with NO_COLOR: help on a pseudo
+/// terminal (util-linux `script`) has escape codes, piped or NO_COLOR has none.
+#[cfg(target_os = "linux")]
+#[test]
+fn colours_only_on_a_terminal_and_never_with_no_color() {
+    let bin = env!("CARGO_BIN_EXE_flameox");
+    let on_terminal = |no_color: bool| {
+        let mut cmd = Command::new("script");
+        cmd.args(["-qec", &format!("{bin} setup --help"), "/dev/null"]);
+        if no_color {
+            cmd.env("NO_COLOR", "1");
+        } else {
+            cmd.env_remove("NO_COLOR");
+        }
+        let out = cmd
+            .output()
+            .expect("util-linux script runs a pseudo terminal");
+        assert!(out.status.success(), "{out:?}");
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    assert!(
+        on_terminal(false).contains("\x1b["),
+        "help is coloured on a terminal"
+    );
+    assert!(
+        !on_terminal(true).contains('\x1b'),
+        "NO_COLOR turns colour off"
+    );
+    let piped = Command::new(bin)
+        .args(["setup", "--help"])
+        .env_remove("NO_COLOR")
+        .output()
+        .expect("run flameox");
+    assert!(!String::from_utf8_lossy(&piped.stdout).contains('\x1b'));
 }

@@ -44,6 +44,9 @@ pub enum ErrorCode {
     ProcessTimeout,
     /// The caller cancelled the workload; its process tree was killed.
     ProcessCancelled,
+    /// `flameox setup --verify`: a client's flameox entry is absent, launches
+    /// something else, or its launcher fails the MCP initialize.
+    ClientNotConnected,
     /// A policy refusal: the artifact lies outside what this caller may read
     /// (outside the project or temp root, or a symlink leading out of it).
     SensitiveArtifactRefused,
@@ -55,7 +58,7 @@ impl ErrorCode {
     pub fn exit_code(self) -> i32 {
         use ErrorCode::*;
         match self {
-            RunNotFound | FrameNotFound | MetricNotFound | InternalError => 1,
+            RunNotFound | FrameNotFound | MetricNotFound | ClientNotConnected | InternalError => 1,
             InvalidArguments | WorkspaceNotFound | InvalidCapturePlan => 2,
             CapabilityUnavailable => 3,
             ProcessFailed => 4,

@@ -6,6 +6,7 @@ pub mod allocator;
 pub mod budget;
 pub mod catalog;
 pub mod catalog_rebuild;
+pub mod client_setup;
 pub mod config;
 pub mod cursor;
 pub mod error;

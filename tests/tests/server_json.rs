@@ -105,3 +105,60 @@ fn arguments(package: &Value) -> Vec<String> {
     }
     argv
 }
+
+/// The wheel's version is the workspace's (maturin reads it from the
+/// crate: `dynamic = ["version"]`, never a second copy), it is built from
+/// the stripped distribution profile, and `flameox setup` writes the same
+/// arguments the registry entry advertises.
+#[test]
+fn crate_wheel_server_json_and_setup_agree() {
+    let pyproject = read("cli/pyproject.toml");
+    let doc: toml::Value = toml::from_str(&pyproject).expect("pyproject.toml parses");
+    let project = &doc["project"];
+    assert!(
+        project.get("version").is_none(),
+        "the wheel's version comes from the workspace, not a copy"
+    );
+    assert_eq!(
+        project["dynamic"].as_array().map(|a| a.len()),
+        Some(1),
+        "dynamic = [\"version\"]"
+    );
+    assert_eq!(project["dynamic"][0].as_str(), Some("version"));
+    let maturin = &doc["tool"]["maturin"];
+    assert_eq!(maturin["bindings"].as_str(), Some("bin"));
+    assert_eq!(maturin["profile"].as_str(), Some("dist"));
+
+    let workspace: toml::Value = toml::from_str(&read("Cargo.toml")).expect("Cargo.toml parses");
+    assert_eq!(
+        workspace["workspace"]["package"]["version"].as_str(),
+        Some(env!("CARGO_PKG_VERSION"))
+    );
+    let cli: toml::Value = toml::from_str(&read("cli/Cargo.toml")).expect("cli/Cargo.toml");
+    assert_eq!(
+        cli["package"]["version"]["workspace"].as_bool(),
+        Some(true),
+        "the binary crate takes the workspace version"
+    );
+    let dist = &workspace["profile"]["dist"];
+    assert_eq!(dist["strip"].as_str(), Some("symbols"));
+    assert_eq!(dist["lto"].as_str(), Some("fat"));
+
+    let server: Value = serde_json::from_str(&read("server.json")).expect("server.json parses");
+    let version = env!("CARGO_PKG_VERSION");
+    assert_eq!(server["version"], version);
+    for package in server["packages"].as_array().expect("packages") {
+        assert_eq!(package["version"], version);
+        assert_eq!(
+            arguments(package),
+            flameox_engine::client_setup::launcher::SERVE_ARGS,
+            "setup's launcher and the registry entry start the same server"
+        );
+    }
+    let out = std::process::Command::new(flameox_tests::flameox_bin())
+        .arg("--version")
+        .output()
+        .expect("flameox --version");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(text.split_whitespace().nth(1), Some(version), "{text}");
+}
