@@ -104,7 +104,8 @@ fn comparisons(c: &mut Criterion) {
     g.finish();
 }
 
-/// The six scaling models ranked by AICc (`analyze scaling`): sizes × trials.
+/// The seven scaling models ranked by AICc (`analyze scaling`), the offset
+/// power law's profile over k included: sizes × trials.
 fn scaling(c: &mut Criterion) {
     let mut rng = Xoshiro256StarStar::from_seed(3);
     let mut g = group(c, "stats_fit_scaling");

@@ -46,6 +46,9 @@ pub(crate) fn render_plan(p: &ExperimentPlan) -> String {
         ]);
     }
     out += &t.render();
+    for warning in &p.design_warnings {
+        out += &format!("warning: {}\n", warning.message);
+    }
     out + &format!(
         "bound to {} and {}\n",
         p.definition_hash, p.experiment_digest

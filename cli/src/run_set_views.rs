@@ -1,7 +1,7 @@
 //! How a person reads the run-set answers: a frozen set's members, a paired
 //! comparison with its interval and checks, a scaling fit, a record.
 
-use flameox_engine::recipes::stats::ScalingConclusion;
+use flameox_engine::recipes::stats::{ScalingConclusion, ScalingModel};
 use flameox_engine::services::analysis_records::RecordOutcome;
 use flameox_engine::services::compare::ComparisonResult;
 use flameox_engine::services::run_sets::FreezeResult;
@@ -107,10 +107,10 @@ pub(crate) fn scaling(r: &ScalingResult) -> String {
     let mut out = format!("{} vs {} ({})\n", r.metric, r.parameter, r.unit);
     for v in &r.variants {
         let conclusion = match v.fit.as_ref().map(|f| f.conclusion) {
-            Some(ScalingConclusion::Best { model, .. }) => format!("{model:?}"),
+            Some(ScalingConclusion::Best { model, .. }) => model.label().to_owned(),
             Some(ScalingConclusion::Inconclusive {
                 best, runner_up, ..
-            }) => format!("inconclusive ({best:?} vs {runner_up:?})"),
+            }) => format!("inconclusive ({} vs {})", best.label(), runner_up.label()),
             None => format!("no fit: {}", v.fit_unavailable.clone().unwrap_or_default()),
         };
         out += &format!(
@@ -120,11 +120,36 @@ pub(crate) fn scaling(r: &ScalingResult) -> String {
             conclusion
         );
         if let Some(fit) = &v.fit {
-            let k = fit.power_law_exponent;
+            let k = fit.growth_exponent;
+            let source = match k.model {
+                ScalingModel::OffsetPowerLaw => "with its fixed cost fitted",
+                _ => "plain power law",
+            };
             out += &format!(
-                "  power law k = {:.3} [{:.3}, {:.3}], supported n in [{}, {}]\n",
+                "  growth exponent k = {:.3} [{:.3}, {:.3}] ({source}), supported n in [{}, {}]\n",
                 k.estimate, k.lower, k.upper, fit.supported_range.min_n, fit.supported_range.max_n
             );
+            if let Some(o) = &fit.offset_power_law {
+                let shares: Vec<String> = o
+                    .fixed_cost_share
+                    .iter()
+                    .map(|s| format!("{:.0} % at n={}", s.share * 100.0, s.n))
+                    .collect();
+                out += &format!(
+                    "  fixed cost {:.4e} {} per run: {}\n",
+                    o.fixed_cost,
+                    r.unit,
+                    shares.join(", ")
+                );
+            }
+            let plain = fit.power_law_exponent;
+            out += &format!(
+                "  plain power law k = {:.3} [{:.3}, {:.3}]\n",
+                plain.estimate, plain.lower, plain.upper
+            );
+            for note in &fit.notes {
+                out += &format!("  note: {note}\n");
+            }
         }
         let mut t = Table::new(&["n", "runs", "median", "MAD"], &[0, 1, 2, 3]);
         for p in &v.values {
@@ -137,8 +162,23 @@ pub(crate) fn scaling(r: &ScalingResult) -> String {
         }
         out += &t.render();
         for h in &v.hotspots.rows {
+            let growth = match &h.growth_exponent {
+                Some(k) => format!(
+                    ", own time k = {:.2} [{:.2}, {:.2}]: {}",
+                    k.estimate,
+                    k.lower,
+                    k.upper,
+                    match h.growth_vs_total.as_str() {
+                        "faster" => "grows faster than the whole",
+                        "slower" => "grows slower than the whole",
+                        "same" => "grows like the whole",
+                        _ => "growth unknown",
+                    }
+                ),
+                None => String::new(),
+            };
             out += &format!(
-                "  growing: {} (ρ {:.2}, q {:.3})\n",
+                "  growing: {} (ρ {:.2}, q {:.3}{growth})\n",
                 cut(&h.function, 50),
                 h.rho,
                 h.q_value

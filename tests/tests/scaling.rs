@@ -145,6 +145,14 @@ fn known_growth_is_recognized_with_the_exponent_inside_its_interval() {
             rows[0]["share_at_max_n"].as_f64().unwrap()
                 > rows[0]["share_at_min_n"].as_f64().unwrap()
         );
+        // Its own time (share × the run's metric) grows faster than the
+        // whole: its share rises from ~6 % towards 100 % on top of the
+        // metric's growth, not because a fixed cost shrinks around it.
+        eprintln!("{name}: work {}", rows[0]["growth_exponent"]);
+        assert_eq!(rows[0]["growth_vs_total"], "faster", "{hot:#}");
+        let own = rows[0]["growth_exponent"]["lower"].as_f64().unwrap();
+        let whole = v["fit"]["growth_exponent"]["estimate"].as_f64().unwrap();
+        assert!(own > whole, "{own} vs {whole}");
     }
     // A single variant's set answers the same for that variant.
     let linear = project.json(&["analyze", "scaling", &ids[0], "--parameter", "n"]);

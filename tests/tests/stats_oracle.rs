@@ -44,6 +44,15 @@ fn nums(v: &Value) -> Vec<f64> {
     v.as_array().expect("array").iter().map(num).collect()
 }
 
+/// A fixture case's `n` and `y` as scaling points.
+fn scaling_points(case: &Value) -> Vec<ScalingPoint> {
+    nums(&case["n"])
+        .into_iter()
+        .zip(nums(&case["y"]))
+        .map(|(n, value)| ScalingPoint { n, value })
+        .collect()
+}
+
 #[track_caller]
 fn assert_close(ours: f64, reference: f64, what: &str) {
     let ok = (ours - reference).abs() <= 1e-9 * reference.abs() + 1e-12;
@@ -118,11 +127,7 @@ fn spearman_and_benjamini_hochberg_match_scipy() {
 fn the_power_law_exponent_matches_linregress_on_log_log_data() {
     let f = fixture();
     for (name, case) in f["power_law"].as_object().unwrap() {
-        let points: Vec<ScalingPoint> = nums(&case["n"])
-            .into_iter()
-            .zip(nums(&case["y"]))
-            .map(|(n, value)| ScalingPoint { n, value })
-            .collect();
+        let points = scaling_points(case);
         let fit = fit_scaling(&points, num(&f["confidence_level"])).unwrap();
         let k = fit.power_law_exponent;
         assert_close(k.estimate, num(&case["slope"]), name);
@@ -285,5 +290,47 @@ fn paired_bca_intervals_match_scipy_within_monte_carlo_error() {
         let ours = paired_median_log_ratio_interval(&baseline, &candidate, &OUR_SETTINGS).unwrap();
         let log_ratios = paired_log_ratios(&baseline, &candidate).unwrap();
         check_bootstrap(name, &log_ratios, &ours, case);
+    }
+}
+
+/// Agreement of two optimizers on a fitted parameter: both stop where the
+/// profile is flat to machine precision, which pins a parameter to about
+/// 1e-6 relative (docs/statistics.md, "Offset power law").
+#[track_caller]
+fn assert_optimizer_close(ours: f64, reference: f64, tolerance: f64, what: &str) {
+    let ok = (ours - reference).abs() <= tolerance * reference.abs() + 1e-12;
+    assert!(ok, "{what}: ours {ours} vs SciPy {reference}");
+}
+
+#[test]
+fn the_offset_power_law_matches_curve_fit_and_its_profile_interval() {
+    let f = fixture();
+    for (name, case) in f["offset_power_law"].as_object().unwrap() {
+        let points = scaling_points(case);
+        let fit = fit_scaling(&points, num(&f["confidence_level"])).unwrap();
+        let o = fit.offset_power_law.as_ref().expect("six points or more");
+        assert_optimizer_close(o.exponent.estimate, num(&case["k"]), 1e-6, name);
+        assert_optimizer_close(o.fixed_cost, num(&case["a"]), 1e-5, name);
+        assert_optimizer_close(o.b, num(&case["b"]), 1e-5, name);
+        let model = fit
+            .models
+            .iter()
+            .find(|m| m.model == ScalingModel::OffsetPowerLaw)
+            .unwrap();
+        let rss = model.log_residual_rms.powi(2) * points.len() as f64;
+        assert_optimizer_close(rss, num(&case["rss"]), 1e-9, name);
+        assert_optimizer_close(o.exponent.lower, num(&case["k_lower"]), 1e-7, name);
+        assert_optimizer_close(o.exponent.upper, num(&case["k_upper"]), 1e-7, name);
+        assert_eq!(
+            o.exponent.lower_bounded,
+            case["lower_bounded"] == true,
+            "{name}"
+        );
+        assert_eq!(
+            o.exponent.upper_bounded,
+            case["upper_bounded"] == true,
+            "{name}"
+        );
+        assert_eq!(fit.growth_exponent.model, ScalingModel::OffsetPowerLaw);
     }
 }

@@ -139,9 +139,14 @@ impl GrowthCase {
     /// `k` holds the true exponent (the same curve, see `stats::scaling`).
     fn accepts(&self, fit: &ScalingFit, named: ScalingModel) -> bool {
         let k = fit.power_law_exponent;
+        let growth = fit.growth_exponent;
         named == self.model
             || (named == ScalingModel::PowerLaw
                 && self.true_k.is_some_and(|t| k.lower <= t && t <= k.upper))
+            || (named == ScalingModel::OffsetPowerLaw
+                && self
+                    .true_k
+                    .is_some_and(|t| growth.lower <= t && t <= growth.upper))
     }
 }
 
@@ -184,7 +189,7 @@ fn scaling_fits_recognize_the_true_growth() {
     // right / wrong) minus (or plus) about four binomial standard errors at
     // 300 experiments.
     let cases = [
-        // Measured 0.868 / 0.021: a growth model ranks first but within 2 of
+        // Measured 0.875 / 0.021: a growth model ranks first but within 2 of
         // its rival in 11 % of flat data sets and wins by >= 2 in 2 %
         // (AICc's liberal side, docs/statistics.md).
         GrowthCase {
@@ -195,7 +200,7 @@ fn scaling_fits_recognize_the_true_growth() {
             min_right: 0.79,
             max_wrong: 0.06,
         },
-        // 0.956 / 0.024
+        // 0.951 / 0.036
         GrowthCase {
             name: "n",
             truth: |x| 2e-6 * x,
@@ -213,7 +218,7 @@ fn scaling_fits_recognize_the_true_growth() {
             min_right: 0.75,
             max_wrong: 0.09,
         },
-        // 0.954 / 0.034
+        // 0.946 / 0.046
         GrowthCase {
             name: "n^2",
             truth: |x| 1e-9 * x * x,
@@ -222,14 +227,15 @@ fn scaling_fits_recognize_the_true_growth() {
             min_right: 0.90,
             max_wrong: 0.08,
         },
-        // 1.000 / 0.000
+        // 0.990 / 0.010 (1.000 / 0.000 before the offset power law, a
+        // fourth parameter, joined the models)
         GrowthCase {
             name: "n^1.5",
             truth: |x| 1e-7 * x.powf(1.5),
             model: ScalingModel::PowerLaw,
             true_k: Some(1.5),
-            min_right: 0.98,
-            max_wrong: 0.01,
+            min_right: 0.96,
+            max_wrong: 0.04,
         },
     ];
     for (seed, case) in cases.iter().enumerate() {
@@ -252,6 +258,100 @@ fn scaling_fits_recognize_the_true_growth() {
                 (0.90..=0.99).contains(&k_coverage),
                 "{name}: k coverage {k_coverage}"
             );
+        }
+    }
+}
+
+/// Sizes 1000 … 16 000 (four doublings, the span `experiment plan` asks
+/// for), three runs each, 3 % log-normal noise, and a fixed cost that is
+/// `share` of the time at the smallest size: `share + (1 - share) (n/1000)^k`.
+fn fixed_cost_experiment(k: f64, share: f64, rng: &mut Xoshiro256StarStar) -> ScalingFit {
+    let mut points = Vec::new();
+    for doubling in 0..5 {
+        let n = 1000.0 * f64::from(1u32 << doubling);
+        for _ in 0..3 {
+            let truth = share + (1.0 - share) * (n / 1000.0).powf(k);
+            let value = truth * (0.03 * rng.standard_normal()).exp();
+            points.push(ScalingPoint { n, value });
+        }
+    }
+    fit_scaling(&points, 0.95).unwrap()
+}
+
+/// The model that is the true curve: `a + b n` and `a + b n²` are models of
+/// their own; `a + b n^1.5` only the offset power law describes. A power
+/// law (plain or offset) named with a stated interval that holds the true
+/// exponent names the right family too.
+fn true_family(k: f64) -> ScalingModel {
+    if k == 1.0 {
+        ScalingModel::N
+    } else if k == 2.0 {
+        ScalingModel::NSquared
+    } else {
+        ScalingModel::OffsetPowerLaw
+    }
+}
+
+/// At least 1 000 experiments per case (about 35 s in the dev profile):
+/// the 0.93 coverage bar sits one to two percentage points under
+/// the measured rates, so fewer would leave too little room.
+#[test]
+fn a_fixed_cost_does_not_bend_the_stated_exponent() {
+    let n = experiments().max(1000);
+    for (case, &(k, share)) in [
+        (1.0, 0.1),
+        (1.0, 0.3),
+        (1.0, 0.6),
+        (1.5, 0.1),
+        (1.5, 0.3),
+        (1.5, 0.6),
+        (2.0, 0.1),
+        (2.0, 0.3),
+        (2.0, 0.6),
+    ]
+    .iter()
+    .enumerate()
+    {
+        let mut rng = Xoshiro256StarStar::from_seed(500 + case as u64);
+        let (mut covered, mut right, mut plain_covered, mut inconclusive) = (0, 0, 0, 0);
+        for _ in 0..n {
+            let fit = fixed_cost_experiment(k, share, &mut rng);
+            let growth = fit.growth_exponent;
+            assert_eq!(growth.model, ScalingModel::OffsetPowerLaw);
+            if growth.lower <= k && k <= growth.upper {
+                covered += 1;
+            }
+            let plain = fit.power_law_exponent;
+            if plain.lower <= k && k <= plain.upper {
+                plain_covered += 1;
+            }
+            let named = match fit.conclusion {
+                ScalingConclusion::Best { model, .. } => Some(model),
+                ScalingConclusion::Inconclusive { .. } => {
+                    inconclusive += 1;
+                    None
+                }
+            };
+            let family = true_family(k);
+            let holds_k = growth.lower <= k && k <= growth.upper;
+            let a_power_law = matches!(
+                named,
+                Some(ScalingModel::OffsetPowerLaw | ScalingModel::PowerLaw)
+            );
+            if named == Some(family) || (a_power_law && holds_k) {
+                right += 1;
+            }
+        }
+        let (coverage, right, plain) = (rate(covered, n), rate(right, n), rate(plain_covered, n));
+        let inconclusive = rate(inconclusive, n);
+        println!(
+            "k {k} fixed cost {share}: stated interval covers k {coverage:.3}, right family {right:.3}, inconclusive {inconclusive:.3}, plain power law covers k {plain:.3}"
+        );
+        // The bars: coverage >= 0.93 everywhere, the right family
+        // >= 0.9 at a 30 % fixed cost.
+        assert!(coverage >= 0.93, "k {k} share {share}: coverage {coverage}");
+        if share == 0.3 {
+            assert!(right >= 0.9, "k {k} share {share}: right family {right}");
         }
     }
 }

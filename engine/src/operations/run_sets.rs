@@ -43,7 +43,7 @@ pub(super) static OPERATIONS: &[Operation] = &[
         name: "analyze_scaling",
         cli: &["analyze", "scaling"],
         title: "Scaling",
-        description: "How a metric grows with a numeric parameter per variant: medians, MAD, BCa; fits (constant…n², power law with CI on k) by AICc; growing hotspots.",
+        description: "How a metric grows with a numeric parameter per variant: medians, MAD, BCa; fits (constant…n², power law, and with a fixed cost: CI on k) by AICc; growing hotspots.",
         group: Group::ReadOnly,
         positional: &["target"],
         schema: input_schema::<ScalingRequest>,
@@ -124,14 +124,42 @@ fn run_scaling<'a>(qc: &'a QueryContext<'a>, args: Value) -> AnswerFuture<'a> {
     Box::pin(async move {
         let req: ScalingRequest = decode(args)?;
         let r = scaling::analyze_scaling(qc, &req).await?;
+        let variants: Vec<String> = r.variants.iter().map(scaling_line).collect();
         let summary = format!(
-            "{} against {}: {} variant(s)",
+            "{} against {}: {}",
             r.metric,
             r.parameter,
-            r.variants.len()
+            variants.join("; ")
         );
+        // The notes stay in each variant's fit, where they belong.
         Ok(Answer::new(summary, to_value(&r)?))
     })
+}
+
+/// One variant in a line: the named model and the stated exponent.
+fn scaling_line(v: &scaling::VariantScaling) -> String {
+    use flameox_recipes::stats::ScalingConclusion;
+    let label = v.variant.as_deref().unwrap_or("all runs");
+    let Some(fit) = &v.fit else {
+        return format!(
+            "{label}: no fit ({})",
+            v.fit_unavailable.as_deref().unwrap_or("unknown")
+        );
+    };
+    let conclusion = match fit.conclusion {
+        ScalingConclusion::Best { model, .. } => model.label().to_owned(),
+        ScalingConclusion::Inconclusive {
+            best, runner_up, ..
+        } => format!("inconclusive, {} or {}", best.label(), runner_up.label()),
+    };
+    let k = fit.growth_exponent;
+    format!(
+        "{label}: {conclusion}, k = {:.2} [{:.2}, {:.2}] ({})",
+        k.estimate,
+        k.lower,
+        k.upper,
+        k.model.label()
+    )
 }
 
 fn recorded(o: RecordOutcome) -> crate::error::Result<Answer> {

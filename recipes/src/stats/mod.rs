@@ -11,11 +11,14 @@
 pub mod bootstrap;
 pub mod compare;
 pub mod interval;
+pub mod offset_power_law;
 pub mod rank;
 pub mod rng;
 pub mod scaling;
+pub mod scaling_advice;
 mod scaling_fit;
 mod scaling_model;
+mod scaling_notes;
 pub mod special;
 pub mod summary;
 pub mod two_sample;
@@ -25,7 +28,10 @@ pub use bootstrap::{
 };
 pub use compare::{CompareSettings, Decision, PairedComparison, Polarity, Validity};
 pub use rank::{Correlation, benjamini_hochberg, spearman};
-pub use scaling::{ScalingConclusion, ScalingFit, ScalingModel, ScalingPoint, fit_scaling};
+pub use scaling::{
+    GrowthExponent, OffsetPowerLawSummary, ScalingConclusion, ScalingFit, ScalingModel,
+    ScalingPoint, fit_scaling,
+};
 pub use summary::{RobustSummary, mad_normal, mad_raw, median, robust_summary};
 pub use two_sample::{TwoSampleComparison, compare_two_samples};
 

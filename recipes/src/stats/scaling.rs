@@ -18,6 +18,13 @@
 
 use serde::{Deserialize, Serialize};
 
+pub use super::offset_power_law::ProfileInterval;
+use super::offset_power_law::fit_offset_power_law;
+use super::scaling_advice::{
+    FIXED_COST_SHARE_LIMIT, TARGET_HALF_WIDTH, fixed_cost_shares, separating_experiment,
+    sizes_for_width,
+};
+pub use super::scaling_advice::{SeparatingExperiment, SizeShare, SizesForWidth};
 pub use super::scaling_fit::RESIDUAL_VARIANCE_FLOOR;
 use super::scaling_fit::{fit_constant, fit_linear_family, fit_power_law, model_fit};
 pub use super::scaling_model::{ModelFit, ScalingModel};
@@ -74,6 +81,34 @@ pub enum ScalingConclusion {
     },
 }
 
+/// The offset power law `a + b n^k`: the fixed cost, the exponent of the
+/// growing part with its profile interval, and what they mean for the design.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct OffsetPowerLawSummary {
+    /// `a`, in the metric's unit.
+    pub fixed_cost: f64,
+    pub b: f64,
+    pub exponent: ProfileInterval,
+    /// `a / f(n)` at each measured size.
+    pub fixed_cost_share: Vec<SizeShare>,
+    /// The fixed cost is more than a quarter of the time at the smallest size.
+    pub exponent_poorly_determined: bool,
+    /// Sizes that would bring the interval on `k` to ±0.1 (absent when the
+    /// measured sizes already do).
+    pub sizes_for_width: Option<SizesForWidth>,
+}
+
+/// The exponent the answer states: the offset power law's when it could be
+/// fitted (6 points or more), else the plain power law's.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct GrowthExponent {
+    pub model: ScalingModel,
+    pub estimate: f64,
+    pub lower: f64,
+    pub upper: f64,
+    pub confidence_level: f64,
+}
+
 /// All fits, ranked, with the conclusion.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ScalingFit {
@@ -82,8 +117,18 @@ pub struct ScalingFit {
     pub supported_range: SizeRange,
     /// Best first (ascending AICc; ties: fewer parameters, then model order).
     pub models: Vec<ModelFit>,
+    /// The plain power law's exponent (bent down by any fixed cost; kept
+    /// for comparison).
     pub power_law_exponent: ExponentInterval,
+    pub offset_power_law: Option<OffsetPowerLawSummary>,
+    pub growth_exponent: GrowthExponent,
     pub conclusion: ScalingConclusion,
+    /// For an inconclusive answer: the measurement that separates the two.
+    pub separating_experiment: Option<SeparatingExperiment>,
+    /// What to read with the conclusion: an exponent that disagrees with
+    /// the named model and why, a poorly determined exponent and the sizes
+    /// that would fix it, the experiment an inconclusive answer needs.
+    pub notes: Vec<String>,
 }
 
 /// Fits the six models to `points` (`n > 0`, `value > 0`; repeated sizes
@@ -149,6 +194,10 @@ pub fn fit_scaling(
             models.push(model_fit(model, fit, m));
         }
     }
+    let offset = fit_offset_power_law(&n, &y, &ln_y, confidence_level);
+    if let Some(offset) = &offset {
+        models.push(model_fit(ScalingModel::OffsetPowerLaw, offset.fit, m));
+    }
     models.sort_by(|x, y| {
         x.aicc
             .total_cmp(&y.aicc)
@@ -159,18 +208,81 @@ pub fn fit_scaling(
     for fit in &mut models {
         fit.delta_aicc = fit.aicc - best_aicc;
     }
-    let conclusion = conclude(&models, &exponent);
-    Ok(ScalingFit {
+    let runs = (m / sizes.len()).max(1);
+    let offset_summary = offset.map(|o| {
+        let (a, b, k) = (o.fit.a, o.fit.b.unwrap_or_default(), o.interval.estimate);
+        let shares = fixed_cost_shares(a, b, k, &sizes);
+        let s2 = (o.fit.rss / (m - 3) as f64).max(RESIDUAL_VARIANCE_FLOOR);
+        OffsetPowerLawSummary {
+            fixed_cost: a,
+            b,
+            exponent: o.interval,
+            exponent_poorly_determined: shares
+                .first()
+                .is_some_and(|s| s.share > FIXED_COST_SHARE_LIMIT),
+            fixed_cost_share: shares,
+            sizes_for_width: sizes_for_width(a, b, k, s2, &sizes, runs, confidence_level),
+        }
+    });
+    let growth_exponent = match &offset_summary {
+        Some(o) => GrowthExponent {
+            model: ScalingModel::OffsetPowerLaw,
+            estimate: o.exponent.estimate,
+            lower: o.exponent.lower,
+            upper: o.exponent.upper,
+            confidence_level,
+        },
+        None => GrowthExponent {
+            model: ScalingModel::PowerLaw,
+            estimate: exponent.estimate,
+            lower: exponent.lower,
+            upper: exponent.upper,
+            confidence_level,
+        },
+    };
+    let conclusion = conclude(&models, &exponent, offset_summary.as_ref());
+    let supported_range = SizeRange {
+        min_n: sizes[0],
+        max_n: sizes[sizes.len() - 1],
+    };
+    let separating = match conclusion {
+        ScalingConclusion::Inconclusive {
+            best, runner_up, ..
+        } => {
+            let fit_of = |model| models.iter().find(|f| f.model == model);
+            match (fit_of(best), fit_of(runner_up)) {
+                (Some(b), Some(r)) => {
+                    let mean_parameters = b.parameters.saturating_sub(1);
+                    let sigma = b.log_residual_rms
+                        * (m as f64 / m.saturating_sub(mean_parameters).max(1) as f64).sqrt();
+                    separating_experiment(
+                        b,
+                        r,
+                        sigma,
+                        runs,
+                        supported_range.min_n,
+                        supported_range.max_n,
+                    )
+                }
+                _ => None,
+            }
+        }
+        ScalingConclusion::Best { .. } => None,
+    };
+    let mut fit = ScalingFit {
         points: m,
         distinct_sizes: sizes.len(),
-        supported_range: SizeRange {
-            min_n: sizes[0],
-            max_n: sizes[sizes.len() - 1],
-        },
+        supported_range,
         models,
         power_law_exponent: exponent,
+        offset_power_law: offset_summary,
+        growth_exponent,
         conclusion,
-    })
+        separating_experiment: separating,
+        notes: Vec::new(),
+    };
+    fit.notes = super::scaling_notes::notes(&fit, TARGET_HALF_WIDTH);
+    Ok(fit)
 }
 
 fn rank_of(model: ScalingModel) -> usize {
@@ -180,8 +292,63 @@ fn rank_of(model: ScalingModel) -> usize {
         .unwrap_or(usize::MAX)
 }
 
-/// The rule of this module's documentation over AICc-ranked fits.
-fn conclude(ranked: &[ModelFit], exponent: &ExponentInterval) -> ScalingConclusion {
+/// Whether two models describe the same curve: directly (below), or both
+/// the same curve as the offset power law (`n²` and a plain power law whose
+/// exponent both lie inside its interval describe one growth).
+fn same_curve(
+    x: ScalingModel,
+    y: ScalingModel,
+    exponent: &ExponentInterval,
+    offset: Option<&OffsetPowerLawSummary>,
+) -> bool {
+    use ScalingModel::OffsetPowerLaw;
+    same_curve_directly(x, y, exponent, offset)
+        || (offset.is_some()
+            && x != OffsetPowerLaw
+            && y != OffsetPowerLaw
+            && same_curve_directly(x, OffsetPowerLaw, exponent, offset)
+            && same_curve_directly(y, OffsetPowerLaw, exponent, offset))
+}
+
+/// A polynomial (0, 1, 2) inside a power law's interval on `k`; `n` or
+/// `n²` (both with an offset) inside the offset power law's; the plain
+/// power law's exponent inside the offset power law's (no material fixed
+/// cost).
+fn same_curve_directly(
+    x: ScalingModel,
+    y: ScalingModel,
+    exponent: &ExponentInterval,
+    offset: Option<&OffsetPowerLawSummary>,
+) -> bool {
+    use ScalingModel::{N, NSquared, OffsetPowerLaw, PowerLaw};
+    let inside = |e: f64, lower: f64, upper: f64| lower <= e && e <= upper;
+    match (x, y) {
+        (PowerLaw, OffsetPowerLaw) | (OffsetPowerLaw, PowerLaw) => {
+            offset.is_some_and(|o| inside(exponent.estimate, o.exponent.lower, o.exponent.upper))
+        }
+        (OffsetPowerLaw, other) | (other, OffsetPowerLaw) => {
+            matches!(other, N | NSquared)
+                && offset.is_some_and(|o| {
+                    other
+                        .power_law_exponent()
+                        .is_some_and(|e| inside(e, o.exponent.lower, o.exponent.upper))
+                })
+        }
+        (PowerLaw, other) | (other, PowerLaw) => other
+            .power_law_exponent()
+            .is_some_and(|e| inside(e, exponent.lower, exponent.upper)),
+        _ => false,
+    }
+}
+
+/// The rule of this module's documentation over AICc-ranked fits. When the
+/// best is the offset power law and a simpler model within 2 is the same
+/// curve (`a + b n²` for `k` near 2), the simpler one is named.
+fn conclude(
+    ranked: &[ModelFit],
+    exponent: &ExponentInterval,
+    offset: Option<&OffsetPowerLawSummary>,
+) -> ScalingConclusion {
     let Some(best) = ranked.first() else {
         return ScalingConclusion::Best {
             model: ScalingModel::Constant,
@@ -189,32 +356,37 @@ fn conclude(ranked: &[ModelFit], exponent: &ExponentInterval) -> ScalingConclusi
             margin: None,
         };
     };
-    let same_curve = |x: ScalingModel, y: ScalingModel| {
-        let polynomial = match (x, y) {
-            (ScalingModel::PowerLaw, other) | (other, ScalingModel::PowerLaw) => other,
-            _ => return false,
-        };
-        polynomial
-            .power_law_exponent()
-            .is_some_and(|e| exponent.lower <= e && e <= exponent.upper)
-    };
-    let rival = ranked[1..].iter().find(|fit| {
-        let nests_best = best.model == ScalingModel::Constant;
-        !nests_best && !same_curve(best.model, fit.model)
+    let same = |x, y| same_curve(x, y, exponent, offset);
+    let named = ranked[1..]
+        .iter()
+        .filter(|fit| {
+            fit.delta_aicc < AICC_MARGIN
+                && fit.parameters < best.parameters
+                && same(best.model, fit.model)
+        })
+        .min_by_key(|fit| fit.parameters)
+        .unwrap_or(best);
+    let rival = ranked.iter().find(|fit| {
+        let nests_best = named.model == ScalingModel::Constant;
+        fit.model != named.model
+            && !nests_best
+            && !same(named.model, fit.model)
+            && !same(best.model, fit.model)
+            && fit.model != best.model
     });
     match rival {
         None => ScalingConclusion::Best {
-            model: best.model,
+            model: named.model,
             runner_up: None,
             margin: None,
         },
         Some(rival) if rival.delta_aicc >= AICC_MARGIN => ScalingConclusion::Best {
-            model: best.model,
+            model: named.model,
             runner_up: Some(rival.model),
             margin: Some(rival.delta_aicc),
         },
         Some(rival) => ScalingConclusion::Inconclusive {
-            best: best.model,
+            best: named.model,
             runner_up: rival.model,
             margin: rival.delta_aicc,
         },

@@ -79,19 +79,41 @@ pub(crate) fn fit_power_law(ln_n: &[f64], ln_y: &[f64]) -> Option<PowerLawFit> {
 /// projected Gauss–Newton on `(a, c = b max|g|)` with step halving, keeping
 /// every `f(n_i) > 0` and `b >= 0`. `None` when `g` takes a single value.
 pub(crate) fn fit_linear_family(g: &[f64], y: &[f64], ln_y: &[f64]) -> Option<LogScaleFit> {
+    fit_bounded_linear_family(g, y, ln_y, false)
+}
+
+/// [`fit_linear_family`], with `a >= 0` too when `nonnegative_offset` (a
+/// fixed cost is never negative): on that bound the model is `b g(n)`.
+pub(crate) fn fit_bounded_linear_family(
+    g: &[f64],
+    y: &[f64],
+    ln_y: &[f64],
+    nonnegative_offset: bool,
+) -> Option<LogScaleFit> {
     let scale = g.iter().fold(0.0_f64, |s, v| s.max(v.abs()));
     if scale <= 0.0 || !scale.is_finite() {
         return None;
     }
     let h: Vec<f64> = g.iter().map(|v| v / scale).collect();
     let (mut a, mut c) = weighted_start(&h, y)?;
-    let feasible = |a: f64, c: f64| h.iter().all(|hi| a + c * hi > 0.0);
+    let floor = if nonnegative_offset {
+        0.0
+    } else {
+        f64::NEG_INFINITY
+    };
+    let feasible = |a: f64, c: f64| a >= floor && h.iter().all(|hi| a + c * hi > 0.0);
     let rss_of = |a: f64, c: f64| -> f64 {
         h.iter()
             .zip(ln_y)
             .map(|(hi, z)| (z - (a + c * hi).ln()).powi(2))
             .sum()
     };
+    if nonnegative_offset && a < 0.0 && h.iter().all(|&hi| hi > 0.0) {
+        // Start on the bound: `c h` through the geometric mean of y / h.
+        let log_scale = h.iter().zip(ln_y).map(|(hi, z)| z - hi.ln()).sum::<f64>() / h.len() as f64;
+        a = 0.0;
+        c = log_scale.exp();
+    }
     if c < 0.0 || !feasible(a, c) {
         a = fit_constant(ln_y).a;
         c = 0.0;
@@ -121,11 +143,18 @@ pub(crate) fn fit_linear_family(g: &[f64], y: &[f64], ln_y: &[f64]) -> Option<Lo
             // On the bound and pushing past it: optimize `a` alone.
             step_a = -ga / jaa;
             step_c = 0.0;
+        } else if a == floor && step_a < 0.0 {
+            // No fixed cost, and the data want less: optimize `c` alone.
+            step_a = 0.0;
+            step_c = -gc / jcc;
         }
         let mut accepted = None;
         let mut lambda = 1.0;
         for _ in 0..60 {
-            let (na, nc) = (a + lambda * step_a, (c + lambda * step_c).max(0.0));
+            let (na, nc) = (
+                (a + lambda * step_a).max(floor),
+                (c + lambda * step_c).max(0.0),
+            );
             if feasible(na, nc) {
                 let new_rss = rss_of(na, nc);
                 if new_rss < rss {

@@ -19,22 +19,39 @@ pub enum ScalingModel {
     NSquared,
     /// `y = a n^k`
     PowerLaw,
+    /// `y = a + b n^k` with `a >= 0`: a fixed cost plus a growing part.
+    OffsetPowerLaw,
 }
 
 impl ScalingModel {
-    pub const ALL: [ScalingModel; 6] = [
+    pub const ALL: [ScalingModel; 7] = [
         ScalingModel::Constant,
         ScalingModel::LogN,
         ScalingModel::N,
         ScalingModel::NLogN,
         ScalingModel::NSquared,
         ScalingModel::PowerLaw,
+        ScalingModel::OffsetPowerLaw,
     ];
+
+    /// The model as a person writes it (`n²`, `offset power law`).
+    pub fn label(self) -> &'static str {
+        match self {
+            ScalingModel::Constant => "constant",
+            ScalingModel::LogN => "log n",
+            ScalingModel::N => "n",
+            ScalingModel::NLogN => "n log n",
+            ScalingModel::NSquared => "n²",
+            ScalingModel::PowerLaw => "power law",
+            ScalingModel::OffsetPowerLaw => "offset power law",
+        }
+    }
 
     /// Fitted parameters including the residual variance.
     pub fn parameter_count(self) -> usize {
         match self {
             ScalingModel::Constant => 2,
+            ScalingModel::OffsetPowerLaw => 4,
             _ => 3,
         }
     }
@@ -46,7 +63,7 @@ impl ScalingModel {
             ScalingModel::N => Some(n),
             ScalingModel::NLogN => Some(n * n.ln()),
             ScalingModel::NSquared => Some(n * n),
-            ScalingModel::Constant | ScalingModel::PowerLaw => None,
+            ScalingModel::Constant | ScalingModel::PowerLaw | ScalingModel::OffsetPowerLaw => None,
         }
     }
 
@@ -61,7 +78,8 @@ impl ScalingModel {
     }
 }
 
-/// One model's fit: `a` always, `b` for `a + b g(n)`, `k` for `a n^k`.
+/// One model's fit: `a` always, `b` for `a + b g(n)`, `k` for `a n^k`,
+/// `b` and `k` for `a + b n^k`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ModelFit {
     pub model: ScalingModel,
@@ -77,4 +95,17 @@ pub struct ModelFit {
     pub delta_aicc: f64,
     /// `b` was held at 0 (the data fall where the model would need `b < 0`).
     pub at_bound: bool,
+}
+
+impl ModelFit {
+    /// The fitted curve at `n`.
+    pub fn predict(&self, n: f64) -> f64 {
+        let b = self.b.unwrap_or_default();
+        match self.model {
+            ScalingModel::Constant => self.a,
+            ScalingModel::PowerLaw => self.a * n.powf(self.k.unwrap_or_default()),
+            ScalingModel::OffsetPowerLaw => self.a + b * n.powf(self.k.unwrap_or_default()),
+            model => self.a + b * model.growth(n).unwrap_or_default(),
+        }
+    }
 }

@@ -25,6 +25,8 @@ use crate::project::{self, ConfigFile, ExperimentDef, Scalar};
 use crate::services::capture::resolve_parameters;
 use crate::workspace::Workspace;
 
+use super::scaling_design::{DesignWarning, fixed_cost_warning, scaling_design_warnings};
+
 /// What `experiment plan|run` asks: a declared experiment and overrides of
 /// parameters no variant, factor or scaling axis sets.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -85,6 +87,10 @@ pub struct ExperimentPlan {
     pub trials: Vec<PlannedTrial>,
     /// `sha256:` of everything above.
     pub plan_digest: String,
+    /// Design advice (a size range under 8×, with sizes to declare); not
+    /// part of the digest: advice does not change what runs.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub design_warnings: Vec<DesignWarning>,
 }
 
 /// Variant names in the order `flameox.toml` declares them (serde's map
@@ -282,10 +288,20 @@ pub fn plan_experiment(ws: &Workspace, req: &ExperimentRequest) -> Result<Experi
         overrides,
         trials,
         plan_digest: String::new(),
+        design_warnings: Vec::new(),
     };
     plan.plan_digest = format!(
         "sha256:{}",
         digest_json(&serde_json::to_value(&plan).unwrap_or_default())
     );
+    if let Some(parameter) = &plan.scaling_parameter {
+        plan.design_warnings = scaling_design_warnings(parameter, &plan.scaling_values);
+        plan.design_warnings.extend(fixed_cost_warning(
+            ws,
+            &plan.workload,
+            parameter,
+            &plan.scaling_values,
+        ));
+    }
     Ok(plan)
 }

@@ -4,3 +4,4 @@ pub mod experiment_plan;
 pub mod experiment_records;
 pub mod experiment_run;
 pub mod experiments;
+pub mod scaling_design;

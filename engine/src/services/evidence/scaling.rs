@@ -6,18 +6,21 @@
 //! per-run medians with their MAD and a seeded BCa interval. The fit uses
 //! every run's median as a point (repeated sizes allowed) through the
 //! stats kernel `fit_scaling` (constant, log n, n, n log n, n², power law
-//! with a CI on k; AICc ranking with the ≥ 2 rule; supported range). When
+//! with a CI on k, offset power law with its fixed cost; AICc ranking with the ≥ 2 rule; supported range). When
 //! the runs carry profiles, each frame's self share is correlated with n
 //! over runs (Spearman ρ), q-values by Benjamini–Hochberg over the frames
-//! tested; frames with ρ > 0 and q < 0.05 are reported as growing.
+//! tested; frames with ρ > 0 and q < 0.05 are reported as growing, each with
+//! its own time (share × the run's metric) fitted against n and compared
+//! with the whole metric's exponent (`faster`/`same`/`slower`): a share can
+//! rise only because a fixed cost elsewhere shrinks in proportion.
 //! Read-only: never runs anything.
 
 use std::collections::BTreeMap;
 
 use flameox_recipes::stats::bootstrap::median_interval;
 use flameox_recipes::stats::{
-    BcaInterval, Correlation, ScalingFit, ScalingPoint, benjamini_hochberg, fit_scaling, median,
-    robust_summary, spearman,
+    BcaInterval, Correlation, GrowthExponent, ScalingFit, ScalingPoint, benjamini_hochberg,
+    fit_scaling, median, robust_summary, spearman,
 };
 use serde::{Deserialize, Serialize};
 
@@ -59,6 +62,13 @@ pub struct GrowingFrame {
     /// Median share at the smallest and the largest n.
     pub share_at_min_n: f64,
     pub share_at_max_n: f64,
+    /// The frame's own time (share × the run's metric) fitted against n:
+    /// its stated exponent. A share can rise only because a fixed cost
+    /// elsewhere shrinks in proportion; this says how the frame grows.
+    pub growth_exponent: Option<GrowthExponent>,
+    /// `faster` or `slower` than the whole metric (the frame's interval
+    /// excludes the whole's exponent), `same`, or `unknown` (no fit).
+    pub growth_vs_total: String,
 }
 
 /// Growing hotspots of one variant, or why there are none.
@@ -147,14 +157,48 @@ fn sizes(members: &[&RunSetMember], parameter: &str) -> Result<BTreeMap<String, 
     Ok(out)
 }
 
+/// The frame's own time against n (runs where it has time), fitted; and
+/// how its exponent compares with the whole metric's.
+fn frame_growth(
+    frame: &str,
+    runs: &[(&str, f64, f64)],
+    shares: &BTreeMap<String, BTreeMap<String, FrameShare>>,
+    total: Option<&GrowthExponent>,
+    confidence: f64,
+) -> (Option<GrowthExponent>, String) {
+    let points: Vec<ScalingPoint> = runs
+        .iter()
+        .filter_map(|(run, n, value)| {
+            let share = shares.get(*run)?.get(frame)?.share;
+            (share > 0.0).then_some(ScalingPoint {
+                n: *n,
+                value: share * value,
+            })
+        })
+        .collect();
+    let Ok(fit) = fit_scaling(&points, confidence) else {
+        return (None, "unknown".into());
+    };
+    let k = fit.growth_exponent;
+    let relation = match total {
+        Some(t) if k.lower > t.estimate => "faster",
+        Some(t) if k.upper < t.estimate => "slower",
+        Some(_) => "same",
+        None => "unknown",
+    };
+    (Some(k), relation.into())
+}
+
 fn growing_hotspots(
     metric: &str,
-    runs: &[(&str, f64)],
+    runs: &[(&str, f64, f64)],
     shares: &BTreeMap<String, BTreeMap<String, FrameShare>>,
+    total: Option<&GrowthExponent>,
+    confidence: f64,
 ) -> Result<GrowingHotspots> {
     let with: Vec<(&BTreeMap<String, FrameShare>, f64)> = runs
         .iter()
-        .filter_map(|(run, n)| shares.get(*run).map(|s| (s, *n)))
+        .filter_map(|(run, n, _)| shares.get(*run).map(|s| (s, *n)))
         .collect();
     if with.len() < runs.len() {
         return Ok(GrowingHotspots::unavailable("some_runs_have_no_profile"));
@@ -191,6 +235,8 @@ fn growing_hotspots(
                 q_value: 1.0,
                 share_at_min_n: at(min_n),
                 share_at_max_n: at(max_n),
+                growth_exponent: None,
+                growth_vs_total: "unknown".into(),
             });
         }
     }
@@ -216,6 +262,10 @@ fn growing_hotspots(
     });
     let truncated = rows.len() > GROWING_HOTSPOTS_LIMIT;
     rows.truncate(GROWING_HOTSPOTS_LIMIT);
+    for row in &mut rows {
+        (row.growth_exponent, row.growth_vs_total) =
+            frame_growth(&row.frame, runs, shares, total, confidence);
+    }
     Ok(GrowingHotspots {
         status: "available".into(),
         reason: None,
@@ -345,9 +395,14 @@ pub async fn analyze_scaling(qc: &QueryContext<'_>, req: &ScalingRequest) -> Res
                 (None, Some(text))
             }
         };
-        let run_sizes: Vec<(&str, f64)> = runs.iter().map(|(r, n, _)| (*r, *n)).collect();
         let hotspots = match &frame_metric {
-            Some(m) => growing_hotspots(m, &run_sizes, &shares)?,
+            Some(m) => growing_hotspots(
+                m,
+                runs,
+                &shares,
+                fit.as_ref().map(|f| &f.growth_exponent),
+                bootstrap.confidence_level,
+            )?,
             None => GrowingHotspots::unavailable("no_profiles"),
         };
         variants.push(VariantScaling {

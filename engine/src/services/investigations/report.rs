@@ -424,7 +424,12 @@ fn scaling_holds(record: &Value, numbers: &mut BTreeMap<String, f64>) -> String 
             .as_str()
             .or(conclusion["best"].as_str())
             .unwrap_or("no fit");
-        let k = &fit["power_law_exponent"];
+        // The stated exponent (the offset power law's when fitted); records
+        // written before it existed have only the plain power law's.
+        let k = match &fit["growth_exponent"] {
+            serde_json::Value::Null => &fit["power_law_exponent"],
+            growth => growth,
+        };
         if let (Some(est), Some(lo), Some(hi)) = (
             k["estimate"].as_f64(),
             k["lower"].as_f64(),
