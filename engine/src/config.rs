@@ -52,6 +52,9 @@ pub struct ImportConfig {
     /// Longest an import may run (seconds); `--timeout` lowers it per call.
     /// Past it the import stops, nothing is published, exit 8.
     pub timeout_seconds: u64,
+    /// Most objects one `s3://…/prefix/` (or `gs://`, `az://`) import may
+    /// fetch; a larger prefix is refused before a byte is read.
+    pub max_remote_objects: u64,
 }
 
 impl Default for LimitsConfig {
@@ -87,6 +90,7 @@ impl Default for ImportConfig {
             min_decompressed_cap_mib: 1024,
             events_in_memory: flameox_extractors::api::DEFAULT_SPILL_AFTER_EVENTS as u64,
             timeout_seconds: 3600,
+            max_remote_objects: 10_000,
         }
     }
 }

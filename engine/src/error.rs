@@ -47,6 +47,9 @@ pub enum ErrorCode {
     /// `flameox setup --verify`: a client's flameox entry is absent, launches
     /// something else, or its launcher fails the MCP initialize.
     ClientNotConnected,
+    /// An object store or URL could not be read: unreachable, refused the
+    /// credentials, or failed mid-transfer (`retryable` when transient).
+    RemoteSourceUnavailable,
     /// A policy refusal: the artifact lies outside what this caller may read
     /// (outside the project or temp root, or a symlink leading out of it).
     SensitiveArtifactRefused,
@@ -61,7 +64,7 @@ impl ErrorCode {
             RunNotFound | FrameNotFound | MetricNotFound | ClientNotConnected | InternalError => 1,
             InvalidArguments | WorkspaceNotFound | InvalidCapturePlan => 2,
             CapabilityUnavailable => 3,
-            ProcessFailed => 4,
+            ProcessFailed | RemoteSourceUnavailable => 4,
             WorkspaceInvalid
             | ArtifactTooLarge
             | ArtifactIntegrityFailed

@@ -14,6 +14,7 @@ pub mod execution;
 pub mod fsutil;
 pub mod late_identity;
 pub mod lock;
+pub mod object_location;
 pub mod operations;
 pub mod project;
 pub mod publish;

@@ -94,6 +94,28 @@ impl McpProgress {
         self.phases.iter().find(|(n, _)| *n == name).map(|p| p.1)
     }
 
+    /// The span bytes fill: `downloading`'s while the import downloads,
+    /// else `extracting`'s (up to the phase after it).
+    fn span_of_current_phase(&self) -> (Option<f64>, Option<f64>) {
+        let current = self
+            .state
+            .lock()
+            .map(|s| s.phase.clone())
+            .unwrap_or_default();
+        let filling = match current.as_str() {
+            "downloading" => "downloading",
+            _ => "extracting",
+        };
+        let index = self.phases.iter().position(|(n, _)| *n == filling);
+        match index {
+            Some(i) => (
+                self.phases.get(i).map(|p| p.1),
+                self.phases.get(i + 1).map(|p| p.1),
+            ),
+            None => (None, None),
+        }
+    }
+
     /// [`Self::advance`] with a detail appended to the phase message.
     fn advance_with(&self, value: f64, phase: Option<&str>, detail: Option<String>) {
         let Some(sender) = &self.sender else { return };
@@ -128,8 +150,9 @@ impl ImportProgress for McpProgress {
             return;
         }
         let fraction = (done as f64 / total as f64).clamp(0.0, 1.0);
-        let (Some(from), Some(to)) = (self.start_of("extracting"), self.start_of("publishing"))
-        else {
+        // Bytes of the phase under way (`downloading` or `extracting`) fill
+        // the span up to the phase after it.
+        let (Some(from), Some(to)) = self.span_of_current_phase() else {
             return;
         };
         // Stay strictly below the next phase so `publishing` still advances.

@@ -3,6 +3,7 @@
 
 pub mod golden_experiment;
 pub mod nsight_export;
+pub mod s3_server;
 pub mod workloads;
 
 use std::path::{Path, PathBuf};
@@ -20,6 +21,18 @@ pub fn repo_root() -> PathBuf {
 /// `../shared/corpus` beside the repository.
 pub fn corpus() -> PathBuf {
     repo_root().join("../shared/corpus")
+}
+
+/// The eight per-rank Kineto files of the DLRM job in the corpus, sorted
+/// by name (one folder = one multi-artifact run).
+pub fn dlrm_rank_files() -> Vec<PathBuf> {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(corpus().join("kineto/param_dlrm_8rank"))
+        .expect("param_dlrm_8rank")
+        .map(|e| e.expect("entry").path())
+        .collect();
+    files.sort();
+    assert_eq!(files.len(), 8);
+    files
 }
 
 /// The `flameox` binary of this build profile, built on first use when the
@@ -41,6 +54,29 @@ pub fn flameox_bin() -> PathBuf {
         // no-op after `cargo nextest run --workspace --all-targets`.
         cmd.args(["build", "--workspace", "--all-targets"])
             .current_dir(repo_root());
+        // What cargo set for this test binary must not reach the nested
+        // build: build scripts that watch these variables (ring's watches
+        // CARGO_MANIFEST_DIR and CARGO_PKG_*) would rerun, and everything
+        // above them (object_store, DataFusion) would compile again — and
+        // once more at the next ordinary build.
+        for (key, _) in std::env::vars_os() {
+            let Some(key) = key.to_str() else { continue };
+            let set_for_tests = [
+                "CARGO_PKG_",
+                "CARGO_MANIFEST_",
+                "CARGO_CRATE_",
+                "CARGO_BIN_",
+            ]
+            .iter()
+            .any(|prefix| key.starts_with(prefix))
+                || matches!(
+                    key,
+                    "CARGO_PRIMARY_PACKAGE" | "CARGO_TARGET_TMPDIR" | "OUT_DIR"
+                );
+            if set_for_tests {
+                cmd.env_remove(key);
+            }
+        }
         if profile_dir.file_name().is_some_and(|n| n == "release") {
             cmd.arg("--release");
         }

@@ -77,13 +77,7 @@ async fn first_run_session_pages_refuses_and_leaks_no_host_path() {
         .expect("artifact")
         .to_owned();
     // Every notification precedes the result on the wire.
-    let progress = s.wire_progress();
-    let values: Vec<f64> = progress.iter().map(|p| p.0).collect();
-    assert!(
-        values.windows(2).all(|w| w[0] < w[1]),
-        "progress must increase: {values:?}"
-    );
-    let phases: Vec<String> = progress.iter().filter_map(|p| p.1.clone()).collect();
+    let phases = s.increasing_progress_phases();
     for phase in [
         "validating_artifact",
         "extracting",
@@ -96,7 +90,7 @@ async fn first_run_session_pages_refuses_and_leaks_no_host_path() {
         );
     }
     assert_eq!(phases.last().map(String::as_str), Some("completed"));
-    assert_eq!(values.last().copied(), Some(100.0));
+    assert_eq!(s.wire_progress().last().map(|p| p.0), Some(100.0));
 
     // The import result links its run and artifact.
     let result = s.call("get_run", json!({ "target": run_id })).await;

@@ -10,13 +10,7 @@ use serde_json::Value;
 use sha2::{Digest, Sha256};
 
 fn rank_files() -> Vec<PathBuf> {
-    let mut files: Vec<PathBuf> = std::fs::read_dir(corpus().join("kineto/param_dlrm_8rank"))
-        .expect("param_dlrm_8rank")
-        .map(|e| e.expect("entry").path())
-        .collect();
-    files.sort();
-    assert_eq!(files.len(), 8);
-    files
+    flameox_tests::dlrm_rank_files()
 }
 
 fn path_str(p: &Path) -> &str {

@@ -23,6 +23,15 @@ pub const IMPORT_PHASES: [(&str, f64); 4] = [
     ("completed", 100.0),
 ];
 
+/// The same for an import from a URL: fetching the bytes comes first.
+pub const REMOTE_IMPORT_PHASES: [(&str, f64); 5] = [
+    ("validating_artifact", 1.0),
+    ("downloading", 2.0),
+    ("extracting", 40.0),
+    ("publishing", 92.0),
+    ("completed", 100.0),
+];
+
 /// Where each capture phase starts; capturing has no known duration, so
 /// it reports the phase only (no invented percentage).
 pub const CAPTURE_PHASES: [(&str, f64); 6] = [

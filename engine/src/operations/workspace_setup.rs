@@ -12,11 +12,12 @@ use serde_json::Value;
 
 use super::inventory::{ArtifactRequest, NoArguments};
 use super::schema::input_schema;
-use super::session::{IMPORT_PHASES, Session};
+use super::session::{IMPORT_PHASES, REMOTE_IMPORT_PHASES, Session};
 use super::{
     Answer, AnswerFuture, Body, FlagValue, Group, Operation, TerminalFlag, decode, to_value,
 };
 use crate::error::{FlameoxError, Result};
+use crate::object_location::looks_like_url;
 use crate::services::confine::confine_import_path;
 use crate::services::import::{ImportRequest, import_artifact};
 use crate::services::import_deadline::{ImportDeadline, deadline_error};
@@ -44,7 +45,7 @@ pub enum SourceRoot {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ImportArguments {
-    /// File or folder (several: one run), relative to source_root.
+    /// File or folder (several: one run), relative to source_root; or an s3://, gs://, az://, https:// URL (a prefix ending in / is a folder).
     pub path: Paths,
     /// Root the path must resolve inside (default project).
     pub source_root: Option<SourceRoot>,
@@ -197,11 +198,13 @@ fn import_paths(s: &Session<'_>, a: &ImportArguments) -> Result<Vec<PathBuf>> {
         Some(SourceRoot::Project) => Some("project"),
         None => s.confine_paths.then_some("project"),
     };
+    // A URL reads no local file, so it is not confined; its credentials
+    // are the user's environment's (docs/scale-out.md).
     paths
         .iter()
         .map(|p| match root {
-            Some(root) => confine_import_path(s.project_root, p, root),
-            None => Ok(PathBuf::from(p)),
+            Some(root) if !looks_like_url(p) => confine_import_path(s.project_root, p, root),
+            _ => Ok(PathBuf::from(p)),
         })
         .collect()
 }
@@ -235,7 +238,15 @@ fn run_import<'a>(s: &'a Session<'a>, args: Value) -> AnswerFuture<'a> {
         };
         let ws = s.workspace()?;
         let deadline = ImportDeadline::of(&ws, timeout);
-        let reporter = s.progress.reporter(&IMPORT_PHASES);
+        let remote = std::iter::once(&request.path)
+            .chain(&request.more_paths)
+            .any(|p| p.to_str().is_some_and(looks_like_url));
+        let phases: &'static [(&str, f64)] = if remote {
+            &REMOTE_IMPORT_PHASES
+        } else {
+            &IMPORT_PHASES
+        };
+        let reporter = s.progress.reporter(phases);
         let task = tokio::task::spawn_blocking(move || import_artifact(&ws, &request, &*reporter));
         // The import stops itself at its deadline; this only answers the
         // call if an extractor missed its polls for much longer.

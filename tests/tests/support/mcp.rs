@@ -43,11 +43,17 @@ pub struct Session {
 impl Session {
     /// Starts `flameox mcp serve --project-root <project>` plus `extra` args.
     pub async fn start(project: &Path, extra: &[&str]) -> Session {
+        Session::start_with_env(project, extra, &[]).await
+    }
+
+    /// [`Self::start`] with environment variables set for the server.
+    pub async fn start_with_env(project: &Path, extra: &[&str], env: &[(&str, String)]) -> Session {
         let mut child = Command::new(flameox_tests::flameox_bin())
             .args(["mcp", "serve", "--project-root"])
             .arg(project)
             .args(["--log-level", "debug"])
             .args(extra)
+            .envs(env.iter().map(|(k, v)| (*k, v.as_str())))
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
@@ -154,6 +160,18 @@ impl Session {
                 (value, params["message"].as_str().map(str::to_owned))
             })
             .collect()
+    }
+
+    /// The phase names of the progress on the wire, in order, after
+    /// checking that the values strictly increase.
+    pub fn increasing_progress_phases(&self) -> Vec<String> {
+        let progress = self.wire_progress();
+        let values: Vec<f64> = progress.iter().map(|p| p.0).collect();
+        assert!(
+            values.windows(2).all(|w| w[0] < w[1]),
+            "progress must increase: {values:?}"
+        );
+        progress.into_iter().filter_map(|p| p.1).collect()
     }
 
     /// The server's process id (None once it was reaped).

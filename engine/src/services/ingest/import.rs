@@ -35,6 +35,7 @@ use crate::services::import_plan::{
     AUTO, InputShape, PlannedInput, check_run_labels, extract_error, extractor_of, for_input,
     input_limits, plan_inputs, stamps_run_labels,
 };
+use crate::services::ingest::remote_fetch::fetch_remote_inputs;
 use crate::store::{self, ArtifactRecord};
 use crate::store_in_flight::{IdTiming, StoringFile, begin_store_file};
 use crate::workspace::Workspace;
@@ -42,7 +43,9 @@ use crate::workspace::Workspace;
 /// What `flameox import` / `import_artifact` asks.
 #[derive(Debug, Clone, Default)]
 pub struct ImportRequest {
-    /// A trace file, a folder of trace files, or an nsys export folder.
+    /// A trace file, a folder of trace files, an nsys export folder, or
+    /// the URL of an object or a prefix (`s3://`, `gs://`, `az://`,
+    /// `https://`; [`crate::object_location`]).
     pub path: PathBuf,
     /// Further files or folders imported into the same run.
     pub more_paths: Vec<PathBuf>,
@@ -90,6 +93,10 @@ pub struct ImportResult {
     pub limitations: Vec<Limitation>,
     #[serde(serialize_with = "beyond_the_top_level", skip_deserializing)]
     pub artifacts: Vec<ImportedArtifact>,
+    /// The URLs the artifacts were fetched from (no secrets), when any was
+    /// remote; also in the run's metadata as `source_urls`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub sources: Vec<String>,
 }
 
 /// `artifacts` as answers show it: whole entries for several artifacts; for
@@ -397,7 +404,9 @@ fn import_within(
     check_run_labels(request.variant.as_deref(), &request.parameters)?;
     let mut paths = vec![request.path.clone()];
     paths.extend(request.more_paths.iter().cloned());
-    let inputs = plan_inputs(ws, &paths, request.kind.as_deref())?;
+    // URLs become local mirrors, held until the artifacts are stored.
+    let fetched = fetch_remote_inputs(ws, &paths, progress)?;
+    let inputs = plan_inputs(ws, &fetched.paths, request.kind.as_deref())?;
     let several = inputs.len() > 1;
     let named = |e: FlameoxError, input: &PlannedInput| {
         if several {
@@ -489,7 +498,12 @@ fn import_within(
         Ok(outcomes) => outcomes,
         Err(err) => return Err(fail(ws, &mut run, recorded, err)),
     };
-    let result = complete_run(&mut run, &inputs, &records, &outcomes);
+    let mut result = complete_run(&mut run, &inputs, &records, &outcomes);
+    if !fetched.sources.is_empty() {
+        run.metadata
+            .insert("source_urls".into(), json!(fetched.sources));
+        result.sources = fetched.sources.clone();
+    }
     save_run(ws, &mut run)?;
     progress.phase("completed");
     Ok(result)
@@ -596,6 +610,7 @@ fn complete_run(
         coverage: totals.coverage,
         limitations: totals.limitations,
         artifacts,
+        sources: Vec::new(),
     }
 }
 

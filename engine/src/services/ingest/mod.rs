@@ -7,3 +7,4 @@ pub mod import_deadline;
 pub mod import_plan;
 pub mod import_progress;
 pub mod import_totals;
+pub mod remote_fetch;
