@@ -350,3 +350,75 @@ fn the_aws_files_suffice_and_missing_credentials_are_named() {
         "{body}"
     );
 }
+
+/// A server that accepts the connection and never answers: the import
+/// still ends at its deadline with nothing published (no input hangs it).
+#[test]
+fn a_server_that_never_answers_stops_at_the_deadline() {
+    let listener = std::net::TcpListener::bind(("127.0.0.1", 0)).expect("listener");
+    let port = listener.local_addr().expect("addr").port();
+    let held = std::thread::spawn(move || {
+        // Hold the accepted connections open and silent.
+        let mut open = Vec::new();
+        for stream in listener.incoming().take(8) {
+            open.push(stream);
+        }
+        std::thread::sleep(std::time::Duration::from_secs(30));
+    });
+    let project = Project::new();
+    let url = format!("http://127.0.0.1:{port}/trace.json");
+    let started = std::time::Instant::now();
+    let out = project
+        .command(&["import", &url, "--timeout", "2", "--json"])
+        .output()
+        .expect("flameox");
+    let elapsed = started.elapsed();
+    let body: Value = serde_json::from_slice(&out.stdout).expect("json");
+    assert_eq!(out.status.code(), Some(8), "{body}");
+    assert_eq!(body["code"], "OPERATION_CANCELLED");
+    assert_eq!(body["details"]["cause"], "deadline", "{body}");
+    assert!(
+        elapsed < std::time::Duration::from_secs(15),
+        "stopped after {elapsed:?}"
+    );
+    assert_eq!(project.head(), None);
+    assert_eq!(project.staging_entries(), 0);
+    drop(held);
+}
+
+/// A damaged object reads like the same damaged local file: a rank file
+/// cut in half keeps its complete events and says so; an object that is
+/// no profile fails typed, its failed run names the URL it read, and
+/// nothing is published.
+#[test]
+fn damaged_objects_answer_like_the_same_local_files() {
+    let Some(server) = S3Server::start() else {
+        return;
+    };
+    server.create_bucket(BUCKET);
+    let bytes = std::fs::read(&rank_files()[0]).expect("rank");
+    let half = &bytes[..bytes.len() / 2];
+    server.put(BUCKET, "cut/rank0.json", half);
+    let project = Project::new();
+    let (code, cut, _) = run(&project, &server, &["import", "s3://traces/cut/rank0.json"]);
+    assert_eq!(code, Some(0), "{cut}");
+    let local = Project::new();
+    let local_copy = local.path().join("rank0.json");
+    std::fs::write(&local_copy, half).expect("local copy");
+    let same = local.json(&["import", local_copy.to_str().expect("utf8")]);
+    assert_eq!(cut["limitations"], same["limitations"], "{cut}");
+    assert_eq!(cut["limitations"][0]["code"], "truncated_input", "{cut}");
+    assert_eq!(cut["rows"], same["rows"]);
+
+    server.put(BUCKET, "bad/profile.folded", b"this is not a profile\n");
+    let project = Project::new();
+    let url = "s3://traces/bad/profile.folded";
+    let (code, err, _) = run(&project, &server, &["import", url, "--kind", "folded"]);
+    assert_eq!(code, Some(5), "{err}");
+    assert_eq!(err["code"], "ARTIFACT_PARSE_FAILED", "{err}");
+    let run_id = err["run_id"].as_str().expect("the failed run");
+    let shown = project.json(&["runs", "show", run_id]);
+    assert_eq!(shown["metadata"]["source_urls"], json!([url]), "{shown}");
+    assert_eq!(project.head(), None);
+    assert_eq!(project.staging_entries(), 0);
+}

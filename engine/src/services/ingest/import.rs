@@ -425,6 +425,8 @@ fn import_within(
     run.collector = collector_of(&inputs);
     run.variant = request.variant.clone();
     run.parameters = request.parameters.clone();
+    // Named from the start, so a failed import's run says where it read.
+    note_sources(&mut run, &fetched.sources);
     run.artifacts = inputs
         .iter()
         .zip(storing.iter().map(StoringFile::record))
@@ -499,14 +501,19 @@ fn import_within(
         Err(err) => return Err(fail(ws, &mut run, recorded, err)),
     };
     let mut result = complete_run(&mut run, &inputs, &records, &outcomes);
-    if !fetched.sources.is_empty() {
-        run.metadata
-            .insert("source_urls".into(), json!(fetched.sources));
-        result.sources = fetched.sources.clone();
-    }
+    note_sources(&mut run, &fetched.sources);
+    result.sources = fetched.sources.clone();
     save_run(ws, &mut run)?;
     progress.phase("completed");
     Ok(result)
+}
+
+/// Records the URLs an import read (none for local files) in the run's
+/// metadata as `source_urls`.
+fn note_sources(run: &mut RunManifest, sources: &[String]) {
+    if !sources.is_empty() {
+        run.metadata.insert("source_urls".into(), json!(sources));
+    }
 }
 
 /// The extractor that made the run's evidence (`mixed` when several did).

@@ -93,7 +93,7 @@ pub fn fetch_remote_inputs(
                     .map_err(|e| {
                         FlameoxError::internal(format!("starting the fetch runtime: {e}"))
                     })?;
-                runtime.block_on(async {
+                let work = async {
                     let mut planned = Vec::new();
                     let mut roots = Vec::with_capacity(locations.len());
                     for (index, location) in locations.iter().enumerate() {
@@ -106,6 +106,17 @@ pub fn fetch_remote_inputs(
                     check_space(area.dir(), &planned)?;
                     fetch_all(&locations, &planned, progress).await?;
                     Ok::<_, FlameoxError>(roots)
+                };
+                // A request that hangs (a HEAD, a listing, a connection)
+                // still stops at a cancel or the import's deadline.
+                runtime.block_on(async {
+                    tokio::select! {
+                        done = work => done,
+                        () = cancelled(progress) => Err(FlameoxError::new(
+                            ErrorCode::OperationCancelled,
+                            "the import was cancelled",
+                        )),
+                    }
                 })
             })
             .join()
@@ -121,6 +132,13 @@ pub fn fetch_remote_inputs(
         paths: mirrors,
         sources: locations.into_iter().map(|l| l.display).collect(),
     })
+}
+
+/// Resolves once the import is cancelled (polled every 100 ms).
+async fn cancelled(progress: &dyn ImportProgress) {
+    while !progress.cancelled() {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
 }
 
 /// The local path one remote argument becomes and the objects behind it:
