@@ -75,22 +75,36 @@ fn us(ns: u64) -> String {
     format!("{}.{:03}", ns / 1000, ns % 1000)
 }
 
-/// Writes the trace; returns the number of events written.
+/// Writes the trace of a one-process job; returns the number of events
+/// written.
 pub fn write_kineto<W: Write>(spec: &KinetoSpec, out: W) -> io::Result<u64> {
-    let mut rng = SeededRng::new(spec.seed);
+    write_kineto_rank(spec, 0, 1, out)
+}
+
+/// Writes rank `rank` of a `world_size`-process job: its own seed (the
+/// spec's plus the rank), process id, GPU (`rank % 8`) and
+/// `distributedInfo`, as each rank's profiler writes its own file.
+pub fn write_kineto_rank<W: Write>(
+    spec: &KinetoSpec,
+    rank: u64,
+    world_size: u64,
+    out: W,
+) -> io::Result<u64> {
+    let mut rng = SeededRng::new(spec.seed.wrapping_add(rank.wrapping_mul(0x9E37_79B9)));
     let mut w = Writer {
         out,
         first: true,
         written: 0,
     };
-    w.out.write_all(b"{\"schemaVersion\": 1, \"deviceProperties\": [{\"id\": 0, \"name\": \"Generated GPU\"}],\n\"distributedInfo\": {\"rank\": 0, \"world_size\": 1},\n\"traceEvents\": [\n")?;
-    let pid = 4242u64;
+    let device = rank % 8;
+    w.out.write_all(format!("{{\"schemaVersion\": 1, \"deviceProperties\": [{{\"id\": {device}, \"name\": \"Generated GPU\"}}],\n\"distributedInfo\": {{\"rank\": {rank}, \"world_size\": {world_size}}},\n\"traceEvents\": [\n").as_bytes())?;
+    let pid = 4242u64 + rank;
     let tid = 4242u64;
     w.event(&format!("{{\"ph\": \"M\", \"name\": \"process_name\", \"pid\": {pid}, \"tid\": 0, \"args\": {{\"name\": \"python\"}}}}"))?;
     w.event(&format!("{{\"ph\": \"M\", \"name\": \"thread_name\", \"pid\": {pid}, \"tid\": {tid}, \"args\": {{\"name\": \"thread {tid} (python)\"}}}}"))?;
     let streams = spec.streams.max(1);
     for s in 0..streams {
-        w.event(&format!("{{\"ph\": \"M\", \"name\": \"thread_name\", \"pid\": 0, \"tid\": {}, \"args\": {{\"name\": \"stream {}\"}}}}", 7 + s, 7 + s))?;
+        w.event(&format!("{{\"ph\": \"M\", \"name\": \"thread_name\", \"pid\": {device}, \"tid\": {}, \"args\": {{\"name\": \"stream {}\"}}}}", 7 + s, 7 + s))?;
     }
     let mut t: u64 = 1_700_000_000_000_000; // ns
     let mut stream_free = vec![t; streams as usize];
@@ -134,21 +148,21 @@ pub fn write_kineto<W: Write>(spec: &KinetoSpec, out: W) -> io::Result<u64> {
             let k_start = stream_free[s].max(launch_start + 5_000) + gap;
             let k_dur = rng.range(10_000, 400_000);
             stream_free[s] = k_start + k_dur;
-            body.push(format!("{{\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"{kernel}\", \"pid\": 0, \"tid\": {}, \"ts\": {}, \"dur\": {}, \"args\": {{\"External id\": {ext}, \"correlation\": {corr}, \"device\": 0, \"stream\": {}, \"grid\": [128, 1, 1], \"block\": [256, 1, 1]}}}}", 7 + s, us(k_start), us(k_dur), 7 + s));
+            body.push(format!("{{\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"{kernel}\", \"pid\": {device}, \"tid\": {}, \"ts\": {}, \"dur\": {}, \"args\": {{\"External id\": {ext}, \"correlation\": {corr}, \"device\": {device}, \"stream\": {}, \"grid\": [128, 1, 1], \"block\": [256, 1, 1]}}}}", 7 + s, us(k_start), us(k_dur), 7 + s));
             body.push(format!("{{\"ph\": \"s\", \"id\": {corr}, \"pid\": {pid}, \"tid\": {tid}, \"ts\": {}, \"cat\": \"ac2g\", \"name\": \"ac2g\"}}", us(launch_start)));
-            body.push(format!("{{\"ph\": \"f\", \"id\": {corr}, \"pid\": 0, \"tid\": {}, \"ts\": {}, \"cat\": \"ac2g\", \"name\": \"ac2g\", \"bp\": \"e\"}}", 7 + s, us(k_start)));
+            body.push(format!("{{\"ph\": \"f\", \"id\": {corr}, \"pid\": {device}, \"tid\": {}, \"ts\": {}, \"cat\": \"ac2g\", \"name\": \"ac2g\", \"bp\": \"e\"}}", 7 + s, us(k_start)));
             let op_end = launch_start + launch_dur + rng.range(500, 3_000);
             body.push(format!("{{\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"{name}\", \"pid\": {pid}, \"tid\": {tid}, \"ts\": {}, \"dur\": {}, \"args\": {{\"External id\": {ext}, \"Input Dims\": [[64, 1024], [1024, 1024]]}}}}", us(op_start), us(op_end - op_start)));
             if rng.chance(10) {
                 let bytes = rng.range(1 << 10, 1 << 24);
                 allocated += bytes;
-                body.push(format!("{{\"ph\": \"i\", \"cat\": \"cpu_instant_event\", \"s\": \"t\", \"name\": \"[memory]\", \"pid\": {pid}, \"tid\": {tid}, \"ts\": {}, \"args\": {{\"Device Type\": 1, \"Device Id\": 0, \"Addr\": {}, \"Bytes\": {bytes}, \"Total Allocated\": {allocated}, \"Total Reserved\": {}}}}}", us(op_end), rng.next_u64() >> 20, allocated + (1 << 28)));
+                body.push(format!("{{\"ph\": \"i\", \"cat\": \"cpu_instant_event\", \"s\": \"t\", \"name\": \"[memory]\", \"pid\": {pid}, \"tid\": {tid}, \"ts\": {}, \"args\": {{\"Device Type\": 1, \"Device Id\": {device}, \"Addr\": {}, \"Bytes\": {bytes}, \"Total Allocated\": {allocated}, \"Total Reserved\": {}}}}}", us(op_end), rng.next_u64() >> 20, allocated + (1 << 28)));
             }
             if rng.chance(5) {
                 let m_start = stream_free[s] + rng.range(1_000, 10_000);
                 let m_dur = rng.range(5_000, 50_000);
                 stream_free[s] = m_start + m_dur;
-                body.push(format!("{{\"ph\": \"X\", \"cat\": \"gpu_memcpy\", \"name\": \"Memcpy DtoH (Device -> Pinned)\", \"pid\": 0, \"tid\": {}, \"ts\": {}, \"dur\": {}, \"args\": {{\"device\": 0, \"stream\": {}, \"bytes\": {}}}}}", 7 + s, us(m_start), us(m_dur), 7 + s, rng.range(1 << 10, 1 << 22)));
+                body.push(format!("{{\"ph\": \"X\", \"cat\": \"gpu_memcpy\", \"name\": \"Memcpy DtoH (Device -> Pinned)\", \"pid\": {device}, \"tid\": {}, \"ts\": {}, \"dur\": {}, \"args\": {{\"device\": {device}, \"stream\": {}, \"bytes\": {}}}}}", 7 + s, us(m_start), us(m_dur), 7 + s, rng.range(1 << 10, 1 << 22)));
             }
             cursor = op_end + rng.range(1_000, 10_000);
         }
@@ -189,5 +203,38 @@ mod tests {
         let mut c = Vec::new();
         write_kineto(&other, &mut c).unwrap();
         assert_ne!(a, c);
+    }
+
+    #[test]
+    fn each_rank_has_its_own_events_gpu_and_distributed_info() {
+        let spec = KinetoSpec {
+            seed: 3,
+            events: 500,
+            streams: 2,
+            ops_per_step: 0,
+        };
+        let mut one = Vec::new();
+        write_kineto(&spec, &mut one).unwrap();
+        let mut rank0 = Vec::new();
+        write_kineto_rank(&spec, 0, 1, &mut rank0).unwrap();
+        assert_eq!(one, rank0, "a one-process job is rank 0 of 1");
+        let mut rank9 = Vec::new();
+        write_kineto_rank(&spec, 9, 16, &mut rank9).unwrap();
+        let doc: serde_json::Value = serde_json::from_slice(&rank9).unwrap();
+        assert_eq!(doc["distributedInfo"]["rank"], 9);
+        assert_eq!(doc["distributedInfo"]["world_size"], 16);
+        let kernels: Vec<&serde_json::Value> = doc["traceEvents"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|e| e["cat"] == "kernel")
+            .collect();
+        assert!(!kernels.is_empty());
+        assert!(
+            kernels
+                .iter()
+                .all(|k| k["pid"] == 1 && k["args"]["device"] == 1)
+        );
+        assert_ne!(rank0, rank9);
     }
 }

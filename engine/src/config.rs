@@ -55,6 +55,10 @@ pub struct ImportConfig {
     /// Most objects one `s3://…/prefix/` (or `gs://`, `az://`) import may
     /// fetch; a larger prefix is refused before a byte is read.
     pub max_remote_objects: u64,
+    /// How many of one import's inputs (the rank files of a folder or
+    /// prefix, several paths) are stored and extracted at once; 0 = one
+    /// per core, at most 8. They share `events_in_memory`.
+    pub parallel_inputs: u64,
 }
 
 impl Default for LimitsConfig {
@@ -91,6 +95,7 @@ impl Default for ImportConfig {
             events_in_memory: flameox_extractors::api::DEFAULT_SPILL_AFTER_EVENTS as u64,
             timeout_seconds: 3600,
             max_remote_objects: 10_000,
+            parallel_inputs: 0,
         }
     }
 }

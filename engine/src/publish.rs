@@ -46,7 +46,7 @@ pub fn publish_extraction(
     run_id: &str,
     extract: impl FnOnce(&mut dyn BatchSink, &Path) -> Result<ExtractionSummary>,
 ) -> Result<PublishOutcome> {
-    let staged = stage_extraction(ws, operation, run_id, extract)?;
+    let staged = stage_extraction(ws, operation, run_id, None, extract)?;
     let mut outcomes = commit_staged(ws, vec![staged])?;
     outcomes
         .pop()
@@ -88,9 +88,9 @@ pub fn stage_extraction(
     ws: &Workspace,
     operation: OperationKey,
     run_id: &str,
+    within: Option<&Arc<StagingArea>>,
     extract: impl FnOnce(&mut dyn BatchSink, &Path) -> Result<ExtractionSummary>,
 ) -> Result<StagedGeneration> {
-    let _ = clean_abandoned(ws);
     let digest = operation.digest();
     let before = catalog::pin_head(ws)?;
     if let Some(existing) = before.find_operation(&digest) {
@@ -98,7 +98,7 @@ pub fn stage_extraction(
             &before, existing,
         ))));
     }
-    let mut staging = start_staging(ws)?;
+    let mut staging = start_staging(ws, within)?;
     let summary = extract(&mut staging.sink, staging.area.dir())?;
     finish_staging(staging, operation, digest, run_id, summary)
 }
@@ -112,10 +112,10 @@ pub fn stage_extraction_with_late_id(
     mut operation: OperationKey,
     id: Arc<LateArtifactId>,
     run_id: &str,
+    within: Option<&Arc<StagingArea>>,
     extract: impl FnOnce(&mut dyn BatchSink, &Path) -> Result<ExtractionSummary>,
 ) -> Result<StagedGeneration> {
-    let _ = clean_abandoned(ws);
-    let mut staging = start_staging(ws)?;
+    let mut staging = start_staging(ws, within)?;
     let mut stamping = LateIdSink::new(&mut staging.sink, id);
     let summary = extract(&mut stamping, staging.area.dir())?;
     operation.artifact_id = stamping
@@ -138,9 +138,18 @@ struct Staging {
     sink: BackgroundParquetSink,
 }
 
-fn start_staging(ws: &Workspace) -> Result<Staging> {
+/// The generation's folder is `within` an import's shared staging folder,
+/// or its own under `staging/` (after removing dead writers' folders).
+fn start_staging(ws: &Workspace, within: Option<&Arc<StagingArea>>) -> Result<Staging> {
     let generation_id = uuid::Uuid::now_v7().to_string();
-    let area = StagingArea::create(ws, &format!("generation-{generation_id}"))?;
+    let name = format!("generation-{generation_id}");
+    let area = match within {
+        Some(parent) => StagingArea::create_within(parent, &name)?,
+        None => {
+            let _ = clean_abandoned(ws);
+            StagingArea::create(ws, &name)?
+        }
+    };
     let sink = BackgroundParquetSink::new(area.dir())
         .map_err(|e| wrapped_io_error("starting the Parquet writer", &*e))?;
     Ok(Staging {

@@ -8,6 +8,7 @@
 use std::collections::BTreeMap;
 use std::fs::{self, File};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::sync::mpsc::{SyncSender, sync_channel};
 use std::thread::JoinHandle;
 
@@ -32,7 +33,17 @@ pub const FILE_ROWS: u64 = 8 * 1024 * 1024;
 #[derive(Debug)]
 pub struct StagingArea {
     dir: PathBuf,
-    _lock: FileLock,
+    _held: Held,
+}
+
+/// What keeps a staging folder from the cleaner.
+#[derive(Debug)]
+enum Held {
+    /// Its own lock (a folder directly under `staging/`).
+    Lock { _lock: FileLock },
+    /// The lock of the folder it lies in (one import's many generations
+    /// share one lock: open files stay bounded however many ranks).
+    Within { _parent: Arc<StagingArea> },
 }
 
 impl StagingArea {
@@ -52,12 +63,28 @@ impl StagingArea {
                     .map_err(|e| io_error("naming a staging folder", e))
             });
         match named {
-            Ok(lock) => Ok(StagingArea { dir, _lock: lock }),
+            Ok(lock) => Ok(StagingArea {
+                dir,
+                _held: Held::Lock { _lock: lock },
+            }),
             Err(err) => {
                 let _ = fs::remove_dir_all(&building);
                 Err(err)
             }
         }
+    }
+
+    /// Creates `<parent>/<name>`, kept from the cleaner by the parent's
+    /// lock (which it holds on to) and removed on drop like any area.
+    pub fn create_within(parent: &Arc<StagingArea>, name: &str) -> Result<StagingArea> {
+        let dir = parent.dir.join(name);
+        fs::create_dir(&dir).map_err(|e| io_error("creating a staging folder", e))?;
+        Ok(StagingArea {
+            dir,
+            _held: Held::Within {
+                _parent: Arc::clone(parent),
+            },
+        })
     }
 
     pub fn dir(&self) -> &Path {

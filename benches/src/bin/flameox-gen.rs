@@ -4,6 +4,9 @@
 //! - `kineto --seed S --events N --streams K [--ops-per-step M]`:
 //!   Kineto-shaped Chrome JSON (M: mean operators per `ProfilerStep`,
 //!   default 20..60 per step).
+//! - `kineto-job --ranks R [kineto options] --out DIR`: one Kineto file
+//!   per rank of an R-process job (`rank<r>.pt.trace.json`, each with its
+//!   own seed, GPU and `distributedInfo`), as a multi-GPU run leaves them.
 //! - `perfetto --seed S --bytes N --threads K --samples M`: Perfetto
 //!   SDK-shaped protobuf; M `perf_sample`s per round of K × 64 thread packets.
 //! - `nsys --seed S --events N --threads K --streams M --gpus G`: an Nsight
@@ -19,12 +22,13 @@ use std::path::Path;
 use std::process::ExitCode;
 
 use flameox_benches::folded::{FoldedSpec, write_folded};
-use flameox_benches::kineto::{KinetoSpec, write_kineto};
+use flameox_benches::kineto::{KinetoSpec, write_kineto, write_kineto_rank};
 use flameox_benches::nsight::{NsightSpec, write_nsight};
 use flameox_benches::perfetto::{PerfettoSpec, write_perfetto};
 use flameox_benches::pprof::{PprofKind, PprofSpec, write_pprof};
 
 const USAGE: &str = "usage: flameox-gen kineto [--seed S] [--events N] [--streams K] [--ops-per-step M] --out FILE\n       \
+     flameox-gen kineto-job --ranks R [--seed S] [--events N] [--streams K] [--ops-per-step M] --out DIR\n       \
      flameox-gen perfetto [--seed S] [--bytes N] [--threads K] [--samples M] --out FILE\n       \
      flameox-gen nsys [--seed S] [--events N] [--threads K] [--streams M] [--gpus G] --out FILE\n       \
      flameox-gen folded [--seed S] [--events N] [--roots R] [--depth D] --out FILE\n       \
@@ -43,6 +47,7 @@ struct Options {
     roots: u64,
     depth: u64,
     heap: bool,
+    ranks: u64,
     out: Option<String>,
 }
 
@@ -59,6 +64,7 @@ fn parse(args: &[String]) -> Result<Options, String> {
         roots: 8,
         depth: 40,
         heap: false,
+        ranks: 8,
         out: None,
     };
     let mut i = 0;
@@ -76,6 +82,7 @@ fn parse(args: &[String]) -> Result<Options, String> {
             ("--gpus", Ok(v)) => o.gpus = v,
             ("--roots", Ok(v)) => o.roots = v,
             ("--depth", Ok(v)) => o.depth = v,
+            ("--ranks", Ok(v)) if v > 0 => o.ranks = v,
             ("--kind", _) if value == "cpu" || value == "heap" => o.heap = value == "heap",
             ("--out", _) => o.out = Some(value),
             (flag, _) => return Err(format!("unknown or malformed option {flag}")),
@@ -107,6 +114,7 @@ fn generate(format: &str, o: &Options, path: &str) -> Result<String, String> {
         )
         .map(|n| format!("{n} events"))
         .map_err(fail),
+        "kineto-job" => write_job(o, Path::new(path)),
         "perfetto" => write_perfetto(
             &PerfettoSpec {
                 seed: o.seed,
@@ -172,6 +180,25 @@ fn generate(format: &str, o: &Options, path: &str) -> Result<String, String> {
         }
         other => Err(format!("unknown format {other}\n{USAGE}")),
     }
+}
+
+/// Writes one Kineto file per rank into `dir` (created if missing).
+fn write_job(o: &Options, dir: &Path) -> Result<String, String> {
+    std::fs::create_dir_all(dir).map_err(|e| format!("creating {} failed: {e}", dir.display()))?;
+    let spec = KinetoSpec {
+        seed: o.seed,
+        events: o.events,
+        streams: o.streams,
+        ops_per_step: o.ops_per_step,
+    };
+    let mut events = 0;
+    for rank in 0..o.ranks {
+        let file = dir.join(format!("rank{rank}.pt.trace.json"));
+        let fail = |e: std::io::Error| format!("writing {} failed: {e}", file.display());
+        let out = BufWriter::with_capacity(1 << 20, std::fs::File::create(&file).map_err(fail)?);
+        events += write_kineto_rank(&spec, rank, o.ranks, out).map_err(fail)?;
+    }
+    Ok(format!("{} rank files, {events} events", o.ranks))
 }
 
 fn main() -> ExitCode {

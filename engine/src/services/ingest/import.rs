@@ -4,13 +4,16 @@
 //! One call may import several artifacts into ONE run (several paths, or a
 //! folder of trace files such as one Kineto file per rank; see
 //! [`crate::services::import_plan`]). Then it is all or nothing: every artifact is
-//! extracted into staging first, the run is recorded only once all of them
+//! extracted into staging first (a few at once, [`super::input_workers`],
+//! inside the import's one staging folder), the run is recorded only once all of them
 //! succeeded, and their generations are published in one commit. A single
 //! file keeps the original behaviour: its run is recorded before extraction
 //! and marked failed (with the error) if extraction fails.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use flameox_extractors::detect::FormatKind;
 use flameox_extractors::formats::{Extractor, Reading, format};
@@ -35,7 +38,9 @@ use crate::services::import_plan::{
     AUTO, InputShape, PlannedInput, check_run_labels, extract_error, extractor_of, for_input,
     input_limits, plan_inputs, stamps_run_labels,
 };
+use crate::services::ingest::input_workers::{ByteTally, InputBytes, each_input, worker_count};
 use crate::services::ingest::remote_fetch::fetch_remote_inputs;
+use crate::staging::{StagingArea, clean_abandoned};
 use crate::store::{self, ArtifactRecord};
 use crate::store_in_flight::{IdTiming, StoringFile, begin_store_file};
 use crate::workspace::Workspace;
@@ -133,12 +138,12 @@ struct OnlyArtifact<'a> {
 
 /// Reports progress in stored (compressed) bytes, read from the input
 /// stream's own counter, so a gzipped artifact's bar ends at its size;
-/// artifacts before this one count as done.
+/// inputs extracted at the same time add up in one tally.
 struct ObserverAdapter<'a> {
     progress: &'a dyn ImportProgress,
-    done_before: u64,
-    size: u64,
-    total: u64,
+    /// Another input of the import failed.
+    stop: &'a AtomicBool,
+    bytes_read: &'a InputBytes<'a>,
     /// `None` for path-based extractors (SQLite, export folders), which
     /// report file bytes.
     stored_bytes_read: Option<std::sync::Arc<std::sync::atomic::AtomicU64>>,
@@ -150,11 +155,10 @@ impl ExtractObserver for ObserverAdapter<'_> {
             Some(counter) => counter.load(std::sync::atomic::Ordering::Relaxed),
             None => read,
         };
-        self.progress
-            .bytes(self.done_before + done.min(self.size), self.total);
+        self.bytes_read.read_to(done);
     }
     fn cancelled(&self) -> bool {
-        self.progress.cancelled()
+        self.progress.cancelled() || self.stop.load(Ordering::SeqCst)
     }
 }
 
@@ -285,16 +289,52 @@ struct ImportCall<'a> {
     variant: Option<String>,
     parameters: BTreeMap<String, String>,
     progress: &'a dyn ImportProgress,
-    total_bytes: u64,
+    /// Trace events each extraction may hold (the import's budget shared
+    /// by the inputs extracted at once).
+    events_in_memory: usize,
+    /// Set once any input failed: the others stop as if cancelled.
+    stop: &'a AtomicBool,
+    /// The import's one locked staging folder its generations are staged
+    /// in (several inputs), or `None` for a folder of their own each.
+    staging: Option<Arc<StagingArea>>,
+}
+
+/// What became of one input: its extraction and its stored copy.
+struct InputOutcome {
+    extracted: Result<StagedGeneration>,
+    stored: Result<ArtifactRecord>,
 }
 
 impl ImportCall<'_> {
+    /// Stores (already begun, or failed to begin) and extracts one input.
+    fn store_and_stage(
+        &self,
+        input: &PlannedInput,
+        storing: Result<StoringFile>,
+        tally: &ByteTally<'_>,
+    ) -> InputOutcome {
+        let mut storing = match storing {
+            Ok(storing) => storing,
+            Err(err) => {
+                return InputOutcome {
+                    extracted: Err(err.clone()),
+                    stored: Err(err),
+                };
+            }
+        };
+        let bytes_read = InputBytes::new(tally, storing.record().bytes);
+        let extracted = self.stage(input, &mut storing, &bytes_read);
+        let stored = storing.finish(self.ws);
+        bytes_read.finished();
+        InputOutcome { extracted, stored }
+    }
+
     /// Extracts one stored artifact into staging.
     fn stage(
         &self,
         input: &PlannedInput,
         storing: &mut StoringFile,
-        done_before: u64,
+        bytes_read: &InputBytes<'_>,
     ) -> Result<StagedGeneration> {
         let bytes = storing.record().bytes;
         let (payload, late_id) = match storing {
@@ -343,22 +383,27 @@ impl ImportCall<'_> {
         let extract = |sink: &mut dyn BatchSink, spill_dir: &Path| {
             let mut options = options.clone();
             options.spill_dir = Some(spill_dir.to_path_buf());
-            options.spill_after_events =
-                usize::try_from(self.ws.config.import.events_in_memory).unwrap_or(usize::MAX);
+            options.spill_after_events = self.events_in_memory;
             let observer = ObserverAdapter {
                 progress: self.progress,
-                done_before,
-                size: record.bytes,
-                total: self.total_bytes,
+                stop: self.stop,
+                bytes_read,
                 stored_bytes_read: None,
             };
             run_extractor(self.ws, input.kind, payload, &options, sink, observer)
         };
         match late_id {
             Some(id) => {
-                stage_extraction_with_late_id(self.ws, operation, id, &self.run_id, extract)
+                let within = self.staging.as_ref();
+                stage_extraction_with_late_id(self.ws, operation, id, &self.run_id, within, extract)
             }
-            None => stage_extraction(self.ws, operation, &self.run_id, extract),
+            None => stage_extraction(
+                self.ws,
+                operation,
+                &self.run_id,
+                self.staging.as_ref(),
+                extract,
+            ),
         }
     }
 }
@@ -415,9 +460,12 @@ fn import_within(
             e
         }
     };
-    let mut storing = Vec::with_capacity(inputs.len());
-    for input in &inputs {
-        storing.push(store_input(ws, input).map_err(|e| named(e, input))?);
+    // One input is stored before its run is recorded (so a failed
+    // extraction is recorded with it); several are stored by the workers
+    // as they reach them: threads and open files stay bounded.
+    let mut first = None;
+    if !several && let Some(input) = inputs.first() {
+        first = Some(store_input(ws, input)?);
     }
     let mut run = RunManifest::new_import();
     // Held until the run's status is final: listings tell a killed import.
@@ -427,19 +475,9 @@ fn import_within(
     run.parameters = request.parameters.clone();
     // Named from the start, so a failed import's run says where it read.
     note_sources(&mut run, &fetched.sources);
-    run.artifacts = inputs
-        .iter()
-        .zip(storing.iter().map(StoringFile::record))
-        .map(|(input, record)| RunArtifact {
-            artifact_id: record.artifact_id.clone(),
-            kind: input.kind.name().into(),
-            producer: None,
-            role: "input".into(),
-            original_name: record.original_name.clone(),
-            bytes: record.bytes,
-            metadata: BTreeMap::new(),
-        })
-        .collect();
+    if let (Some(storing), Some(input)) = (&first, inputs.first()) {
+        run.artifacts = vec![run_artifact(input, storing.record())];
+    }
     // One file: recorded now, so a failure (or a kill) stays visible as a
     // failed run. An id the copier computes says `sha256:pending` until
     // the copy ends and is filled in then.
@@ -449,6 +487,8 @@ fn import_within(
     }
 
     progress.phase("extracting");
+    let workers = worker_count(ws.config.import.parallel_inputs, inputs.len());
+    let stop = AtomicBool::new(false);
     let call = ImportCall {
         ws,
         run_id: run.run_id.clone(),
@@ -456,30 +496,75 @@ fn import_within(
         variant: request.variant.clone(),
         parameters: request.parameters.clone(),
         progress,
-        total_bytes: storing.iter().map(|s| s.record().bytes).sum(),
+        events_in_memory: usize::try_from(ws.config.import.events_in_memory / workers as u64)
+            .unwrap_or(usize::MAX)
+            .max(1),
+        stop: &stop,
+        staging: match several {
+            true => {
+                // Dead writers' folders go first, as before any staging.
+                let _ = clean_abandoned(ws);
+                let name = format!("import-{}", run.run_id);
+                Some(Arc::new(StagingArea::create(ws, &name)?))
+            }
+            false => None,
+        },
+    };
+    let tally = ByteTally::new(progress, inputs.iter().map(planned_bytes).sum());
+    let outcomes = match first {
+        Some(storing) => vec![Some(call.store_and_stage(&inputs[0], Ok(storing), &tally))],
+        None => each_input(
+            inputs.len(),
+            workers,
+            &stop,
+            |index| {
+                let input = &inputs[index];
+                call.store_and_stage(input, store_input(ws, input), &tally)
+            },
+            |outcome| outcome.extracted.is_err() || outcome.stored.is_err(),
+        ),
     };
     let mut staged = Vec::with_capacity(inputs.len());
     let mut records = Vec::with_capacity(inputs.len());
-    let mut done = 0;
-    for (index, (input, mut storing)) in inputs.iter().zip(storing).enumerate() {
-        let extracted = call.stage(input, &mut storing, done);
-        // The copy must be whole and verified before anything names it; a
-        // copy failure explains an extraction that saw the input end early.
-        let stored = storing.finish(ws);
-        if let (Ok(record), Some(artifact)) = (&stored, run.artifacts.get_mut(index)) {
+    let mut failures = Vec::new();
+    for (input, outcome) in inputs.iter().zip(outcomes) {
+        // Not started: another input failed first.
+        let Some(InputOutcome { extracted, stored }) = outcome else {
+            continue;
+        };
+        if let (Ok(record), Some(artifact)) = (&stored, run.artifacts.first_mut())
+            && !several
+        {
             artifact.artifact_id = record.artifact_id.clone();
         }
+        // The copy must be whole and verified before anything names it; a
+        // copy failure explains an extraction that saw the input end early.
         match (extracted, stored) {
             (Ok(s), Ok(record)) => {
-                done += record.bytes;
                 staged.push(s);
                 records.push(record);
             }
-            (_, Err(err)) | (Err(err), Ok(_)) => {
-                let err = progress.explain(named(err, input));
-                return Err(fail(ws, &mut run, recorded, err));
-            }
+            (_, Err(err)) | (Err(err), Ok(_)) => failures.push(named(err, input)),
         }
+    }
+    // The first input that failed on its own (not stopped by another's
+    // failure) explains the import.
+    let first_failure = match failures
+        .iter()
+        .position(|e| e.code != ErrorCode::OperationCancelled)
+    {
+        Some(at) => Some(failures.swap_remove(at)),
+        None => failures.into_iter().next(),
+    };
+    if let Some(err) = first_failure {
+        return Err(fail(ws, &mut run, recorded, progress.explain(err)));
+    }
+    if several {
+        run.artifacts = inputs
+            .iter()
+            .zip(&records)
+            .map(|(input, record)| run_artifact(input, record))
+            .collect();
     }
     // A cancel (or the deadline) that came after the last poll of the
     // extractors still stops the import before anything is published.
@@ -513,6 +598,28 @@ fn import_within(
 fn note_sources(run: &mut RunManifest, sources: &[String]) {
     if !sources.is_empty() {
         run.metadata.insert("source_urls".into(), json!(sources));
+    }
+}
+
+/// One input as the run lists it.
+fn run_artifact(input: &PlannedInput, record: &ArtifactRecord) -> RunArtifact {
+    RunArtifact {
+        artifact_id: record.artifact_id.clone(),
+        kind: input.kind.name().into(),
+        producer: None,
+        role: "input".into(),
+        original_name: record.original_name.clone(),
+        bytes: record.bytes,
+        metadata: BTreeMap::new(),
+    }
+}
+
+/// The bytes an input's extraction reads (what its progress counts to).
+fn planned_bytes(input: &PlannedInput) -> u64 {
+    let size = |path: &Path| std::fs::metadata(path).map_or(0, |m| m.len());
+    match &input.shape {
+        InputShape::File(path) => size(path),
+        InputShape::ExportDir { dir, files } => files.iter().map(|f| size(&dir.join(f))).sum(),
     }
 }
 
@@ -642,7 +749,8 @@ pub fn stage_file_for_run(
         .into_iter()
         .next()
         .ok_or_else(|| FlameoxError::internal("planning an input produced nothing"))?;
-    let mut storing = store_input(ws, &input)?;
+    let storing = store_input(ws, &input)?;
+    let stop = AtomicBool::new(false);
     let call = ImportCall {
         ws,
         run_id: run_id.to_owned(),
@@ -650,12 +758,15 @@ pub fn stage_file_for_run(
         variant: None,
         parameters: BTreeMap::new(),
         progress,
-        total_bytes: storing.record().bytes,
+        events_in_memory: usize::try_from(ws.config.import.events_in_memory).unwrap_or(usize::MAX),
+        stop: &stop,
+        staging: None,
     };
-    let extracted = call.stage(&input, &mut storing, 0);
+    let tally = ByteTally::new(progress, storing.record().bytes);
+    let outcome = call.store_and_stage(&input, Ok(storing), &tally);
     // Placed (and verified) before the caller can publish anything naming it.
-    let record = storing.finish(ws)?;
-    let staged = extracted?;
+    let record = outcome.stored?;
+    let staged = outcome.extracted?;
     let summary = staged.summary();
     Ok(StagedForRun {
         artifact: RunArtifact {

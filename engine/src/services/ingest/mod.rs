@@ -7,4 +7,5 @@ pub mod import_deadline;
 pub mod import_plan;
 pub mod import_progress;
 pub mod import_totals;
+pub mod input_workers;
 pub mod remote_fetch;

@@ -398,7 +398,7 @@ fn stage_receipt(
         options: json!({}),
     };
     let options = ExtractOptions::new(run_id, artifact_id);
-    stage_extraction(ws, operation, run_id, |sink, _| {
+    stage_extraction(ws, operation, run_id, None, |sink, _| {
         extract_execution_receipt(bytes, &options, sink)
             .map_err(|e| extract_error(e, "execution_receipt"))
     })
