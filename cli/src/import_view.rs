@@ -4,7 +4,9 @@
 
 use std::collections::BTreeMap;
 
+use flameox_engine::operations::command_line::command_line;
 use flameox_engine::services::import::ImportResult;
+use flameox_engine::services::inventory::ARTIFACTS_LISTED;
 
 use crate::render::{self, thousands};
 
@@ -34,14 +36,14 @@ pub(crate) fn render_import(r: &ImportResult) -> String {
     let mut out = if r.artifacts.len() > 1 {
         let mut out = format!(
             "imported {} artifacts ({}) as run {}\n  {} events, {} tracks{}\n",
-            r.artifacts.len(),
+            r.artifacts_total.max(r.artifacts.len()),
             render::bytes(r.bytes),
             r.run_id,
             events(&r.rows),
             r.tracks,
             reused(r.reused_generation)
         );
-        for a in &r.artifacts {
+        for a in r.artifacts.iter().take(ARTIFACTS_LISTED) {
             out += &format!(
                 "  {} ({}, {}, {}): artifact {}, {} events{}\n",
                 a.original_name,
@@ -51,6 +53,13 @@ pub(crate) fn render_import(r: &ImportResult) -> String {
                 a.artifact_id,
                 events(&a.rows),
                 reused(a.reused_generation)
+            );
+        }
+        if let Some(more) = &r.more_artifacts {
+            out += &format!(
+                "  … {} more: {}\n",
+                r.artifacts_total.saturating_sub(ARTIFACTS_LISTED),
+                command_line(&more.operation, &more.arguments)
             );
         }
         out

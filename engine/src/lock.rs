@@ -58,6 +58,25 @@ impl FileLock {
     }
 }
 
+impl FileLock {
+    /// [`Self::try_acquire`] of a lock file that must already exist: never
+    /// creates it, so a cleaner cannot put a lock file back into a folder
+    /// its owner is removing. `Ok(None)` when the lock is held or the file
+    /// is gone.
+    pub fn try_acquire_existing(path: &Path) -> Result<Option<FileLock>> {
+        let file = match OpenOptions::new().write(true).open(path) {
+            Ok(file) => file,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(io_error("opening a workspace lock", e)),
+        };
+        match file.try_lock() {
+            Ok(()) => Ok(Some(FileLock { file })),
+            Err(TryLockError::WouldBlock) => Ok(None),
+            Err(TryLockError::Error(e)) => Err(io_error("taking a workspace lock", e)),
+        }
+    }
+}
+
 impl Drop for FileLock {
     fn drop(&mut self) {
         let _ = self.file.unlock();

@@ -91,6 +91,7 @@ pub fn stage_extraction(
     within: Option<&Arc<StagingArea>>,
     extract: impl FnOnce(&mut dyn BatchSink, &Path) -> Result<ExtractionSummary>,
 ) -> Result<StagedGeneration> {
+    clean_before_staging(ws, within);
     let digest = operation.digest();
     let before = catalog::pin_head(ws)?;
     if let Some(existing) = before.find_operation(&digest) {
@@ -115,6 +116,7 @@ pub fn stage_extraction_with_late_id(
     within: Option<&Arc<StagingArea>>,
     extract: impl FnOnce(&mut dyn BatchSink, &Path) -> Result<ExtractionSummary>,
 ) -> Result<StagedGeneration> {
+    clean_before_staging(ws, within);
     let mut staging = start_staging(ws, within)?;
     let mut stamping = LateIdSink::new(&mut staging.sink, id);
     let summary = extract(&mut stamping, staging.area.dir())?;
@@ -138,17 +140,22 @@ struct Staging {
     sink: BackgroundParquetSink,
 }
 
+/// Removes dead writers' staging folders, as every writer does first; an
+/// import staging `within` its own folder did so when it made that folder.
+fn clean_before_staging(ws: &Workspace, within: Option<&Arc<StagingArea>>) {
+    if within.is_none() {
+        let _ = clean_abandoned(ws);
+    }
+}
+
 /// The generation's folder is `within` an import's shared staging folder,
-/// or its own under `staging/` (after removing dead writers' folders).
+/// or its own under `staging/`.
 fn start_staging(ws: &Workspace, within: Option<&Arc<StagingArea>>) -> Result<Staging> {
     let generation_id = uuid::Uuid::now_v7().to_string();
     let name = format!("generation-{generation_id}");
     let area = match within {
         Some(parent) => StagingArea::create_within(parent, &name)?,
-        None => {
-            let _ = clean_abandoned(ws);
-            StagingArea::create(ws, &name)?
-        }
+        None => StagingArea::create(ws, &name)?,
     };
     let sink = BackgroundParquetSink::new(area.dir())
         .map_err(|e| wrapped_io_error("starting the Parquet writer", &*e))?;

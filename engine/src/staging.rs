@@ -129,11 +129,8 @@ pub fn clean_abandoned(ws: &Workspace) -> Result<usize> {
             continue;
         }
         let lock_path = path.join(".lock");
-        let free = if lock_path.exists() {
-            FileLock::try_acquire(&lock_path)?
-        } else {
-            None
-        };
+        // Never creates the lock file: its owner may be removing the folder.
+        let free = FileLock::try_acquire_existing(&lock_path)?;
         if free.is_some() || !lock_path.exists() {
             drop(free);
             if fs::remove_dir_all(&path).is_ok() {

@@ -6,6 +6,8 @@
 //! the process may open files still imports (inputs are stored as the
 //! workers reach them, not all at once).
 
+mod support;
+
 use std::path::Path;
 use std::process::Command;
 
@@ -133,17 +135,53 @@ fn more_rank_files_than_open_files_allowed_still_import() {
         )
     });
     assert_eq!(out.status.code(), Some(0), "{imported}");
-    assert_eq!(
-        imported["artifacts"].as_array().map(Vec::len),
-        Some(ranks as usize)
-    );
+    assert_eq!(project.staging_entries(), 0);
+    // The answer lists the first 20 artifacts and says how to page them all.
+    assert_eq!(imported["artifacts_total"], ranks);
+    assert_eq!(imported["artifacts"].as_array().map(Vec::len), Some(20));
     let run = imported["run_id"].as_str().expect("run");
+    assert_eq!(imported["more_artifacts"]["operation"], "list_artifacts");
+    assert_eq!(imported["more_artifacts"]["arguments"]["run"], run);
     let shown = project.json(&["runs", "show", run]);
     assert_eq!(
         shown["metadata"]["ranks"],
         serde_json::json!((0..ranks).collect::<Vec<_>>())
     );
-    assert_eq!(project.staging_entries(), 0);
+    assert_eq!(shown["artifacts_total"], ranks);
+    assert_eq!(shown["artifacts"].as_array().map(Vec::len), Some(20));
+    assert_eq!(shown["generations_total"], ranks);
+    let shown_bytes = serde_json::to_vec(&shown).expect("json").len();
+    assert!(shown_bytes < 40_000, "runs show is {shown_bytes} bytes");
+    // Paged in run order, each row with its rank.
+    let mut ranks_listed = Vec::new();
+    let mut names = Vec::new();
+    let mut cursor: Option<String> = None;
+    loop {
+        let mut args = vec!["artifacts", "list", "--run", run, "--limit", "100"];
+        if let Some(c) = &cursor {
+            args.extend(["--cursor", c.as_str()]);
+        }
+        let page = project.json(&args);
+        assert_eq!(page["total"], ranks, "{page}");
+        for row in page["items"].as_array().expect("items") {
+            ranks_listed.push(row["rank"].as_u64().expect("rank"));
+            names.push(row["original_name"].as_str().expect("name").to_owned());
+        }
+        match page["next_cursor"].as_str() {
+            Some(c) => cursor = Some(c.to_owned()),
+            None => break,
+        }
+    }
+    assert_eq!(ranks_listed, (0..ranks).collect::<Vec<_>>());
+    assert_eq!(names[7], "rank0007.pt.trace.json");
+    // The whole workspace's listing is another listing: its cursor is refused here.
+    let all = project.json(&["artifacts", "list", "--limit", "5"]);
+    let foreign = all["next_cursor"].as_str().expect("more than 5 artifacts");
+    project.json_err(
+        &["artifacts", "list", "--run", run, "--cursor", foreign],
+        "STALE_CURSOR",
+        7,
+    );
 }
 
 /// A folder import killed while its ranks are staged (two at once) leaves
@@ -198,4 +236,62 @@ fn a_killed_rank_parallel_import_leaves_nothing_the_next_writer_keeps() {
     );
     let report = project.json(&["validate", "--full"]);
     assert_eq!(report["ok"], true, "{report}");
+}
+
+/// An agent imports a 48-rank job and follows the answer: the import and
+/// `get_run` answers stay small (20 artifacts listed, 21 resource links),
+/// and the `more_artifacts` call it was handed pages every rank in order.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_agent_pages_a_many_rank_run_with_the_call_it_was_handed() {
+    use support::mcp::{Session, structured};
+    let project = Project::new();
+    // An agent reads inside its project.
+    let job = project.path().join("ranks");
+    std::fs::create_dir(&job).expect("job folder");
+    let ranks = 48;
+    write_job(&job, ranks, 300);
+    let mut s = Session::start(project.path(), &[]).await;
+    let imported = s
+        .ok("import_artifact", serde_json::json!({ "path": "ranks" }))
+        .await;
+    assert_eq!(imported["artifacts_total"], ranks);
+    assert_eq!(imported["artifacts"].as_array().map(Vec::len), Some(20));
+    let import_bytes = serde_json::to_vec(&imported).expect("json").len();
+    assert!(
+        import_bytes < 30_000,
+        "import answer is {import_bytes} bytes"
+    );
+    let run = imported["run_id"].as_str().expect("run").to_owned();
+    let shown = s
+        .call("get_run", serde_json::json!({ "target": run }))
+        .await;
+    let links = shown
+        .content
+        .iter()
+        .filter(|c| c.as_resource_link().is_some())
+        .count();
+    assert_eq!(links, 21, "the run and its first 20 artifacts");
+    let shown = structured(&shown);
+    assert_eq!(shown["result"]["artifacts_total"], ranks, "{shown}");
+    // The handed call, as given, then its cursor.
+    let more = &imported["more_artifacts"];
+    let mut args = more["arguments"].clone();
+    let mut listed = Vec::new();
+    loop {
+        let page = s
+            .ok(more["operation"].as_str().expect("op"), args.clone())
+            .await;
+        listed.extend(
+            page["items"]
+                .as_array()
+                .expect("items")
+                .iter()
+                .map(|row| row["rank"].as_u64().expect("rank")),
+        );
+        match page["next_cursor"].as_str() {
+            Some(c) => args["cursor"] = serde_json::json!(c),
+            None => break,
+        }
+    }
+    assert_eq!(listed, (0..ranks).collect::<Vec<_>>());
 }

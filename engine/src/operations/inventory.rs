@@ -35,6 +35,21 @@ pub struct PageRequest {
     pub cursor: Option<String>,
 }
 
+/// A page of stored artifacts, or of one run's.
+#[derive(Debug, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ArtifactsRequest {
+    /// Only this run's artifacts (run id, prefix or latest), in run order.
+    #[schemars(length(min = 1, max = 200))]
+    pub run: Option<String>,
+    /// Rows per page (default 20).
+    #[schemars(range(min = 1, max = 1000))]
+    pub limit: Option<usize>,
+    /// next_cursor of the previous page.
+    #[schemars(length(min = 1, max = 4096))]
+    pub cursor: Option<String>,
+}
+
 /// One run.
 #[derive(Debug, Default, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -125,10 +140,10 @@ pub(super) static OPERATIONS: &[Operation] = &[
         name: "list_artifacts",
         cli: &["artifacts", "list"],
         title: "List artifacts",
-        description: "Stored artifacts (id, kind, size, name), paged. No bytes.",
+        description: "Stored artifacts (id, kind, size, name), or one run's in order with ranks; paged. No bytes.",
         group: Group::ReadOnly,
         positional: &[],
-        schema: input_schema::<PageRequest>,
+        schema: input_schema::<ArtifactsRequest>,
         run: Body::Query(run_list_artifacts),
         rows: "items",
         columns: &[
@@ -136,6 +151,7 @@ pub(super) static OPERATIONS: &[Operation] = &[
             col("kind", "kind", Cell::Text),
             col("size", "bytes", Cell::Bytes),
             col("name", "original_name", Cell::Text),
+            col("rank", "rank", Cell::Integer),
         ],
         terminal: &[],
     },
@@ -216,21 +232,19 @@ fn run_get_run<'a>(qc: &'a QueryContext<'a>, args: Value) -> AnswerFuture<'a> {
     Box::pin(async move {
         let req: RunRequest = decode(args)?;
         let run = inventory::show_run(qc.ws, &req.target)?;
-        let mut answer = Answer::new(format!("run {}", run.run_id), to_value(&run)?);
-        answer.links.push(format!("flameox://runs/{}", run.run_id));
-        for artifact in &run.artifacts {
-            answer
-                .links
-                .push(format!("flameox://artifacts/{}", artifact.artifact_id));
-        }
-        Ok(answer)
+        let artifacts = run.run.artifacts.iter().map(|a| &a.artifact_id);
+        Ok(
+            Answer::new(format!("run {}", run.run.run_id), to_value(&run)?)
+                .link_run(&run.run.run_id, artifacts),
+        )
     })
 }
 
 fn run_list_artifacts<'a>(qc: &'a QueryContext<'a>, args: Value) -> AnswerFuture<'a> {
     Box::pin(async move {
-        let req: PageRequest = decode(args)?;
-        let page = inventory::list_artifacts(qc.ws, req.limit, req.cursor.as_deref())?;
+        let req: ArtifactsRequest = decode(args)?;
+        let page =
+            inventory::list_artifacts(qc.ws, req.run.as_deref(), req.limit, req.cursor.as_deref())?;
         Ok(Answer::new(
             format!("{} of {} artifacts", page.returned, page.total),
             to_value(&page)?,

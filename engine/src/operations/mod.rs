@@ -39,6 +39,7 @@ use serde_json::Value;
 
 use crate::error::{FlameoxError, Result};
 use crate::services::QueryContext;
+use crate::services::inventory::ARTIFACTS_LISTED;
 
 pub use session::Session;
 
@@ -146,9 +147,9 @@ impl Answer {
         artifact_ids: impl IntoIterator<Item = &'a String>,
     ) -> Answer {
         self.links.push(format!("flameox://runs/{run_id}"));
-        for artifact in artifact_ids {
-            self.links.push(format!("flameox://artifacts/{artifact}"));
-        }
+        let listed = artifact_ids.into_iter().take(ARTIFACTS_LISTED);
+        self.links
+            .extend(listed.map(|artifact| format!("flameox://artifacts/{artifact}")));
         self
     }
 
@@ -157,9 +158,9 @@ impl Answer {
         if let Some(run) = &scope.run_id {
             self.links.push(format!("flameox://runs/{run}"));
         }
-        for artifact in &scope.artifact_ids {
-            self.links.push(format!("flameox://artifacts/{artifact}"));
-        }
+        let listed = scope.artifact_ids.iter().take(ARTIFACTS_LISTED);
+        self.links
+            .extend(listed.map(|artifact| format!("flameox://artifacts/{artifact}")));
         self
     }
 }

@@ -44,6 +44,14 @@ use crate::runs;
 use crate::store;
 use crate::workspace::Workspace;
 
+/// A next call: the operation and its arguments (each transport renders it).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct NextCall {
+    pub operation: String,
+    pub arguments: Value,
+    pub why: String,
+}
+
 /// Whether an answer is complete, and what to do when it is not.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct EvidenceStatus {

@@ -13,36 +13,28 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::AtomicBool;
 
+use flameox_extractors::Limitation;
+#[cfg(doc)]
 use flameox_extractors::detect::FormatKind;
-use flameox_extractors::formats::{Extractor, Reading, format};
-use flameox_extractors::input::{open_input, open_input_from};
-use flameox_extractors::stream_gaps::StreamGapsReducer;
-use flameox_extractors::stream_gaps_thread::ThreadedReducingSink;
-use flameox_extractors::{
-    BatchSink, ExtractObserver, ExtractOptions, ExtractionSummary, Limitation, SinkError,
-};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
-use crate::catalog::OperationKey;
+use super::input_extraction::{ImportCall, InputOutcome, store_input};
 use crate::error::{ErrorCode, FlameoxError, Result};
-use crate::publish::{
-    PublishOutcome, StagedGeneration, commit_staged, stage_extraction,
-    stage_extraction_with_late_id,
-};
+use crate::publish::{PublishOutcome, StagedGeneration, commit_staged};
 use crate::runs::{Collector, RunArtifact, RunManifest, save_run};
+use crate::services::NextCall;
 use crate::services::import_deadline::{DeadlineProgress, ImportDeadline};
 use crate::services::import_plan::{
-    AUTO, InputShape, PlannedInput, check_run_labels, extract_error, extractor_of, for_input,
-    input_limits, plan_inputs, stamps_run_labels,
+    AUTO, InputShape, PlannedInput, check_run_labels, extractor_of, for_input, plan_inputs,
 };
-use crate::services::ingest::input_workers::{ByteTally, InputBytes, each_input, worker_count};
+use crate::services::ingest::input_workers::{ByteTally, each_input, worker_count};
 use crate::services::ingest::remote_fetch::fetch_remote_inputs;
+use crate::services::inventory::{ARTIFACTS_LISTED, more_artifacts};
 use crate::staging::{StagingArea, clean_abandoned};
-use crate::store::{self, ArtifactRecord};
-use crate::store_in_flight::{IdTiming, StoringFile, begin_store_file};
+use crate::store::ArtifactRecord;
 use crate::workspace::Workspace;
 
 /// What `flameox import` / `import_artifact` asks.
@@ -96,22 +88,29 @@ pub struct ImportResult {
     pub tracks: u64,
     pub coverage: BTreeMap<String, bool>,
     pub limitations: Vec<Limitation>,
+    /// Each artifact (the first [`ARTIFACTS_LISTED`] when there are more;
+    /// `more_artifacts` pages them all).
     #[serde(serialize_with = "beyond_the_top_level", skip_deserializing)]
     pub artifacts: Vec<ImportedArtifact>,
+    #[serde(default)]
+    pub artifacts_total: usize,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub more_artifacts: Option<NextCall>,
     /// The URLs the artifacts were fetched from (no secrets), when any was
     /// remote; also in the run's metadata as `source_urls`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub sources: Vec<String>,
 }
 
-/// `artifacts` as answers show it: whole entries for several artifacts; for
-/// one, only the fields the top level does not repeat.
+/// `artifacts` as answers show it: whole entries for several artifacts (the
+/// first [`ARTIFACTS_LISTED`]); for one, only the fields the top level does
+/// not repeat.
 fn beyond_the_top_level<S: serde::Serializer>(
     artifacts: &[ImportedArtifact],
     out: S,
 ) -> std::result::Result<S::Ok, S::Error> {
     use serde::ser::SerializeSeq;
-    let mut seq = out.serialize_seq(Some(artifacts.len()))?;
+    let mut seq = out.serialize_seq(Some(artifacts.len().min(ARTIFACTS_LISTED)))?;
     match artifacts {
         [one] => seq.serialize_element(&OnlyArtifact {
             artifact_id: &one.artifact_id,
@@ -119,7 +118,7 @@ fn beyond_the_top_level<S: serde::Serializer>(
             metadata: &one.metadata,
         })?,
         many => {
-            for a in many {
+            for a in many.iter().take(ARTIFACTS_LISTED) {
                 seq.serialize_element(a)?;
             }
         }
@@ -134,278 +133,6 @@ struct OnlyArtifact<'a> {
     original_name: &'a str,
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     metadata: &'a BTreeMap<String, Value>,
-}
-
-/// Reports progress in stored (compressed) bytes, read from the input
-/// stream's own counter, so a gzipped artifact's bar ends at its size;
-/// inputs extracted at the same time add up in one tally.
-struct ObserverAdapter<'a> {
-    progress: &'a dyn ImportProgress,
-    /// Another input of the import failed.
-    stop: &'a AtomicBool,
-    bytes_read: &'a InputBytes<'a>,
-    /// `None` for path-based extractors (SQLite, export folders), which
-    /// report file bytes.
-    stored_bytes_read: Option<std::sync::Arc<std::sync::atomic::AtomicU64>>,
-}
-
-impl ExtractObserver for ObserverAdapter<'_> {
-    fn bytes_read(&self, read: u64) {
-        let done = match &self.stored_bytes_read {
-            Some(counter) => counter.load(std::sync::atomic::Ordering::Relaxed),
-            None => read,
-        };
-        self.bytes_read.read_to(done);
-    }
-    fn cancelled(&self) -> bool {
-        self.progress.cancelled() || self.stop.load(Ordering::SeqCst)
-    }
-}
-
-/// Version of the reductions computed beside every extractor (part of the
-/// operation key, so a new version re-extracts instead of reusing).
-const REDUCTIONS_VERSION: u32 = 1;
-
-/// Where an extractor reads its input from.
-enum ExtractSource {
-    /// A stored payload (path-based extractors need this).
-    Stored(PathBuf),
-    /// The blocks the store is copying, `bytes` long in all.
-    Copying(Box<dyn std::io::Read + Send>, u64),
-}
-
-/// Runs the extractor for `kind` over a stored payload, with the
-/// accelerator reductions ([`flameox_extractors::stream_gaps`]) computed
-/// from the `trace_events` it emits.
-fn run_extractor(
-    ws: &Workspace,
-    kind: FormatKind,
-    payload: ExtractSource,
-    options: &ExtractOptions,
-    sink: &mut dyn BatchSink,
-    observer: ObserverAdapter<'_>,
-) -> Result<ExtractionSummary> {
-    let reducer = StreamGapsReducer::new(&options.run_id, &options.artifact_id, options.batch_rows);
-    let reduction_error =
-        |e: SinkError| crate::error::wrapped_io_error("writing accelerator reductions", &*e);
-    let mut reducing = ThreadedReducingSink::start(sink, reducer).map_err(reduction_error)?;
-    let mut summary = run_format_extractor(ws, kind, payload, options, &mut reducing, observer)?;
-    let reduced = reducing.finish().map_err(reduction_error)?;
-    summary
-        .rows
-        .insert("stream_gaps".into(), reduced.stream_gaps);
-    summary
-        .rows
-        .insert("launch_latency".into(), reduced.launch_latency);
-    summary.max_event_dur_ns = reduced.max_event_dur_ns;
-    if !reduced.complete {
-        summary.limitations.push(Limitation {
-            code: "REDUCTIONS_SKIPPED".into(),
-            message: "trace events were not emitted in time order; accelerator analyses \
-                      compute gaps from the events instead of the stream_gaps table"
-                .into(),
-            count: 1,
-        });
-    }
-    Ok(summary)
-}
-
-fn run_format_extractor(
-    ws: &Workspace,
-    kind: FormatKind,
-    payload: ExtractSource,
-    options: &ExtractOptions,
-    sink: &mut dyn BatchSink,
-    mut observer: ObserverAdapter<'_>,
-) -> Result<ExtractionSummary> {
-    let reading = format(kind).map(|f| f.reading);
-    let result = match (reading, payload) {
-        (
-            Some(Reading::StoredFile(_, read) | Reading::StoredFolder { read, .. }),
-            ExtractSource::Stored(path),
-        ) => read(&path, options, sink, &observer),
-        (Some(Reading::Stream(_, read)), payload) => {
-            let input = match payload {
-                ExtractSource::Stored(path) => open_input(&path, &input_limits(ws)),
-                ExtractSource::Copying(blocks, bytes) => {
-                    open_input_from(blocks, bytes, &input_limits(ws))
-                }
-            }
-            .map_err(|e| extract_error(e, kind.name()))?;
-            observer.stored_bytes_read = Some(input.progress_counter());
-            read(input, options, sink, &observer)
-        }
-        _ => {
-            return Err(FlameoxError::internal(format!(
-                "{} is not read from this payload",
-                kind.name()
-            )));
-        }
-    };
-    result.map_err(|e| extract_error(e, kind.name()))
-}
-
-/// Starts storing one planned input: a streamable file is copied while its
-/// extractor reads it ([`crate::store_in_flight`]); a SQLite export (read
-/// by path) and an export folder (archived) are stored before extraction.
-fn store_input(ws: &Workspace, input: &PlannedInput) -> Result<StoringFile> {
-    match &input.shape {
-        InputShape::File(path) if !streamed(input.kind) => Ok(StoringFile::Placed(
-            store::store_file(ws, path, input.kind.name())?,
-        )),
-        InputShape::File(path) => {
-            begin_store_file(ws, path, input.kind.name(), id_timing(input.kind))
-        }
-        InputShape::ExportDir { dir, files } => Ok(StoringFile::Placed(store::store_directory(
-            ws,
-            dir,
-            files,
-            input.kind.name(),
-        )?)),
-    }
-}
-
-/// Whether the format is read while its bytes are copied into the store.
-fn streamed(kind: FormatKind) -> bool {
-    format(kind).is_some_and(|f| matches!(f.reading, Reading::Stream(..)))
-}
-
-/// Benchmark extractors hash the artifact id into measurement ids, so they
-/// need it before extraction; every other streamed extractor only writes
-/// it in `artifact_id` columns, which can be stamped once the copy ends.
-fn id_timing(kind: FormatKind) -> IdTiming {
-    if format(kind).is_some_and(|f| f.measurements) {
-        IdTiming::UpFront
-    } else {
-        IdTiming::LateAllowed
-    }
-}
-
-/// What stays the same for every artifact of one import call.
-struct ImportCall<'a> {
-    ws: &'a Workspace,
-    run_id: String,
-    forced_producer: Option<String>,
-    variant: Option<String>,
-    parameters: BTreeMap<String, String>,
-    progress: &'a dyn ImportProgress,
-    /// Trace events each extraction may hold (the import's budget shared
-    /// by the inputs extracted at once).
-    events_in_memory: usize,
-    /// Set once any input failed: the others stop as if cancelled.
-    stop: &'a AtomicBool,
-    /// The import's one locked staging folder its generations are staged
-    /// in (several inputs), or `None` for a folder of their own each.
-    staging: Option<Arc<StagingArea>>,
-}
-
-/// What became of one input: its extraction and its stored copy.
-struct InputOutcome {
-    extracted: Result<StagedGeneration>,
-    stored: Result<ArtifactRecord>,
-}
-
-impl ImportCall<'_> {
-    /// Stores (already begun, or failed to begin) and extracts one input.
-    fn store_and_stage(
-        &self,
-        input: &PlannedInput,
-        storing: Result<StoringFile>,
-        tally: &ByteTally<'_>,
-    ) -> InputOutcome {
-        let mut storing = match storing {
-            Ok(storing) => storing,
-            Err(err) => {
-                return InputOutcome {
-                    extracted: Err(err.clone()),
-                    stored: Err(err),
-                };
-            }
-        };
-        let bytes_read = InputBytes::new(tally, storing.record().bytes);
-        let extracted = self.stage(input, &mut storing, &bytes_read);
-        let stored = storing.finish(self.ws);
-        bytes_read.finished();
-        InputOutcome { extracted, stored }
-    }
-
-    /// Extracts one stored artifact into staging.
-    fn stage(
-        &self,
-        input: &PlannedInput,
-        storing: &mut StoringFile,
-        bytes_read: &InputBytes<'_>,
-    ) -> Result<StagedGeneration> {
-        let bytes = storing.record().bytes;
-        let (payload, late_id) = match storing {
-            StoringFile::Copying(copying) => (
-                copying
-                    .take_reader()
-                    .map(|blocks| ExtractSource::Copying(Box::new(blocks), bytes)),
-                copying.late_id(),
-            ),
-            StoringFile::Placed(_) => (None, None),
-        };
-        let record = storing.record();
-        let payload =
-            payload.unwrap_or_else(|| ExtractSource::Stored(store::payload_path(self.ws, record)));
-        let Extractor {
-            name: extractor,
-            version: extractor_version,
-        } = extractor_of(input.kind)?;
-        let mut operation_options = json!({
-            "producer": self.forced_producer,
-            "reductions": REDUCTIONS_VERSION,
-        });
-        let mut options = ExtractOptions::new(self.run_id.clone(), record.artifact_id.clone());
-        // Only rows that carry the labels make them part of the identity
-        // (keys added only when set, so unlabelled imports keep their key).
-        if stamps_run_labels(input.kind) {
-            if let Some(variant) = &self.variant {
-                operation_options["variant"] = json!(variant);
-            }
-            if !self.parameters.is_empty() {
-                operation_options["parameters"] = json!(self.parameters);
-            }
-            options.variant = self.variant.clone();
-            options.parameters = self.parameters.clone();
-        }
-        let operation = OperationKey {
-            extractor: extractor.into(),
-            extractor_version: extractor_version.into(),
-            artifact_id: record.artifact_id.clone(),
-            options: operation_options,
-        };
-        options.producer = self
-            .forced_producer
-            .clone()
-            .or_else(|| input.producer_hint.clone());
-        let extract = |sink: &mut dyn BatchSink, spill_dir: &Path| {
-            let mut options = options.clone();
-            options.spill_dir = Some(spill_dir.to_path_buf());
-            options.spill_after_events = self.events_in_memory;
-            let observer = ObserverAdapter {
-                progress: self.progress,
-                stop: self.stop,
-                bytes_read,
-                stored_bytes_read: None,
-            };
-            run_extractor(self.ws, input.kind, payload, &options, sink, observer)
-        };
-        match late_id {
-            Some(id) => {
-                let within = self.staging.as_ref();
-                stage_extraction_with_late_id(self.ws, operation, id, &self.run_id, within, extract)
-            }
-            None => stage_extraction(
-                self.ws,
-                operation,
-                &self.run_id,
-                self.staging.as_ref(),
-                extract,
-            ),
-        }
-    }
 }
 
 /// Records a failed run (when it was recorded at all) and returns the error.
@@ -688,8 +415,9 @@ fn complete_run(
     run.status.extraction = "completed".into();
     run.status.validation = "passed".into();
     run.generation_ids = Vec::new();
+    let mut seen = std::collections::BTreeSet::new();
     for a in &artifacts {
-        if !run.generation_ids.contains(&a.generation_id) {
+        if seen.insert(a.generation_id.as_str()) {
             run.generation_ids.push(a.generation_id.clone());
         }
     }
@@ -723,6 +451,8 @@ fn complete_run(
         tracks: totals.tracks,
         coverage: totals.coverage,
         limitations: totals.limitations,
+        artifacts_total: artifacts.len(),
+        more_artifacts: more_artifacts(&run.run_id, artifacts.len()),
         artifacts,
         sources: Vec::new(),
     }

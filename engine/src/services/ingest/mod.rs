@@ -7,5 +7,6 @@ pub mod import_deadline;
 pub mod import_plan;
 pub mod import_progress;
 pub mod import_totals;
+pub mod input_extraction;
 pub mod input_workers;
 pub mod remote_fetch;

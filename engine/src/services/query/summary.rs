@@ -6,7 +6,7 @@
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use serde_json::{Value, json};
+use serde_json::json;
 
 use crate::error::Result;
 use crate::runs;
@@ -122,13 +122,7 @@ pub struct StepsSummary {
     pub longest_step_ns: i64,
 }
 
-/// A next call: the operation and its arguments (each transport renders it).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct NextCall {
-    pub operation: String,
-    pub arguments: Value,
-    pub why: String,
-}
+pub use crate::services::NextCall;
 
 /// The answer.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

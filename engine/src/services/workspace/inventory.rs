@@ -8,7 +8,7 @@ use crate::config::Config;
 use crate::cursor::CursorCodec;
 use crate::error::Result;
 use crate::runs::{self, RunManifest};
-use crate::services::check_id;
+use crate::services::{NextCall, check_id};
 use crate::store::{self, ArtifactRecord};
 use crate::workspace::{InitOutcome, Workspace};
 
@@ -172,9 +172,65 @@ fn invert(run_id: &str) -> String {
         .collect()
 }
 
-pub fn show_run(ws: &Workspace, run_id: &str) -> Result<RunManifest> {
+pub fn show_run(ws: &Workspace, run_id: &str) -> Result<RunView> {
     check_id("run_id", run_id)?;
-    runs::read_run(ws, run_id).map(|run| runs::with_live_status(ws, run))
+    runs::read_run(ws, run_id).map(|run| RunView::of(runs::with_live_status(ws, run)))
+}
+
+/// Artifacts (and generation ids) an answer about one run or import lists
+/// in full; `list_artifacts` with the run pages the rest, so the answer
+/// about a 1,024-rank run stays a few kilobytes.
+pub const ARTIFACTS_LISTED: usize = 20;
+
+/// The call that pages a run's artifacts, when an answer listed only the
+/// first [`ARTIFACTS_LISTED`] of `total`.
+pub fn more_artifacts(run_id: &str, total: usize) -> Option<NextCall> {
+    (total > ARTIFACTS_LISTED).then(|| NextCall {
+        operation: "list_artifacts".into(),
+        arguments: json!({ "run": run_id, "limit": 100 }),
+        why: format!(
+            "all {total} artifacts of the run in run order (with each one's rank), paged; \
+             this answer lists the first {ARTIFACTS_LISTED}"
+        ),
+    })
+}
+
+/// A run as answers show it: the manifest with its first
+/// [`ARTIFACTS_LISTED`] artifacts and generation ids, their totals, and
+/// the call that pages the rest.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RunView {
+    #[serde(flatten)]
+    pub run: RunManifest,
+    pub artifacts_total: usize,
+    pub generations_total: usize,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub more_artifacts: Option<NextCall>,
+}
+
+impl RunView {
+    pub fn of(mut run: RunManifest) -> RunView {
+        let artifacts_total = run.artifacts.len();
+        let generations_total = run.generation_ids.len();
+        run.artifacts.truncate(ARTIFACTS_LISTED);
+        run.generation_ids.truncate(ARTIFACTS_LISTED);
+        RunView {
+            more_artifacts: more_artifacts(&run.run_id, artifacts_total),
+            run,
+            artifacts_total,
+            generations_total,
+        }
+    }
+}
+
+/// One row of `list_artifacts`: the stored record and, when the listing
+/// is one run's, the artifact's rank in a multi-process job.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ArtifactRow {
+    #[serde(flatten)]
+    pub record: ArtifactRecord,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rank: Option<i64>,
 }
 
 /// An artifact with the runs that used it.
@@ -186,16 +242,38 @@ pub struct ArtifactDetail {
     pub extracted: bool,
 }
 
+/// Stored artifacts by id, or one run's artifacts in run order (`run`).
 pub fn list_artifacts(
     ws: &Workspace,
+    run: Option<&str>,
     limit: Option<usize>,
     cursor: Option<&str>,
-) -> Result<ListPage<ArtifactRecord>> {
-    let all = store::list_artifacts(ws)?
-        .into_iter()
-        .map(|a| (a.artifact_id.clone(), a))
-        .collect();
-    page(ws, "artifacts", all, limit, cursor)
+) -> Result<ListPage<ArtifactRow>> {
+    let Some(run_id) = run else {
+        let all = store::list_artifacts(ws)?
+            .into_iter()
+            .map(|record| {
+                let key = record.artifact_id.clone();
+                (key, ArtifactRow { record, rank: None })
+            })
+            .collect();
+        return page(ws, "artifacts", all, limit, cursor);
+    };
+    check_id("run", run_id)?;
+    let manifest = runs::read_run(ws, run_id)?;
+    let mut all = Vec::with_capacity(manifest.artifacts.len());
+    for (index, artifact) in manifest.artifacts.iter().enumerate() {
+        let record = store::read_artifact(ws, &artifact.artifact_id)?;
+        let rank = artifact
+            .metadata
+            .get("distributedInfo")
+            .and_then(|d| d.get("rank"))
+            .and_then(serde_json::Value::as_i64);
+        // Zero-padded positions sort as the run lists them.
+        all.push((format!("{index:010}"), ArtifactRow { record, rank }));
+    }
+    let family = format!("artifacts of run {}", manifest.run_id);
+    page(ws, &family, all, limit, cursor)
 }
 
 pub fn show_artifact(ws: &Workspace, artifact_id: &str) -> Result<ArtifactDetail> {
