@@ -51,6 +51,47 @@ pub(crate) fn render(r: &GpuBreakdownResult) -> String {
         ns(t.runtime_outlier_ns),
         ns(t.launch_delay_outlier_ns),
     );
+    if let Some(d) = &r.ranks {
+        out += &format!(
+            "\n{} ranks ({} with device work); tables below: ranks {} ({})\nspread over all ranks\n",
+            d.artifacts_total,
+            d.with_device_work,
+            d.shown.join(", "),
+            d.chosen_by
+        );
+        let mut tb = Table::new(
+            &["measure", "ranks", "min", "at", "median", "max", "at"],
+            &[1, 2, 3, 4, 5, 6],
+        );
+        for (measure, s) in &d.spread {
+            let v = |x: f64| match measure.as_str() {
+                m if m.ends_with("_pct") => pct(x),
+                m if m.ends_with("_ns") => ns(x.round() as i64),
+                "copy_gb_per_s" => format!("{x:.1} GB/s"),
+                _ => thousands(x.round() as i64),
+            };
+            tb.row(vec![
+                measure.clone(),
+                s.ranks.to_string(),
+                v(s.min),
+                s.min_at.clone(),
+                v(s.median),
+                v(s.max),
+                s.max_at.clone(),
+            ]);
+        }
+        out += &tb.render();
+        for call in &d.next {
+            out += &format!(
+                "next: {}  ({})\n",
+                flameox_engine::operations::command_line::command_line(
+                    &call.operation,
+                    &call.arguments
+                ),
+                call.why
+            );
+        }
+    }
     if let Some(rows) = &a.temporal {
         out += "\ntemporal (per device; communication and memory hidden by compute count as compute)\n";
         let mut tb = Table::new(

@@ -84,6 +84,12 @@ fn command_of(op: &'static Operation) -> Command {
                 .value_name("NAME=VALUE")
                 .visible_alias("param"),
             Some("object") => arg.action(ArgAction::Append).value_name("NAME=VALUE"),
+            // Repeated numbers: `--ranks 3 --ranks 17`.
+            Some("array") if rule["items"]["type"] == "integer" => arg
+                .action(ArgAction::Append)
+                .value_parser(clap::value_parser!(i64))
+                .value_name("N")
+                .allow_negative_numbers(true),
             // Repeated: `--argv python3 --argv -c` (a value may start with -).
             Some("array") => arg
                 .action(ArgAction::Append)
@@ -199,6 +205,15 @@ fn arguments(op: &Operation, m: &ArgMatches) -> Result<Map<String, Value>> {
             Some("boolean") => m.get_flag(property).then_some(Value::Bool(true)),
             Some("integer") => m.get_one::<i64>(property).map(|n| Value::from(*n)),
             Some("number") => m.get_one::<f64>(property).map(|n| Value::from(*n)),
+            Some("array") if rule["items"]["type"] == "integer" => {
+                let numbers: Vec<Value> = m
+                    .get_many::<i64>(property)
+                    .into_iter()
+                    .flatten()
+                    .map(|n| Value::from(*n))
+                    .collect();
+                (!numbers.is_empty()).then_some(Value::Array(numbers))
+            }
             Some("array") => Some(Value::Array(many())).filter(|v| v != &Value::Array(vec![])),
             Some("object") => {
                 let pairs: Vec<String> = m

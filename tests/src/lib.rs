@@ -25,6 +25,28 @@ pub fn corpus() -> PathBuf {
 
 /// The eight per-rank Kineto files of the DLRM job in the corpus, sorted
 /// by name (one folder = one multi-artifact run).
+/// Writes a generated `ranks`-rank Kineto job into `dir` (one
+/// `rank<r>.pt.trace.json` per rank, `events` events each, from `seed`).
+pub fn write_kineto_job(dir: &Path, ranks: u64, events: u64, seed: u64) {
+    let spec = flameox_benches::kineto::KinetoSpec {
+        seed,
+        events,
+        streams: 2,
+        ops_per_step: 0,
+    };
+    for rank in 0..ranks {
+        let file = std::fs::File::create(dir.join(format!("rank{rank}.pt.trace.json")))
+            .expect("rank file");
+        flameox_benches::kineto::write_kineto_rank(
+            &spec,
+            rank,
+            ranks,
+            std::io::BufWriter::new(file),
+        )
+        .expect("write a rank");
+    }
+}
+
 pub fn dlrm_rank_files() -> Vec<PathBuf> {
     let mut files: Vec<PathBuf> = std::fs::read_dir(corpus().join("kineto/param_dlrm_8rank"))
         .expect("param_dlrm_8rank")

@@ -11,23 +11,11 @@ mod support;
 use std::path::Path;
 use std::process::Command;
 
-use flameox_benches::kineto::{KinetoSpec, write_kineto_rank};
 use flameox_tests::{Project, flameox_bin};
 use serde_json::Value;
 
-/// Writes `ranks` rank files of a generated job into `dir`.
 fn write_job(dir: &Path, ranks: u64, events: u64) {
-    let spec = KinetoSpec {
-        seed: 31,
-        events,
-        streams: 2,
-        ops_per_step: 0,
-    };
-    for rank in 0..ranks {
-        let file = std::fs::File::create(dir.join(format!("rank{rank:04}.pt.trace.json")))
-            .expect("rank file");
-        write_kineto_rank(&spec, rank, ranks, std::io::BufWriter::new(file)).expect("write");
-    }
+    flameox_tests::write_kineto_job(dir, ranks, events, 31);
 }
 
 /// A project whose imports extract `workers` inputs at once.
@@ -91,7 +79,7 @@ fn one_broken_rank_among_many_fails_naming_it_and_publishes_nothing() {
     write_job(job.path(), 10, 3_000);
     // Detected as Chrome JSON by its start, then not a trace.
     std::fs::write(
-        job.path().join("rank0003.pt.trace.json"),
+        job.path().join("rank3.pt.trace.json"),
         br#"{"traceEvents": [{"ph": "X", "name": "cut", "ts": 1"#,
     )
     .expect("broken rank");
@@ -104,7 +92,7 @@ fn one_broken_rank_among_many_fails_naming_it_and_publishes_nothing() {
     assert_eq!(out.status.code(), Some(5), "{err}");
     assert_eq!(err["code"], "ARTIFACT_PARSE_FAILED", "{err}");
     let message = err["message"].as_str().expect("message");
-    assert!(message.starts_with("rank0003.pt.trace.json: "), "{message}");
+    assert!(message.starts_with("rank3.pt.trace.json: "), "{message}");
     assert_eq!(project.head(), None);
     assert_eq!(project.staging_entries(), 0);
     assert_eq!(project.json(&["runs", "list"])["total"], 0);
@@ -173,7 +161,7 @@ fn more_rank_files_than_open_files_allowed_still_import() {
         }
     }
     assert_eq!(ranks_listed, (0..ranks).collect::<Vec<_>>());
-    assert_eq!(names[7], "rank0007.pt.trace.json");
+    assert_eq!(names[10], "rank10.pt.trace.json", "natural order");
     // The whole workspace's listing is another listing: its cursor is refused here.
     let all = project.json(&["artifacts", "list", "--limit", "5"]);
     let foreign = all["next_cursor"].as_str().expect("more than 5 artifacts");
@@ -218,12 +206,12 @@ fn a_killed_rank_parallel_import_leaves_nothing_the_next_writer_keeps() {
     assert!(project.staging_entries() >= 1);
     let other = tempfile::tempdir().expect("other job");
     std::fs::copy(
-        job.path().join("rank0000.pt.trace.json"),
+        job.path().join("rank0.pt.trace.json"),
         other.path().join("a.json"),
     )
     .expect("copy");
     std::fs::copy(
-        job.path().join("rank0001.pt.trace.json"),
+        job.path().join("rank1.pt.trace.json"),
         other.path().join("b.json"),
     )
     .expect("copy");

@@ -171,11 +171,20 @@ fn run_breakdown<'a>(qc: &'a QueryContext<'a>, args: Value) -> AnswerFuture<'a> 
     Box::pin(async move {
         let req: GpuBreakdownRequest = decode(args)?;
         let r = gpu_breakdown::gpu_breakdown(qc, &req).await?;
-        let summary = format!(
-            "GPU breakdown of {} artifacts ({} with device work)",
-            r.artifacts.len(),
-            r.answer.artifacts_with_device_work.len()
-        );
+        let summary = match &r.ranks {
+            None => format!(
+                "GPU breakdown of {} artifacts ({} with device work)",
+                r.artifacts.len(),
+                r.answer.artifacts_with_device_work.len()
+            ),
+            Some(d) => format!(
+                "GPU breakdown of {} artifacts ({} with device work); in full: ranks {} ({}); spread over all ranks in `ranks`",
+                d.artifacts_total,
+                d.with_device_work,
+                d.shown.join(", "),
+                d.chosen_by
+            ),
+        };
         let mut answer = Answer::new(summary, to_value(&r)?);
         for scope in &r.targets {
             answer = answer.scoped(scope);

@@ -261,8 +261,12 @@ fn run_import<'a>(s: &'a Session<'a>, args: Value) -> AnswerFuture<'a> {
             }
         };
         let artifacts = result.artifacts.iter().map(|a| &a.artifact_id);
+        let what = match result.artifacts_total {
+            0 | 1 => result.kind.clone(),
+            n => format!("{n} artifacts ({})", result.kind),
+        };
         Ok(Answer::new(
-            format!("imported {} as run {}", result.kind, result.run_id),
+            format!("imported {what} as run {}", result.run_id),
             to_value(&result)?,
         )
         .link_run(&result.run_id, artifacts))

@@ -1,6 +1,6 @@
 //! What one import call reads, decided before any byte is stored: regular
 //! files (one artifact each), a folder of trace files (one artifact per file,
-//! sorted by name — e.g. one Kineto file per rank), or an `nsys export
+//! in natural order — e.g. one Kineto file per rank), or an `nsys export
 //! --type parquetdir` / `arrowdir` folder or a criterion output folder
 //! (ONE artifact each). Shapes and formats
 //! are checked up front, so a refusal leaves nothing behind.
@@ -73,7 +73,8 @@ fn display_name(path: &Path) -> String {
 }
 
 /// Plans every artifact of one import: `paths` in the order given, a folder
-/// expanded to its files sorted by name unless it is an nsys export folder.
+/// expanded to its files in natural order ([`natural_order`]) unless it is
+/// an nsys export folder (whose files are archived sorted by name).
 pub fn plan_inputs(
     ws: &Workspace,
     paths: &[PathBuf],
@@ -131,7 +132,12 @@ pub fn plan_inputs(
                 },
                 Some(kind),
             )),
-            None => planned.extend(files.iter().map(|f| (InputShape::File(path.join(f)), None))),
+            None => {
+                // One artifact per file, in natural order: rank2 before rank10.
+                let mut files = files;
+                files.sort_by(|a, b| natural_order(a, b));
+                planned.extend(files.iter().map(|f| (InputShape::File(path.join(f)), None)));
+            }
         }
     }
     let several = planned.len() > 1;
@@ -165,6 +171,34 @@ pub fn plan_inputs(
         });
     }
     Ok(out)
+}
+
+/// File names compared as people number files: runs of digits by value
+/// (`worker2` before `worker10`), everything else by character; names that
+/// differ only in leading zeros keep their plain order.
+pub fn natural_order(a: &str, b: &str) -> std::cmp::Ordering {
+    let (x, y) = (a.as_bytes(), b.as_bytes());
+    let digits_from =
+        |s: &[u8], at: usize| at + s.iter().skip(at).take_while(|c| c.is_ascii_digit()).count();
+    let (mut i, mut j) = (0, 0);
+    while i < x.len() && j < y.len() {
+        let order = if x[i].is_ascii_digit() && y[j].is_ascii_digit() {
+            let (end_x, end_y) = (digits_from(x, i), digits_from(y, j));
+            let trim =
+                |s: &[u8]| -> Vec<u8> { s.iter().copied().skip_while(|c| *c == b'0').collect() };
+            let (nx, ny) = (trim(&x[i..end_x]), trim(&y[j..end_y]));
+            (i, j) = (end_x, end_y);
+            nx.len().cmp(&ny.len()).then_with(|| nx.cmp(&ny))
+        } else {
+            let order = x[i].cmp(&y[j]);
+            (i, j) = (i + 1, j + 1);
+            order
+        };
+        if order.is_ne() {
+            return order;
+        }
+    }
+    (x.len() - i).cmp(&(y.len() - j)).then_with(|| a.cmp(b))
 }
 
 /// The regular files of a flat folder, sorted by name. Subfolders,
@@ -421,4 +455,43 @@ pub fn check_run_labels(
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod natural_order_tests {
+    use super::natural_order;
+
+    #[test]
+    fn numbers_in_names_sort_by_value() {
+        let mut names = vec![
+            "rank10.json",
+            "rank2.json",
+            "rank1.json",
+            "rank02.json",
+            "worker9_step_3.json",
+            "worker10_step_1.json",
+            "rank.json",
+            "b.json",
+            "a.json",
+        ];
+        names.sort_by(|a, b| natural_order(a, b));
+        assert_eq!(
+            names,
+            [
+                "a.json",
+                "b.json",
+                "rank.json",
+                "rank1.json",
+                "rank02.json",
+                "rank2.json",
+                "rank10.json",
+                "worker9_step_3.json",
+                "worker10_step_1.json",
+            ]
+        );
+        // A total order: equal only for the same name.
+        assert!(natural_order("x01", "x1").is_lt());
+        assert!(natural_order("x1", "x01").is_gt());
+        assert!(natural_order("same", "same").is_eq());
+    }
 }

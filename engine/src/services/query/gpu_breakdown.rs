@@ -2,7 +2,7 @@
 //! stream, communication/computation overlap, kernels, launch statistics,
 //! copy bandwidth) over one or several targets side by side, each artifact
 //! labelled with its rank (Kineto `distributedInfo.rank`) when the trace
-//! recorded one.
+//! recorded one; many ranks are digested ([`super::gpu_breakdown_ranks`]).
 
 use flameox_recipes::ArtifactScope;
 use flameox_recipes::gpu_breakdown::{self, BreakdownAnswer, BreakdownParams, Section, Thresholds};
@@ -13,6 +13,7 @@ use serde_json::{Value, json};
 use crate::catalog::Snapshot;
 use crate::error::{FlameoxError, Result};
 use crate::query::{recipe_error, run_budgeted};
+use crate::services::query::gpu_breakdown_ranks::{RankDigest, digest};
 use crate::services::{EvidenceStatus, QueryContext, ResolvedScope, answer_status, resolve_scope};
 
 /// Rows per section when the request names no limit.
@@ -45,6 +46,9 @@ pub struct GpuBreakdownRequest {
     /// Launch delays longer than this (µs) are outliers (HTA: 100).
     #[schemars(range(min = 0))]
     pub launch_delay_outlier_us: Option<f64>,
+    /// Ranks shown in full (default: the 4 most idle past 8 artifacts).
+    #[schemars(length(min = 1, max = 64))]
+    pub ranks: Option<Vec<i64>>,
 }
 
 /// One run or artifact id, or several.
@@ -92,6 +96,9 @@ pub struct GpuBreakdownResult {
     pub artifacts: Vec<ArtifactLabel>,
     #[serde(flatten)]
     pub answer: BreakdownAnswer,
+    /// Past 8 artifacts: the ranks shown and how every rank spreads.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ranks: Option<RankDigest>,
     /// What a gap is in this answer (the three GPU answers use one rule).
     #[serde(default)]
     pub idle_definition: String,
@@ -229,11 +236,24 @@ pub async fn gpu_breakdown(
                 .with_next("get_run", json!({ "target": missing.run_id }));
         }
     }
+    let mut answer = answer;
+    let target = serde_json::to_value(&req.target)
+        .map_err(|e| FlameoxError::internal(format!("serializing the target: {e}")))?;
+    let ranks = digest(&mut labels, &mut answer, req.ranks.as_deref(), &target)?;
+    if ranks.is_some() {
+        // The scopes name the artifacts shown; `ranks` counts them all.
+        for scope in &mut targets {
+            scope
+                .artifact_ids
+                .retain(|a| labels.iter().any(|l| &l.artifact_id == a));
+        }
+    }
     Ok(GpuBreakdownResult {
         commit_id: session.snapshot.commit_id().to_owned(),
         targets,
         artifacts: labels,
         answer,
+        ranks,
         idle_definition: IDLE_DEFINITION.to_owned(),
         evidence,
     })

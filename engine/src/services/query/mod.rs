@@ -7,6 +7,7 @@ pub mod execution;
 pub mod frame_instances;
 pub mod gpu;
 pub mod gpu_breakdown;
+pub mod gpu_breakdown_ranks;
 pub mod gpu_gaps;
 pub mod measurements;
 pub mod memory;
