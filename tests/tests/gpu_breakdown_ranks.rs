@@ -106,6 +106,16 @@ fn many_ranks_keep_the_stragglers_and_the_spread_of_every_rank() {
     for measure in ["compute_pct", "kernel_ns", "stream_idle_ns", "span_ns"] {
         assert_eq!(d["spread"][measure]["ranks"], 12, "{measure}: {d}");
     }
+    // No communication kernels: every rank at 0, no rank named at an end.
+    let none = &d["spread"]["communication_pct"];
+    assert_eq!(
+        (none["min"].as_f64(), none["max"].as_f64()),
+        (Some(0.0), Some(0.0))
+    );
+    assert_eq!(
+        (&none["min_at"], &none["max_at"]),
+        (&json!("all"), &json!("all"))
+    );
     // Every section keeps exactly the shown ranks' rows, as the full answer has them.
     for section in [
         "temporal",

@@ -30,7 +30,8 @@ pub struct Spread {
     pub min: f64,
     pub median: f64,
     pub max: f64,
-    /// The rank (or, without one, the artifact) at each end.
+    /// The rank (or, without one, the artifact) at each end; `all` when
+    /// every rank has the same value.
     pub min_at: String,
     pub max_at: String,
 }
@@ -195,7 +196,11 @@ fn spread_of(values: &BTreeMap<String, f64>, names: &BTreeMap<&str, String>) -> 
     } else {
         (sorted[n / 2 - 1].1 + sorted[n / 2].1) / 2.0
     };
-    let name = |a: &String| names.get(a.as_str()).cloned().unwrap_or_else(|| a.clone());
+    let name = |a: &String| match first.1 == last.1 {
+        // Every rank alike: no rank stands at an end.
+        true => "all".to_owned(),
+        false => names.get(a.as_str()).cloned().unwrap_or_else(|| a.clone()),
+    };
     Some(Spread {
         ranks: n,
         min: first.1,
