@@ -33,10 +33,11 @@ pub(crate) fn render_import(r: &ImportResult) -> String {
             ""
         }
     };
-    let mut out = if r.artifacts.len() > 1 {
+    let several = r.artifacts_total.max(r.artifacts.len());
+    let mut out = if several > 1 {
         let mut out = format!(
             "imported {} artifacts ({}) as run {}\n  {} events, {} tracks{}\n",
-            r.artifacts_total.max(r.artifacts.len()),
+            several,
             render::bytes(r.bytes),
             r.run_id,
             events(&r.rows),

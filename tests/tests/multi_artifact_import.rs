@@ -122,6 +122,18 @@ fn a_folder_of_rank_files_is_one_run_with_an_artifact_per_rank() {
     assert_eq!(project.json(&["runs", "list"])["total"], 2);
     let validated = project.json(&["validate"]);
     assert_eq!(validated["ok"], true, "{validated}");
+
+    // A person reads the folder import as one run of 8 artifacts, each named.
+    let out = project.run(&["import", path_str(&folder)]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.starts_with("imported 8 artifacts ("), "{text}");
+    for file in &files {
+        let name = file.file_name().expect("name").to_string_lossy();
+        assert!(
+            text.contains(&format!("  {name} (chrome_json")),
+            "{name}: {text}"
+        );
+    }
 }
 
 #[test]

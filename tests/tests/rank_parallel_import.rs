@@ -162,6 +162,14 @@ fn more_rank_files_than_open_files_allowed_still_import() {
     }
     assert_eq!(ranks_listed, (0..ranks).collect::<Vec<_>>());
     assert_eq!(names[10], "rank10.pt.trace.json", "natural order");
+    // A person reads the first 20 and the command for the rest.
+    let again = project.run(&["import", path_str(job.path())]);
+    let text = String::from_utf8_lossy(&again.stdout);
+    assert!(text.starts_with("imported 160 artifacts"), "{text}");
+    assert!(
+        text.contains("  … 140 more: flameox artifacts list --limit 100 --run "),
+        "{text}"
+    );
     // The whole workspace's listing is another listing: its cursor is refused here.
     let all = project.json(&["artifacts", "list", "--limit", "5"]);
     let foreign = all["next_cursor"].as_str().expect("more than 5 artifacts");

@@ -90,7 +90,11 @@ pub struct ImportResult {
     pub limitations: Vec<Limitation>,
     /// Each artifact (the first [`ARTIFACTS_LISTED`] when there are more;
     /// `more_artifacts` pages them all).
-    #[serde(serialize_with = "beyond_the_top_level", skip_deserializing)]
+    #[serde(
+        serialize_with = "beyond_the_top_level",
+        deserialize_with = "whole_entries",
+        default
+    )]
     pub artifacts: Vec<ImportedArtifact>,
     #[serde(default)]
     pub artifacts_total: usize,
@@ -124,6 +128,19 @@ fn beyond_the_top_level<S: serde::Serializer>(
         }
     }
     seq.end()
+}
+
+/// Reads `artifacts` back (the terminal renders from the JSON): the whole
+/// entries of several artifacts; a lone artifact's partial entry reads as
+/// none, its fields being the top level's.
+fn whole_entries<'de, D: serde::Deserializer<'de>>(
+    input: D,
+) -> std::result::Result<Vec<ImportedArtifact>, D::Error> {
+    let entries: Vec<Value> = Deserialize::deserialize(input)?;
+    Ok(entries
+        .into_iter()
+        .filter_map(|entry| serde_json::from_value(entry).ok())
+        .collect())
 }
 
 /// The one artifact of an import, beyond the top level's fields.
