@@ -105,6 +105,13 @@ pub fn looks_like_url(text: &str) -> bool {
 const CONNECT_TIMEOUT: &str = "10s";
 const REQUEST_TIMEOUT: &str = "10m";
 
+/// `builder` with both timeouts set through its own `with_config` (each
+/// store's builder names client keys its own way).
+fn with_timeouts<B>(builder: B, set: impl Fn(B, ClientConfigKey, &str) -> B) -> B {
+    let builder = set(builder, ClientConfigKey::Timeout, REQUEST_TIMEOUT);
+    set(builder, ClientConfigKey::ConnectTimeout, CONNECT_TIMEOUT)
+}
+
 /// Retries of one request (and resumptions of one body): a few, within
 /// half a minute, so an unreachable endpoint is answered in seconds
 /// rather than `object_store`'s default three minutes.
@@ -154,43 +161,34 @@ impl ObjectLocation {
                 credentials_missing = missing;
                 store
             }),
-            StoreKind::GoogleCloudStorage => GoogleCloudStorageBuilder::from_env()
-                .with_url(url.as_str())
-                .with_retry(retry())
-                .with_config(
-                    GoogleConfigKey::Client(ClientConfigKey::Timeout),
-                    REQUEST_TIMEOUT,
-                )
-                .with_config(
-                    GoogleConfigKey::Client(ClientConfigKey::ConnectTimeout),
-                    CONNECT_TIMEOUT,
-                )
-                .build()
-                .map(|s| Arc::new(s) as Arc<dyn ObjectStore>),
-            StoreKind::Azure => MicrosoftAzureBuilder::from_env()
-                .with_url(url.as_str())
-                .with_retry(retry())
-                .with_config(
-                    AzureConfigKey::Client(ClientConfigKey::Timeout),
-                    REQUEST_TIMEOUT,
-                )
-                .with_config(
-                    AzureConfigKey::Client(ClientConfigKey::ConnectTimeout),
-                    CONNECT_TIMEOUT,
-                )
-                .build()
-                .map(|s| Arc::new(s) as Arc<dyn ObjectStore>),
-            StoreKind::Http => HttpBuilder::new()
-                .with_url(url.as_str())
-                .with_retry(retry())
-                .with_config(ClientConfigKey::Timeout, REQUEST_TIMEOUT)
-                .with_config(ClientConfigKey::ConnectTimeout, CONNECT_TIMEOUT)
-                .with_config(
-                    ClientConfigKey::AllowHttp,
-                    (url.scheme() == "http").to_string(),
-                )
-                .build()
-                .map(|s| Arc::new(s) as Arc<dyn ObjectStore>),
+            StoreKind::GoogleCloudStorage => with_timeouts(
+                GoogleCloudStorageBuilder::from_env()
+                    .with_url(url.as_str())
+                    .with_retry(retry()),
+                |b, key, value| b.with_config(GoogleConfigKey::Client(key), value),
+            )
+            .build()
+            .map(|s| Arc::new(s) as Arc<dyn ObjectStore>),
+            StoreKind::Azure => with_timeouts(
+                MicrosoftAzureBuilder::from_env()
+                    .with_url(url.as_str())
+                    .with_retry(retry()),
+                |b, key, value| b.with_config(AzureConfigKey::Client(key), value),
+            )
+            .build()
+            .map(|s| Arc::new(s) as Arc<dyn ObjectStore>),
+            StoreKind::Http => with_timeouts(
+                HttpBuilder::new()
+                    .with_url(url.as_str())
+                    .with_retry(retry()),
+                |b, key, value| b.with_config(key, value),
+            )
+            .with_config(
+                ClientConfigKey::AllowHttp,
+                (url.scheme() == "http").to_string(),
+            )
+            .build()
+            .map(|s| Arc::new(s) as Arc<dyn ObjectStore>),
         };
         let partial = ObjectLocation {
             kind,
@@ -274,17 +272,12 @@ fn s3_store(
     url: &Url,
     env: &dyn Fn(&str) -> Option<String>,
 ) -> object_store::Result<(Arc<dyn ObjectStore>, bool)> {
-    let mut builder = AmazonS3Builder::from_env()
-        .with_url(url.as_str())
-        .with_retry(retry())
-        .with_config(
-            AmazonS3ConfigKey::Client(ClientConfigKey::Timeout),
-            REQUEST_TIMEOUT,
-        )
-        .with_config(
-            AmazonS3ConfigKey::Client(ClientConfigKey::ConnectTimeout),
-            CONNECT_TIMEOUT,
-        );
+    let mut builder = with_timeouts(
+        AmazonS3Builder::from_env()
+            .with_url(url.as_str())
+            .with_retry(retry()),
+        |b, key, value| b.with_config(AmazonS3ConfigKey::Client(key), value),
+    );
     let profile = aws_shared_config::load_profile(env);
     let fallbacks = [
         (AmazonS3ConfigKey::AccessKeyId, profile.access_key_id),
