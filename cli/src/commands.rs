@@ -121,7 +121,7 @@ fn mcp_command(g: &GlobalOptions, action: McpCommand) -> Result<()> {
     match action {
         McpCommand::Serve { init } => {
             if init {
-                inventory::init(&project_root)?;
+                inventory::init(&project_root, None)?;
             }
             block_on(flameox_mcp::serve_stdio(options, &g.log_level))?
                 .map_err(FlameoxError::internal)

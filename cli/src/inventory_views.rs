@@ -51,12 +51,25 @@ pub(crate) fn record(v: &serde_json::Value) -> String {
 
 /// `flameox init`.
 pub(crate) fn initialized(o: &flameox_engine::workspace::InitOutcome) -> String {
-    if o.created {
-        format!(
-            "initialized flameox workspace {}\nnext: flameox import <trace>\n",
-            o.workspace_id
-        )
+    let mut text = if o.created {
+        format!("initialized flameox workspace {}\n", o.workspace_id)
     } else {
         format!("workspace {} already initialized\n", o.workspace_id)
+    };
+    if let Some(store) = &o.store {
+        text.push_str(&format!(
+            "evidence store: {} ({} commits{})\n",
+            store.url,
+            store.commits,
+            if store.pushed_local_evidence {
+                ", this workspace's evidence published into it"
+            } else {
+                ""
+            }
+        ));
     }
+    if o.created {
+        text.push_str("next: flameox import <trace>\n");
+    }
+    text
 }

@@ -221,8 +221,17 @@ pub fn load_snapshot(ws: &Workspace, commit_id: Option<&str>) -> Result<Snapshot
     })
 }
 
-/// Pins the commit HEAD names right now.
+/// Pins the commit HEAD names right now; a store-backed workspace first
+/// pulls what others published (see [`crate::shared_store`]).
 pub fn pin_head(ws: &Workspace) -> Result<Snapshot> {
+    if let Some(store) = crate::shared_store::SharedStore::of(ws)? {
+        crate::shared_store::pull(ws, &store)?;
+    }
+    pin_local_head(ws)
+}
+
+/// Pins the commit the local HEAD names, without asking a shared store.
+pub fn pin_local_head(ws: &Workspace) -> Result<Snapshot> {
     let head = read_head(ws)?;
     load_snapshot(ws, head.as_deref())
 }

@@ -12,6 +12,17 @@ pub struct Config {
     pub locks: LocksConfig,
     pub query: QueryConfig,
     pub import: ImportConfig,
+    pub store: StoreConfig,
+}
+
+/// Where published evidence lives: this folder (the default), or an
+/// object-store prefix shared by every workspace initialized on it
+/// (`flameox init --store s3://bucket/prefix`).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct StoreConfig {
+    /// `s3://`, `gs://` or `az://` URL of the shared prefix; empty = local.
+    pub url: String,
 }
 
 /// Row limits of every paged result.
@@ -133,6 +144,19 @@ impl Config {
         }
         if self.import.timeout_seconds == 0 {
             return bad("import.timeout_seconds", "must be positive");
+        }
+        let url = self.store.url.as_str();
+        if !url.is_empty()
+            && ![
+                "s3://", "s3a://", "gs://", "az://", "abfs://", "abfss://", "azure://",
+            ]
+            .iter()
+            .any(|scheme| url.starts_with(scheme))
+        {
+            return bad(
+                "store.url",
+                "must be an s3://, gs:// or az:// prefix (or empty for a local workspace)",
+            );
         }
         Ok(())
     }

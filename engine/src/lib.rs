@@ -26,6 +26,7 @@ pub mod revisions;
 pub mod row_group_writer;
 pub mod runs;
 pub mod services;
+pub mod shared_store;
 pub mod staging;
 pub mod store;
 pub mod store_in_flight;

@@ -26,6 +26,7 @@ use crate::error::{FlameoxError, Result, io_error, wrapped_io_error};
 use crate::fsutil::{now_rfc3339, sync_dir};
 use crate::late_identity::{LateArtifactId, LateIdSink};
 use crate::lock::FileLock;
+use crate::shared_store::{self, PublishAttempt, SharedStore, StoreHead};
 use crate::staging::{BackgroundParquetSink, StagedFile, StagingArea, clean_abandoned};
 use crate::workspace::Workspace;
 
@@ -218,11 +219,16 @@ pub fn commit_staged(ws: &Workspace, staged: Vec<StagedGeneration>) -> Result<Ve
             })
             .collect());
     }
+    let shared = SharedStore::of(ws)?;
     let _lock = FileLock::acquire(
         &ws.locks_dir().join("write.lock"),
         Duration::from_millis(ws.config.locks.write_timeout_ms),
     )?;
-    let current = catalog::pin_head(ws)?;
+    let base = match &shared {
+        Some(store) => shared_store::pull(ws, store)?,
+        None => StoreHead::default(),
+    };
+    let current = catalog::pin_local_head(ws)?;
     let mut active: BTreeMap<String, String> = current
         .commit
         .as_ref()
@@ -255,10 +261,34 @@ pub fn commit_staged(ws: &Workspace, staged: Vec<StagedGeneration>) -> Result<Ve
         written.insert(manifest.operation_digest.clone(), manifest.clone());
         results.push(Err(manifest));
     }
-    let parent = current.commit.as_ref().map(|c| c.commit_id.clone());
-    let commit = catalog::write_commit(ws, parent, active)?;
-    pause_point("commit_written");
-    catalog::swap_head(ws, &commit.commit_id)?;
+    let commit = match &shared {
+        Some(store) => {
+            let new: Vec<(GenerationManifest, String)> = written
+                .values()
+                .filter_map(|m| {
+                    active
+                        .get(&m.generation_id)
+                        .map(|sha| (m.clone(), sha.clone()))
+                })
+                .collect();
+            shared_store::publish_commit(
+                ws,
+                store,
+                PublishAttempt {
+                    base,
+                    active,
+                    written: &new,
+                },
+            )?
+        }
+        None => {
+            let parent = current.commit.as_ref().map(|c| c.commit_id.clone());
+            let commit = catalog::write_commit(ws, parent, active)?;
+            pause_point("commit_written");
+            catalog::swap_head(ws, &commit.commit_id)?;
+            commit
+        }
+    };
     for manifest in written.values() {
         ws.log_operation(&serde_json::json!({
             "at": now_rfc3339(), "op": "publish", "generation_id": manifest.generation_id,
@@ -405,10 +435,15 @@ fn move_into_evidence(
 }
 
 /// Crash-safety tests set `FLAMEOX_TEST_PAUSE_AT=<point>` to stop a real
-/// process at a named step of publication so it can be killed there.
-fn pause_point(name: &str) {
+/// process at a named step of publication so it can be killed there (or,
+/// with `FLAMEOX_TEST_PAUSE_MS`, so another publisher overtakes it).
+pub(crate) fn pause_point(name: &str) {
     if std::env::var("FLAMEOX_TEST_PAUSE_AT").as_deref() == Ok(name) {
+        let millis = std::env::var("FLAMEOX_TEST_PAUSE_MS")
+            .ok()
+            .and_then(|m| m.parse().ok())
+            .unwrap_or(120_000);
         eprintln!("flameox: paused at {name}");
-        std::thread::sleep(Duration::from_secs(120));
+        std::thread::sleep(Duration::from_millis(millis));
     }
 }

@@ -25,6 +25,7 @@ use flameox_recipes::RecipeError;
 use crate::budget::{self, MeteredPool};
 use crate::catalog::Snapshot;
 use crate::error::{ErrorCode, FlameoxError, Result};
+use crate::shared_store::SharedStore;
 use crate::workspace::Workspace;
 
 /// Budgets of one query (from config, lowerable per call).
@@ -108,6 +109,13 @@ pub fn open_session(
     config.options_mut().execution.parquet.pushdown_filters = true;
     config.options_mut().execution.parquet.reorder_filters = true;
     let ctx = SessionContext::new_with_config_rt(config, runtime);
+    // A store-backed workspace reads what it did not publish itself from
+    // the store, in place (range reads through DataFusion's registry).
+    let shared = SharedStore::of(ws)?;
+    if let Some(store) = &shared {
+        ctx.runtime_env()
+            .register_object_store(store.base_url(), store.object_store());
+    }
     for table in EvidenceTable::ALL {
         let urls: Vec<ListingTableUrl> = snapshot
             .generations
@@ -116,7 +124,10 @@ pub fn open_session(
             .filter(|f| f.table == table.name())
             .map(|f| {
                 let path = ws.dir().join(&f.path);
-                ListingTableUrl::parse(path.to_string_lossy())
+                match &shared {
+                    Some(store) if !path.is_file() => ListingTableUrl::parse(store.url_of(&f.path)),
+                    _ => ListingTableUrl::parse(path.to_string_lossy()),
+                }
             })
             .collect::<std::result::Result<_, _>>()
             .map_err(|e| FlameoxError::internal(format!("registering evidence: {e}")))?;

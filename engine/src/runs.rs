@@ -139,7 +139,8 @@ pub fn save_run(ws: &Workspace, run: &mut RunManifest) -> Result<()> {
             .join(format!("{:08}.json", run.revision)),
         run,
     )?;
-    write_json_atomic(&dir.join("manifest.json"), run)
+    write_json_atomic(&dir.join("manifest.json"), run)?;
+    crate::shared_store::push_run(ws, run)
 }
 
 /// Whether `run_id` has the shape of a run id (a hyphenated UUID).

@@ -291,6 +291,11 @@ pub fn read_artifact(ws: &Workspace, artifact_id: &str) -> Result<ArtifactRecord
     read_json(&path, "artifact.json")
 }
 
+/// Where an artifact's record is (`None` for a malformed id).
+pub fn artifact_record_path(ws: &Workspace, artifact_id: &str) -> Option<PathBuf> {
+    artifact_hex(artifact_id).map(|hex| artifact_dir(ws, hex).join("artifact.json"))
+}
+
 /// Where an artifact's bytes are (never shown to MCP clients).
 pub fn payload_path(ws: &Workspace, record: &ArtifactRecord) -> PathBuf {
     match artifact_hex(&record.artifact_id) {

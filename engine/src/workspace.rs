@@ -80,6 +80,9 @@ pub struct InitOutcome {
     pub created: bool,
     pub workspace_id: String,
     pub git_exclude_updated: bool,
+    /// The shared store its evidence lives in (`init --store`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub store: Option<crate::shared_store::StoreState>,
 }
 
 const SUBDIRS: &[&str] = &[
@@ -128,6 +131,7 @@ impl Workspace {
             created,
             workspace_id: workspace.identity.workspace_id.clone(),
             git_exclude_updated,
+            store: None,
         };
         Ok((workspace, outcome))
     }

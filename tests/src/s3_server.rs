@@ -114,8 +114,34 @@ impl S3Server {
         assert_eq!(status, 200, "putting {bucket}/{key}");
     }
 
+    /// The keys under `prefix` in `bucket`, sorted (one listing page of
+    /// up to 1,000 keys: enough for a test).
+    pub fn keys(&self, bucket: &str, prefix: &str) -> Vec<String> {
+        let (status, body) = self.exchange(
+            "GET",
+            &format!("/{bucket}?list-type=2&prefix={prefix}"),
+            &[],
+            "",
+        );
+        assert_eq!(status, 200, "listing {bucket}/{prefix}");
+        let text = String::from_utf8_lossy(&body);
+        let mut keys: Vec<String> = text
+            .split("<Key>")
+            .skip(1)
+            .filter_map(|part| part.split("</Key>").next())
+            .map(str::to_owned)
+            .collect();
+        keys.sort();
+        keys
+    }
+
     /// One HTTP/1.1 request with extra header lines; returns the status code.
     pub fn request(&self, method: &str, path: &str, body: &[u8], headers: &str) -> u16 {
+        self.exchange(method, path, body, headers).0
+    }
+
+    /// One HTTP/1.1 request; returns the status code and the body.
+    pub fn exchange(&self, method: &str, path: &str, body: &[u8], headers: &str) -> (u16, Vec<u8>) {
         let mut stream = TcpStream::connect(("127.0.0.1", self.port)).expect("connecting to moto");
         let head = format!(
             "{method} {path} HTTP/1.1\r\nHost: 127.0.0.1:{}\r\n{headers}Content-Length: {}\r\nConnection: close\r\n\r\n",
@@ -126,11 +152,24 @@ impl S3Server {
         stream.write_all(body).expect("request body");
         let mut response = Vec::new();
         stream.read_to_end(&mut response).expect("response");
-        let text = String::from_utf8_lossy(&response);
-        text.split_whitespace()
+        let split = response
+            .windows(4)
+            .position(|w| w == b"\r\n\r\n")
+            .unwrap_or(response.len());
+        let head = String::from_utf8_lossy(&response[..split]);
+        let status = head
+            .split_whitespace()
             .nth(1)
             .and_then(|s| s.parse().ok())
-            .unwrap_or(0)
+            .unwrap_or(0);
+        let mut payload = response.get(split + 4..).unwrap_or_default().to_vec();
+        if head
+            .to_ascii_lowercase()
+            .contains("transfer-encoding: chunked")
+        {
+            payload = dechunk(&payload);
+        }
+        (status, payload)
     }
 }
 
@@ -139,6 +178,25 @@ impl Drop for S3Server {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
+}
+
+/// The body of a chunked HTTP/1.1 response.
+fn dechunk(mut body: &[u8]) -> Vec<u8> {
+    let mut out = Vec::new();
+    while let Some(line_end) = body.windows(2).position(|w| w == b"\r\n") {
+        let size = std::str::from_utf8(&body[..line_end])
+            .ok()
+            .and_then(|s| usize::from_str_radix(s.split(';').next().unwrap_or("").trim(), 16).ok())
+            .unwrap_or(0);
+        if size == 0 {
+            break;
+        }
+        let start = line_end + 2;
+        let end = (start + size).min(body.len());
+        out.extend_from_slice(&body[start..end]);
+        body = body.get(end + 2..).unwrap_or_default();
+    }
+    out
 }
 
 /// A port nothing listens on right now.

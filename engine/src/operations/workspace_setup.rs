@@ -41,6 +41,15 @@ pub enum SourceRoot {
     Temp,
 }
 
+/// What `initialize_workspace` asks.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct InitArguments {
+    /// Keep published evidence under this s3://, gs:// or az:// prefix, shared with every workspace initialized on it.
+    #[schemars(length(min = 6, max = 1024))]
+    pub store: Option<String>,
+}
+
 /// What `import_artifact` asks.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -74,7 +83,7 @@ pub(super) static OPERATIONS: &[Operation] = &[
         description: "Create the project's .flameox workspace (idempotent). Run once before any other tool.",
         group: Group::Additive,
         positional: &[],
-        schema: input_schema::<NoArguments>,
+        schema: input_schema::<InitArguments>,
         run: Body::Session(run_init),
         rows: "",
         columns: &[],
@@ -136,13 +145,19 @@ pub(super) static OPERATIONS: &[Operation] = &[
 
 fn run_init<'a>(s: &'a Session<'a>, args: Value) -> AnswerFuture<'a> {
     Box::pin(async move {
-        let _: NoArguments = decode(args)?;
-        let outcome = inventory::init(s.project_root)?;
-        let summary = if outcome.created {
+        let args: InitArguments = decode(args)?;
+        let outcome = inventory::init(s.project_root, args.store.as_deref())?;
+        let mut summary = if outcome.created {
             format!("initialized flameox workspace {}", outcome.workspace_id)
         } else {
             format!("workspace {} already initialized", outcome.workspace_id)
         };
+        if let Some(store) = &outcome.store {
+            summary.push_str(&format!(
+                "; evidence in {} ({} commits)",
+                store.url, store.commits
+            ));
+        }
         Ok(Answer::new(summary, to_value(&outcome)?))
     })
 }

@@ -25,8 +25,15 @@ pub struct WorkspaceStatus {
     pub evidence_bytes: u64,
 }
 
-pub fn init(project_root: &std::path::Path) -> Result<InitOutcome> {
-    Workspace::init(project_root).map(|(_, outcome)| outcome)
+/// Creates (or opens) the workspace; with `store`, puts its evidence on
+/// that shared prefix (see [`crate::shared_store::attach`]).
+pub fn init(project_root: &std::path::Path, store: Option<&str>) -> Result<InitOutcome> {
+    let (ws, mut outcome) = Workspace::init(project_root)?;
+    if let Some(url) = store {
+        let (_, state) = crate::shared_store::attach(&ws, url)?;
+        outcome.store = Some(state);
+    }
+    Ok(outcome)
 }
 
 pub fn status(ws: &Workspace) -> Result<WorkspaceStatus> {
