@@ -120,6 +120,20 @@ pub fn flameox_bin() -> PathBuf {
     .clone()
 }
 
+/// Runs a `--json` command, asserts success, parses stdout (`args` name
+/// it in the failure message).
+pub fn success_json(cmd: &mut Command, args: &[&str]) -> serde_json::Value {
+    let out = cmd.output().expect("running flameox");
+    assert!(
+        out.status.success(),
+        "flameox {args:?} failed ({:?}): {}{}",
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).expect("stdout is one JSON document")
+}
+
 /// A scratch project with an initialized workspace.
 pub struct Project {
     pub dir: tempfile::TempDir,
@@ -164,15 +178,7 @@ impl Project {
     pub fn json(&self, args: &[&str]) -> serde_json::Value {
         let mut all = args.to_vec();
         all.push("--json");
-        let out = self.run(&all);
-        assert!(
-            out.status.success(),
-            "flameox {args:?} failed ({:?}): {}{}",
-            out.status.code(),
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        );
-        serde_json::from_slice(&out.stdout).expect("stdout is one JSON document")
+        success_json(&mut self.command(&all), args)
     }
 
     /// Runs with `--json`, expects failure with `code` and `exit`; returns the error object.

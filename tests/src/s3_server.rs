@@ -135,6 +135,19 @@ impl S3Server {
         keys
     }
 
+    /// An object's bytes, read as a signed-in client (moto refuses an
+    /// anonymous GET of a private object, and checks no signature).
+    pub fn get(&self, bucket: &str, key: &str) -> Vec<u8> {
+        let (status, body) = self.exchange(
+            "GET",
+            &format!("/{bucket}/{key}"),
+            &[],
+            "Authorization: AWS4-HMAC-SHA256 Credential=testing/20260101/us-east-1/s3/aws4_request, SignedHeaders=host, Signature=00\r\n",
+        );
+        assert_eq!(status, 200, "getting {bucket}/{key}");
+        body
+    }
+
     /// One HTTP/1.1 request with extra header lines; returns the status code.
     pub fn request(&self, method: &str, path: &str, body: &[u8], headers: &str) -> u16 {
         self.exchange(method, path, body, headers).0

@@ -186,6 +186,18 @@ impl SharedStore {
 
     /// A typed, redacted error for a failed store call.
     fn error(&self, e: object_store::Error, doing: &str) -> FlameoxError {
+        if matches!(e, object_store::Error::NotFound { .. }) && doing == "writing" {
+            // A put finds no object only when the bucket itself is missing.
+            return FlameoxError::new(
+                ErrorCode::RemoteSourceUnavailable,
+                format!(
+                    "{doing} the shared store {} failed: its bucket (or container) does not exist",
+                    self.display()
+                ),
+            )
+            .remedy("create the bucket first, or check the URL's bucket name")
+            .remedy(self.location.kind.credentials_hint());
+        }
         let text = self.location.redact(&e.to_string());
         let refused = matches!(
             e,
