@@ -51,6 +51,10 @@ pub struct GlobalOptions {
     /// the import stops, nothing is published, exit 8).
     #[arg(long, global = true, value_name = "SECONDS")]
     pub timeout: Option<f64>,
+    /// Run this command's queries on the Ballista cluster whose scheduler
+    /// is at df://HOST:PORT (over query.cluster; needs a shared store).
+    #[arg(long, global = true, value_name = "df://HOST:PORT")]
+    pub cluster: Option<String>,
 }
 
 #[derive(Subcommand, Debug)]
@@ -123,6 +127,40 @@ pub enum Command {
     Mcp {
         #[command(subcommand)]
         action: McpCommand,
+    },
+    /// Ballista processes that run the recipes over a shared store (a build with the `cluster` feature). Example: `flameox cluster scheduler --bind 0.0.0.0:50050 --store s3://bucket/team`
+    #[command(subcommand_required = true)]
+    Cluster {
+        #[command(subcommand)]
+        action: ClusterCommand,
+    },
+}
+
+#[derive(Subcommand, Debug)]
+pub enum ClusterCommand {
+    /// A Ballista scheduler: plans the recipes' queries and hands tasks to executors. Runs until stopped. Example: `flameox cluster scheduler --bind 127.0.0.1:50050 --store s3://bucket/team`
+    Scheduler {
+        /// Address to listen on.
+        #[arg(long, value_name = "HOST:PORT", default_value = "127.0.0.1:50050")]
+        bind: std::net::SocketAddr,
+        /// Shared store whose evidence the cluster reads (repeatable).
+        #[arg(long, value_name = "URL", required = true)]
+        store: Vec<String>,
+    },
+    /// A Ballista executor: runs tasks for its scheduler, reading the store with its own credentials; shuffle data is served on the next port. Runs until stopped. Example: `flameox cluster executor --scheduler 127.0.0.1:50050 --bind 127.0.0.1:50051 --store s3://bucket/team`
+    Executor {
+        /// The scheduler to register with.
+        #[arg(long, value_name = "HOST:PORT")]
+        scheduler: std::net::SocketAddr,
+        /// Address to listen on (and the next port for shuffle data).
+        #[arg(long, value_name = "HOST:PORT", default_value = "127.0.0.1:50051")]
+        bind: std::net::SocketAddr,
+        /// Shared store whose evidence the cluster reads (repeatable).
+        #[arg(long, value_name = "URL", required = true)]
+        store: Vec<String>,
+        /// Tasks run at once (default: one per core).
+        #[arg(long, value_name = "N", default_value_t = 0)]
+        cores: usize,
     },
 }
 

@@ -8,7 +8,9 @@ use flameox_engine::retention::{collect, trash};
 use flameox_engine::services::inventory;
 use flameox_engine::{FlameoxError, catalog_rebuild, repair, validate};
 
-use crate::args::{CatalogAction, Cli, Command, ConfigAction, GlobalOptions, McpCommand};
+use crate::args::{
+    CatalogAction, Cli, ClusterCommand, Command, ConfigAction, GlobalOptions, McpCommand,
+};
 use crate::retention_views;
 use crate::terminal::{block_on, emit, open};
 
@@ -63,6 +65,7 @@ pub fn run(cli: Cli) -> Result<()> {
             })
         }
         Command::Mcp { action } => mcp_command(g, action),
+        Command::Cluster { action } => cluster_command(action),
         Command::Setup(args) => crate::setup::setup_command(g, args),
         Command::Completions { shell } => {
             let mut cmd = crate::operations::augment(<Cli as clap::CommandFactory>::command());
@@ -107,6 +110,30 @@ fn gc_command(
         return emit(g, &trash::apply(&ws)?, retention_views::applied);
     }
     emit(g, &collect::collection_plan(&ws)?, retention_views::plan)
+}
+
+/// `flameox cluster …`: runs a Ballista process until it is stopped.
+fn cluster_command(action: ClusterCommand) -> Result<()> {
+    use flameox_engine::cluster::{ProcessOptions, run_executor, run_scheduler};
+    match action {
+        ClusterCommand::Scheduler { bind, store } => run_scheduler(ProcessOptions {
+            bind,
+            scheduler: None,
+            stores: store,
+            cores: 0,
+        }),
+        ClusterCommand::Executor {
+            scheduler,
+            bind,
+            store,
+            cores,
+        } => run_executor(ProcessOptions {
+            bind,
+            scheduler: Some(scheduler),
+            stores: store,
+            cores,
+        }),
+    }
 }
 
 fn mcp_command(g: &GlobalOptions, action: McpCommand) -> Result<()> {

@@ -20,6 +20,7 @@ pub(crate) fn locator(g: &GlobalOptions) -> WorkspaceLocator {
     WorkspaceLocator {
         workspace: g.workspace.clone(),
         project_root: g.project_root.clone(),
+        cluster: g.cluster.clone(),
     }
 }
 

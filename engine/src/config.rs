@@ -46,6 +46,10 @@ pub struct LocksConfig {
 pub struct QueryConfig {
     pub memory_limit_mib: u64,
     pub timeout_ms: u64,
+    /// `df://host:port` of a Ballista scheduler that runs the recipes
+    /// (needs a shared store and a build with the `cluster` feature);
+    /// empty = in this process. `--cluster` overrides it per command.
+    pub cluster: String,
 }
 
 /// Input limits: decompression bombs fail with `ARTIFACT_TOO_LARGE`.
@@ -94,6 +98,7 @@ impl Default for QueryConfig {
         QueryConfig {
             memory_limit_mib: 2048,
             timeout_ms: 60_000,
+            cluster: String::new(),
         }
     }
 }
@@ -144,6 +149,9 @@ impl Config {
         }
         if self.import.timeout_seconds == 0 {
             return bad("import.timeout_seconds", "must be positive");
+        }
+        if !self.query.cluster.trim().is_empty() {
+            crate::cluster::scheduler_url(self.query.cluster.trim())?;
         }
         let url = self.store.url.as_str();
         if !url.is_empty()

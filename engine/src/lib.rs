@@ -7,6 +7,7 @@ pub mod budget;
 pub mod catalog;
 pub mod catalog_rebuild;
 pub mod client_setup;
+pub mod cluster;
 pub mod config;
 pub mod cursor;
 pub mod error;

@@ -10,7 +10,8 @@ use std::future::Future;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use datafusion::datasource::MemTable;
+use datafusion::catalog::TableProvider;
+use datafusion::datasource::empty::EmptyTable;
 use datafusion::datasource::file_format::parquet::ParquetFormat;
 use datafusion::datasource::listing::{
     ListingOptions, ListingTable, ListingTableConfig, ListingTableUrl,
@@ -23,7 +24,7 @@ use flameox_extractors::{EvidenceTable, OLDEST_READ_SCHEMA_VERSION, SCHEMA_VERSI
 use flameox_recipes::RecipeError;
 
 use crate::budget::{self, MeteredPool};
-use crate::catalog::Snapshot;
+use crate::catalog::{GenerationFile, Snapshot};
 use crate::error::{ErrorCode, FlameoxError, Result};
 use crate::shared_store::SharedStore;
 use crate::workspace::Workspace;
@@ -61,54 +62,30 @@ pub struct PinnedSession {
 }
 
 /// Builds the session for a snapshot: one listing table per evidence table
-/// over exactly the files the commit lists.
+/// over exactly the files the commit lists (on a Ballista cluster when
+/// `query.cluster` names one, see [`crate::cluster`]).
 pub fn open_session(
     ws: &Workspace,
     snapshot: Arc<Snapshot>,
     budget: QueryBudget,
 ) -> Result<PinnedSession> {
-    if let Some(commit) = &snapshot.commit {
-        for (table, version) in &commit.tables {
-            if *version > SCHEMA_VERSION {
-                return Err(FlameoxError::new(
-                    ErrorCode::EvidenceSchemaMismatch,
-                    format!(
-                        "table {table} was written by a newer flameox (evidence schema \
-                         version {version}); this build (flameox {}) reads schema version \
-                         {SCHEMA_VERSION}",
-                        env!("CARGO_PKG_VERSION")
-                    ),
-                )
-                .detail("schema_version", *version)
-                .detail("supported_schema_version", SCHEMA_VERSION)
-                .remedy("upgrade flameox to the version that wrote this workspace"));
-            }
-            if *version < OLDEST_READ_SCHEMA_VERSION {
-                return Err(FlameoxError::new(
-                    ErrorCode::EvidenceSchemaMismatch,
-                    format!(
-                        "table {table} has schema version {version}; this build reads \
-                         {OLDEST_READ_SCHEMA_VERSION} to {SCHEMA_VERSION}"
-                    ),
-                )
-                .remedy("re-import the artifacts with this version of flameox"));
-            }
-        }
-    }
+    check_schema_versions(&snapshot)?;
     let pool = Arc::new(MeteredPool::new(Arc::new(TrackConsumersPool::new(
         GreedyMemoryPool::new(budget.memory_bytes as usize),
         std::num::NonZeroUsize::new(5).unwrap_or(std::num::NonZeroUsize::MIN),
     ))));
+    let cluster = ws.config.query.cluster.trim();
+    if !cluster.is_empty() {
+        #[cfg(feature = "cluster")]
+        return crate::cluster::open_remote_session(ws, snapshot, budget, pool, cluster);
+        #[cfg(not(feature = "cluster"))]
+        return Err(crate::cluster::unavailable());
+    }
     let runtime = RuntimeEnvBuilder::new()
         .with_memory_pool(pool.clone())
         .build_arc()
         .map_err(|e| FlameoxError::internal(format!("creating the query runtime: {e}")))?;
-    let mut config = SessionConfig::new()
-        .with_target_partitions(2)
-        .with_information_schema(false);
-    config.options_mut().execution.parquet.pushdown_filters = true;
-    config.options_mut().execution.parquet.reorder_filters = true;
-    let ctx = SessionContext::new_with_config_rt(config, runtime);
+    let ctx = SessionContext::new_with_config_rt(session_config(SessionConfig::new()), runtime);
     // A store-backed workspace reads what it did not publish itself from
     // the store, in place (range reads through DataFusion's registry).
     let shared = SharedStore::of(ws)?;
@@ -116,25 +93,86 @@ pub fn open_session(
         ctx.runtime_env()
             .register_object_store(store.base_url(), store.object_store());
     }
+    register_evidence(&ctx, &snapshot, &|file| {
+        let path = ws.dir().join(&file.path);
+        match &shared {
+            Some(store) if !path.is_file() => store.url_of(&file.path),
+            _ => path.to_string_lossy().into_owned(),
+        }
+    })?;
+    Ok(PinnedSession {
+        ctx,
+        snapshot,
+        budget,
+        pool,
+    })
+}
+
+/// Refuses a commit whose tables this build cannot read.
+fn check_schema_versions(snapshot: &Snapshot) -> Result<()> {
+    let Some(commit) = &snapshot.commit else {
+        return Ok(());
+    };
+    for (table, version) in &commit.tables {
+        if *version > SCHEMA_VERSION {
+            return Err(FlameoxError::new(
+                ErrorCode::EvidenceSchemaMismatch,
+                format!(
+                    "table {table} was written by a newer flameox (evidence schema \
+                     version {version}); this build (flameox {}) reads schema version \
+                     {SCHEMA_VERSION}",
+                    env!("CARGO_PKG_VERSION")
+                ),
+            )
+            .detail("schema_version", *version)
+            .detail("supported_schema_version", SCHEMA_VERSION)
+            .remedy("upgrade flameox to the version that wrote this workspace"));
+        }
+        if *version < OLDEST_READ_SCHEMA_VERSION {
+            return Err(FlameoxError::new(
+                ErrorCode::EvidenceSchemaMismatch,
+                format!(
+                    "table {table} has schema version {version}; this build reads \
+                     {OLDEST_READ_SCHEMA_VERSION} to {SCHEMA_VERSION}"
+                ),
+            )
+            .remedy("re-import the artifacts with this version of flameox"));
+        }
+    }
+    Ok(())
+}
+
+/// The options every session runs with (local or on a cluster).
+pub(crate) fn session_config(base: SessionConfig) -> SessionConfig {
+    let mut config = base
+        .with_target_partitions(2)
+        .with_information_schema(false);
+    config.options_mut().execution.parquet.pushdown_filters = true;
+    config.options_mut().execution.parquet.reorder_filters = true;
+    config
+}
+
+/// Registers one table per evidence table over the snapshot's files, each
+/// read from `url_of(file)`; a table without files is empty.
+pub(crate) fn register_evidence(
+    ctx: &SessionContext,
+    snapshot: &Snapshot,
+    url_of: &dyn Fn(&GenerationFile) -> String,
+) -> Result<()> {
+    let failed = |e: datafusion::error::DataFusionError| {
+        FlameoxError::internal(format!("registering evidence: {e}"))
+    };
     for table in EvidenceTable::ALL {
         let urls: Vec<ListingTableUrl> = snapshot
             .generations
             .iter()
             .flat_map(|g| g.files.iter())
             .filter(|f| f.table == table.name())
-            .map(|f| {
-                let path = ws.dir().join(&f.path);
-                match &shared {
-                    Some(store) if !path.is_file() => ListingTableUrl::parse(store.url_of(&f.path)),
-                    _ => ListingTableUrl::parse(path.to_string_lossy()),
-                }
-            })
+            .map(|f| ListingTableUrl::parse(url_of(f)))
             .collect::<std::result::Result<_, _>>()
-            .map_err(|e| FlameoxError::internal(format!("registering evidence: {e}")))?;
-        let registered = if urls.is_empty() {
-            let empty = MemTable::try_new(table.schema(), vec![vec![]])
-                .map_err(|e| FlameoxError::internal(format!("registering evidence: {e}")))?;
-            ctx.register_table(table.name(), Arc::new(empty))
+            .map_err(failed)?;
+        let provider: Arc<dyn TableProvider> = if urls.is_empty() {
+            Arc::new(EmptyTable::new(table.schema()))
         } else {
             let sort: Vec<_> = table
                 .sort_columns()
@@ -149,18 +187,11 @@ pub fn open_session(
             let config = ListingTableConfig::new_with_multi_paths(urls)
                 .with_listing_options(options)
                 .with_schema(table.schema());
-            let listing = ListingTable::try_new(config)
-                .map_err(|e| FlameoxError::internal(format!("registering evidence: {e}")))?;
-            ctx.register_table(table.name(), Arc::new(listing))
+            Arc::new(ListingTable::try_new(config).map_err(failed)?)
         };
-        registered.map_err(|e| FlameoxError::internal(format!("registering evidence: {e}")))?;
+        ctx.register_table(table.name(), provider).map_err(failed)?;
     }
-    Ok(PinnedSession {
-        ctx,
-        snapshot,
-        budget,
-        pool,
-    })
+    Ok(())
 }
 
 /// Maps a recipe failure to the contract's error codes.

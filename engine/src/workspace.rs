@@ -33,6 +33,8 @@ pub struct WorkspaceIdentity {
 pub struct WorkspaceLocator {
     pub workspace: Option<PathBuf>,
     pub project_root: Option<PathBuf>,
+    /// `--cluster`: this command's `query.cluster`, over the config's.
+    pub cluster: Option<String>,
 }
 
 impl WorkspaceLocator {
@@ -175,7 +177,12 @@ impl Workspace {
 
     /// Finds and opens the workspace a locator names.
     pub fn locate(locator: &WorkspaceLocator) -> Result<Workspace> {
-        Workspace::open(&locator.find()?)
+        let mut ws = Workspace::open(&locator.find()?)?;
+        if let Some(cluster) = &locator.cluster {
+            crate::cluster::scheduler_url(cluster).map_err(|e| e.detail("field", "--cluster"))?;
+            ws.config.query.cluster = cluster.clone();
+        }
+        Ok(ws)
     }
 
     pub fn dir(&self) -> &Path {
@@ -291,6 +298,7 @@ mod tests {
         let locator = WorkspaceLocator {
             project_root: Some(empty.path().into()),
             workspace: None,
+            cluster: None,
         };
         let err = Workspace::locate(&locator).unwrap_err();
         assert_eq!(err.code, ErrorCode::WorkspaceNotFound);

@@ -74,6 +74,11 @@ fn input_dims_expr(args: Expr) -> Expr {
     crate::text_udf::text_udf("flameox_input_dims", input_dims, args)
 }
 
+/// The `flameox_input_dims` UDF itself.
+pub fn input_dims_udf() -> datafusion::logical_expr::ScalarUDF {
+    crate::text_udf::text_udf_function("flameox_input_dims", input_dims)
+}
+
 /// Per operator of `names`, its heaviest input shapes (by total time, then
 /// count, then text). `ops` has `name`, `dur_ns` and `args_json` columns.
 pub async fn top_shapes(

@@ -73,11 +73,16 @@ pub fn readable_name(name: &str) -> String {
 
 /// `flameox_kernel_family(name)` as an expression.
 pub fn kernel_family_expr(name: Expr) -> Expr {
-    crate::text_udf::text_udf(
-        "flameox_kernel_family",
-        |text| Some(kernel_family(text)),
-        name,
-    )
+    crate::text_udf::text_udf("flameox_kernel_family", family_of_text, name)
+}
+
+/// The `flameox_kernel_family` UDF itself.
+pub fn kernel_family_udf() -> datafusion::logical_expr::ScalarUDF {
+    crate::text_udf::text_udf_function("flameox_kernel_family", family_of_text)
+}
+
+fn family_of_text(text: &str) -> Option<String> {
+    Some(kernel_family(text))
 }
 
 #[cfg(test)]

@@ -65,12 +65,25 @@ impl ScalarUDFImpl for TextUdf {
     }
 }
 
-/// `name(text)` as an expression that applies `map` to each row.
-pub fn text_udf(name: &'static str, map: fn(&str) -> Option<String>, text: Expr) -> Expr {
+/// The UDF `name` that applies `map` to each row.
+pub fn text_udf_function(name: &'static str, map: fn(&str) -> Option<String>) -> ScalarUDF {
     ScalarUDF::new_from_impl(TextUdf {
         name,
         map,
         signature: Signature::exact(vec![DataType::Utf8], Volatility::Immutable),
     })
-    .call(vec![cast(text, DataType::Utf8)])
+}
+
+/// `name(text)` as an expression that applies `map` to each row.
+pub fn text_udf(name: &'static str, map: fn(&str) -> Option<String>, text: Expr) -> Expr {
+    text_udf_function(name, map).call(vec![cast(text, DataType::Utf8)])
+}
+
+/// Every text UDF a recipe's plan may name: a distributed engine that
+/// decodes plans by function name registers these on every process.
+pub fn recipe_udfs() -> Vec<Arc<ScalarUDF>> {
+    vec![
+        Arc::new(crate::kernel_family::kernel_family_udf()),
+        Arc::new(crate::input_shapes::input_dims_udf()),
+    ]
 }

@@ -110,7 +110,8 @@ fn two_workspaces_on_one_store_see_each_others_evidence_and_answer_alike() {
     ] {
         let from_a = flameox(&a, &server, &analysis);
         let from_b = flameox(&b, &server, &analysis);
-        assert_eq!(from_a["data"], from_b["data"], "{analysis:?}");
+        assert!(from_a.as_object().is_some_and(|o| o.len() > 3), "{from_a}");
+        assert_eq!(from_a, from_b, "{analysis:?}");
     }
     assert_eq!(local_parquet_files(&b), 0);
 

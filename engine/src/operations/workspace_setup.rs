@@ -154,8 +154,14 @@ fn run_init<'a>(s: &'a Session<'a>, args: Value) -> AnswerFuture<'a> {
         };
         if let Some(store) = &outcome.store {
             summary.push_str(&format!(
-                "; evidence in {} ({} commits)",
-                store.url, store.commits
+                "; evidence in {} ({} commits{})",
+                store.url,
+                store.commits,
+                if store.commits > 0 {
+                    "; list_runs shows what it holds"
+                } else {
+                    ""
+                }
             ));
         }
         Ok(Answer::new(summary, to_value(&outcome)?))
