@@ -115,6 +115,15 @@ fn recipes_on_a_ballista_cluster_answer_as_the_local_engine_does() {
     );
     assert_eq!(imported["artifacts_total"], RANKS);
     let run_id = imported["run_id"].as_str().expect("run").to_owned();
+    // A second job to compare against.
+    let base_job = tempfile::tempdir().expect("job folder");
+    write_kineto_job(base_job.path(), RANKS, 2_000, 7);
+    let base = run(
+        &project,
+        &server,
+        &["import", base_job.path().to_str().expect("path")],
+    );
+    let base_id = base["run_id"].as_str().expect("run").to_owned();
 
     // Nothing listens there yet: a typed, retryable error, not a plan failure.
     let nobody = format!("df://127.0.0.1:{}", free_port());
@@ -168,6 +177,16 @@ fn recipes_on_a_ballista_cluster_answer_as_the_local_engine_does() {
         vec!["analyze", "gpu-summary", &run_id],
         vec!["analyze", "gpu-gaps", &run_id, "--limit", "10"],
         vec!["analyze", "summary", &run_id],
+        vec!["analyze", "hotspots", &run_id, "--limit", "10"],
+        vec!["analyze", "accelerator-launches", &run_id],
+        vec![
+            "analyze",
+            "compare-hotspots",
+            &run_id,
+            &base_id,
+            "--limit",
+            "10",
+        ],
     ];
     // The first call also waits for the executor to register.
     let started = Instant::now();
