@@ -189,6 +189,25 @@ fn a_sixty_four_rank_answer_stays_small_and_eight_ranks_stay_whole() {
         bytes * 8 < full_bytes && bytes < 40_000,
         "digested {bytes} bytes, full {full_bytes}"
     );
+    // Every analysis's scope lists 20 of the 64 artifacts, says how many
+    // there are, and names the call that pages them (the breakdown's
+    // `targets` name only the ranks it shows).
+    for analysis in [
+        vec!["analyze", "gpu-summary", run.as_str()],
+        vec!["analyze", "gpu-gaps", run.as_str()],
+        vec!["analyze", "hotspots", run.as_str()],
+    ] {
+        let answer = project.json(&analysis);
+        let scope = &answer["scope"];
+        assert_eq!(
+            scope["artifact_ids"].as_array().map(Vec::len),
+            Some(20),
+            "{analysis:?}"
+        );
+        assert_eq!(scope["artifacts_total"], 64, "{analysis:?}");
+        assert_eq!(scope["more_artifacts"]["operation"], "list_artifacts");
+        assert_eq!(scope["more_artifacts"]["arguments"]["run"], run.as_str());
+    }
 
     let few = Project::new();
     let run = import_job(&few, 8, 600);

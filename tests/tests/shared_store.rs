@@ -114,6 +114,34 @@ fn two_workspaces_on_one_store_see_each_others_evidence_and_answer_alike() {
         assert_eq!(from_a, from_b, "{analysis:?}");
     }
     assert_eq!(local_parquet_files(&b), 0);
+    // B holds only A's artifact record until it needs the bytes: opening
+    // the trace fetches them, checked against the artifact id.
+    let artifact = imported["artifact_id"].as_str().expect("artifact");
+    let hex = artifact.trim_start_matches("sha256:");
+    let folder = b
+        .path()
+        .join(format!(".flameox/artifacts/sha256/{}/{hex}", &hex[..2]));
+    let payloads = |dir: &std::path::Path| {
+        std::fs::read_dir(dir)
+            .map(|d| {
+                d.flatten()
+                    .filter(|e| e.file_name().to_string_lossy().starts_with("payload"))
+                    .map(|e| e.path())
+                    .collect::<Vec<_>>()
+            })
+            .unwrap_or_default()
+    };
+    assert!(payloads(&folder).is_empty());
+    let mut open = command(&b, &server, &["open", artifact, "--launch", "--wait", "1"]);
+    open.env("PATH", "/nonexistent");
+    let out = open.output().expect("open --launch");
+    assert!(out.status.success(), "{out:?}");
+    let fetched = payloads(&folder);
+    assert_eq!(fetched.len(), 1, "{fetched:?}");
+    assert_eq!(
+        std::fs::read(&fetched[0]).expect("payload"),
+        std::fs::read(corpus().join(ALEXNET)).expect("corpus")
+    );
 
     // B's import reaches A.
     let second = flameox(&b, &server, &["import", &corpus_path(NCCL)]);

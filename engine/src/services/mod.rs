@@ -87,14 +87,44 @@ impl EvidenceStatus {
     }
 }
 
-/// What a run-or-artifact argument resolved to.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// What a run-or-artifact argument resolved to. Answers show the first
+/// [`inventory::ARTIFACTS_LISTED`] artifact ids, with `artifacts_total` and
+/// the call that pages the rest past that (a 1,024-rank run would
+/// otherwise put 75 kB of ids in every answer); the services use them all.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
 pub struct ResolvedScope {
     pub requested: String,
     pub run_id: Option<String>,
     pub artifact_ids: Vec<String>,
     /// Limitation codes recorded by the extractions in scope.
     pub limitations: Vec<String>,
+}
+
+impl Serialize for ResolvedScope {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> std::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeStruct;
+        let total = self.artifact_ids.len();
+        let listed = total.min(inventory::ARTIFACTS_LISTED);
+        let more = self
+            .run_id
+            .as_deref()
+            .and_then(|run| inventory::more_artifacts(run, total));
+        let mut out = serializer.serialize_struct("ResolvedScope", 6)?;
+        out.serialize_field("requested", &self.requested)?;
+        out.serialize_field("run_id", &self.run_id)?;
+        out.serialize_field("artifact_ids", &self.artifact_ids[..listed])?;
+        out.serialize_field("limitations", &self.limitations)?;
+        if listed < total {
+            out.serialize_field("artifacts_total", &total)?;
+        }
+        if let Some(more) = more {
+            out.serialize_field("more_artifacts", &more)?;
+        }
+        out.end()
+    }
 }
 
 /// Per-call options every query service accepts.

@@ -20,6 +20,7 @@
 
 mod attach;
 mod commit_log;
+mod payload;
 mod pull;
 mod push;
 
@@ -37,6 +38,7 @@ use crate::workspace::Workspace;
 
 pub use attach::{StoreState, attach};
 pub use commit_log::{LogEntry, StoreHead, read_local_head};
+pub use payload::ensure_payload;
 pub use pull::pull;
 pub use push::{PublishAttempt, publish_commit, push_run, push_snapshot};
 

@@ -270,17 +270,34 @@ pub fn list_artifacts(
     let manifest = runs::read_run(ws, run_id)?;
     let mut all = Vec::with_capacity(manifest.artifacts.len());
     for (index, artifact) in manifest.artifacts.iter().enumerate() {
-        let record = store::read_artifact(ws, &artifact.artifact_id)?;
         let rank = artifact
             .metadata
             .get("distributedInfo")
             .and_then(|d| d.get("rank"))
             .and_then(serde_json::Value::as_i64);
         // Zero-padded positions sort as the run lists them.
-        all.push((format!("{index:010}"), ArtifactRow { record, rank }));
+        all.push((format!("{index:010}"), (artifact.artifact_id.clone(), rank)));
     }
     let family = format!("artifacts of run {}", manifest.run_id);
-    page(ws, &family, all, limit, cursor)
+    let listed = page(ws, &family, all, limit, cursor)?;
+    // Only the page's records are read (a 1,024-rank run pages 20 at a time).
+    let items = listed
+        .items
+        .iter()
+        .map(|(id, rank)| {
+            Ok(ArtifactRow {
+                record: store::read_artifact(ws, id)?,
+                rank: *rank,
+            })
+        })
+        .collect::<Result<Vec<_>>>()?;
+    Ok(ListPage {
+        returned: items.len(),
+        items,
+        total: listed.total,
+        truncated: listed.truncated,
+        next_cursor: listed.next_cursor,
+    })
 }
 
 pub fn show_artifact(ws: &Workspace, artifact_id: &str) -> Result<ArtifactDetail> {

@@ -96,6 +96,9 @@ pub fn prepare_launch(ws: &Workspace, artifact_id: &str) -> Result<Launch> {
             }
         })
         .collect();
+    // A store-backed workspace may hold only the record of an artifact
+    // another workspace imported.
+    crate::shared_store::ensure_payload(ws, &record)?;
     Ok(Launch {
         viewer,
         path: format!("/{}", if name.is_empty() { "trace" } else { &name }),
