@@ -25,6 +25,13 @@ pub struct StoreConfig {
     pub url: String,
 }
 
+impl StoreConfig {
+    /// The shared prefix, or `None` for a local workspace.
+    pub fn shared_url(&self) -> Option<&str> {
+        Some(self.url.trim()).filter(|url| !url.is_empty())
+    }
+}
+
 /// Row limits of every paged result.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]

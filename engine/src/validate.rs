@@ -298,7 +298,7 @@ fn check_generation(
 /// Whether the workspace keeps its evidence in a shared store (whose
 /// objects this folder caches only in part).
 fn in_store(ws: &Workspace) -> bool {
-    !ws.config.store.url.trim().is_empty()
+    ws.config.store.shared_url().is_some()
 }
 
 /// Checks row count, schema and key-value metadata from the footer.

@@ -31,8 +31,8 @@ pub struct StoreState {
 /// reopened workspace.
 pub fn attach(ws: &Workspace, url: &str) -> Result<(Workspace, StoreState)> {
     let store = SharedStore::open(url)?;
-    let current = ws.config.store.url.trim();
-    if !current.is_empty() && current != url {
+    let current = ws.config.store.shared_url();
+    if let Some(current) = current.filter(|current| *current != url) {
         return Err(FlameoxError::invalid_argument(
             "store",
             format!("this workspace already keeps its evidence in {current}"),
@@ -47,7 +47,7 @@ pub fn attach(ws: &Workspace, url: &str) -> Result<(Workspace, StoreState)> {
     .map_err(|e| FlameoxError::internal(format!("serializing the store marker: {e}")))?;
     let remote = store.clone();
     block_on(async move { remote.put(MARKER, marker, true).await })?;
-    if current.is_empty() {
+    if current.is_none() {
         record_url(ws, store.display())?;
     }
     let ws = Workspace::open(ws.dir())?;

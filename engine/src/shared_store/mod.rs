@@ -61,11 +61,11 @@ impl std::fmt::Debug for SharedStore {
 impl SharedStore {
     /// The workspace's shared store, or `None` for a local workspace.
     pub fn of(ws: &Workspace) -> Result<Option<SharedStore>> {
-        let url = ws.config.store.url.trim();
-        if url.is_empty() {
-            return Ok(None);
-        }
-        SharedStore::open(url).map(Some)
+        ws.config
+            .store
+            .shared_url()
+            .map(SharedStore::open)
+            .transpose()
     }
 
     /// Parses a store URL (`s3://`, `gs://`, `az://`; not HTTP, which

@@ -170,23 +170,22 @@ pub fn push_run(ws: &Workspace, run: &RunManifest) -> Result<()> {
 }
 
 /// Uploads every object the new generations name: Parquet files, the
-/// artifact (payload before record, so a record implies its bytes), the
-/// run and the manifest last.
+/// artifact (payload before record, so a record implies its bytes), each
+/// run once (a 1,024-rank run has 1,024 generations) and the manifests last.
 fn upload_generations(
     ws: &Workspace,
     store: &SharedStore,
     written: &[(GenerationManifest, String)],
 ) -> Result<()> {
+    let mut runs_uploaded = std::collections::BTreeSet::new();
     for (manifest, _) in written {
         for file in &manifest.files {
             upload_file(ws, store, ws.dir().join(&file.path))?;
         }
         upload_artifact(ws, store, &manifest.inputs.artifact_id)?;
-        let run = ws
-            .runs_dir()
-            .join(&manifest.inputs.run_id)
-            .join("manifest.json");
-        if run.is_file() {
+        let run_id = &manifest.inputs.run_id;
+        let run = ws.runs_dir().join(run_id).join("manifest.json");
+        if run.is_file() && runs_uploaded.insert(run_id.clone()) {
             upload_small(ws, store, run, false)?;
         }
         upload_small(
