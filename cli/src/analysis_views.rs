@@ -120,16 +120,21 @@ fn location(
     }
 }
 
-pub(crate) fn deltas(r: &FrameDeltaResult) -> String {
+pub(crate) fn deltas(result: &FrameDeltaResult) -> String {
+    let r = &result.answer;
     let unit = r.unit.as_str();
     let mut out = format!(
-        "{} against {} by {} (total self {} → {})\n",
-        r.scope.requested,
-        r.base_scope.requested,
+        "{} against {} by {} (whole: total self {} → {}), frames matched by {}\n",
+        result.scope.requested,
+        result.base_scope.requested,
         r.metric,
-        render::value(r.base_total_self, unit),
-        render::value(r.target_total_self, unit),
+        render::value(r.whole.base_total_self, unit),
+        render::value(r.whole.target_total_self, unit),
+        r.matched_by.replace('_', " "),
     );
+    if let Some(w) = &r.warning {
+        out += &format!("warning: {w}\n");
+    }
     let mut t = Table::new(
         &[
             "base self",
@@ -165,7 +170,7 @@ pub(crate) fn deltas(r: &FrameDeltaResult) -> String {
         ]);
     }
     out += &t.render();
-    out += &render::footer(r.returned, r.total, None);
+    out += &render::footer(result.returned, r.total_frames, None);
     out
 }
 

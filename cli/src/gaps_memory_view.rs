@@ -78,52 +78,82 @@ fn host_lines(host: &HostActivity) -> String {
 
 pub(crate) fn render_gpu_gaps(r: &GpuGapsResult) -> String {
     let a = &r.answer;
-    let mut out = format!(
-        "gpu gaps of {}: {} gaps ≥ {} totalling {}\n",
-        r.scope.requested,
-        thousands(a.gaps_found as i64),
+    let mut out = format!("gpu time of {}{}\n", r.scope.requested, r.time.words());
+    let mut t = Table::new(
+        &[
+            "device",
+            "busy",
+            "% span",
+            "idle",
+            "starved",
+            "stalled",
+            "before 1st",
+            "after last",
+            "span",
+        ],
+        &[1, 2, 3, 4, 5, 6, 7],
+    );
+    for d in &a.devices {
+        let time = &d.time;
+        let span = match &time.span.label {
+            Some(l) => format!("{} {l}", time.span.name.words()),
+            None => time.span.name.words().to_owned(),
+        };
+        t.row(vec![
+            id(time.device),
+            render::duration_ns(time.busy_ns),
+            format!("{:.1}%", time.busy_pct_of_span),
+            render::duration_ns(time.idle_ns),
+            render::duration_ns(time.idle.starved_ns),
+            render::duration_ns(time.idle.stalled_ns),
+            render::duration_ns(time.idle.before_first_activity_ns),
+            render::duration_ns(time.idle.after_last_activity_ns),
+            format!("{} ({})", span, render::duration_ns(time.span.dur_ns)),
+        ]);
+    }
+    out += &t.render();
+    out += &format!(
+        "\ndevice gaps ≥ {} (no stream busy): {} totalling {}\n",
         render::duration_ns(r.min_gap_ns),
+        thousands(a.gaps_found as i64),
         render::duration_ns(a.gaps_total_ns),
     );
     for g in &a.gaps {
         out += &format!(
-            "  {} on device {} stream {} at {}: after {} → before {}\n",
+            "  {} {} on device {} at {}: after {} → before {} (stream {})\n",
             render::duration_ns(g.duration_ns),
+            g.class.name(),
             id(g.device),
-            id(g.stream),
             g.start_ns,
-            cut(g.before.as_deref().unwrap_or("-"), 50),
-            cut(&g.after, 50),
+            cut(g.prev_op.as_deref().unwrap_or("-"), 50),
+            cut(&g.next_op, 50),
+            id(g.next_stream),
         );
+        if let Some(q) = g.queued_for_ns {
+            out += &format!(
+                "    queued {} before it started: held by {}\n",
+                render::duration_ns(q),
+                g.waited_on.as_deref().unwrap_or("-")
+            );
+        }
+        if let Some(late) = g.host_late_ns {
+            out += &format!(
+                "    launched {} after the device went idle\n",
+                render::duration_ns(late)
+            );
+        }
+        if !g.host.time_shares.is_empty() {
+            let shares: Vec<String> = g
+                .host
+                .time_shares
+                .iter()
+                .map(|s| format!("{:.0}% {}", s.share * 100.0, cut(&s.what, 40)))
+                .collect();
+            out += &format!("    launching thread: {}\n", shares.join(", "));
+        }
         out += &host_lines(&g.host);
     }
     out += &render::footer(a.gaps.len(), a.gaps_found, None);
-    out += "\n\ndevices\n";
-    let mut t = Table::new(
-        &[
-            "device",
-            "span",
-            "% of trace",
-            "from % in",
-            "chunks",
-            "below",
-            "start",
-        ],
-        &[0, 1, 2, 3, 4, 5, 6],
-    );
-    let pct = |p: Option<f64>| p.map_or("-".to_owned(), |p| format!("{p:.1}%"));
-    for d in &a.devices {
-        t.row(vec![
-            id(d.device),
-            render::duration_ns(d.end_ns - d.start_ns),
-            pct(d.span_pct_of_trace),
-            pct(d.starts_at_pct_of_trace),
-            thousands(d.chunks),
-            thousands(d.chunks_below),
-            d.start_ns.to_string(),
-        ]);
-    }
-    out += &t.render();
     out += &format!(
         "\nlow-utilization chunks (busy < {:.0}%): {}\n",
         r.below * 100.0,

@@ -40,14 +40,14 @@ pub(crate) fn trace_window(r: &WindowResult) -> String {
     for e in &r.events {
         t.row(vec![
             e.ts_ns.saturating_sub(origin).to_string(),
-            if e.dur_ns < 0 {
-                "open".into()
-            } else {
-                duration_ns(e.dur_ns)
+            match e.dur_ns {
+                Some(d) if d < 0 => "open".into(),
+                Some(d) => duration_ns(d),
+                None => "-".into(),
             },
-            e.depth.to_string(),
-            e.kind.clone(),
-            e.track_id.to_string(),
+            e.depth.map_or("-".into(), |d| d.to_string()),
+            e.kind.clone().unwrap_or_else(|| "-".into()),
+            e.track_id.map_or("-".into(), |t| t.to_string()),
             cut(&e.name, 70),
         ]);
     }

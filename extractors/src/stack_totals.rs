@@ -9,8 +9,11 @@
 //! id is always larger than its parent's), a frame's inclusive total is the
 //! subtree weight of its topmost nodes (those with no ancestor of the same
 //! frame — recursion counted once per stack), and the edge into a node
-//! carries its subtree weight. The results are the same sums as the path
-//! walk's (`tree_totals_equal_the_path_walk` below).
+//! carries its subtree weight when it is the topmost occurrence of that
+//! caller → callee pair on its path (so `fib → fib` in a recursion counts
+//! each stack once, as pprof's cumulative values do, not once per level).
+//! The results are the same sums as the path walk's
+//! (`tree_totals_equal_the_path_walk` below).
 
 use crate::FastHashMap;
 
@@ -22,9 +25,18 @@ pub type FrameTotals = FastHashMap<(u32, u32), [i64; 3]>;
 /// (caller frame, callee frame) → [weight, count of samples at the callee].
 pub type CallEdges = FastHashMap<(u32, u32), [i64; 2]>;
 
-/// Whether each node is the topmost of its frame on its path: no ancestor
-/// has the same frame. `nodes` are (parent, frame, depth), parents first.
-pub fn topmost_nodes(nodes: &[(u32, u32, i32)], frames: usize) -> Vec<bool> {
+/// Per node: whether it is the topmost of its frame on its path (no
+/// ancestor has the same frame), and whether the edge into it is the
+/// topmost of its (caller frame, frame) pair (no edge above it on the path
+/// joins the same two frames).
+pub struct Topmost {
+    pub node: Vec<bool>,
+    pub edge: Vec<bool>,
+}
+
+/// [`Topmost`] of every node. `nodes` are (parent, frame, depth), parents
+/// first.
+pub fn topmost_nodes(nodes: &[(u32, u32, i32)], frames: usize) -> Topmost {
     // Children lists (CSR), then a depth-first walk keeping how often each
     // frame is on the current path.
     let n = nodes.len();
@@ -48,7 +60,13 @@ pub fn topmost_nodes(nodes: &[(u32, u32, i32)], frames: usize) -> Vec<bool> {
         }
     }
     let mut on_path = vec![0u32; frames];
+    let mut edges_on_path: FastHashMap<(u32, u32), u32> = FastHashMap::default();
     let mut topmost = vec![false; n];
+    let mut topmost_edge = vec![false; n];
+    let caller = |v: u32| {
+        let parent = nodes[v as usize].0;
+        (parent != NO_PARENT && (parent as usize) < n).then(|| nodes[parent as usize].1)
+    };
     // (node, entering): exit entries undo a node's frame on the path.
     let mut work: Vec<(u32, bool)> = Vec::new();
     for (id, &(parent, _, _)) in nodes.iter().enumerate() {
@@ -58,14 +76,23 @@ pub fn topmost_nodes(nodes: &[(u32, u32, i32)], frames: usize) -> Vec<bool> {
         work.push((id as u32, true));
         while let Some((v, entering)) = work.pop() {
             let frame = nodes[v as usize].1 as usize;
+            let edge = caller(v).map(|c| (c, frame as u32));
             if !entering {
                 if let Some(count) = on_path.get_mut(frame) {
+                    *count -= 1;
+                }
+                if let Some(count) = edge.and_then(|e| edges_on_path.get_mut(&e)) {
                     *count -= 1;
                 }
                 continue;
             }
             topmost[v as usize] = on_path.get(frame).is_some_and(|&c| c == 0);
             if let Some(count) = on_path.get_mut(frame) {
+                *count += 1;
+            }
+            if let Some(e) = edge {
+                let count = edges_on_path.entry(e).or_insert(0);
+                topmost_edge[v as usize] = *count == 0;
                 *count += 1;
             }
             work.push((v, false));
@@ -75,13 +102,16 @@ pub fn topmost_nodes(nodes: &[(u32, u32, i32)], frames: usize) -> Vec<bool> {
             }
         }
     }
-    topmost
+    Topmost {
+        node: topmost,
+        edge: topmost_edge,
+    }
 }
 
 /// The totals and edges of `samples` (stack, thread, weight, count).
 pub fn tree_totals(
     nodes: &[(u32, u32, i32)],
-    topmost: &[bool],
+    topmost: &Topmost,
     samples: impl Iterator<Item = (u32, u32, i64, i64)>,
 ) -> (FrameTotals, CallEdges) {
     let mut totals = FrameTotals::default();
@@ -128,10 +158,10 @@ pub fn tree_totals(
             let (parent, frame, _) = nodes[v as usize];
             let weight = sub[v as usize];
             let t = totals.entry((frame, thread)).or_insert([0; 3]);
-            if topmost[v as usize] {
+            if topmost.node[v as usize] {
                 t[1] = t[1].saturating_add(weight);
             }
-            if parent != NO_PARENT {
+            if parent != NO_PARENT && topmost.edge[v as usize] {
                 let e = edges
                     .entry((nodes[parent as usize].1, frame))
                     .or_insert([0; 2]);
@@ -174,9 +204,12 @@ mod tests {
                     totals.entry((f, thread)).or_insert([0; 3])[1] += weight;
                 }
             }
+            let mut pairs_seen = std::collections::HashSet::new();
             for (k, pair) in path.windows(2).enumerate() {
                 let e = edges.entry((pair[1], pair[0])).or_insert([0; 2]);
-                e[0] += weight;
+                if pairs_seen.insert((pair[1], pair[0])) {
+                    e[0] += weight;
+                }
                 if k == 0 {
                     e[1] += count;
                 }
@@ -248,5 +281,29 @@ mod tests {
             [i64::from(n / 2), i64::from(n), i64::from(n / 2)]
         );
         assert_eq!(edges[&(0, 1)][1], i64::from(n / 2));
+        // Each stack crosses 0 → 1 once in the count: the weight of the
+        // edge is every sample below its first occurrence, not a sum over
+        // the 100,000 levels.
+        assert_eq!(edges[&(0, 1)][0], i64::from(n - 1));
+    }
+
+    #[test]
+    fn a_recursive_edge_counts_each_stack_once() {
+        // main → fib → fib → fib, 10 ns at the innermost fib, 5 at the
+        // second, 1 at the first.
+        let nodes = vec![(NO_PARENT, 0, 0), (0, 1, 1), (1, 1, 2), (2, 1, 3)];
+        let topmost = topmost_nodes(&nodes, 2);
+        let (totals, edges) = tree_totals(
+            &nodes,
+            &topmost,
+            [(3, 0, 10, 1), (2, 0, 5, 1), (1, 0, 1, 1)].into_iter(),
+        );
+        assert_eq!(totals[&(1, 0)][1], 16, "fib inclusive: every sample once");
+        assert_eq!(edges[&(0, 1)][0], 16, "main → fib");
+        assert_eq!(
+            edges[&(1, 1)][0],
+            15,
+            "fib → fib: stacks below the first recursion, once"
+        );
     }
 }

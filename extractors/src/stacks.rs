@@ -17,7 +17,7 @@ use sha2::{Digest, Sha256};
 use crate::api::{BatchSink, ExtractError};
 use crate::arrow_util::{DictColumn, IdDictColumn, const_dict};
 use crate::schema::EvidenceTable;
-use crate::stack_totals::{topmost_nodes, tree_totals};
+use crate::stack_totals::{Topmost, topmost_nodes, tree_totals};
 use crate::timed_samples::{TimedSample, TimedSamples};
 
 /// The digest that identifies a function across runs: the first 16 bytes
@@ -478,7 +478,7 @@ impl StackAggregator {
     fn write_reductions(
         &self,
         samples: impl Iterator<Item = (u32, u32, i64, i64)>,
-        topmost: &[bool],
+        topmost: &Topmost,
         spec: &ReductionSpec,
         emit: &mut impl FnMut(EvidenceTable, Vec<ArrayRef>) -> Result<(), ExtractError>,
         scope: &impl Fn(usize) -> Vec<ArrayRef>,

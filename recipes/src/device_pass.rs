@@ -21,6 +21,7 @@ use futures::StreamExt;
 
 use crate::accelerator::{device_activity_rows, events};
 use crate::common::{ArtifactScope, RecipeResult, as_int64, as_utf8, column, string_at};
+pub use crate::time_accounting::intervals::{covered, union_segments};
 
 /// Strings seen in the rows, each stored once; rows hold their ids.
 #[derive(Debug, Default)]
@@ -282,53 +283,9 @@ impl RunningEnd {
     }
 }
 
-/// Disjoint, sorted segments covering the union of `[start, end)` intervals.
-pub fn union_segments(mut intervals: Vec<(i64, i64)>) -> Vec<(i64, i64)> {
-    intervals.sort_unstable();
-    let mut out: Vec<(i64, i64)> = Vec::new();
-    for (s, e) in intervals {
-        if e <= s {
-            continue;
-        }
-        match out.last_mut() {
-            Some(last) if s <= last.1 => last.1 = last.1.max(e),
-            _ => out.push((s, e)),
-        }
-    }
-    out
-}
-
-/// Length of `[start, end)` covered by `segments` (sorted, disjoint),
-/// starting the search at `*from` and leaving it at the first segment that
-/// may still reach later windows (windows must come in increasing order).
-pub fn covered(segments: &[(i64, i64)], from: &mut usize, start: i64, end: i64) -> i64 {
-    while *from < segments.len() && segments[*from].1 <= start {
-        *from += 1;
-    }
-    let mut total = 0;
-    for &(s, e) in segments.get(*from..).unwrap_or(&[]) {
-        if s >= end {
-            break;
-        }
-        total += e.min(end) - s.max(start);
-    }
-    total
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn union_segments_merge_overlaps_and_drop_empty_intervals() {
-        let u = union_segments(vec![(5, 9), (0, 3), (2, 4), (9, 10), (7, 7), (12, 13)]);
-        assert_eq!(u, vec![(0, 4), (5, 10), (12, 13)]);
-        let mut from = 0;
-        assert_eq!(covered(&u, &mut from, 0, 2), 2);
-        assert_eq!(covered(&u, &mut from, 2, 6), 3);
-        assert_eq!(covered(&u, &mut from, 6, 13), 5);
-        assert_eq!(covered(&u, &mut from, 13, 20), 0);
-    }
 
     #[test]
     fn dictionary_cells_intern_to_the_same_ids_as_plain_cells() {

@@ -58,6 +58,9 @@ pub async fn resolve_frame(
             }
         }
     }
+    if !keys.is_empty() {
+        keys = same_function(ctx, scope, &keys).await?;
+    }
     if keys.is_empty() {
         let names = table(ctx, "frame_totals")
             .await?
@@ -90,6 +93,68 @@ pub async fn resolve_frame(
         keys,
         function,
     })
+}
+
+/// Every key of the functions `keys` name: the same function, file,
+/// module and category at any line (a sampled profile's per-line frames
+/// are one function to its drill-downs, as to its hotspots).
+async fn same_function(
+    ctx: &SessionContext,
+    scope: &ArtifactScope,
+    keys: &[String],
+) -> RecipeResult<Vec<String>> {
+    type Place = (String, Option<String>, Option<String>, Option<String>);
+    let place = |batch: &datafusion::arrow::array::RecordBatch, i: usize| -> RecipeResult<Place> {
+        Ok((
+            string_at(column(batch, "function")?, i).unwrap_or_default(),
+            string_at(column(batch, "file")?, i),
+            string_at(column(batch, "module")?, i),
+            string_at(column(batch, "category")?, i),
+        ))
+    };
+    let columns = || {
+        vec![
+            col("logical_key"),
+            col("function"),
+            col("file"),
+            col("module"),
+            crate::common::utf8("category").alias("category"),
+        ]
+    };
+    let found = table(ctx, "frames")
+        .await?
+        .filter(scope.filter().and(
+            col("logical_key").in_list(keys.iter().map(|k| lit(k.as_str())).collect(), false),
+        ))?
+        .select(columns())?;
+    let mut places = std::collections::BTreeSet::new();
+    for batch in collect(found).await? {
+        for i in 0..batch.num_rows() {
+            places.insert(place(&batch, i)?);
+        }
+    }
+    let functions: std::collections::BTreeSet<&str> = places.iter().map(|p| p.0.as_str()).collect();
+    let all = table(ctx, "frames")
+        .await?
+        .filter(
+            scope
+                .filter()
+                .and(col("function").in_list(functions.iter().map(|f| lit(*f)).collect(), false)),
+        )?
+        .select(columns())?;
+    let mut out: Vec<String> = keys.to_vec();
+    for batch in collect(all).await? {
+        for i in 0..batch.num_rows() {
+            if places.contains(&place(&batch, i)?)
+                && let Some(k) = string_at(column(&batch, "logical_key")?, i)
+            {
+                out.push(k);
+            }
+        }
+    }
+    out.sort();
+    out.dedup();
+    Ok(out)
 }
 
 /// What `stacks callers|callees` asks.

@@ -4,13 +4,14 @@
 //! helper thread waiting in `threading.py: wait` at the same moment says
 //! nothing about why the next kernel came late.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeSet, HashMap, HashSet};
 
 use datafusion::logical_expr::{col, lit};
 use datafusion::prelude::SessionContext;
 use serde::{Deserialize, Serialize};
 
-use crate::common::{ArtifactScope, RecipeResult, collect, column, i64_at, string_at, table};
+use crate::common::{ArtifactScope, RecipeResult, column, i64_at, string_at, table};
+use crate::device_pass::for_each_batch;
 use crate::host_activity::HOST_KINDS;
 
 /// The host call that launched one device activity.
@@ -27,7 +28,14 @@ pub struct Launcher {
     pub track: Option<i64>,
     /// When the launch call started, ns.
     pub ts_ns: i64,
+    /// When it returned, ns.
+    #[serde(skip)]
+    pub end_ns: i64,
 }
+
+/// Correlation ids asked for in an IN list at most; more are checked
+/// against a hash set as the launch calls stream past.
+const IN_LIST_MAX: usize = 64;
 
 /// The launcher of each `(artifact_id, correlation_id)` asked for, when the
 /// trace has a host row with that correlation. Of several host rows under
@@ -49,66 +57,71 @@ pub async fn launchers(
             .into_iter()
             .collect(),
     };
-    let correlations: BTreeSet<i64> = wanted.iter().map(|(_, c)| *c).collect();
     let kinds = HOST_KINDS.iter().map(|k| lit(*k)).collect();
-    let df = table(ctx, "trace_events")
-        .await?
-        .filter(
-            scope
-                .filter()
-                .and(col("stream").is_null())
-                .and(col("kind").in_list(kinds, false))
-                .and(
-                    col("correlation_id")
-                        .in_list(correlations.iter().map(|c| lit(*c)).collect(), false),
-                ),
-        )?
-        .select(
-            [
-                "artifact_id",
-                "correlation_id",
-                "name",
-                "pid",
-                "tid",
-                "track_id",
-                "ts_ns",
-                "dur_ns",
-            ]
-            .into_iter()
-            .map(col)
-            .collect::<Vec<_>>(),
-        )?;
-    let wanted: BTreeSet<&(String, i64)> = wanted.iter().collect();
-    for batch in collect(df).await? {
+    // Few ids: an IN list; many (every gap of a trace): every correlated
+    // host call streams past a hash-set check (an IN list of thousands of
+    // literals is evaluated per row).
+    let mut filter = scope
+        .filter()
+        .and(col("stream").is_null())
+        .and(col("kind").in_list(kinds, false))
+        .and(col("correlation_id").is_not_null());
+    if wanted.len() <= IN_LIST_MAX {
+        let correlations: BTreeSet<i64> = wanted.iter().map(|(_, c)| *c).collect();
+        filter = filter.and(
+            col("correlation_id").in_list(correlations.iter().map(|c| lit(*c)).collect(), false),
+        );
+    }
+    let df = table(ctx, "trace_events").await?.filter(filter)?.select(
+        [
+            "artifact_id",
+            "correlation_id",
+            "name",
+            "pid",
+            "tid",
+            "track_id",
+            "ts_ns",
+            "dur_ns",
+        ]
+        .into_iter()
+        .map(col)
+        .collect::<Vec<_>>(),
+    )?;
+    let wanted: HashSet<(&str, i64)> = wanted.iter().map(|(a, c)| (a.as_str(), *c)).collect();
+    for_each_batch(df, |batch| {
+        let artifacts = column(batch, "artifact_id")?;
+        let correlations = column(batch, "correlation_id")?;
         for row in 0..batch.num_rows() {
-            let (Some(artifact), Some(correlation)) = (
-                string_at(column(&batch, "artifact_id")?, row),
-                i64_at(column(&batch, "correlation_id")?, row),
-            ) else {
+            let (Some(artifact), Some(correlation)) =
+                (string_at(artifacts, row), i64_at(correlations, row))
+            else {
                 continue;
             };
-            let key = (artifact, correlation);
-            if !wanted.contains(&key) {
+            if !wanted.contains(&(artifact.as_str(), correlation)) {
                 continue;
             }
-            let ts = i64_at(column(&batch, "ts_ns")?, row).unwrap_or(0);
-            let dur = i64_at(column(&batch, "dur_ns")?, row).unwrap_or(0);
+            let key = (artifact, correlation);
+            let ts = i64_at(column(batch, "ts_ns")?, row).unwrap_or(0);
+            let dur = i64_at(column(batch, "dur_ns")?, row).unwrap_or(0);
             let outer = match out.get(&key) {
                 Some((kept_dur, kept)) => (ts, -dur) < (kept.ts_ns, -kept_dur),
                 None => true,
             };
             if outer {
                 let launcher = Launcher {
-                    name: string_at(column(&batch, "name")?, row).unwrap_or_default(),
-                    pid: i64_at(column(&batch, "pid")?, row),
-                    tid: i64_at(column(&batch, "tid")?, row),
+                    name: string_at(column(batch, "name")?, row).unwrap_or_default(),
+                    pid: i64_at(column(batch, "pid")?, row),
+                    tid: i64_at(column(batch, "tid")?, row),
                     thread: None,
-                    track: i64_at(column(&batch, "track_id")?, row),
+                    track: i64_at(column(batch, "track_id")?, row),
                     ts_ns: ts,
+                    end_ns: ts.saturating_add(dur.max(0)),
                 };
                 out.insert(key, (dur, launcher));
             }
         }
-    }
+        Ok(())
+    })
+    .await?;
     Ok(out.into_iter().map(|(k, (_, l))| (k, l)).collect())
 }

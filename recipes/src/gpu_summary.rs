@@ -9,7 +9,7 @@ use datafusion::functions_aggregate::expr_fn::{
     count, count_distinct, max, median, min, stddev, sum,
 };
 use datafusion::logical_expr::{Expr, col, lit};
-use datafusion::prelude::{SessionContext, cast};
+use datafusion::prelude::{DataFrame, SessionContext, cast};
 use serde::{Deserialize, Serialize};
 
 use crate::common::{
@@ -129,20 +129,22 @@ pub async fn gpu_summary(
     } else {
         cast(col("name"), DataType::Utf8)
     };
-    let filtered = table(ctx, "trace_events")
-        .await?
-        .filter(
-            scope
-                .filter()
-                .and(report.rows())
-                .and(col("dur_ns").gt_eq(lit(0i64)))
-                .and(value.clone().is_not_null()),
-        )?
-        .select(vec![
+    let rows = table(ctx, "trace_events").await?.filter(
+        scope
+            .filter()
+            .and(report.rows())
+            .and(col("dur_ns").gt_eq(lit(0i64)))
+            .and(value.clone().is_not_null()),
+    )?;
+    let filtered = if report == GpuReport::Api {
+        api_calls_once(rows)?
+    } else {
+        rows.select(vec![
             name.alias("name"),
             cast(col("name"), DataType::Utf8).alias("variant"),
             value.alias("value"),
-        ])?;
+        ])?
+    };
     let grouped = filtered.aggregate(
         vec![col("name")],
         vec![
@@ -211,6 +213,60 @@ pub async fn gpu_summary(
     })
 }
 
+/// An API call's name without nsys's version suffix
+/// (`cudaLaunchKernel_v7000` → `cudaLaunchKernel`), as `nsys stats` folds
+/// it; None when the name has none.
+pub fn api_base_name(name: &str) -> Option<String> {
+    let (base, version) = name.rsplit_once("_v")?;
+    (!base.is_empty() && !version.is_empty() && version.chars().all(|c| c.is_ascii_digit()))
+        .then(|| base.to_owned())
+}
+
+fn api_base_or_name(name: &str) -> Option<String> {
+    Some(api_base_name(name).unwrap_or_else(|| name.to_owned()))
+}
+
+fn api_name_udf(name: Expr) -> Expr {
+    crate::text_udf::text_udf("flameox_api_base_name", api_base_or_name, name)
+}
+
+/// The UDF of [`api_base_name`] (registered where plans are decoded by
+/// function name: [`crate::text_udf::recipe_udfs`]).
+pub fn api_name_udf_function() -> datafusion::logical_expr::ScalarUDF {
+    crate::text_udf::text_udf_function("flameox_api_base_name", api_base_or_name)
+}
+
+/// API calls each counted once, by their unversioned name: nsys exports
+/// record a versioned inner call (`cudaLaunchKernel_v7000`) inside the
+/// unversioned one with the same correlation id, so the inner one is left
+/// out when the outer one is there, and a versioned call alone is named
+/// as `nsys stats` names it.
+fn api_calls_once(rows: DataFrame) -> RecipeResult<DataFrame> {
+    let named = rows.select(vec![
+        col("artifact_id"),
+        col("correlation_id"),
+        cast(col("name"), DataType::Utf8).alias("variant"),
+        api_name_udf(col("name")).alias("name"),
+        col("dur_ns").alias("value"),
+    ])?;
+    let versioned = col("name").not_eq(col("variant"));
+    let outer = named.clone().filter(col("name").eq(col("variant")))?;
+    let outer_keys = outer.clone().select(vec![
+        col("artifact_id").alias("o_artifact"),
+        col("correlation_id").alias("o_corr"),
+        col("name").alias("o_name"),
+    ])?;
+    let inner_alone = named.filter(versioned)?.join(
+        outer_keys,
+        datafusion::prelude::JoinType::LeftAnti,
+        &["artifact_id", "correlation_id", "name"],
+        &["o_artifact", "o_corr", "o_name"],
+        None,
+    )?;
+    let keep = || vec![col("name"), col("variant"), col("value")];
+    Ok(outer.select(keep())?.union(inner_alone.select(keep())?)?)
+}
+
 /// `report` by name, or the valid names.
 pub fn parse_report(name: &str) -> RecipeResult<GpuReport> {
     GpuReport::from_name(name).ok_or_else(|| RecipeError::NotFound {
@@ -218,4 +274,24 @@ pub fn parse_report(name: &str) -> RecipeResult<GpuReport> {
         closest: Vec::new(),
         valid: GpuReport::ALL.iter().map(|r| r.name().to_owned()).collect(),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::api_base_name;
+
+    #[test]
+    fn versioned_api_names_fold_as_nsys_stats_folds_them() {
+        assert_eq!(
+            api_base_name("cudaLaunchKernel_v7000").as_deref(),
+            Some("cudaLaunchKernel")
+        );
+        assert_eq!(
+            api_base_name("cudaMalloc_v3020").as_deref(),
+            Some("cudaMalloc")
+        );
+        assert_eq!(api_base_name("cudaLaunchKernel"), None);
+        assert_eq!(api_base_name("foo_var"), None);
+        assert_eq!(api_base_name("_v12"), None);
+    }
 }

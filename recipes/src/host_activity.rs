@@ -25,6 +25,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::common::{ArtifactScope, RecipeResult, collect, column, i64_at, string_at, table, utf8};
 use crate::device_pass::{Interner, for_each_batch, ints, union_segments};
+use flameox_extractors::trace_events::exclusive::{advance, finish};
 
 /// Host-side kinds: what a CPU thread can be busy with. Device rows and
 /// instants are left out, and so are scheduler rows (`sched_slice`,
@@ -40,6 +41,7 @@ pub const HOST_KINDS: &[&str] = &[
     "graph_launch",
     "communication",
     "os_runtime",
+    "nvtx_range",
 ];
 
 /// Kineto's category for the profiler's own whole-trace span
@@ -90,10 +92,71 @@ pub struct HostActivity {
     /// has timed call-stack samples (`gap_samples`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub samples: Option<HostSamples>,
+    /// Where one thread's time in the window went, as shares of the window
+    /// that sum to 1: its heaviest calls by self time inside the window
+    /// (the deepest call on the stack at each moment), the rest of its
+    /// traced calls, and the part in no traced call. Only when the window
+    /// names one thread (its launching thread).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub time_shares: Vec<TimeShare>,
     /// What the thread did besides CUDA calls, in words, when that is most
     /// of the window (filled by the service).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub busy_elsewhere: Option<String>,
+}
+
+/// A share of a window's time.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TimeShare {
+    /// A call's name, `other traced calls` or `in no traced call`.
+    pub what: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kind: Option<String>,
+    /// 0..=1, three decimals.
+    pub share: f64,
+}
+
+/// Shares of a window of `length` ns: each of `top` (name, kind, self
+/// time inside the window), the rest of `covered`, and the uncovered part.
+/// They sum to 1 (up to rounding): self times are clipped to the covered
+/// time first.
+pub fn time_shares(top: &[(String, String, i64)], covered: i64, length: i64) -> Vec<TimeShare> {
+    if length <= 0 {
+        return Vec::new();
+    }
+    let share = |ns: i64| (ns as f64 / length as f64 * 1000.0).round() / 1000.0;
+    let mut out = Vec::new();
+    let mut left = covered.clamp(0, length);
+    for (name, kind, ns) in top {
+        let ns = (*ns).min(left);
+        if ns <= 0 {
+            continue;
+        }
+        left -= ns;
+        out.push(TimeShare {
+            what: name.clone(),
+            kind: Some(kind.clone()),
+            share: share(ns),
+        });
+    }
+    if left > 0 {
+        out.push(TimeShare {
+            what: "other traced calls".into(),
+            kind: None,
+            share: share(left),
+        });
+    }
+    let untraced = length - covered.clamp(0, length);
+    if untraced > 0 {
+        out.push(TimeShare {
+            what: "in no traced call".into(),
+            kind: None,
+            share: share(untraced),
+        });
+    }
+    // Largest first (a stable sort keeps the named calls first on a tie).
+    out.sort_by(|a, b| b.share.total_cmp(&a.share));
+    out
 }
 
 /// One function and how many of the window's samples were in it.
@@ -142,7 +205,6 @@ async fn host_rows(ctx: &SessionContext, windows: &[TimeWindow]) -> RecipeResult
             [
                 "artifact_id",
                 "event_id",
-                "parent_event_id",
                 "ts_ns",
                 "dur_ns",
                 "name",
@@ -163,7 +225,6 @@ struct Candidate {
     window: usize,
     artifact: u32,
     id: i64,
-    parent: Option<i64>,
     name: u32,
     kind: u32,
     tid: Option<i64>,
@@ -171,6 +232,9 @@ struct Candidate {
     pid: Option<i64>,
     start: i64,
     end: i64,
+    /// The slice's own start and duration (unclipped): its nesting order.
+    ts: i64,
+    dur: i64,
 }
 
 /// Every (window, host slice) overlap, and the (artifact, pid) pairs that
@@ -229,7 +293,6 @@ async fn scan(ctx: &SessionContext, windows: &[TimeWindow]) -> RecipeResult<Scan
         let name = out.strings.column(column(batch, "name")?)?;
         let kind = out.strings.column(column(batch, "kind")?)?;
         let id = ints(column(batch, "event_id")?)?;
-        let parent = ints(column(batch, "parent_event_id")?)?;
         let tid = ints(column(batch, "tid")?)?;
         let track = ints(column(batch, "track_id")?)?;
         let empty = out.strings.id("");
@@ -238,7 +301,6 @@ async fn scan(ctx: &SessionContext, windows: &[TimeWindow]) -> RecipeResult<Scan
                 window,
                 artifact: artifact[row].unwrap_or(empty),
                 id: id[row].unwrap_or(0),
-                parent: parent[row],
                 name: name[row].unwrap_or(empty),
                 kind: kind[row].unwrap_or(empty),
                 tid: tid[row],
@@ -246,6 +308,8 @@ async fn scan(ctx: &SessionContext, windows: &[TimeWindow]) -> RecipeResult<Scan
                 pid: pid[row],
                 start,
                 end,
+                ts: ts[row].unwrap_or(0),
+                dur: dur[row].unwrap_or(0),
             });
         }
         Ok(())
@@ -294,34 +358,59 @@ pub async fn host_activity(
         .filter(|c| windows[c.window].tid.is_none_or(|t| c.tid == Some(t)))
         .collect();
 
-    // Self time inside the window: clipped time minus the direct children's.
-    let mut children: HashMap<(usize, u32, i64), i64> = HashMap::new();
+    // Self time inside the window: the time each slice owned there (the
+    // most recently started slice still open at each instant, per track:
+    // `flameox_extractors::trace_events::exclusive`), so overlapping slices
+    // that do not nest are not counted twice.
     let mut per_window: Vec<Vec<&Candidate>> = vec![Vec::new(); windows.len()];
     for c in &candidates {
-        if let Some(p) = c.parent {
-            *children.entry((c.window, c.artifact, p)).or_default() += c.end - c.start;
-        }
         per_window[c.window].push(c);
     }
     let threads = thread_names(ctx).await?;
-    for (w, list) in windows.iter().zip(per_window) {
+    for (w, mut list) in windows.iter().zip(per_window) {
         let covered: i64 = union_segments(list.iter().map(|c| (c.start, c.end)).collect())
             .iter()
             .map(|(s, e)| e - s)
             .sum();
+        list.sort_by_key(|c| (c.artifact, c.track, c.ts, -c.dur, c.id));
+        let mut owned = vec![0i64; list.len()];
+        for track in (0..list.len()).collect::<Vec<usize>>().chunk_by(|&a, &b| {
+            (list[a].artifact, list[a].track) == (list[b].artifact, list[b].track)
+        }) {
+            let mut stack: Vec<usize> = Vec::new();
+            let mut cursor = None;
+            for &k in track {
+                advance(
+                    &mut cursor,
+                    &mut stack,
+                    list[k].start,
+                    |&j| list[j].end,
+                    |&mut j, ns| {
+                        owned[j] += ns;
+                    },
+                );
+                while stack.last().is_some_and(|&j| list[j].end <= list[k].start) {
+                    stack.pop();
+                }
+                stack.push(k);
+            }
+            finish(
+                &mut cursor,
+                &mut stack,
+                |&j| list[j].end,
+                |&mut j, ns| {
+                    owned[j] += ns;
+                },
+            );
+        }
         type NameKey = (u32, Option<i64>, Option<i64>, u32, u32);
         let mut names: HashMap<NameKey, NameSums> = HashMap::new();
-        for c in &list {
-            let overlap = c.end - c.start;
-            let child = children
-                .get(&(c.window, c.artifact, c.id))
-                .copied()
-                .unwrap_or(0);
+        for (c, own) in list.iter().zip(&owned) {
             let sums = names
                 .entry((c.artifact, c.track, c.tid, c.name, c.kind))
                 .or_default();
-            sums.self_overlap += (overlap - child).max(0);
-            sums.overlap += overlap;
+            sums.self_overlap += own;
+            sums.overlap += c.end - c.start;
             sums.slices += 1;
         }
         let mut ranked: Vec<(NameKey, NameSums)> = names
@@ -349,6 +438,19 @@ pub async fn host_activity(
         } else {
             0.0
         };
+        if w.tid.is_some() {
+            let top: Vec<(String, String, i64)> = ranked
+                .iter()
+                .map(|((_, _, _, name, kind), s)| {
+                    (
+                        strings.get(*name).to_owned(),
+                        strings.get(*kind).to_owned(),
+                        s.self_overlap,
+                    )
+                })
+                .collect();
+            entry.time_shares = time_shares(&top, covered, length);
+        }
         entry.top = ranked
             .into_iter()
             .map(|((artifact, track, tid, name, kind), s)| HostSlice {

@@ -30,6 +30,8 @@ pub struct HotspotQuery {
     pub limit: usize,
     /// Keyset position: the last row's (self value, frame key).
     pub after: Option<(i64, String)>,
+    /// One row per source line (sampled frames); default one per function.
+    pub by_line: bool,
 }
 
 /// One hotspot row.
@@ -251,7 +253,38 @@ async fn from_totals(
     if let Some(p) = &query.process {
         filter = filter.and(name_or_id("process_name", "pid", p));
     }
-    by_logical_key(ctx, filter).await
+    if query.by_line {
+        by_logical_key(ctx, filter).await
+    } else {
+        by_function(ctx, filter).await
+    }
+}
+
+/// `frame_totals` rows matching `filter`, summed per function — function,
+/// file, module and category, lines merged (a sampled profile's frames are
+/// per line: `score` at three lines is one function). `frame` is the
+/// smallest logical key of the group: the drill-downs expand a key to its
+/// function's lines (`drilldown::resolve_frame`). Per-line frames cover
+/// disjoint samples, so their inclusive values add up.
+async fn by_function(ctx: &SessionContext, filter: Expr) -> RecipeResult<DataFrame> {
+    Ok(table(ctx, "frame_totals")
+        .await?
+        .filter(filter)?
+        .aggregate(
+            vec![
+                col("function"),
+                col("file"),
+                col("module"),
+                utf8(col("category")).alias("category"),
+            ],
+            vec![
+                min(col("logical_key")).alias("frame"),
+                min(col("line")).alias("line"),
+                sum(col("self_value")).alias("self_value"),
+                sum(col("inclusive_value")).alias("inclusive_value"),
+                sum(col("sample_count")).alias("count"),
+            ],
+        )?)
 }
 
 /// `frame_totals` rows matching `filter`, summed per logical key (across

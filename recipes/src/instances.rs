@@ -5,12 +5,12 @@
 use std::collections::BTreeMap;
 
 use datafusion::functions_aggregate::expr_fn::{count, max, sum};
-use datafusion::logical_expr::{col, lit};
+use datafusion::logical_expr::{col, lit, when};
 use datafusion::prelude::{SessionContext, lower};
 use serde::{Deserialize, Serialize};
 
 use crate::common::{
-    ArtifactScope, RecipeResult, collect, column, i64_at, string_at, table, u64_at,
+    ArtifactScope, RecipeResult, collect, column, i64_at, max_end_before, string_at, table, u64_at,
 };
 use crate::hotspots::{name_or_id, on_tracks};
 
@@ -67,8 +67,12 @@ pub struct InstanceAnswer {
     pub rows: Vec<InstanceRow>,
     /// Slices matching (all, not only the page).
     pub total: u64,
-    /// Their summed duration.
+    /// The time they cover, each span once: an instance inside another
+    /// instance of the same name on its track (a recursion) adds nothing.
     pub total_dur_ns: i64,
+    /// Instances nested inside another of the same name on their track.
+    #[serde(default)]
+    pub nested: u64,
     /// The longest one's duration.
     pub max_dur_ns: i64,
 }
@@ -131,20 +135,44 @@ pub async fn frame_instances(
         }
         events = on_tracks(ctx, events, track_filter).await?;
     }
-    let totals = events.clone().aggregate(
-        vec![],
+    // An instance is nested when it starts before an earlier instance of
+    // its track ended (the running maximum of earlier ends).
+    let prev_end = max_end_before(
+        col("ts_ns") + col("dur_ns"),
+        vec![col("artifact_id"), col("track_id")],
         vec![
-            count(lit(1)).alias("n"),
-            sum(col("dur_ns")).alias("d"),
-            max(col("dur_ns")).alias("m"),
+            col("ts_ns").sort(true, false),
+            col("dur_ns").sort(false, false),
+            col("event_id").sort(true, false),
         ],
     )?;
-    let (mut total, mut total_dur_ns, mut max_dur_ns) = (0u64, 0i64, 0i64);
+    let outer = col("prev_end")
+        .is_null()
+        .or(col("ts_ns").gt_eq(col("prev_end")));
+    let totals = events
+        .clone()
+        .filter(col("dur_ns").gt_eq(lit(0i64)))?
+        .select(vec![
+            col("ts_ns"),
+            col("dur_ns"),
+            prev_end.alias("prev_end"),
+        ])?
+        .aggregate(
+            vec![],
+            vec![
+                count(lit(1)).alias("n"),
+                sum(when(outer.clone(), col("dur_ns")).otherwise(lit(0i64))?).alias("d"),
+                sum(when(outer, lit(0i64)).otherwise(lit(1i64))?).alias("nested"),
+                max(col("dur_ns")).alias("m"),
+            ],
+        )?;
+    let (mut total, mut total_dur_ns, mut max_dur_ns, mut nested) = (0u64, 0i64, 0i64, 0u64);
     for batch in collect(totals).await? {
         if batch.num_rows() > 0 {
             total = i64_at(column(&batch, "n")?, 0).unwrap_or(0).max(0) as u64;
             total_dur_ns = i64_at(column(&batch, "d")?, 0).unwrap_or(0);
             max_dur_ns = i64_at(column(&batch, "m")?, 0).unwrap_or(0);
+            nested = i64_at(column(&batch, "nested")?, 0).unwrap_or(0).max(0) as u64;
         }
     }
     let order = match query.order {
@@ -193,6 +221,7 @@ pub async fn frame_instances(
         rows,
         total,
         total_dur_ns,
+        nested,
         max_dur_ns,
     })
 }

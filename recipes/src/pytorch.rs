@@ -3,22 +3,20 @@
 //! compilation time, warmup versus steady state by `ProfilerStep#N`, and
 //! repeated small operators.
 //!
-//! Device time follows the profiler's own links: a `cpu_op` and the
-//! runtime calls it makes share an `external_id`; a runtime call and the
-//! device activity it launches share a `correlation_id` (in one artifact).
-//! Device time goes to the innermost operator (the one whose external id
-//! the launch carries), so it is not double counted through ancestors.
-
-use std::collections::BTreeMap;
+//! Device time follows the launches: a runtime call and the device
+//! activity it launches share a `correlation_id` (in one artifact), and the
+//! call sits inside the operators that made it on its thread
+//! ([`crate::operator_device_time`]): self device time goes to the
+//! innermost operator, inclusive device time to every enclosing one.
 
 use datafusion::functions_aggregate::expr_fn::{count, sum};
-use datafusion::logical_expr::{Expr, JoinType, col, lit};
+use datafusion::logical_expr::{Expr, col, lit};
 use datafusion::prelude::{DataFrame, SessionContext};
 use serde::{Deserialize, Serialize};
 
-use crate::accelerator::device_activity_rows;
 use crate::common::{ArtifactScope, RecipeResult, collect, column, i64_at, string_at, table, utf8};
 use crate::input_shapes::{ShapeRow, top_shapes};
+use crate::operator_device_time::device_time_by_operator;
 
 /// Operators at most this long on average count as small.
 pub const SMALL_OP_NS: i64 = 10_000;
@@ -31,9 +29,13 @@ pub struct OperatorRow {
     pub count: i64,
     pub total_ns: i64,
     pub self_ns: i64,
-    /// Device activity (kernels, memcpy, memset) launched by this operator.
+    /// Device activity (kernels, memcpy, memset; summed durations) launched
+    /// while this operator was the innermost one.
     pub device_ns: i64,
     pub device_ops: i64,
+    /// Device activity launched inside it: by it or any operator it called.
+    #[serde(default)]
+    pub device_inclusive_ns: i64,
     /// Heaviest input shapes (`record_shapes=True` traces), else empty.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub shapes: Vec<ShapeRow>,
@@ -75,75 +77,6 @@ async fn rows(
     )?)
 }
 
-/// Device time per operator name: device activity joined to its launch on
-/// (artifact, correlation id), the launch to its operator on (artifact,
-/// external id), grouped by the operator's name. Grouping by name only
-/// (not by external id, one group per call) keeps the aggregate small:
-/// DataFusion's emission of millions of groups is quadratic.
-async fn device_by_operator(
-    ctx: &SessionContext,
-    scope: &ArtifactScope,
-    operator: Expr,
-) -> RecipeResult<DataFrame> {
-    let launches = rows(
-        ctx,
-        scope,
-        utf8("kind")
-            .in_list(
-                vec![lit("runtime_api"), lit("driver_api"), lit("graph_launch")],
-                false,
-            )
-            .and(col("external_id").is_not_null())
-            .and(col("correlation_id").is_not_null()),
-    )
-    .await?
-    .select(vec![
-        utf8("artifact_id").alias("l_artifact"),
-        col("correlation_id").alias("l_corr"),
-        col("external_id").alias("l_ext"),
-    ])?;
-    let device = rows(
-        ctx,
-        scope,
-        device_activity_rows().and(col("correlation_id").is_not_null()),
-    )
-    .await?
-    .select(vec![
-        utf8("artifact_id").alias("d_artifact"),
-        col("correlation_id").alias("d_corr"),
-        col("dur_ns").alias("d_dur"),
-    ])?;
-    let ops = rows(ctx, scope, operator.and(col("external_id").is_not_null()))
-        .await?
-        .select(vec![
-            utf8("artifact_id").alias("o_artifact"),
-            col("external_id").alias("o_ext"),
-            utf8("name").alias("op_name"),
-        ])?;
-    Ok(device
-        .join(
-            launches,
-            JoinType::Inner,
-            &["d_artifact", "d_corr"],
-            &["l_artifact", "l_corr"],
-            None,
-        )?
-        .join(
-            ops,
-            JoinType::Inner,
-            &["l_artifact", "l_ext"],
-            &["o_artifact", "o_ext"],
-            None,
-        )?
-        .aggregate(
-            vec![col("op_name")],
-            vec![
-                sum(col("d_dur")).alias("device_ns"),
-                count(lit(1)).alias("device_ops"),
-            ],
-        )?)
-}
-
 pub async fn pytorch(
     ctx: &SessionContext,
     scope: &ArtifactScope,
@@ -169,18 +102,7 @@ pub async fn pytorch(
                 sum(col("self_ns")).alias("self_ns"),
             ],
         )?;
-    let mut device: BTreeMap<String, (i64, i64)> = BTreeMap::new();
-    for batch in collect(device_by_operator(ctx, scope, operator.clone()).await?).await? {
-        for i in 0..batch.num_rows() {
-            device.insert(
-                string_at(column(&batch, "op_name")?, i).unwrap_or_default(),
-                (
-                    i64_at(column(&batch, "device_ns")?, i).unwrap_or(0),
-                    i64_at(column(&batch, "device_ops")?, i).unwrap_or(0),
-                ),
-            );
-        }
-    }
+    let device = device_time_by_operator(ctx, scope, operator.clone()).await?;
     let mut all = Vec::new();
     for batch in collect(per_op).await? {
         for i in 0..batch.num_rows() {
@@ -193,14 +115,16 @@ pub async fn pytorch(
                 self_ns: get("self_ns")?,
                 device_ns: 0,
                 device_ops: 0,
+                device_inclusive_ns: 0,
                 shapes: Vec::new(),
             });
         }
     }
     for row in &mut all {
-        if let Some(&(ns, ops)) = device.get(&row.name) {
-            row.device_ns = ns;
-            row.device_ops = ops;
+        if let Some(d) = device.get(&row.name) {
+            row.device_ns = d.self_ns;
+            row.device_ops = d.self_ops;
+            row.device_inclusive_ns = d.inclusive_ns;
         }
     }
     all.sort_by(|a, b| b.self_ns.cmp(&a.self_ns).then_with(|| a.name.cmp(&b.name)));

@@ -85,5 +85,6 @@ pub fn recipe_udfs() -> Vec<Arc<ScalarUDF>> {
     vec![
         Arc::new(crate::kernel_family::kernel_family_udf()),
         Arc::new(crate::input_shapes::input_dims_udf()),
+        Arc::new(crate::gpu_summary::api_name_udf_function()),
     ]
 }

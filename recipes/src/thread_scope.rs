@@ -135,6 +135,9 @@ fn neighbors_of(forest: &StackForest, q: &NeighborQuery) -> NeighborAnswer {
     let mut sums: BTreeMap<String, (String, i64, i64)> = BTreeMap::new();
     for ((artifact, stack_id), (w, c)) in &forest.weights {
         let path = forest.path(artifact, *stack_id);
+        // A caller → callee pair weighs a stack once, however often a
+        // recursion repeats it (as `call_edges` counts).
+        let mut counted: std::collections::HashSet<(&str, &str)> = std::collections::HashSet::new();
         for (i, (key, _)) in path.iter().enumerate() {
             if !q.frame.keys.contains(key) {
                 continue;
@@ -147,7 +150,9 @@ fn neighbors_of(forest: &StackForest, q: &NeighborQuery) -> NeighborAnswer {
                 let slot = sums
                     .entry(other_key.clone())
                     .or_insert_with(|| (function.clone(), 0, 0));
-                slot.1 += w;
+                if counted.insert((other_key.as_str(), key.as_str())) {
+                    slot.1 += w;
+                }
                 if callee_at + 1 == path.len() {
                     slot.2 += c;
                 }

@@ -2,11 +2,16 @@
 //! question can name one thread (and see when a name means several).
 //!
 //! Thread rows come from `tracks` (identity and names) with per-track
-//! totals from `trace_events` (events; busy time = the sum of top-level
-//! slices) and per-thread sample counts from `samples`. GPU stream tracks
-//! are rows of their own, labelled by device and stream. Tracks are few (one
-//! per thread or stream), so they are joined here after DataFusion has
-//! reduced the events to one row per track.
+//! totals from `trace_events` and per-thread sample counts from `samples`.
+//! Busy and waiting time are the time-accounting model's
+//! ([`crate::time_accounting`]): a thread's busy time is the union of the
+//! slices on its own tracks (async tracks count events, never time), a GPU
+//! stream's the union of its kernels, copies and memsets (not the
+//! annotations that span them). A thread known only from samples has no
+//! busy time (`None`: unknown, not idle). GPU stream tracks are rows of
+//! their own, labelled by device and stream. Tracks are few (one per thread
+//! or stream), so they are joined here after DataFusion has reduced the
+//! events to one row per track.
 
 use std::collections::BTreeMap;
 
@@ -17,6 +22,9 @@ use serde::{Deserialize, Serialize};
 use crate::common::{
     ArtifactScope, RecipeResult, collect, column, i64_at, string_at, table, u64_at,
 };
+use crate::device_pass::DeviceOps;
+use crate::time_accounting::intervals::{total, union_segments};
+use crate::time_accounting::threads::track_times;
 
 /// What to list.
 #[derive(Debug, Clone)]
@@ -49,8 +57,13 @@ pub struct ThreadRow {
     pub url: Option<String>,
     /// Slices and instants on its tracks.
     pub events: u64,
-    /// Sum of its top-level slices' durations.
-    pub busy_ns: i64,
+    /// Union of its slices (a thread) or of its kernels, copies and memsets
+    /// (a GPU stream); `None` when it has no timed events (only samples).
+    pub busy_ns: Option<i64>,
+    /// Union of its slices whose frame is a wait (wait, sleep, lock, poll,
+    /// a device synchronization): part of `busy_ns`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub waiting_ns: Option<i64>,
     /// Call-stack samples taken on it (`trace.*` weights, slices seen as
     /// stacks, are not samples).
     pub samples: i64,
@@ -80,7 +93,9 @@ struct TrackTotals {
     /// `PyTorch Profiler (N)`): a track with those and no other busy time
     /// (its instants aside) is no thread.
     profiler_spans: u64,
-    busy_ns: i64,
+    /// Time in slices other than the profiler's own span (the track is a
+    /// thread only when this is not 0).
+    slices_ns: i64,
     first: Option<i64>,
     last: Option<i64>,
 }
@@ -115,7 +130,7 @@ pub async fn threads(
                     col("dur_ns"),
                 )
                 .otherwise(lit(0i64))?)
-                .alias("busy_ns"),
+                .alias("slices_ns"),
                 min(col("ts_ns")).alias("first"),
                 max(col("ts_ns")
                     + when(col("dur_ns").gt(lit(0i64)), col("dur_ns")).otherwise(lit(0i64))?)
@@ -136,7 +151,7 @@ pub async fn threads(
                     profiler_spans: i64_at(column(&batch, "profiler_spans")?, i)
                         .unwrap_or(0)
                         .max(0) as u64,
-                    busy_ns: i64_at(column(&batch, "busy_ns")?, i).unwrap_or(0),
+                    slices_ns: i64_at(column(&batch, "slices_ns")?, i).unwrap_or(0),
                     first: i64_at(column(&batch, "first")?, i),
                     last: i64_at(column(&batch, "last")?, i),
                 },
@@ -146,6 +161,8 @@ pub async fn threads(
     let span_first = totals.values().filter_map(|t| t.first).min();
     let span_last = totals.values().filter_map(|t| t.last).max();
     let samples = sample_counts(ctx, &query.scope).await?;
+    let times = track_times(ctx, &query.scope).await?;
+    let streams = stream_busy(ctx, &query.scope).await?;
 
     let tracks = table(ctx, "tracks").await?.filter(
         query.scope.filter().and(
@@ -156,6 +173,7 @@ pub async fn threads(
         ),
     )?;
     let mut rows: BTreeMap<RowKey, ThreadRow> = BTreeMap::new();
+    let mut counted_streams = std::collections::BTreeSet::new();
     for batch in collect(tracks).await? {
         for i in 0..batch.num_rows() {
             let artifact = string_at(column(&batch, "artifact_id")?, i).unwrap_or_default();
@@ -177,10 +195,17 @@ pub async fn threads(
             } else {
                 ("thread".to_owned(), pid, tid, None)
             };
-            let t = totals.get(&(artifact, track)).copied().unwrap_or_default();
-            if t.profiler_spans > 0 && t.busy_ns == 0 {
+            let t = totals
+                .get(&(artifact.clone(), track))
+                .copied()
+                .unwrap_or_default();
+            if t.profiler_spans > 0 && t.slices_ns == 0 {
                 continue;
             }
+            let time = times
+                .get(&(artifact.clone(), track))
+                .copied()
+                .unwrap_or_default();
             let row = rows.entry(key).or_insert_with(|| ThreadRow {
                 kind: if gpu { "gpu_stream" } else { "thread" }.to_owned(),
                 pid,
@@ -190,16 +215,31 @@ pub async fn threads(
                 label: String::new(),
                 url: None,
                 events: 0,
-                busy_ns: 0,
+                busy_ns: None,
+                waiting_ns: None,
                 samples: 0,
                 first_ts_ns: None,
                 last_end_ns: None,
             });
             row.events += t.events;
             // Async tracks overlap the thread's own slices: their events
-            // count, their time does not.
-            if kind != "async" {
-                row.busy_ns = row.busy_ns.saturating_add(t.busy_ns);
+            // count, their time does not. A stream's time is its device
+            // activity's union, not its annotations'.
+            if gpu {
+                // Once per (artifact, device, stream), however many tracks.
+                let key = (artifact.clone(), device, stream);
+                let busy = if counted_streams.insert(key.clone()) {
+                    streams.get(&key).copied().unwrap_or(0)
+                } else {
+                    0
+                };
+                row.busy_ns = Some(row.busy_ns.unwrap_or(0).saturating_add(busy));
+            } else if kind != "async" {
+                row.busy_ns = Some(row.busy_ns.unwrap_or(0).saturating_add(time.busy_ns));
+                if time.waiting_ns > 0 {
+                    row.waiting_ns =
+                        Some(row.waiting_ns.unwrap_or(0).saturating_add(time.waiting_ns));
+                }
             }
             row.first_ts_ns = merge_span(row.first_ts_ns, t.first, i64::min);
             row.last_end_ns = merge_span(row.last_end_ns, t.last, i64::max);
@@ -216,10 +256,10 @@ pub async fn threads(
                     _ => "GPU".to_owned(),
                 }
             } else {
-                let process = row.process_name.as_deref().unwrap_or("process");
+                let process = short_process_name(row.process_name.as_deref().unwrap_or("process"));
                 match pid {
                     Some(p) => format!("{process} (pid {p})"),
-                    None => process.to_owned(),
+                    None => process,
                 }
             };
         }
@@ -235,7 +275,8 @@ pub async fn threads(
             label: pid.map_or_else(|| "process".to_owned(), |p| format!("process (pid {p})")),
             url: None,
             events: 0,
-            busy_ns: 0,
+            busy_ns: None,
+            waiting_ns: None,
             samples: 0,
             first_ts_ns: None,
             last_end_ns: None,
@@ -260,14 +301,73 @@ pub async fn threads(
         })
         .filter(|r| r.events > 0 || r.samples > 0)
         .collect();
+    // Busiest first by time that is work (waiting counts last), then by
+    // samples and events.
+    let working = |r: &ThreadRow| r.busy_ns.unwrap_or(0) - r.waiting_ns.unwrap_or(0);
     rows.sort_by(|a, b| {
-        (b.busy_ns, b.samples, b.events, a.pid, a.tid)
-            .cmp(&(a.busy_ns, a.samples, a.events, b.pid, b.tid))
+        (working(b), b.busy_ns, b.samples, b.events, a.pid, a.tid).cmp(&(
+            working(a),
+            a.busy_ns,
+            a.samples,
+            a.events,
+            b.pid,
+            b.tid,
+        ))
     });
     Ok(ThreadAnswer {
         rows,
         span_ns: span_first.zip(span_last),
     })
+}
+
+/// Longest process name kept in a label (a command line is not a name).
+const PROCESS_CHARS: usize = 40;
+
+/// A process's short name: a command line becomes its program's name, or
+/// what a Chromium child says it is (`--type=renderer` → `renderer`); a
+/// long name is cut.
+pub fn short_process_name(name: &str) -> String {
+    let first = name.split_whitespace().next().unwrap_or(name);
+    let kind = name
+        .split_whitespace()
+        .find_map(|w| w.strip_prefix("--type="));
+    let base = match kind {
+        Some(kind) if first.contains('/') => kind,
+        _ if name.contains(' ') && first.contains('/') => first.rsplit('/').next().unwrap_or(first),
+        _ => name,
+    };
+    let mut short: String = base.chars().take(PROCESS_CHARS).collect();
+    if base.chars().count() > PROCESS_CHARS {
+        short.push('…');
+    }
+    short
+}
+
+/// (artifact, device, stream).
+type StreamKey = (String, Option<i64>, Option<i64>);
+
+/// Busy time of each (artifact, device, stream): the union of its kernels,
+/// copies and memsets.
+async fn stream_busy(
+    ctx: &datafusion::prelude::SessionContext,
+    scope: &ArtifactScope,
+) -> RecipeResult<BTreeMap<StreamKey, i64>> {
+    let ops = DeviceOps::read(ctx, scope).await?;
+    let mut intervals: BTreeMap<StreamKey, Vec<(i64, i64)>> = BTreeMap::new();
+    for op in &ops.rows {
+        intervals
+            .entry((
+                ops.strings.get(op.artifact).to_owned(),
+                op.device,
+                op.stream,
+            ))
+            .or_default()
+            .push((op.ts, op.end));
+    }
+    Ok(intervals
+        .into_iter()
+        .map(|(k, list)| (k, total(&union_segments(list))))
+        .collect())
 }
 
 /// Samples per (pid, tid).

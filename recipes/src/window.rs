@@ -24,6 +24,8 @@ pub struct WindowQuery {
     pub kind: Option<String>,
     pub name: Option<String>,
     pub track_id: Option<u64>,
+    pub stream: Option<i64>,
+    pub correlation_id: Option<i64>,
     pub limit: usize,
     /// Keyset position: the last row's `(ts_ns, event_id)`.
     pub after: Option<(i64, u64)>,
@@ -39,28 +41,77 @@ impl WindowQuery {
     }
 }
 
-/// One event of a window page.
+/// One event of a window page (absent fields are null or not asked for).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct WindowEvent {
     pub event_id: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub parent_event_id: Option<u64>,
-    pub depth: i64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub depth: Option<i64>,
     pub ts_ns: i64,
-    pub dur_ns: i64,
-    pub self_ns: i64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dur_ns: Option<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub self_ns: Option<i64>,
     pub name: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub category: Option<String>,
-    pub kind: String,
-    pub track_id: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kind: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub track_id: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pid: Option<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tid: Option<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub device: Option<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stream: Option<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub correlation_id: Option<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub external_id: Option<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub bytes: Option<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub phase: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub args_json: Option<String>,
+    /// `args_json` was cut to the asked bytes.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub args_cut: bool,
+}
+
+impl WindowEvent {
+    /// Clears every optional field `keep` rejects (event_id, ts_ns and
+    /// name always stay).
+    pub fn keep_only(&mut self, keep: impl Fn(&str) -> bool) {
+        macro_rules! drop_unless {
+            ($($field:ident),*) => {
+                $(if !keep(stringify!($field)) { self.$field = None; })*
+            };
+        }
+        drop_unless!(
+            parent_event_id,
+            depth,
+            dur_ns,
+            self_ns,
+            category,
+            kind,
+            track_id,
+            pid,
+            tid,
+            device,
+            stream,
+            correlation_id,
+            external_id,
+            bytes,
+            phase,
+            args_json
+        );
+    }
 }
 
 /// A page of window events.
@@ -88,6 +139,12 @@ async fn window_frame(ctx: &SessionContext, q: &WindowQuery) -> RecipeResult<Dat
     }
     if let Some(track) = q.track_id {
         filter = filter.and(col("track_id").eq(lit(track)));
+    }
+    if let Some(stream) = q.stream {
+        filter = filter.and(col("stream").eq(lit(stream)));
+    }
+    if let Some(c) = q.correlation_id {
+        filter = filter.and(col("correlation_id").eq(lit(c)));
     }
     Ok(table(ctx, "trace_events").await?.filter(filter)?)
 }
@@ -121,14 +178,14 @@ pub async fn trace_window(ctx: &SessionContext, q: &WindowQuery) -> RecipeResult
             events.push(WindowEvent {
                 event_id: u64_at(column(&batch, "event_id")?, i).unwrap_or(0),
                 parent_event_id: u64_at(column(&batch, "parent_event_id")?, i),
-                depth: int("depth")?.unwrap_or(0),
+                depth: int("depth")?,
                 ts_ns: int("ts_ns")?.unwrap_or(0),
-                dur_ns: int("dur_ns")?.unwrap_or(0),
-                self_ns: int("self_ns")?.unwrap_or(0),
+                dur_ns: int("dur_ns")?,
+                self_ns: int("self_ns")?,
                 name: string_at(column(&batch, "name")?, i).unwrap_or_default(),
                 category: string_at(column(&batch, "category")?, i),
-                kind: string_at(column(&batch, "kind")?, i).unwrap_or_default(),
-                track_id: u64_at(column(&batch, "track_id")?, i).unwrap_or(0),
+                kind: string_at(column(&batch, "kind")?, i),
+                track_id: u64_at(column(&batch, "track_id")?, i),
                 pid: int("pid")?,
                 tid: int("tid")?,
                 device: int("device")?,
@@ -138,6 +195,7 @@ pub async fn trace_window(ctx: &SessionContext, q: &WindowQuery) -> RecipeResult
                 bytes: int("bytes")?,
                 phase: string_at(column(&batch, "phase")?, i),
                 args_json: string_at(column(&batch, "args_json")?, i),
+                args_cut: false,
             });
         }
     }

@@ -18,6 +18,33 @@ pub fn repo_root() -> PathBuf {
         .unwrap_or_default()
 }
 
+/// Where `.ci/run` installs the profilers (py-spy, viztracer, pytest,
+/// coverage, moto) when `FLAMEOX_PROFILERS_VENV` names no other place.
+pub const DEFAULT_PROFILERS_VENV: &str = "/var/tmp/flameox-profilers-venv";
+
+/// The profilers virtualenv's bin folder when it has `tools`. When
+/// `FLAMEOX_PROFILERS_VENV` or `CI` is set a missing tool fails the test;
+/// an ad-hoc local run without the virtualenv skips it, saying so.
+pub fn profilers_bin(tools: &[&str]) -> Option<PathBuf> {
+    let configured = std::env::var_os("FLAMEOX_PROFILERS_VENV");
+    let required = configured.is_some() || std::env::var_os("CI").is_some();
+    let bin =
+        PathBuf::from(configured.unwrap_or_else(|| DEFAULT_PROFILERS_VENV.into())).join("bin");
+    if tools.iter().all(|tool| bin.join(tool).is_file()) {
+        return Some(bin);
+    }
+    assert!(
+        !required,
+        "{tools:?} not found in {}: .ci/run installs them and sets FLAMEOX_PROFILERS_VENV",
+        bin.display()
+    );
+    eprintln!(
+        "SKIPPED: no {tools:?} in {} (set FLAMEOX_PROFILERS_VENV; CI always does)",
+        bin.display()
+    );
+    None
+}
+
 /// `../shared/corpus` beside the repository.
 pub fn corpus() -> PathBuf {
     repo_root().join("../shared/corpus")
@@ -266,3 +293,18 @@ pub fn micros_to_ns(v: &serde_json::Value) -> i64 {
 
 pub mod fuzz;
 pub mod generated_runs;
+
+/// The sum of a device's idle breakdown (`analyze gpu-gaps` → `devices[].idle`):
+/// before its first activity, starved, stalled, unlinked and after its last.
+pub fn idle_parts_ns(idle: &serde_json::Value) -> i64 {
+    [
+        "before_first_activity_ns",
+        "starved_ns",
+        "stalled_ns",
+        "unlinked_ns",
+        "after_last_activity_ns",
+    ]
+    .iter()
+    .map(|k| idle[*k].as_i64().unwrap_or(0))
+    .sum()
+}

@@ -6,7 +6,20 @@ use std::collections::BTreeMap;
 
 use flameox_tests::{Project, corpus};
 
-/// Self samples per leaf element and the total, from the plain text.
+/// A leaf element's function: `name (file:line)` without its line (the
+/// hotspots rank functions, lines merged).
+fn function_of(leaf: &str) -> String {
+    if let Some(body) = leaf.strip_suffix(')')
+        && let Some((head, line)) = body.rsplit_once(':')
+        && line.chars().all(|c| c.is_ascii_digit())
+        && head.contains(" (")
+    {
+        return format!("{head})");
+    }
+    leaf.to_owned()
+}
+
+/// Self samples per leaf function and the total, from the plain text.
 fn leaf_counts(text: &str) -> (BTreeMap<String, i64>, i64) {
     let mut leaves = BTreeMap::new();
     let mut total = 0;
@@ -15,7 +28,7 @@ fn leaf_counts(text: &str) -> (BTreeMap<String, i64>, i64) {
         let count: i64 = count.parse().expect("integer count");
         total += count;
         let leaf = stack.trim_end().split(';').rfind(|f| !f.is_empty());
-        *leaves.entry(leaf.unwrap_or("").to_owned()).or_default() += count;
+        *leaves.entry(function_of(leaf.unwrap_or(""))).or_default() += count;
     }
     (leaves, total)
 }

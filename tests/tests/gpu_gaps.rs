@@ -1,14 +1,19 @@
 //! `analyze gpu-gaps` through the real binary against models computed here
-//! from the Kineto JSON: stream gaps (start minus the running maximum of
-//! earlier ends, over kernels, memcpy and memset), the activity on each
-//! side, host coverage and per-slice overlap during each gap, and the busy
-//! fraction of each chunk of the device span. Small hand-written traces
-//! pin the edge cases: overlapping kernels, a zero-duration kernel, a gap
-//! with no host activity.
+//! from the Kineto JSON: device gaps (holes in the union of every stream's
+//! kernels, memcpy and memset), each classified by when the next
+//! activity's launch call started (after the gap began: starved; before:
+//! stalled; none recorded: unlinked), the activity on each side, host
+//! coverage and per-slice overlap during each gap (until the launch for a
+//! starved gap), every device's busy and idle time, and the busy fraction
+//! of each chunk of the device span. Small hand-written traces pin the
+//! edge cases: overlapping kernels, a zero-duration kernel, a gap with no
+//! host activity, a stream idle while another works.
 
 use std::collections::BTreeMap;
 
-use flameox_tests::{NOT_HOST_CATEGORIES as NOT_HOST, Project, corpus, corpus_json, micros_to_ns};
+use flameox_tests::{
+    NOT_HOST_CATEGORIES as NOT_HOST, Project, corpus, corpus_json, idle_parts_ns, micros_to_ns,
+};
 use serde_json::{Value, json};
 
 const DEVICE_CATS: [&str; 3] = ["kernel", "gpu_memcpy", "gpu_memset"];
@@ -19,12 +24,15 @@ struct Span {
     end: i64,
     name: String,
     tid: Option<i64>,
+    correlation: Option<i64>,
 }
 
 struct Trace {
     /// (device, stream) → activity in array order.
     device: BTreeMap<(i64, i64), Vec<Span>>,
     host: Vec<Span>,
+    /// Correlation id → the earliest start of a host call carrying it.
+    launches: BTreeMap<i64, i64>,
 }
 
 fn cat(e: &Value) -> String {
@@ -34,6 +42,7 @@ fn cat(e: &Value) -> String {
 fn trace(doc: &Value) -> Trace {
     let mut device: BTreeMap<(i64, i64), Vec<Span>> = BTreeMap::new();
     let mut host = Vec::new();
+    let mut launches: BTreeMap<i64, i64> = BTreeMap::new();
     for e in doc["traceEvents"].as_array().expect("events") {
         if e["ph"] != "X" {
             continue;
@@ -44,8 +53,16 @@ fn trace(doc: &Value) -> Trace {
             end: start + micros_to_ns(&e["dur"]),
             name: e["name"].as_str().unwrap_or("").to_owned(),
             tid: e["tid"].as_i64(),
+            correlation: e["args"]["correlation"].as_i64(),
         };
         let c = cat(e);
+        if let (Some(corr), true) = (
+            span.correlation,
+            ["cuda_runtime", "cuda_driver", "runtime"].contains(&c.as_str()),
+        ) {
+            let at = launches.entry(corr).or_insert(start);
+            *at = (*at).min(start);
+        }
         if DEVICE_CATS.contains(&c.as_str()) {
             let key = (
                 e["args"]["device"].as_i64().expect("device"),
@@ -59,35 +76,75 @@ fn trace(doc: &Value) -> Trace {
             host.push(span);
         }
     }
-    Trace { device, host }
+    Trace {
+        device,
+        host,
+        launches,
+    }
 }
 
-/// A gap: (device, stream, start, end, before names, after name).
-type ModelGap = (i64, i64, i64, i64, Vec<String>, String);
+/// A device gap: where, the activity on each side, the next one's stream
+/// and its launch's start (if recorded).
+#[derive(Debug, Clone)]
+struct ModelGap {
+    device: i64,
+    start: i64,
+    end: i64,
+    before: Vec<String>,
+    after: String,
+    next_stream: i64,
+    launch: Option<i64>,
+}
 
+impl ModelGap {
+    fn class(&self) -> &'static str {
+        match self.launch {
+            None => "unlinked",
+            Some(l) if l > self.start => "starved",
+            Some(_) => "stalled",
+        }
+    }
+}
+
+/// Device gaps: the holes of the union of every stream's activity of a
+/// device, longest first.
 fn gaps(t: &Trace, min_gap: i64) -> Vec<ModelGap> {
-    let mut out = Vec::new();
+    let mut per_device: BTreeMap<i64, Vec<(i64, &Span)>> = BTreeMap::new();
     for (&(device, stream), spans) in &t.device {
-        let mut order: Vec<usize> = (0..spans.len()).collect();
-        order.sort_by_key(|&i| (spans[i].start, i));
+        per_device
+            .entry(device)
+            .or_default()
+            .extend(spans.iter().map(|s| (stream, s)));
+    }
+    let mut out = Vec::new();
+    for (device, spans) in per_device {
+        let mut order: Vec<&(i64, &Span)> = spans.iter().collect();
+        order.sort_by_key(|(_, s)| s.start);
         let mut running: Option<i64> = None;
-        for i in order {
-            let s = &spans[i];
+        for &&(stream, s) in &order {
             if let Some(end) = running
                 && s.start > end
                 && s.start - end >= min_gap
             {
                 let before = spans
                     .iter()
-                    .filter(|b| b.end == end)
-                    .map(|b| b.name.clone())
+                    .filter(|(_, b)| b.end == end)
+                    .map(|(_, b)| b.name.clone())
                     .collect();
-                out.push((device, stream, end, s.start, before, s.name.clone()));
+                out.push(ModelGap {
+                    device,
+                    start: end,
+                    end: s.start,
+                    before,
+                    after: s.name.clone(),
+                    next_stream: stream,
+                    launch: s.correlation.and_then(|c| t.launches.get(&c).copied()),
+                });
             }
             running = Some(running.map_or(s.end, |r| r.max(s.end)));
         }
     }
-    out.sort_by_key(|g| std::cmp::Reverse(g.3 - g.2));
+    out.sort_by_key(|g| std::cmp::Reverse(g.end - g.start));
     out
 }
 
@@ -226,38 +283,93 @@ fn gaps_and_low_utilization_match_the_kineto_json() {
         "the trace has more gaps than the limit"
     );
     assert_eq!(a["gaps_found"].as_u64(), Some(model.len() as u64));
-    let total: i64 = model.iter().map(|g| g.3 - g.2).sum();
+    let total: i64 = model.iter().map(|g| g.end - g.start).sum();
     assert_eq!(a["gaps_total_ns"].as_i64(), Some(total));
+    for class in ["starved", "stalled", "unlinked"] {
+        let of: Vec<&ModelGap> = model.iter().filter(|g| g.class() == class).collect();
+        let got = &a["gaps_by_class"][class];
+        assert_eq!(
+            got["gaps"].as_u64().unwrap_or(0),
+            of.len() as u64,
+            "{class}"
+        );
+        let ns: i64 = of.iter().map(|g| g.end - g.start).sum();
+        assert_eq!(got["total_ns"].as_i64().unwrap_or(0), ns, "{class}");
+    }
     assert_eq!(a["truncated"], true);
     let reported = a["gaps"].as_array().expect("gaps");
     assert_eq!(reported.len(), limit);
     for (got, want) in reported.iter().zip(&model) {
-        let (device, stream, start, end, before, after) = want;
-        let what = format!("gap {start}..{end}");
-        assert_eq!(got["device"].as_i64(), Some(*device), "{what}");
-        assert_eq!(got["stream"].as_i64(), Some(*stream), "{what}");
-        assert_eq!(got["start_ns"].as_i64(), Some(*start), "{what}");
-        assert_eq!(got["end_ns"].as_i64(), Some(*end), "{what}");
-        assert_eq!(got["duration_ns"].as_i64(), Some(end - start), "{what}");
+        let what = format!("gap {}..{}", want.start, want.end);
+        assert_eq!(got["device"].as_i64(), Some(want.device), "{what}");
+        assert_eq!(
+            got["next_stream"].as_i64(),
+            Some(want.next_stream),
+            "{what}"
+        );
+        assert_eq!(got["start_ns"].as_i64(), Some(want.start), "{what}");
+        assert_eq!(got["end_ns"].as_i64(), Some(want.end), "{what}");
+        assert_eq!(
+            got["duration_ns"].as_i64(),
+            Some(want.end - want.start),
+            "{what}"
+        );
+        assert_eq!(got["class"], want.class(), "{what}");
         // Long templated names are listed as their family (`<…>`).
         let readable = flameox_engine::recipes::kernel_family::readable_name;
         assert_eq!(
-            got["after"].as_str(),
-            Some(readable(after).as_str()),
+            got["next_op"].as_str(),
+            Some(readable(&want.after).as_str()),
             "{what}"
         );
-        let b = got["before"].as_str().expect("before").to_owned();
+        let b = got["prev_op"].as_str().expect("prev_op").to_owned();
         assert!(
-            before.iter().any(|n| readable(n) == b),
+            want.before.iter().any(|n| readable(n) == b),
             "{what}: {b} ends at the gap start"
         );
-        check_host(&t, &got["host"], *start, *end, &what);
+        // A starved gap shows the host until the launch; others the gap.
+        let host_end = match (want.class(), want.launch) {
+            ("starved", Some(l)) => l.min(want.end),
+            _ => want.end,
+        };
+        check_host(&t, &got["host"], want.start, host_end, &what);
     }
     // The profiler's own span is not host activity.
     assert!(!a.to_string().contains("PyTorch Profiler (0)"));
 
-    let model = chunks(&t, 20);
+    // Every device: busy = the union of its activity over the trace span,
+    // idle = span − busy, and the idle parts sum to it.
     let devices = a["devices"].as_array().expect("devices");
+    for d in devices {
+        let device = d["device"].as_i64().expect("device");
+        let span = &d["span"];
+        assert_eq!(span["name"], "trace", "{d}");
+        let (from, to) = (
+            span["start_ns"].as_i64().expect("start"),
+            span["end_ns"].as_i64().expect("end"),
+        );
+        let busy = union(
+            t.device
+                .iter()
+                .filter(|((dev, _), _)| *dev == device)
+                .flat_map(|(_, spans)| spans.iter().map(|s| (s.start, s.end))),
+            from,
+            to,
+        );
+        assert_eq!(d["busy_ns"].as_i64(), Some(busy), "{d}");
+        assert_eq!(d["idle_ns"].as_i64(), Some(to - from - busy), "{d}");
+        let idle = &d["idle"];
+        let parts = idle_parts_ns(idle);
+        assert_eq!(parts, to - from - busy, "{d}");
+        let in_gaps: i64 = gaps(&t, 1)
+            .iter()
+            .filter(|g| g.device == device && g.class() == "starved")
+            .map(|g| g.end - g.start)
+            .sum();
+        assert_eq!(idle["starved_ns"].as_i64().unwrap_or(0), in_gaps, "{d}");
+    }
+
+    let model = chunks(&t, 20);
     assert_eq!(devices.len(), model.len());
     let mut below: Vec<(f64, i64, i64, i64)> = Vec::new();
     for (device, cut) in &model {
@@ -333,13 +445,14 @@ fn overlaps_zero_length_kernels_and_idle_hosts_by_hand() {
     let a = gpu_gaps(&project, &run, &["--chunks", "4"]);
     assert_eq!(a["evidence"]["status"], "available", "{a}");
     let gaps = a["gaps"].as_array().expect("gaps");
-    // B ends at 300 µs (A's overlap makes no gap); Z at 400; C 1000–1100; D at 1500.
+    // B ends at 300 µs (A's overlap makes no gap); Z at 400; C 1000–1100;
+    // D at 1500. No launch is recorded: every gap is unlinked.
     assert_eq!(
-        pick(&a["gaps"], &["duration_ns", "before", "after"]),
+        pick(&a["gaps"], &["duration_ns", "prev_op", "next_op", "class"]),
         json!([
-            [600_000, "Z", "C"],
-            [400_000, "C", "D"],
-            [100_000, "B", "Z"]
+            [600_000, "Z", "C", "unlinked"],
+            [400_000, "C", "D", "unlinked"],
+            [100_000, "B", "Z", "unlinked"]
         ])
     );
     // 400–1000 µs: outer covers it all, the sync 500 µs of it.
@@ -352,6 +465,12 @@ fn overlaps_zero_length_kernels_and_idle_hosts_by_hand() {
             ["outer", 100_000, 600_000]
         ])
     );
+    // Over the trace (0–1600 µs): busy 300 + 100 + 100, idle 1100 µs, of
+    // which 1100 in gaps with no recorded launch.
+    let d = &a["devices"][0];
+    assert_eq!(d["busy_ns"], 500_000, "{d}");
+    assert_eq!(d["idle_ns"], 1_100_000, "{d}");
+    assert_eq!(d["idle"]["unlinked_ns"], 1_100_000, "{d}");
     // 1100–1500 µs: nothing on the host.
     assert_eq!(gaps[1]["host"]["covered_share"], 0.0);
     assert_eq!(gaps[1]["host"]["top"], json!([]));
@@ -459,16 +578,45 @@ fn gaps_are_attributed_to_the_launching_thread_not_an_idle_helper() {
             top.iter().all(|s| s["tid"] == 1),
             "only the launching thread counts: {gap}"
         );
-        // 1500 + 20 of the 1700 µs gap on the main thread (2000 − 300).
+        // Launched 1650 µs into the 1700 µs gap: starved, and the host is
+        // shown until the launch: prepare_batch 1500 of those 1650 µs.
+        assert_eq!(gap["class"], "starved", "{gap}");
+        assert_eq!(gap["host_late_ns"], 1_650_000, "{gap}");
+        assert_eq!(gap["host_window"], "until_launch", "{gap}");
         let share = gap["host"]["covered_share"].as_f64().expect("share");
-        assert!((share - 1520.0 / 1700.0).abs() < 1e-9, "{gap}");
+        assert!((share - 1500.0 / 1650.0).abs() < 1e-9, "{gap}");
+        // The launching thread's time sums to 1: prepare_batch, then the
+        // part in no traced call.
+        let shares = gap["host"]["time_shares"].as_array().expect("shares");
+        assert_eq!(shares[0]["what"], "prepare_batch", "{gap}");
+        let sum: f64 = shares
+            .iter()
+            .map(|s| s["share"].as_f64().unwrap_or(0.0))
+            .sum();
+        assert!((sum - 1.0).abs() < 0.002, "{gap}");
     }
     assert!(!a.to_string().contains("wait"), "{a}");
+    // The device was starved for every gap, and idle before its first kernel.
+    let d = &a["devices"][0];
+    assert_eq!(d["idle"]["starved_ns"], 3 * 1_700_000, "{d}");
+    assert_eq!(d["idle"]["stalled_ns"], 0, "{d}");
 
     // The orientation call tells the same story in a sentence.
     let summary = project.json(&["analyze", "summary", &run]);
     let longest = &summary["gpu"]["longest"][0];
-    assert_eq!(longest["host_top"], "prepare_batch", "{summary}");
+    assert_eq!(longest["class"], "starved", "{summary}");
+    assert!(
+        longest["cause"]
+            .as_str()
+            .is_some_and(|c| c.contains("prepare_batch")),
+        "{summary}"
+    );
+    assert!(
+        summary["headline"]
+            .as_str()
+            .is_some_and(|h| h.contains("starved")),
+        "{summary}"
+    );
     assert!(
         longest["launched_by"]
             .as_str()
@@ -495,9 +643,10 @@ fn gaps_are_attributed_to_the_launching_thread_not_an_idle_helper() {
     }
 }
 
-/// Utilization is of the device's active span; the answer says how much of
-/// the trace that is. The CloverLeaf export's GPU starts 43 % into the
-/// trace (the first kernel at 533 ms of a 264–883 ms capture, by SQL).
+/// Device time is over the trace's span, and the idle time before the
+/// device's first activity is named. The CloverLeaf export's GPU starts 43 %
+/// into the trace (the first kernel at 533 ms of a 264–883 ms capture, by
+/// SQL).
 #[test]
 fn a_device_idle_for_the_start_of_the_trace_says_so() {
     let project = Project::new();
@@ -512,27 +661,27 @@ fn a_device_idle_for_the_start_of_the_trace_says_so() {
     let a = gpu_gaps(&project, &run, &[]);
     let devices = a["devices"].as_array().expect("devices");
     assert!(!devices.is_empty());
+    let width = (last - first) as f64;
     for d in devices {
-        let (start, end) = (
-            d["start_ns"].as_i64().unwrap(),
-            d["end_ns"].as_i64().unwrap(),
-        );
-        let width = (last - first) as f64;
-        let share = d["span_pct_of_trace"].as_f64().expect("share");
-        let from = d["starts_at_pct_of_trace"].as_f64().expect("from");
-        assert!(
-            (share - (end - start) as f64 * 100.0 / width).abs() < 0.11,
+        let span = &d["span"];
+        assert_eq!(span["name"], "trace", "{d}");
+        assert_eq!(span["start_ns"].as_i64(), Some(first), "{d}");
+        assert_eq!(span["end_ns"].as_i64(), Some(last), "{d}");
+        let active = d["active_start_ns"].as_i64().expect("active start");
+        assert_eq!(
+            d["idle"]["before_first_activity_ns"].as_i64(),
+            Some(active - first),
             "{d}"
         );
-        assert!(
-            (from - (start - first) as f64 * 100.0 / width).abs() < 0.11,
-            "{d}"
-        );
-        assert!(share + from <= 100.1, "{d}");
+        let busy = d["busy_ns"].as_i64().expect("busy");
+        let pct = d["busy_pct_of_span"].as_f64().expect("pct");
+        assert!((pct - busy as f64 * 100.0 / width).abs() < 0.01, "{d}");
     }
     let d = &devices[0];
-    assert!(d["starts_at_pct_of_trace"].as_f64().unwrap() > 40.0, "{d}");
-    assert!(d["span_pct_of_trace"].as_f64().unwrap() < 60.0, "{d}");
+    let before = d["idle"]["before_first_activity_ns"]
+        .as_i64()
+        .expect("before");
+    assert!(before as f64 / width > 0.40, "{d}");
 }
 
 /// `phase` scopes the gaps to a step's host span: each gap of the whole
@@ -570,7 +719,7 @@ fn a_phase_cuts_the_gaps_to_its_host_span() {
 
     let mut cut: Vec<(i64, i64, i64, i64)> = gaps(&t, 0)
         .into_iter()
-        .map(|(device, stream, s, e, _, _)| (device, stream, s.max(from), e.min(to)))
+        .map(|g| (g.device, g.next_stream, g.start.max(from), g.end.min(to)))
         .filter(|(_, _, s, e)| e - s >= 100_000)
         .collect();
     assert!(cut.len() > 3, "the step has more gaps than the limit");
@@ -584,8 +733,10 @@ fn a_phase_cuts_the_gaps_to_its_host_span() {
         assert_eq!(got["duration_ns"].as_i64(), Some(want.3 - want.2), "{got}");
     }
     for d in a["devices"].as_array().expect("devices") {
-        assert_eq!(d["start_ns"].as_i64(), Some(from), "{d}");
-        assert_eq!(d["end_ns"].as_i64(), Some(to), "{d}");
+        assert_eq!(d["span"]["name"], "phase", "{d}");
+        assert_eq!(d["span"]["label"], "ProfilerStep#5", "{d}");
+        assert_eq!(d["span"]["start_ns"].as_i64(), Some(from), "{d}");
+        assert_eq!(d["span"]["end_ns"].as_i64(), Some(to), "{d}");
     }
 
     // A window over the whole trace cuts nothing.
@@ -607,4 +758,65 @@ fn a_phase_cuts_the_gaps_to_its_host_span() {
     assert_eq!(wide["gaps_found"], whole["gaps_found"]);
     assert_eq!(wide["gaps_total_ns"], whole["gaps_total_ns"]);
     assert_eq!(wide["gaps"], whole["gaps"]);
+}
+
+/// A stream idle while another stream of its device works is no device
+/// gap; a kernel launched after the device went idle makes a starved gap,
+/// one queued long before a stalled gap (with how long it was queued).
+#[test]
+fn a_stream_idle_while_another_works_is_no_device_gap() {
+    let project = Project::new();
+    let kernel = |name: &str, stream: i64, ts: i64, dur: i64, corr: i64| {
+        json!({"ph": "X", "cat": "kernel", "name": name, "pid": 0, "tid": stream, "ts": ts, "dur": dur,
+               "args": {"device": 0, "stream": stream, "correlation": corr}})
+    };
+    let launch = |ts: i64, corr: i64| {
+        json!({"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1,
+               "ts": ts, "dur": 5, "args": {"correlation": corr}})
+    };
+    let doc = json!({
+        "schemaVersion": 1,
+        "traceEvents": [
+            launch(0, 1), launch(10, 2), launch(20, 4), launch(550, 3),
+            kernel("a", 7, 30, 70, 1),
+            // Stream 8 works 50–500: stream 7's idle 100–500 is no device gap.
+            kernel("b", 8, 50, 450, 2),
+            // Launched at 550, after the device went idle at 500: starved.
+            kernel("c", 7, 600, 100, 3),
+            // Launched at 20, long before the gap at 700: stalled.
+            kernel("d", 8, 900, 100, 4),
+        ]
+    });
+    let path = project.path().join("streams.pt.trace.json");
+    std::fs::write(&path, doc.to_string()).expect("write trace");
+    let run = import(&project, path.to_str().expect("utf-8"));
+    let a = gpu_gaps(&project, &run, &[]);
+    assert_eq!(
+        pick(
+            &a["gaps"],
+            &["start_ns", "duration_ns", "class", "next_op", "next_stream"]
+        ),
+        json!([
+            [700_000, 200_000, "stalled", "d", 8],
+            [500_000, 100_000, "starved", "c", 7]
+        ]),
+        "{a}"
+    );
+    let stalled = &a["gaps"][0];
+    assert_eq!(stalled["queued_for_ns"], 880_000, "{stalled}");
+    assert!(stalled["waited_on"].is_string(), "{stalled}");
+    assert_eq!(a["gaps"][1]["host_late_ns"], 50_000, "{a}");
+    let d = &a["devices"][0];
+    // Busy 30–500, 600–700, 900–1000 µs of the 0–1000 µs trace.
+    assert_eq!(d["busy_ns"], 670_000, "{d}");
+    assert_eq!(d["idle"]["before_first_activity_ns"], 30_000, "{d}");
+    assert_eq!(d["idle"]["starved_ns"], 100_000, "{d}");
+    assert_eq!(d["idle"]["stalled_ns"], 200_000, "{d}");
+    // Per stream, never summed: 7 is busy 170 µs, 8 is busy 550 µs.
+    let streams = d["streams"].as_array().expect("streams");
+    assert_eq!(
+        pick(&d["streams"], &["stream", "busy_ns"]),
+        json!([[8, 550_000], [7, 170_000]])
+    );
+    assert_eq!(streams.len(), 2);
 }

@@ -54,8 +54,10 @@ fn import(project: &Project, path: &Path) -> serde_json::Value {
 #[test]
 fn import_times_answer_as_a_profile_and_compare_between_runs() {
     let project = Project::new();
-    let fast = listing(&project, "fast", 40);
-    let slow = listing(&project, "slow", 120);
+    // Long enough that no interpreter start-up import (encodings.utf_8
+    // took 44 ms on a loaded CI machine) outweighs the slow module.
+    let fast = listing(&project, "fast", 150);
+    let slow = listing(&project, "slow", 450);
     let base = import(&project, &fast);
     assert_eq!(base["kind"], "python_importtime", "{base}");
     let base_run = base["run_id"].as_str().expect("run").to_owned();
@@ -70,7 +72,7 @@ fn import_times_answer_as_a_profile_and_compare_between_runs() {
     assert_eq!(top["function"], "app.slow", "{hot:#}");
     let own_ns = top["self_value"].as_f64().expect("self");
     assert!(
-        (35e6..1e9).contains(&own_ns),
+        (140e6..2e9).contains(&own_ns),
         "app.slow imported in {own_ns} ns"
     );
     let callers = project.json(&["stacks", "callers", &base_run, "app.slow"]);
@@ -87,7 +89,7 @@ fn import_times_answer_as_a_profile_and_compare_between_runs() {
     let first = &delta["rows"][0];
     assert_eq!(first["function"], "app.slow", "{delta:#}");
     let grew = first["delta_self"].as_f64().expect("delta");
-    assert!(grew > 50e6, "the slower module grew by {grew} ns");
+    assert!(grew > 200e6, "the slower module grew by {grew} ns");
 
     // Cut off mid-line: imported, with what was skipped said.
     let text = std::fs::read_to_string(&fast).expect("listing");

@@ -110,14 +110,15 @@ fn threads_list_the_page_and_the_popup_main_threads_apart() {
         let url = r["url"].as_str().unwrap_or("");
         assert!(r["label"].as_str().unwrap_or("").ends_with(url), "{r}");
     }
-    // Busiest first, shares of the span in 0..=100, and the shared name said.
-    let busy: Vec<i64> = rows
+    // Busiest first by time not spent waiting, shares of the trace in
+    // 0..=100, and the shared name said.
+    let working: Vec<i64> = rows
         .iter()
-        .map(|r| r["busy_ns"].as_i64().unwrap_or(-1))
+        .map(|r| r["busy_ns"].as_i64().unwrap_or(-1) - r["waiting_ns"].as_i64().unwrap_or(0))
         .collect();
-    assert!(busy.windows(2).all(|w| w[0] >= w[1]), "{busy:?}");
+    assert!(working.windows(2).all(|w| w[0] >= w[1]), "{working:?}");
     for r in rows {
-        let p = r["busy_pct_of_span"].as_f64().expect("share");
+        let p = r["busy_pct_of_trace"].as_f64().expect("share");
         assert!((0.0..=100.0).contains(&p), "{r}");
     }
     let shared = out["shared_names"].as_array().expect("shared_names");
@@ -154,7 +155,7 @@ fn a_sampled_profile_ranks_threads_by_samples() {
     );
     let pct: f64 = rows
         .iter()
-        .map(|r| r["samples_pct"].as_f64().unwrap_or(0.0))
+        .map(|r| r["samples_pct_of_scope"].as_f64().unwrap_or(0.0))
         .sum();
     assert!((pct - 100.0).abs() < 0.1, "{pct}");
     let text = project.run(&["threads", &run]);

@@ -45,7 +45,30 @@ fn pprof_corpus_files_import_and_answer_hotspots() {
         let path = corpus().join(rel);
         let raw = pprof_wire::parse(&gunzip(&path));
         let total = raw.totals()[column];
-        let values = raw.frame_values(column);
+        // Hotspots rank functions (lines merged): the model groups by
+        // (function, file) likewise, keeping the smallest line.
+        let mut values: std::collections::BTreeMap<_, (i64, i64)> =
+            std::collections::BTreeMap::new();
+        let mut first_line: std::collections::BTreeMap<_, Option<i64>> =
+            std::collections::BTreeMap::new();
+        for ((function, file, line), v) in raw.frame_values(column) {
+            let key = (function, file);
+            let slot = values.entry(key.clone()).or_default();
+            slot.0 += v.0;
+            slot.1 += v.1;
+            let at = first_line.entry(key).or_insert(line);
+            *at = match (*at, line) {
+                (Some(a), Some(b)) => Some(a.min(b)),
+                (a, b) => a.or(b),
+            };
+        }
+        let values: std::collections::BTreeMap<_, (i64, i64)> = values
+            .into_iter()
+            .map(|((function, file), v)| {
+                let line = first_line[&(function.clone(), file.clone())];
+                ((function, file, line), v)
+            })
+            .collect();
         let best = values.values().map(|v| v.0).max().expect("frames");
         let leaders: Vec<_> = values.iter().filter(|(_, v)| v.0 == best).collect();
 

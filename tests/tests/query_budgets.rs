@@ -119,10 +119,11 @@ fn a_memory_pool_too_small_for_the_query_is_a_budget_error_with_what_was_used() 
     let details = &err["details"];
     assert_eq!(details["budget"], "memory", "{err}");
     assert_eq!(details["memory_budget_bytes"], 1024 * 1024);
-    // What was used: the pool held some, asked for more, and the sum overran.
+    // What was used: what the pool held (maybe nothing yet), what the
+    // refused allocation asked for, and the sum overran the budget.
     let held = details["memory_held_bytes"].as_u64().unwrap();
     let requested = details["memory_requested_bytes"].as_u64().unwrap();
-    assert!(held > 0 && requested > 0, "{err}");
+    assert!(requested > 0, "{err}");
     assert_eq!(details["memory_needed_bytes"], held + requested);
     assert!(held + requested > 1024 * 1024, "{err}");
     assert!(details["memory_peak_bytes"].as_u64().unwrap() >= held);

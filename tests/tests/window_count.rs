@@ -146,6 +146,8 @@ impl Imported {
             kind: kind.map(str::to_owned),
             name: None,
             track_id: None,
+            stream: None,
+            correlation_id: None,
             limit: 5,
             after: None,
             known_total: None,

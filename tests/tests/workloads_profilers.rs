@@ -11,30 +11,9 @@ use std::path::PathBuf;
 use flameox_tests::Project;
 use serde_json::Value;
 
-const DEFAULT_VENV: &str = "/var/tmp/flameox-profilers-venv";
-
 /// The virtualenv's bin folder with py-spy and viztracer, if usable.
 fn profilers_bin() -> Option<PathBuf> {
-    let configured = std::env::var_os("FLAMEOX_PROFILERS_VENV");
-    let required = configured.is_some() || std::env::var_os("CI").is_some();
-    let bin = PathBuf::from(configured.unwrap_or_else(|| DEFAULT_VENV.into())).join("bin");
-    let complete = ["python3", "py-spy", "viztracer"]
-        .iter()
-        .all(|tool| bin.join(tool).is_file());
-    if complete {
-        return Some(bin);
-    }
-    assert!(
-        !required,
-        "py-spy / viztracer not found in {}: .ci/run installs them (pip install py-spy viztracer) \
-         and sets FLAMEOX_PROFILERS_VENV",
-        bin.display()
-    );
-    eprintln!(
-        "SKIPPED: no profiler virtualenv at {} (set FLAMEOX_PROFILERS_VENV; CI always does)",
-        bin.display()
-    );
-    None
+    flameox_tests::profilers_bin(&["python3", "py-spy", "viztracer"])
 }
 
 /// A CPU-bound workload with one obviously hot function. Its default size

@@ -220,18 +220,39 @@ fn run_examples<'a>(qc: &'a QueryContext<'a>, args: Value) -> AnswerFuture<'a> {
 fn run_frame_deltas<'a>(qc: &'a QueryContext<'a>, args: Value) -> AnswerFuture<'a> {
     Box::pin(async move {
         let req: FrameDeltaRequest = decode(args)?;
-        let r = views::frame_deltas(qc, &req).await?;
-        let summary = format!(
-            "{} of {} changed frames of {} against {} by {}",
-            r.returned,
-            r.total,
-            named(&r.scope),
-            named(&r.base_scope),
-            metric_words(&r.metric)
+        let result = views::frame_deltas(qc, &req).await?;
+        let r = &result.answer;
+        let w = &r.whole;
+        let value = |v: i64| {
+            if r.unit == "ns" {
+                duration_ns(v)
+            } else {
+                format!("{v} {}", r.unit)
+            }
+        };
+        let ratio = w
+            .ratio
+            .map(|x| format!(" ({:+.1} %)", (x - 1.0) * 100.0))
+            .unwrap_or_default();
+        let mut summary = format!(
+            "{} against {} by {}: whole {} → {}{ratio}; {} of {} frames by |Δ self|, matched by {} ({:.0} % of the base's and {:.0} % of the target's self in frames on both sides)",
+            named(&result.scope),
+            named(&result.base_scope),
+            metric_words(&r.metric),
+            value(w.base_total_self),
+            value(w.target_total_self),
+            result.returned,
+            r.total_frames,
+            r.matched_by.replace('_', " "),
+            r.matched_share_of_base * 100.0,
+            r.matched_share_of_target * 100.0,
         );
-        Ok(Answer::new(summary, to_value(&r)?)
-            .scoped(&r.scope)
-            .scoped(&r.base_scope))
+        if let Some(warning) = &r.warning {
+            summary.push_str(&format!("; warning: {warning}"));
+        }
+        Ok(Answer::new(summary, to_value(&result)?)
+            .scoped(&result.scope)
+            .scoped(&result.base_scope))
     })
 }
 

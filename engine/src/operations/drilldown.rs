@@ -12,7 +12,7 @@ pub(super) static OPERATIONS: &[Operation] = &[
         name: "list_threads",
         cli: &["threads"],
         title: "List threads",
-        description: "Processes, threads and GPU streams of a target with busy time and share of the trace's span, busiest first; names shared by several threads are listed (filter those by tid).",
+        description: "Processes, threads and GPU streams with busy (in traced calls) and waiting time and share of the trace, busiest first; names shared by several threads are listed.",
         group: Group::ReadOnly,
         positional: &["target"],
         schema: input_schema::<ThreadsRequest>,
@@ -26,9 +26,14 @@ pub(super) static OPERATIONS: &[Operation] = &[
                 cell: Cell::Duration,
             },
             Column {
-                header: "% span",
-                field: "busy_pct_of_span",
+                header: "% trace",
+                field: "busy_pct_of_trace",
                 cell: Cell::Percent,
+            },
+            Column {
+                header: "waiting",
+                field: "waiting_ns",
+                cell: Cell::Duration,
             },
             Column {
                 header: "events",
@@ -42,7 +47,7 @@ pub(super) static OPERATIONS: &[Operation] = &[
             },
             Column {
                 header: "% samples",
-                field: "samples_pct",
+                field: "samples_pct_of_scope",
                 cell: Cell::Percent,
             },
             Column {
@@ -159,15 +164,23 @@ fn run_threads<'a>(qc: &'a QueryContext<'a>, args: serde_json::Value) -> AnswerF
                 (None, Some(tid)) => format!("tid {tid}"),
                 (None, None) => top.thread.label.clone(),
             };
-            if top.thread.busy_ns > 0 {
+            if let (Some(busy), Some(pct)) =
+                (top.thread.busy_ns.filter(|b| *b > 0), top.busy_pct_of_trace)
+            {
+                let waiting = top.thread.waiting_ns.unwrap_or(0);
+                let waited = if waiting > 0 {
+                    format!(" ({} of it waiting)", crate::units::duration_ns(waiting))
+                } else {
+                    String::new()
+                };
                 summary.push_str(&format!(
-                    "; busiest: {name}, {} % of the trace's span",
-                    top.busy_pct_of_span
+                    "; busiest: {name}, in traced calls {} = {pct} % of the trace's span{waited}",
+                    crate::units::duration_ns(busy)
                 ));
             } else if top.thread.samples > 0 {
                 summary.push_str(&format!(
                     "; most sampled: {name}, {} % of the samples",
-                    top.samples_pct
+                    top.samples_pct_of_scope
                 ));
             }
         }
@@ -190,8 +203,16 @@ fn run_instances<'a>(qc: &'a QueryContext<'a>, args: serde_json::Value) -> Answe
             .as_ref()
             .map(|p| format!(" in {}", p.name))
             .unwrap_or_default();
+        let nested = if r.nested > 0 {
+            format!(
+                ", {} nested in another {} counted once",
+                r.nested, r.frame.function
+            )
+        } else {
+            String::new()
+        };
         let summary = format!(
-            "{} of {} slices of {}{in_phase} (longest {}, {} in all)",
+            "{} of {} slices of {}{in_phase} (longest {}, {} in all{nested})",
             r.returned,
             r.total,
             r.frame.function,

@@ -71,7 +71,7 @@ pub(super) static OPERATIONS: &[Operation] = &[
         name: "analyze_gpu_gaps",
         cli: &["analyze", "gpu-gaps"],
         title: "GPU gaps",
-        description: "Longest device idle gaps and low-utilization chunks, each with what the thread that launched the next kernel was doing meanwhile.",
+        description: "Device busy and idle time by why (starved, stalled, before/after), the longest device gaps with what the launching thread did until the launch, low-utilization chunks.",
         group: Group::ReadOnly,
         positional: &["target"],
         schema: input_schema::<GpuGapsRequest>,
@@ -198,40 +198,50 @@ fn run_gaps<'a>(qc: &'a QueryContext<'a>, args: Value) -> AnswerFuture<'a> {
         let req: GpuGapsRequest = decode(args)?;
         let r = gpu_gaps::gpu_gaps(qc, &req).await?;
         let a = &r.answer;
-        let mut summary = if a.has_device_activity {
-            format!(
-                "{} device idle gaps of at least {} in {}{}, {} in all; {} chunks busy under {:.0} %",
-                a.gaps_found,
-                duration_ns(r.min_gap_ns),
+        let summary = if a.has_device_activity {
+            let devices: Vec<String> = a
+                .devices
+                .iter()
+                .take(2)
+                .map(|d| crate::services::summary_headline::device_words(&d.time))
+                .collect();
+            let classes: Vec<String> = a
+                .gaps_by_class
+                .iter()
+                .map(|(class, t)| {
+                    format!("{} {} ({})", t.gaps, class.name(), duration_ns(t.total_ns))
+                })
+                .collect();
+            let mut line = format!(
+                "{}{}: {}; {} device gaps of at least {}, {} in all",
                 r.scope.requested,
                 r.time.words(),
-                duration_ns(a.gaps_total_ns),
+                devices.join("; "),
+                a.gaps_found,
+                duration_ns(r.min_gap_ns),
+                duration_ns(a.gaps_total_ns)
+            );
+            if !classes.is_empty() {
+                line.push_str(&format!(": {}", classes.join(", ")));
+            }
+            if let Some(g) = a.gaps.first() {
+                line.push_str(&format!(
+                    "; longest {} {} before {}: {}",
+                    duration_ns(g.duration_ns),
+                    g.class.name(),
+                    g.next_op,
+                    crate::services::summary_gpu::cause(g)
+                ));
+            }
+            line.push_str(&format!(
+                "; {} chunks busy under {:.0} %",
                 a.low_utilization_found,
                 r.below * 100.0
-            )
+            ));
+            line
         } else {
             format!("no device activity in {}", r.scope.requested)
         };
-        // Utilization is of the device's own span: say when that is much
-        // less than the trace (a window is its own span).
-        if let Some(d) = a
-            .devices
-            .iter()
-            .filter(|_| r.time.window_rule.is_none())
-            .filter(|d| d.span_pct_of_trace.is_some_and(|p| p < 90.0))
-            .min_by(|x, y| {
-                x.span_pct_of_trace
-                    .partial_cmp(&y.span_pct_of_trace)
-                    .unwrap_or(std::cmp::Ordering::Equal)
-            })
-        {
-            summary.push_str(&format!(
-                "; device {} was active in {:.0} % of the trace (from {:.0} % in): chunks and busy shares are of that span",
-                d.device.map_or("?".to_owned(), |v| v.to_string()),
-                d.span_pct_of_trace.unwrap_or(0.0),
-                d.starts_at_pct_of_trace.unwrap_or(0.0)
-            ));
-        }
         Ok(Answer::new(summary, to_value(&r)?).scoped(&r.scope))
     })
 }

@@ -11,7 +11,7 @@ pub(super) static OPERATIONS: &[Operation] = &[Operation {
     name: "summarize_target",
     cli: &["analyze", "summary"],
     title: "Summarize target",
-    description: "Start here on a new trace: inputs, span, busiest threads with their top frames, GPU idle gaps with the launching thread, PyTorch steps, import caveats, and the next calls to make.",
+    description: "Start here on a new trace: a headline that leads to the cause, busiest threads and their top frames, GPU busy/idle by why, longest device gaps, steps, caveats, next calls.",
     group: Group::ReadOnly,
     positional: &["target"],
     schema: input_schema::<SummaryRequest>,
@@ -25,9 +25,14 @@ pub(super) static OPERATIONS: &[Operation] = &[Operation {
             cell: Cell::Duration,
         },
         Column {
-            header: "% span",
-            field: "busy_pct_of_span",
+            header: "% trace",
+            field: "busy_pct_of_trace",
             cell: Cell::Percent,
+        },
+        Column {
+            header: "waiting",
+            field: "waiting_ns",
+            cell: Cell::Duration,
         },
         Column {
             header: "samples",
@@ -66,46 +71,9 @@ fn run_summary<'a>(qc: &'a QueryContext<'a>, args: serde_json::Value) -> AnswerF
     })
 }
 
-/// One line: what the target is and where its time went.
+/// One line: the service's headline.
 fn headline(r: &SummaryResult) -> String {
-    let what = match r.inputs.as_slice() {
-        [one] => format!(
-            "{} ({}{})",
-            one.name,
-            one.kind,
-            one.producer
-                .as_deref()
-                .map(|p| format!(", {p}"))
-                .unwrap_or_default()
-        ),
-        many => format!("{} inputs", many.len()),
-    };
-    let span = if r.duration_ns > 0 {
-        format!("{} span", duration_ns(r.duration_ns))
-    } else {
-        "no timeline (aggregated stacks)".to_owned()
-    };
-    let mut line = format!("{what}: {span}, {} threads and streams", r.threads_total);
-    if let Some(t) = r.hot_threads.first()
-        && let Some(f) = t.frames.first()
-    {
-        line.push_str(&format!(
-            "; top frame {} ({:.1} % of {}'s {})",
-            f.function,
-            f.self_pct_of_thread,
-            who(t),
-            words(&t.metric)
-        ));
-    }
-    if let Some(g) = &r.gpu {
-        line.push_str(&format!(
-            "; GPU idle gaps ≥ {}: {} totalling {}",
-            duration_ns(g.min_gap_ns),
-            g.gaps,
-            duration_ns(g.gaps_total_ns)
-        ));
-    }
-    line
+    r.headline.clone()
 }
 
 /// A hot thread as a person names it: its name, else its tid.
@@ -133,8 +101,13 @@ fn details(r: &SummaryResult) -> Vec<String> {
                 "count" => format!("{} samples", f.self_value),
                 unit => format!("{} {unit}", f.self_value),
             };
+            let role = f
+                .role
+                .as_deref()
+                .map(|r| format!("  ({r})"))
+                .unwrap_or_default();
             out.push(format!(
-                "  {:>10}  {:>5.1} %  {}",
+                "  {:>10}  {:>5.1} %  {}{role}",
                 value, f.self_pct_of_thread, f.function
             ));
         }
@@ -144,28 +117,22 @@ fn details(r: &SummaryResult) -> Vec<String> {
         }
     }
     if let Some(g) = &r.gpu {
+        for d in &g.devices {
+            out.push(crate::services::summary_headline::device_words(d));
+        }
         out.push(format!(
-            "GPU: {} idle gaps of at least {} on its streams, {} in all; longest:",
-            g.gaps,
+            "device gaps of at least {}: {} in all, {}; longest:",
             duration_ns(g.min_gap_ns),
+            g.gaps,
             duration_ns(g.gaps_total_ns)
         ));
         for gap in &g.longest {
-            let cause = match (&gap.launched_by, &gap.host_top) {
-                (Some(l), Some(top)) => format!(
-                    "next launched by {l}, which was busy {:.0} % of the gap, most in {top}",
-                    gap.host_busy_share * 100.0
-                ),
-                (Some(l), None) => {
-                    format!("next launched by {l}, which recorded nothing during the gap")
-                }
-                (None, Some(top)) => format!("host mostly in {top} (no launch correlation)"),
-                (None, None) => "no host activity recorded".into(),
-            };
             out.push(format!(
-                "  {:>10} before {}: {cause}",
+                "  {:>10} {} before {}: {}",
                 duration_ns(gap.duration_ns),
-                gap.next_activity
+                gap.class.name(),
+                gap.next_op,
+                gap.cause
             ));
         }
     }

@@ -24,9 +24,10 @@ pub use evidence::{
 };
 pub use ingest::{confine, import, import_deadline, import_plan, import_progress, import_totals};
 pub(crate) use query::narrower;
+pub(crate) use query::summary_headline;
 pub use query::{
     analyze, frame_instances, gpu, gpu_breakdown, gpu_gaps, measurements, memory, phase_window,
-    pytorch, summary, threads, views, window_count,
+    pytorch, summary, summary_gpu, threads, views, window_count,
 };
 pub use workload_capture::{adapters, capture, capture_outputs, capture_run, plans, workloads};
 pub use workspace::{capabilities, inventory, viewer};

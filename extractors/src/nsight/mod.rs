@@ -747,11 +747,18 @@ fn extract_tables(
     };
     let mut coverage = summary::coverage(
         &facts,
+        &rows_read,
         !p.tracks.thread_names.is_empty(),
         !device_names.is_empty(),
         has_phases,
     );
-    coverage.insert("os_runtime".to_string(), os_runtime);
+    coverage.insert(
+        "os_runtime".to_string(),
+        os_runtime
+            && rows_read
+                .get(host_tables::OSRT_TABLE)
+                .is_some_and(|n| *n > 0),
+    );
     coverage.insert("cpu_samples".to_string(), sampled);
     summary::note_missing_tables(&facts, &mut p.log);
     let metadata = summary::metadata(

@@ -27,14 +27,17 @@ impl ExportFacts<'_> {
     }
 }
 
-/// The `coverage` flags of the summary.
+/// The `coverage` flags of the summary: a table's flag is true only when
+/// the export had it *and* rows were read from it (an empty `OSRT_API`
+/// table is no OS-runtime evidence).
 pub(super) fn coverage(
     facts: &ExportFacts,
+    rows_read: &BTreeMap<String, u64>,
     thread_names: bool,
     device_names: bool,
     has_phases: bool,
 ) -> BTreeMap<String, bool> {
-    let has = |t: &str| facts.has(t);
+    let has = |t: &str| facts.has(t) && rows_read.get(t).is_some_and(|n| *n > 0);
     let mut coverage = BTreeMap::new();
     coverage.insert("kernels".to_string(), has(KERNEL_TABLE));
     coverage.insert("runtime_api".to_string(), has(RUNTIME_TABLE));

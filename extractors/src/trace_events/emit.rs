@@ -237,8 +237,27 @@ pub fn write_slice_reductions(em: &mut Emitter, agg: StackAggregator) -> Result<
     Ok(())
 }
 
-/// The stack-reduction thread of a track.
+/// The stack-reduction thread of a track. An async track's slices overlap
+/// the thread's own and are not its time: they form a pseudo-thread of
+/// their own (no tid, named `async: <track>`), so no thread's self time
+/// holds them.
 pub fn thread_info(p: &TraceBuilder, track: &Track) -> ThreadInfo {
+    if track.kind == TrackKind::Async {
+        return ThreadInfo {
+            pid: track.pid.int(),
+            tid: None,
+            thread_name: Some(format!(
+                "async: {}",
+                p.tracks
+                    .display_name(track, &p.strings)
+                    .unwrap_or_else(|| "track".into())
+            )),
+            process_name: p
+                .tracks
+                .process_name(track.pid, &p.strings)
+                .map(str::to_string),
+        };
+    }
     ThreadInfo {
         pid: track.pid.int(),
         tid: track.tid.int(),

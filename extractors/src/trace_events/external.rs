@@ -29,6 +29,7 @@ use super::builder::TraceBuilder;
 use super::emit::{SliceFrames, thread_info, write_slice_reductions};
 use super::emitter::Emitter;
 use super::event_batch::EventBatch;
+use super::exclusive::{advance, finish};
 use super::flow_records::for_each_flow;
 use super::ids::{NO_ID, NONE};
 use super::kinds::EventKind;
@@ -281,7 +282,8 @@ impl Spill {
 /// A slice still on the nesting stack.
 struct Open {
     r: EventRecord,
-    child_sum: i64,
+    /// Time it owned so far ([`super::exclusive`]).
+    own: i64,
     /// Its stack-reduction node (`NO_ID`: not aggregated).
     stack_id: u32,
     /// The node its children hang under: its own, else the nearest
@@ -311,6 +313,8 @@ struct Walk<'a> {
     pending: Vec<u32>,
     bound: Vec<Bound>,
     stack: Vec<Open>,
+    /// How far the current track's exclusive time is credited.
+    cursor: Option<i64>,
     /// The last non-instant slice of the current track.
     last_slice: Option<EventRecord>,
     frames: SliceFrames,
@@ -349,6 +353,7 @@ impl<'a> Walk<'a> {
             pending: Vec::new(),
             bound: Vec::new(),
             stack: Vec::new(),
+            cursor: None,
             last_slice: None,
             frames: SliceFrames::default(),
             agg: reductions.agg,
@@ -404,6 +409,7 @@ impl<'a> Walk<'a> {
         let info = thread_info(p, &p.tracks.list[track as usize]);
         self.thread = self.agg.thread(info);
         self.last_slice = None;
+        self.cursor = None;
         // Flows on tracks without events bind to nothing.
         while self.next_flow < self.flows.len() && self.flows[self.next_flow].track < track {
             self.next_flow += 1;
@@ -413,6 +419,15 @@ impl<'a> Walk<'a> {
     /// Takes the next record of the track, in nesting order.
     fn slice(&mut self, p: &mut TraceBuilder, mut r: EventRecord) -> io::Result<()> {
         self.bind_flows_before(r.track, r.ts);
+        advance(
+            &mut self.cursor,
+            &mut self.stack,
+            r.ts,
+            |o| o.r.end(),
+            |o, ns| {
+                o.own = o.own.saturating_add(ns);
+            },
+        );
         while let Some(top) = self.stack.last() {
             if top.r.end() > r.ts {
                 break;
@@ -432,8 +447,6 @@ impl<'a> Walk<'a> {
                         format!("event #{inner} starts inside event #{outer} and ends after it")
                     });
                 }
-                let covered = end.min(top_end).saturating_sub(r.ts);
-                top.child_sum = top.child_sum.saturating_add(covered);
             }
         }
         if r.instant {
@@ -466,7 +479,7 @@ impl<'a> Walk<'a> {
         self.last_slice = Some(r);
         self.stack.push(Open {
             r,
-            child_sum: 0,
+            own: 0,
             stack_id,
             inherited,
         });
@@ -525,6 +538,14 @@ impl<'a> Walk<'a> {
             }
         }
         self.pending.clear();
+        finish(
+            &mut self.cursor,
+            &mut self.stack,
+            |o| o.r.end(),
+            |o, ns| {
+                o.own = o.own.saturating_add(ns);
+            },
+        );
         while !self.stack.is_empty() {
             self.pop()?;
         }
@@ -535,17 +556,17 @@ impl<'a> Walk<'a> {
         let Some(open) = self.stack.pop() else {
             return Ok(());
         };
-        let self_ns = self_time(&open.r, open.child_sum);
+        let self_ns = self_time(&open.r, open.own);
         if open.stack_id != NO_ID {
             self.agg
                 .add_metric_sample(self.metric, open.stack_id, self.thread, None, self_ns, 1);
         }
-        self.finish_row(open.r, open.child_sum)
+        self.finish_row(open.r, open.own)
     }
 
     /// A row whose nesting is complete: counted, and queued for output.
-    fn finish_row(&mut self, mut r: EventRecord, child_sum: i64) -> io::Result<()> {
-        r.self_ns = self_time(&r, child_sum);
+    fn finish_row(&mut self, mut r: EventRecord, own: i64) -> io::Result<()> {
+        r.self_ns = self_time(&r, own);
         let end = if r.dur < 0 { r.ts } else { r.end() };
         self.span = Some(match self.span {
             None => (r.ts, end),
@@ -577,14 +598,15 @@ impl<'a> Walk<'a> {
     }
 }
 
-/// Self time as [`super::nesting::nest`] computes it.
-fn self_time(r: &EventRecord, child_sum: i64) -> i64 {
+/// Self time as [`super::nesting::nest`] computes it, from the time the
+/// slice owned.
+fn self_time(r: &EventRecord, own: i64) -> i64 {
     if r.dur < 0 {
         -1
     } else if r.instant {
         0
     } else {
-        (r.dur - child_sum.min(r.dur)).max(0)
+        own.clamp(0, r.dur)
     }
 }
 

@@ -12,6 +12,7 @@ pub mod device_columns;
 pub mod emit;
 pub mod emitter;
 pub mod event_batch;
+pub mod exclusive;
 pub mod external;
 mod flow_records;
 pub mod ids;

@@ -9,6 +9,7 @@
 
 use crate::FastHashMap;
 
+use super::exclusive::{advance, finish};
 use super::ids::{NO_ID, NONE};
 use super::interner::Interner;
 use super::store::{EventStore, FlowPoint};
@@ -78,15 +79,25 @@ pub fn nest(store: &EventStore, tracks: &mut Tracks, log: &mut LimitationLog) ->
     }
     let mut parent = vec![NO_ID; n];
     let mut depth = vec![0i32; n];
-    let mut child_sum = vec![0i64; n];
+    let mut own = vec![0i64; n];
     let mut stack: Vec<usize> = Vec::new();
     for t in 0..track_count {
         let group = &mut track_order[track_offsets[t]..track_offsets[t + 1]];
         group.sort_unstable_by(|&a, &b| nesting_order(store, a as usize, b as usize));
         stack.clear();
+        let mut cursor = None;
         for &i in group.iter() {
             let i = i as usize;
             let ts = store.ts[i];
+            advance(
+                &mut cursor,
+                &mut stack,
+                ts,
+                |&k| store.end(k),
+                |&mut k, ns| {
+                    own[k] = own[k].saturating_add(ns);
+                },
+            );
             while let Some(&top) = stack.last() {
                 if store.end(top) <= ts {
                     stack.pop();
@@ -109,14 +120,20 @@ pub fn nest(store: &EventStore, tracks: &mut Tracks, log: &mut LimitationLog) ->
                             )
                         });
                     }
-                    let covered = end.min(top_end).saturating_sub(ts);
-                    child_sum[top] = child_sum[top].saturating_add(covered);
                 }
             }
             if !store.instant[i] {
                 stack.push(i);
             }
         }
+        finish(
+            &mut cursor,
+            &mut stack,
+            |&k| store.end(k),
+            |&mut k, ns| {
+                own[k] = own[k].saturating_add(ns);
+            },
+        );
     }
     let self_ns = (0..n)
         .map(|i| {
@@ -126,7 +143,7 @@ pub fn nest(store: &EventStore, tracks: &mut Tracks, log: &mut LimitationLog) ->
             } else if store.instant[i] {
                 0
             } else {
-                (d - child_sum[i].min(d)).max(0)
+                own[i].clamp(0, d)
             }
         })
         .collect();

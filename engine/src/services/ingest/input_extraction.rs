@@ -61,7 +61,10 @@ impl ExtractObserver for ObserverAdapter<'_> {
 
 /// Version of the reductions computed beside every extractor (part of the
 /// operation key, so a new version re-extracts instead of reusing).
-const REDUCTIONS_VERSION: u32 = 1;
+/// 2: a caller → callee edge counts each stack once under recursion, and
+/// async tracks' slices are a pseudo-thread of their own in
+/// `frame_totals` (never a thread's self time).
+const REDUCTIONS_VERSION: u32 = 2;
 
 /// Where an extractor reads its input from.
 enum ExtractSource {

@@ -55,6 +55,9 @@ pub struct HotspotsRequest {
     /// next_cursor of the previous page.
     #[schemars(length(min = 1, max = 4096))]
     pub cursor: Option<String>,
+    /// One row per source line (default: per function, lines merged).
+    #[serde(default)]
+    pub by_line: bool,
 }
 
 impl HotspotsRequest {
@@ -145,6 +148,7 @@ async fn hotspots_page(qc: &QueryContext<'_>, req: &HotspotsRequest) -> Result<H
     let params = json!({
         "target": req.target, "metric": req.metric, "thread": req.thread,
         "process": req.process, "window": window, "phase": req.phase,
+        "by_line": req.by_line,
     });
     let (session, codec, key) = pin_for_cursor(qc, "hotspots", &params, req.cursor.as_deref())?;
     let scope = resolve_scope(qc.ws, &session.snapshot, &req.target)?;
@@ -170,6 +174,7 @@ async fn hotspots_page(qc: &QueryContext<'_>, req: &HotspotsRequest) -> Result<H
         window,
         limit,
         after,
+        by_line: req.by_line,
     };
     let answer = run_budgeted(&session, hotspots::hotspots(&session.ctx, &query)).await?;
     let next_cursor = match (answer.has_more, answer.rows.last()) {
@@ -620,6 +625,20 @@ pub struct WindowRequest {
     pub name: Option<String>,
     /// Only this track (an event's track_id).
     pub track_id: Option<u64>,
+    /// Only this GPU stream.
+    pub stream: Option<i64>,
+    /// Only events with this correlation id (a launch and what it launched).
+    pub correlation_id: Option<i64>,
+    /// Fields kept per event (event_id, ts_ns and name always): e.g.
+    /// dur_ns, kind, stream, correlation_id, args_json; default all.
+    #[schemars(length(max = 24))]
+    pub fields: Option<Vec<String>>,
+    /// Bytes of args_json kept per event (default 256; 0 drops it).
+    #[schemars(range(max = 65536))]
+    pub args_bytes: Option<usize>,
+    /// Names over 160 characters in full (default: as their kernel family).
+    #[serde(default)]
+    pub full_names: bool,
     /// start_ns and end_ns are offsets from the trace's first event.
     #[serde(default)]
     pub relative: bool,
@@ -670,7 +689,19 @@ async fn window_page(qc: &QueryContext<'_>, req: &WindowRequest) -> Result<Windo
     let params = json!({
         "target": req.target, "start": req.start_ns, "end": req.end_ns,
         "kind": req.kind, "name": req.name, "track_id": req.track_id, "relative": req.relative,
+        "stream": req.stream, "correlation_id": req.correlation_id,
     });
+    if let Some(fields) = &req.fields
+        && let Some(bad) = fields.iter().find(|f| !WINDOW_FIELDS.contains(&f.as_str()))
+    {
+        return Err(FlameoxError::invalid_argument(
+            "fields",
+            format!(
+                "{bad} is not an event field; one of {}",
+                WINDOW_FIELDS.join(", ")
+            ),
+        ));
+    }
     let (session, codec, key) = pin_for_cursor(qc, "trace_window", &params, req.cursor.as_deref())?;
     let scope = resolve_scope(qc.ws, &session.snapshot, &req.target)?;
     let [artifact_id] = scope.artifact_ids.as_slice() else {
@@ -725,6 +756,8 @@ async fn window_page(qc: &QueryContext<'_>, req: &WindowRequest) -> Result<Windo
         kind: req.kind.clone(),
         name: req.name.clone(),
         track_id: req.track_id,
+        stream: req.stream,
+        correlation_id: req.correlation_id,
         limit,
         after,
         known_total,
@@ -733,7 +766,8 @@ async fn window_page(qc: &QueryContext<'_>, req: &WindowRequest) -> Result<Windo
         query.known_total =
             window_count::count_from_footers(qc.ws.dir(), &session.snapshot, &query);
     }
-    let answer = run_budgeted(&session, window::trace_window(&session.ctx, &query)).await?;
+    let mut answer = run_budgeted(&session, window::trace_window(&session.ctx, &query)).await?;
+    trim_events(&mut answer.events, req);
     let next_cursor = match (answer.has_more, answer.events.last()) {
         (true, Some(last)) => Some(codec.encode(
             "trace_window",
@@ -743,7 +777,11 @@ async fn window_page(qc: &QueryContext<'_>, req: &WindowRequest) -> Result<Windo
         )?),
         _ => None,
     };
-    let filtered = req.kind.is_some() || req.name.is_some() || req.track_id.is_some();
+    let filtered = req.kind.is_some()
+        || req.name.is_some()
+        || req.track_id.is_some()
+        || req.stream.is_some()
+        || req.correlation_id.is_some();
     let mut evidence = answer_status(&session.snapshot, &scope, answer.total > 0, filtered);
     if evidence.status == "empty" && !filtered {
         evidence.reason = "window_outside_trace_span".into();
@@ -768,6 +806,63 @@ async fn window_page(qc: &QueryContext<'_>, req: &WindowRequest) -> Result<Windo
         next_cursor,
         evidence,
     })
+}
+
+/// Fields a window's `fields` may name.
+const WINDOW_FIELDS: &[&str] = &[
+    "event_id",
+    "parent_event_id",
+    "depth",
+    "ts_ns",
+    "dur_ns",
+    "self_ns",
+    "name",
+    "category",
+    "kind",
+    "track_id",
+    "pid",
+    "tid",
+    "device",
+    "stream",
+    "correlation_id",
+    "external_id",
+    "bytes",
+    "phase",
+    "args_json",
+];
+
+/// Bytes of `args_json` kept per event by default.
+const WINDOW_ARGS_BYTES: usize = 256;
+
+/// A page's events within the agent's budget: `args_json` cut (on a char
+/// boundary, `args_cut` set), long names read as their kernel family unless
+/// asked in full, and only the asked fields kept.
+fn trim_events(events: &mut [flameox_recipes::window::WindowEvent], req: &WindowRequest) {
+    let cap = req.args_bytes.unwrap_or(WINDOW_ARGS_BYTES);
+    let keep = |f: &str| {
+        req.fields
+            .as_ref()
+            .is_none_or(|fields| fields.iter().any(|x| x == f))
+    };
+    for e in events.iter_mut() {
+        if let Some(text) = e.args_json.as_mut()
+            && text.len() > cap
+        {
+            let mut end = cap;
+            while !text.is_char_boundary(end) {
+                end -= 1;
+            }
+            text.truncate(end);
+            e.args_cut = true;
+        }
+        if cap == 0 || e.args_json.as_deref() == Some("{}") {
+            e.args_json = None;
+        }
+        if !req.full_names {
+            e.name = flameox_recipes::kernel_family::readable_name(&e.name);
+        }
+        e.keep_only(keep);
+    }
 }
 
 /// Longest slice of an artifact (widens the window's pruning bound).

@@ -368,10 +368,12 @@ async fn diff(
                 base: b.clone(),
                 metric: Some(flameox_extractors::importtime::IMPORT_METRIC.to_owned()),
                 limit: Some(limit),
+                by_line: false,
             },
         )
         .await?;
         out.slower_imports = deltas
+            .answer
             .rows
             .into_iter()
             .filter(|r| r.delta_self > 0)

@@ -83,11 +83,20 @@ pub struct InstancesResult {
     pub rows: Vec<InstanceRow>,
     /// Matching slices (all, not only the rows).
     pub total: u64,
+    /// The time they cover, each span once (an instance nested in another
+    /// of the same name, a recursion, adds nothing).
     pub total_dur_ns: i64,
+    /// Instances nested in another of the same name on their track.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub nested: u64,
     pub max_dur_ns: i64,
     pub returned: usize,
     pub truncated: bool,
     pub evidence: EvidenceStatus,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 /// A frame's individual slices, longest first (or in time order).
@@ -139,6 +148,7 @@ pub async fn frame_instances(
         rows: answer.rows,
         total: answer.total,
         total_dur_ns: answer.total_dur_ns,
+        nested: answer.nested,
         max_dur_ns: answer.max_dur_ns,
         evidence,
     })

@@ -1,12 +1,15 @@
-//! `analyze gpu-gaps`: where devices sat idle (stream gaps over a
-//! threshold) or nearly idle (low-utilization chunks of each device's
-//! span), each with what the host was doing at the time. Kept apart from
-//! `gpu.rs` so the GPU summaries and this analysis evolve independently.
+//! `analyze gpu-gaps`: where devices sat idle (device gaps over a
+//! threshold, each starved, stalled or unlinked) or nearly idle
+//! (low-utilization chunks of each device's span), each with what the
+//! launching thread was doing, and every device's busy and idle time over
+//! a named span. Kept apart from `gpu.rs` so the GPU summaries and this
+//! analysis evolve independently.
 
 use flameox_recipes::ArtifactScope;
 use flameox_recipes::gpu_gaps::{self, GapOptions, GpuGapsAnswer};
 pub use flameox_recipes::host_activity::HostActivity;
 use flameox_recipes::kernel_family::readable_name;
+use flameox_recipes::time_accounting::{NamedSpan, SpanName};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
@@ -32,7 +35,7 @@ pub struct GpuGapsRequest {
     /// Run id (or a unique prefix, or latest) or artifact id (sha256:…).
     #[schemars(length(min = 1, max = 200))]
     pub target: String,
-    /// Report stream gaps at least this long, in µs (default 100).
+    /// Report device gaps at least this long, in µs (default 100).
     #[schemars(range(min = 0))]
     pub min_gap_us: Option<f64>,
     /// Chunks each device's active span is cut into (default 100).
@@ -54,7 +57,7 @@ pub struct GpuGapsRequest {
 }
 
 /// The gap rule this answer applies, said in the answer.
-pub const GAP_DEFINITION: &str = "A gap: on one device stream, the next kernel, copy or set starts after every earlier one ended (start minus the latest earlier end), kept when at least min_gap_ns. analyze_gpu_breakdown's idle uses the same gap; analyze_accelerator_launches counts kernels only.";
+pub const GAP_DEFINITION: &str = "A device gap: no stream of the device runs a kernel, copy or set, kept when at least min_gap_ns. starved: the next activity was launched after the gap began (host shows the launching thread until the launch); stalled: it was launched before (queued_for_ns); unlinked: no launch recorded. devices[].idle splits all idle time so; per-stream busy is never summed.";
 
 /// What a window does to gaps and chunks, said in a windowed answer.
 const WINDOW_RULE: &str = "gaps are cut to [start_ns, end_ns); the chunks divide the window, not the device's active span";
@@ -78,7 +81,7 @@ pub struct GpuGapsResult {
     pub evidence: EvidenceStatus,
 }
 
-fn options(req: &GpuGapsRequest, limit: usize, window: Option<(i64, i64)>) -> Result<GapOptions> {
+fn options(req: &GpuGapsRequest, limit: usize, window: Option<NamedSpan>) -> Result<GapOptions> {
     let min_gap_us = req.min_gap_us.unwrap_or(DEFAULT_MIN_GAP_US);
     if !min_gap_us.is_finite() || !(0.0..=1e12).contains(&min_gap_us) {
         return Err(FlameoxError::invalid_argument(
@@ -106,6 +109,7 @@ fn options(req: &GpuGapsRequest, limit: usize, window: Option<(i64, i64)>) -> Re
         below,
         limit,
         window,
+        trace_spans: Default::default(),
     })
 }
 
@@ -155,6 +159,16 @@ fn busy_elsewhere(host: &HostActivity, idle_ns: i64) -> Option<String> {
 }
 
 pub async fn gpu_gaps(qc: &QueryContext<'_>, req: &GpuGapsRequest) -> Result<GpuGapsResult> {
+    gpu_gaps_over(qc, req, None).await
+}
+
+/// The analysis with `over` as its named window when given (the summary's
+/// profiler steps), in place of the request's window or phase.
+pub(crate) async fn gpu_gaps_over(
+    qc: &QueryContext<'_>,
+    req: &GpuGapsRequest,
+    over: Option<NamedSpan>,
+) -> Result<GpuGapsResult> {
     // Each gap and chunk carries its host activity: 5 of each by default
     // keeps the answer near the agents' byte budget (`agent_budgets.rs`).
     let limit = qc
@@ -162,11 +176,26 @@ pub async fn gpu_gaps(qc: &QueryContext<'_>, req: &GpuGapsRequest) -> Result<Gpu
         .config
         .row_limit(Some(req.limit.unwrap_or(DEFAULT_LIMIT)))?;
     let window = time_window(req.start_ns, req.end_ns)?;
-    options(req, limit, window)?;
+    options(req, limit, None)?;
     let session = qc.session(None)?;
     let scope = resolve_scope(qc.ws, &session.snapshot, &req.target)?;
     let (window, phase) = time_scope(&session, &scope, req.phase.as_deref(), window).await?;
-    let options = options(req, limit, window)?;
+    let named = over.clone().or(window.map(|(a, b)| match &phase {
+        Some(p) => NamedSpan::new(SpanName::Phase, Some(p.name.clone()), a, b),
+        None => NamedSpan::new(SpanName::Window, None, a, b),
+    }));
+    let window = over.as_ref().map(|s| (s.start_ns, s.end_ns)).or(window);
+    let mut options = options(req, limit, named)?;
+    for artifact in &scope.artifact_ids {
+        if let Some(span) = session
+            .snapshot
+            .generations_for(artifact)
+            .find_map(|g| g.summary.time_span_ns)
+            .filter(|(a, b)| b > a)
+        {
+            options.trace_spans.insert(artifact.clone(), span);
+        }
+    }
     let artifacts = ArtifactScope {
         artifact_ids: scope.artifact_ids.clone(),
     };
@@ -184,33 +213,16 @@ pub async fn gpu_gaps(qc: &QueryContext<'_>, req: &GpuGapsRequest) -> Result<Gpu
         );
     }
     let mut answer = answer;
-    // Utilization and chunks are of each device's active span; say how much
-    // of the trace that is (a GPU idle for the first 43 % of the trace
-    // reads busy over its own span).
-    for device in &mut answer.devices {
-        let artifact = if device.artifact_id.is_empty() {
-            scope.artifact_ids.first().cloned().unwrap_or_default()
-        } else {
-            device.artifact_id.clone()
-        };
-        let trace = session
-            .snapshot
-            .generations_for(&artifact)
-            .find_map(|g| g.summary.time_span_ns);
-        if let Some((first, last)) = trace.filter(|(a, b)| b > a) {
-            let width = (last - first) as f64;
-            let pct = |ns: i64| (ns as f64 * 1000.0 / width).round() / 10.0;
-            device.span_pct_of_trace = Some(pct(device.end_ns - device.start_ns));
-            device.starts_at_pct_of_trace = Some(pct((device.start_ns - first).max(0)));
-        }
-    }
     // Templated kernel names run to kilobytes: each gap lists them read as
     // their family (get_trace_window gives them whole).
     for gap in &mut answer.gaps {
-        gap.after = readable_name(&gap.after);
-        gap.before = gap.before.as_deref().map(readable_name);
+        gap.next_op = readable_name(&gap.next_op);
+        gap.prev_op = gap.prev_op.as_deref().map(readable_name);
         for slice in &mut gap.host.top {
             slice.name = readable_name(&slice.name);
+        }
+        for share in &mut gap.host.time_shares {
+            share.what = readable_name(&share.what);
         }
     }
     for chunk in &mut answer.low_utilization {
@@ -230,7 +242,11 @@ pub async fn gpu_gaps(qc: &QueryContext<'_>, req: &GpuGapsRequest) -> Result<Gpu
     }
     for gap in &mut answer.gaps {
         if gap.host_scope == "launching_thread" {
-            gap.host.busy_elsewhere = busy_elsewhere(&gap.host, gap.duration_ns);
+            let window = match (&gap.launched_by, gap.host_window.as_str()) {
+                (Some(l), "until_launch") => l.ts_ns.clamp(gap.start_ns, gap.end_ns) - gap.start_ns,
+                _ => gap.duration_ns,
+            };
+            gap.host.busy_elsewhere = busy_elsewhere(&gap.host, window);
         }
     }
     for chunk in &mut answer.low_utilization {
@@ -245,7 +261,7 @@ pub async fn gpu_gaps(qc: &QueryContext<'_>, req: &GpuGapsRequest) -> Result<Gpu
         answer
             .devices
             .iter_mut()
-            .for_each(|d| d.artifact_id.clear());
+            .for_each(|d| d.time.artifact_id.clear());
         answer
             .low_utilization
             .iter_mut()

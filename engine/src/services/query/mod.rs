@@ -15,6 +15,8 @@ pub(crate) mod narrower;
 pub mod phase_window;
 pub mod pytorch;
 pub mod summary;
+pub mod summary_gpu;
+pub(crate) mod summary_headline;
 pub mod threads;
 pub mod views;
 pub mod window_count;

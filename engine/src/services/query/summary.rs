@@ -1,8 +1,11 @@
 //! `summarize_target`: one call that orients an agent on a run or artifact
 //! — what it is, how long it spans, which threads were busy and on what,
-//! whether the GPU sat idle and why, PyTorch steps when present, what the
-//! import could not read, and which operations to call next. Composed from
-//! the other read services, each bounded, so the whole answer stays small.
+//! how busy each GPU was over the steps and why it sat idle, PyTorch steps
+//! when present, what the import could not read, and which operations to
+//! call next — under one `headline` that leads to the cause
+//! ([`super::summary_headline`]). Composed from the other read services,
+//! each bounded, so the whole answer stays small; every figure comes from
+//! the time-accounting model (`flameox_recipes::time_accounting`).
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -11,10 +14,13 @@ use serde_json::json;
 use crate::error::Result;
 use crate::runs;
 use crate::services::analyze::{self, HotspotsRequest};
-use crate::services::gpu_gaps::{self, GpuGapsRequest};
 use crate::services::pytorch::{self, PytorchRequest};
+use crate::services::summary_gpu::gpu_of;
+pub use crate::services::summary_gpu::{GapSummary, GpuSummary};
 use crate::services::threads::{self, ThreadsRequest};
 use crate::services::{QueryContext, ResolvedScope};
+use flameox_recipes::time_accounting::frame_roles::{FrameRole, role};
+use flameox_recipes::time_accounting::{NamedSpan, SpanName};
 
 /// What `summarize_target` asks.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema)]
@@ -30,9 +36,10 @@ const THREADS: usize = 5;
 /// Busiest host threads whose hotspots are shown.
 const HOT_THREADS: usize = 2;
 /// Frames per hot thread.
-const FRAMES: usize = 5;
-/// Longest GPU gaps shown.
-const GAPS: usize = 3;
+const FRAMES: usize = 4;
+/// Frames read per hot thread to find meaningful ones past waits and
+/// wrappers (the answer keeps [`FRAMES`]).
+const FRAMES_READ: usize = 12;
 /// Longest names kept in full in this answer (a C++ kernel name can run to
 /// kilobytes; the drill-downs give it whole).
 const NAME_CHARS: usize = 120;
@@ -47,17 +54,30 @@ pub struct InputSummary {
     pub bytes: u64,
 }
 
-/// One thread or GPU stream, busiest first.
+/// One thread or GPU stream, busiest first (by time not spent waiting).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ThreadSummary {
+    /// The process's short name (and the page it shows), not its command line.
     pub label: String,
     pub thread: Option<String>,
     pub pid: Option<i64>,
     pub tid: Option<i64>,
-    pub busy_ns: i64,
-    /// Busy time as a percentage of the trace's span.
-    pub busy_pct_of_span: f64,
+    /// In traced calls (a thread: the union of its slices; a GPU stream:
+    /// of its own kernels, copies and memsets); null when unknown (a
+    /// thread known only from samples).
+    pub busy_ns: Option<i64>,
+    /// `busy_ns` as a percentage of the trace's span.
+    pub busy_pct_of_trace: Option<f64>,
+    /// Part of `busy_ns` in waits (wait, sleep, lock, poll, device sync).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub waiting_ns: Option<i64>,
+    /// Call-stack samples taken on it (left out when none).
+    #[serde(default, skip_serializing_if = "is_zero")]
     pub samples: i64,
+}
+
+fn is_zero(n: &i64) -> bool {
+    *n == 0
 }
 
 /// A frame of a hot thread.
@@ -69,6 +89,10 @@ pub struct FrameSummary {
     pub self_value: i64,
     /// Self value as a percentage of the thread's total self value.
     pub self_pct_of_thread: f64,
+    /// `waiting` (the thread was blocked in it) or `wrapper` (a task
+    /// runner or event loop holding other work); absent for work.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub role: Option<String>,
 }
 
 /// The heaviest frames of one busy thread.
@@ -83,34 +107,10 @@ pub struct HotThread {
     /// Other metrics this thread's evidence has (e.g. `cpu.samples`).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub other_metrics: Vec<String>,
-}
-
-/// GPU idle time, when the target has device activity.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct GpuSummary {
-    /// Stream gaps of at least `min_gap_ns`: count and total.
-    pub gaps: u64,
-    pub gaps_total_ns: i64,
-    pub min_gap_ns: i64,
-    /// The longest gaps: when, how long, who launched the work after it,
-    /// and what that thread did meanwhile.
-    pub longest: Vec<GapSummary>,
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct GapSummary {
-    pub start_ns: i64,
-    pub duration_ns: i64,
-    pub stream: Option<i64>,
-    /// The activity after the gap (shortened).
-    pub next_activity: String,
-    /// The thread that launched it, when the trace correlates launches.
-    pub launched_by: Option<String>,
-    /// What that thread (or, without a launcher, any host thread) did most
-    /// during the gap.
-    pub host_top: Option<String>,
-    /// Share of the gap the host thread(s) were busy, 0..=1.
-    pub host_busy_share: f64,
+    /// A sampled profile's hot path: from the root, the heaviest callee at
+    /// each step while it holds a fifth of the samples (inclusive, top-down).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub hot_path: Vec<flameox_recipes::hot_path::HotStep>,
 }
 
 /// PyTorch profiler steps, when present.
@@ -124,10 +124,29 @@ pub struct StepsSummary {
 
 pub use crate::services::NextCall;
 
+/// The page a browser trace loaded and the renderer that showed it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PageSummary {
+    pub url: String,
+    pub pid: Option<i64>,
+    /// Its main thread.
+    pub tid: Option<i64>,
+    pub thread: Option<String>,
+    /// Load milestones of its navigation (DOMContentLoaded, load, first
+    /// paints), as offsets from the navigation's start.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub milestones: Vec<flameox_recipes::page_urls::Milestone>,
+}
+
 /// The answer.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SummaryResult {
     pub scope: ResolvedScope,
+    /// Where the time went, in one line that leads to the cause: device
+    /// busy and idle by why (GPU traces), the page's renderer (browser
+    /// traces), the hottest meaningful frame of the busiest thread (never
+    /// a wait or a task wrapper); every share names its span.
+    pub headline: String,
     pub inputs: Vec<InputSummary>,
     /// First event start to last event end, ns.
     pub span_ns: Option<(i64, i64)>,
@@ -138,6 +157,9 @@ pub struct SummaryResult {
     /// Thread names carried by several threads (`name: who, who`).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub shared_thread_names: Vec<String>,
+    /// The page a browser trace loaded, when it names one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub page: Option<PageSummary>,
     pub hot_threads: Vec<HotThread>,
     pub gpu: Option<GpuSummary>,
     pub pytorch_steps: Option<StepsSummary>,
@@ -153,7 +175,7 @@ pub async fn summarize(qc: &QueryContext<'_>, req: &SummaryRequest) -> Result<Su
         &ThreadsRequest {
             target: req.target.clone(),
             process: None,
-            limit: Some(THREADS.max(HOT_THREADS)),
+            limit: Some(LISTED),
         },
     )
     .await?;
@@ -170,38 +192,55 @@ pub async fn summarize(qc: &QueryContext<'_>, req: &SummaryRequest) -> Result<Su
     let threads: Vec<ThreadSummary> = listed
         .rows
         .iter()
+        .filter(|t| t.thread.busy_ns.unwrap_or(0) > 0 || t.thread.samples > 0)
         .take(THREADS)
         .map(|t| ThreadSummary {
-            label: t.thread.label.clone(),
+            label: short_label(&t.thread),
             thread: t.thread.thread_name.clone(),
             pid: t.thread.pid,
             tid: t.thread.tid,
             busy_ns: t.thread.busy_ns,
-            busy_pct_of_span: t.busy_pct_of_span,
+            busy_pct_of_trace: t.busy_pct_of_trace,
+            waiting_ns: t.thread.waiting_ns,
             samples: t.thread.samples,
         })
         .collect();
+    let mut page = page_of(&listed.rows);
+    if let Some(p) = page.as_mut() {
+        p.milestones = milestones_of(qc, &scope, &p.url).await;
+    }
     let mut hot_threads = Vec::new();
-    // Busy host threads; those with a tid first-class (a pseudo-thread such
-    // as Kineto's whole-trace `PyTorch Profiler` span explains nothing).
+    // Busy host threads by time not spent waiting; those with a tid
+    // first-class (a pseudo-thread such as Kineto's whole-trace `PyTorch
+    // Profiler` span explains nothing); a browser's page renderer first.
+    // A thread that mostly waited (an event handler in `poll`) is no hot
+    // thread: at least a tenth of its traced time must be work.
+    // and a thread working under 1 % of the trace explains nothing of it.
+    let span_ns = listed.span_ns.map_or(0, |(a, b)| b.saturating_sub(a));
     let busy = |t: &&threads::ThreadEntry| {
-        t.thread.kind == "thread" && (t.thread.busy_ns > 0 || t.thread.samples > 0)
+        let busy = t.thread.busy_ns.unwrap_or(0);
+        let working = busy - t.thread.waiting_ns.unwrap_or(0);
+        t.thread.kind == "thread"
+            && ((busy > 0 && working * 10 >= busy && working * 100 >= span_ns)
+                || t.thread.samples > 0)
     };
     let with_tid = listed
         .rows
         .iter()
         .filter(busy)
         .any(|t| t.thread.tid.is_some());
-    let host: Vec<_> = listed
+    let mut host: Vec<&threads::ThreadEntry> = listed
         .rows
         .iter()
         .filter(busy)
         .filter(|t| !with_tid || t.thread.tid.is_some())
-        .take(HOT_THREADS)
         .collect();
-    for t in &host {
+    if let Some(p) = &page {
+        host.sort_by_key(|t| !(t.thread.pid == p.pid && t.thread.tid == p.tid));
+    }
+    for t in host.into_iter().take(HOT_THREADS) {
         let who = Who {
-            label: t.thread.label.clone(),
+            label: short_label(&t.thread),
             thread: t.thread.thread_name.clone(),
             tid: t.thread.tid,
         };
@@ -209,7 +248,7 @@ pub async fn summarize(qc: &QueryContext<'_>, req: &SummaryRequest) -> Result<Su
             target: target.clone(),
             thread: t.thread.tid.map(|tid| tid.to_string()),
             process: t.thread.pid.map(|pid| pid.to_string()),
-            limit: Some(FRAMES),
+            limit: Some(FRAMES_READ),
             ..Default::default()
         };
         hot_threads.extend(hot_thread(qc, &request, who).await);
@@ -218,7 +257,7 @@ pub async fn summarize(qc: &QueryContext<'_>, req: &SummaryRequest) -> Result<Su
         // Profiles without threads (folded stacks, one-thread pprof).
         let request = HotspotsRequest {
             target: target.clone(),
-            limit: Some(FRAMES),
+            limit: Some(FRAMES_READ),
             ..Default::default()
         };
         let who = Who {
@@ -228,20 +267,20 @@ pub async fn summarize(qc: &QueryContext<'_>, req: &SummaryRequest) -> Result<Su
         };
         hot_threads.extend(hot_thread(qc, &request, who).await);
     }
-    let has_gpu = listed.rows.iter().any(|t| t.thread.kind == "gpu_stream")
-        || listed.total > listed.rows.len() as u64;
-    let gpu = if has_gpu {
-        gpu_of(qc, &target).await
-    } else {
-        None
-    };
     let torch = inputs.iter().any(|i| {
         i.producer
             .as_deref()
             .is_some_and(|p| p.contains("torch") || p.contains("kineto"))
     });
-    let pytorch_steps = if torch {
-        steps_of(qc, &target).await
+    let (pytorch_steps, steps_span) = if torch {
+        steps_of(qc, &target).await.unzip()
+    } else {
+        (None, None)
+    };
+    let has_gpu = listed.rows.iter().any(|t| t.thread.kind == "gpu_stream")
+        || listed.total > listed.rows.len() as u64;
+    let gpu = if has_gpu {
+        gpu_of(qc, &target, steps_span).await
     } else {
         None
     };
@@ -260,21 +299,91 @@ pub async fn summarize(qc: &QueryContext<'_>, req: &SummaryRequest) -> Result<Su
             }
         })
         .collect();
-    let next = next_calls(&target, &hot_threads, gpu.as_ref(), &listed.shared_names);
-    Ok(SummaryResult {
+    let next = next_calls(
+        &target,
+        &hot_threads,
+        gpu.as_ref(),
+        &listed.shared_names,
+        span.is_some(),
+    );
+    let mut result = SummaryResult {
         scope,
+        headline: String::new(),
         inputs,
         span_ns: span,
         duration_ns,
         threads_total: listed.total,
         threads,
         shared_thread_names,
+        page,
         hot_threads,
         gpu,
         pytorch_steps,
         caveats,
         next,
-    })
+    };
+    result.headline = super::summary_headline::headline(&result);
+    Ok(result)
+}
+
+/// Threads read from `list_threads`: enough to find the page's renderer.
+const LISTED: usize = 50;
+
+/// A thread's label: the process's short name and pid, then the page it
+/// shows (`list_threads` makes it; the command line stays in
+/// `process_name` there).
+fn short_label(t: &flameox_recipes::threads::ThreadRow) -> String {
+    t.label.clone()
+}
+
+/// The page of a browser trace: the renderer main thread whose process
+/// loaded a document (a file or web page before a `chrome:` or
+/// `about:` one), busiest first.
+fn page_of(rows: &[threads::ThreadEntry]) -> Option<PageSummary> {
+    let rank = |url: &str| {
+        if url.starts_with("http") || url.starts_with("file:") {
+            0
+        } else {
+            1
+        }
+    };
+    rows.iter()
+        .filter(|t| t.thread.kind == "thread")
+        .filter_map(|t| t.thread.url.as_ref().map(|u| (rank(u), t)))
+        .filter(|(_, t)| {
+            t.thread
+                .thread_name
+                .as_deref()
+                .is_some_and(|n| n.contains("RendererMain") || n.contains("Main"))
+        })
+        .min_by_key(|(r, t)| (*r, std::cmp::Reverse(t.thread.busy_ns.unwrap_or(0))))
+        .map(|(_, t)| PageSummary {
+            url: t.thread.url.clone().unwrap_or_default(),
+            pid: t.thread.pid,
+            tid: t.thread.tid,
+            thread: t.thread.thread_name.clone(),
+            milestones: Vec::new(),
+        })
+}
+
+/// The load milestones of the page's navigation (none when unreadable).
+async fn milestones_of(
+    qc: &QueryContext<'_>,
+    scope: &ResolvedScope,
+    url: &str,
+) -> Vec<flameox_recipes::page_urls::Milestone> {
+    let Ok(session) = qc.session(None) else {
+        return Vec::new();
+    };
+    let artifacts = flameox_recipes::ArtifactScope {
+        artifact_ids: scope.artifact_ids.clone(),
+    };
+    crate::query::run_budgeted(
+        &session,
+        flameox_recipes::page_urls::milestones(&session.ctx, &artifacts, url),
+    )
+    .await
+    .unwrap_or_default()
 }
 
 /// Which thread a hot-thread entry is about.
@@ -294,7 +403,40 @@ async fn hot_thread(
     if hot.rows.is_empty() {
         return None;
     }
+    // The meaningful frames first kept, then waits and wrappers, up to
+    // FRAMES in the heaviest-first order.
+    let mut frames: Vec<FrameSummary> = hot
+        .rows
+        .iter()
+        .map(|r| FrameSummary {
+            frame: r.frame.clone(),
+            function: shorten(&r.function),
+            self_value: r.self_value,
+            self_pct_of_thread: r.self_pct,
+            role: match role(&r.function, r.category.as_deref()) {
+                FrameRole::Work => None,
+                FrameRole::Waiting => Some("waiting".into()),
+                FrameRole::Wrapper => Some("wrapper".into()),
+            },
+        })
+        .collect();
+    let work = frames.iter().filter(|f| f.role.is_none()).count();
+    let mut others_kept = FRAMES.saturating_sub(work.min(FRAMES)).max(1);
+    frames.retain(|f| {
+        f.role.is_none()
+            || (others_kept > 0 && {
+                others_kept -= 1;
+                true
+            })
+    });
+    frames.truncate(FRAMES);
+    let hot_path = if hot.unit == "ns" {
+        Vec::new()
+    } else {
+        hot_path_of(qc, &request.target, &hot.metric, who.tid).await
+    };
     Some(HotThread {
+        hot_path,
         label: who.label,
         thread: who.thread,
         tid: who.tid,
@@ -304,19 +446,37 @@ async fn hot_thread(
             .filter(|m| **m != hot.metric)
             .cloned()
             .collect(),
-        frames: hot
-            .rows
-            .iter()
-            .map(|r| FrameSummary {
-                frame: r.frame.clone(),
-                function: shorten(&r.function),
-                self_value: r.self_value,
-                self_pct_of_thread: r.self_pct,
-            })
-            .collect(),
+        frames,
         metric: hot.metric,
         unit: hot.unit,
     })
+}
+
+/// The hot path of a sampled thread (or of all samples), empty when the
+/// stacks cannot be read.
+async fn hot_path_of(
+    qc: &QueryContext<'_>,
+    target: &str,
+    metric: &str,
+    tid: Option<i64>,
+) -> Vec<flameox_recipes::hot_path::HotStep> {
+    let Ok(session) = qc.session(None) else {
+        return Vec::new();
+    };
+    let Ok(scope) = crate::services::resolve_scope(qc.ws, &session.snapshot, target) else {
+        return Vec::new();
+    };
+    let artifacts = flameox_recipes::ArtifactScope {
+        artifact_ids: scope.artifact_ids,
+    };
+    let keep =
+        tid.map(|t| datafusion::logical_expr::col("tid").eq(datafusion::logical_expr::lit(t)));
+    crate::query::run_budgeted(
+        &session,
+        flameox_recipes::hot_path::hot_path(&session.ctx, &artifacts, metric, keep.as_ref()),
+    )
+    .await
+    .unwrap_or_default()
 }
 
 fn inputs_of(qc: &QueryContext<'_>, scope: &ResolvedScope) -> Result<Vec<InputSummary>> {
@@ -348,44 +508,9 @@ fn inputs_of(qc: &QueryContext<'_>, scope: &ResolvedScope) -> Result<Vec<InputSu
     Ok(out)
 }
 
-async fn gpu_of(qc: &QueryContext<'_>, target: &str) -> Option<GpuSummary> {
-    let request = GpuGapsRequest {
-        target: target.to_owned(),
-        limit: Some(GAPS),
-        ..Default::default()
-    };
-    let gaps = gpu_gaps::gpu_gaps(qc, &request).await.ok()?;
-    if !gaps.answer.has_device_activity {
-        return None;
-    }
-    Some(GpuSummary {
-        gaps: gaps.answer.gaps_found,
-        gaps_total_ns: gaps.answer.gaps_total_ns,
-        min_gap_ns: gaps.min_gap_ns,
-        longest: gaps
-            .answer
-            .gaps
-            .iter()
-            .map(|g| GapSummary {
-                start_ns: g.start_ns,
-                duration_ns: g.duration_ns,
-                stream: g.stream,
-                next_activity: shorten(&g.after),
-                launched_by: g.launched_by.as_ref().map(|l| {
-                    let who = l.thread.clone().unwrap_or_else(|| "thread".into());
-                    match l.tid {
-                        Some(tid) => format!("{who} (tid {tid}) via {}", l.name),
-                        None => format!("{who} via {}", l.name),
-                    }
-                }),
-                host_top: g.host.top.first().map(|s| shorten(&s.name)),
-                host_busy_share: (g.host.covered_share * 1000.0).round() / 1000.0,
-            })
-            .collect(),
-    })
-}
-
-async fn steps_of(qc: &QueryContext<'_>, target: &str) -> Option<StepsSummary> {
+/// The profiler steps, and the span from the first step's start to the
+/// last step's end (the span a GPU's busy share is of).
+async fn steps_of(qc: &QueryContext<'_>, target: &str) -> Option<(StepsSummary, NamedSpan)> {
     let request = PytorchRequest {
         target: target.to_owned(),
         limit: Some(1),
@@ -394,15 +519,31 @@ async fn steps_of(qc: &QueryContext<'_>, target: &str) -> Option<StepsSummary> {
     if answer.steps.is_empty() {
         return None;
     }
+    let first = answer.steps.iter().min_by_key(|s| s.ts_ns)?;
+    let last = answer.steps.iter().max_by_key(|s| s.ts_ns + s.dur_ns)?;
+    let label = if answer.steps.len() == 1 {
+        first.name.clone()
+    } else {
+        format!("{}..{}", first.name, last.name)
+    };
+    let span = NamedSpan::new(
+        SpanName::Steps,
+        Some(label),
+        first.ts_ns,
+        last.ts_ns + last.dur_ns,
+    );
     let mut durations: Vec<i64> = answer.steps.iter().map(|s| s.dur_ns).collect();
     durations.sort_unstable();
     let longest = answer.steps.iter().max_by_key(|s| s.dur_ns);
-    Some(StepsSummary {
-        steps: answer.steps.len(),
-        median_step_ns: durations[durations.len() / 2],
-        longest_step: longest.map(|s| s.name.clone()),
-        longest_step_ns: longest.map_or(0, |s| s.dur_ns),
-    })
+    Some((
+        StepsSummary {
+            steps: answer.steps.len(),
+            median_step_ns: durations[durations.len() / 2],
+            longest_step: longest.map(|s| s.name.clone()),
+            longest_step_ns: longest.map_or(0, |s| s.dur_ns),
+        },
+        span,
+    ))
 }
 
 /// The import's limitations in words, with counts.
@@ -447,20 +588,33 @@ fn next_calls(
     hot: &[HotThread],
     gpu: Option<&GpuSummary>,
     shared: &[threads::SharedName],
+    timed: bool,
 ) -> Vec<NextCall> {
     let mut next = Vec::new();
+    // The GPU's idle time first on a GPU trace: it is the headline there.
+    if gpu.is_some_and(|g| g.gaps > 0) {
+        next.push(NextCall {
+            operation: "analyze_gpu_gaps".into(),
+            arguments: json!({ "target": target, "limit": 3 }),
+            why: "the longest device gaps, starved or stalled, with what the launching thread did"
+                .into(),
+        });
+    }
+    // Drill into the heaviest meaningful frame (never a wait or a wrapper).
     if let Some(t) = hot.first()
-        && let Some(f) = t.frames.first()
+        && let Some(f) = t.frames.iter().find(|f| f.role.is_none())
     {
         let mut args = json!({ "target": target, "frame": f.frame, "limit": 5 });
         if let Some(tid) = t.tid {
             args["thread"] = json!(tid.to_string());
         }
-        next.push(NextCall {
-            operation: "get_frame_instances".into(),
-            arguments: args.clone(),
-            why: format!("the longest occurrences of {}", f.function),
-        });
+        if timed {
+            next.push(NextCall {
+                operation: "get_frame_instances".into(),
+                arguments: args.clone(),
+                why: format!("the longest occurrences of {}", f.function),
+            });
+        }
         next.push(NextCall {
             operation: "get_frame_callers".into(),
             arguments: {
@@ -477,13 +631,6 @@ fn next_calls(
             });
         }
     }
-    if gpu.is_some_and(|g| g.gaps > 0) {
-        next.push(NextCall {
-            operation: "analyze_gpu_gaps".into(),
-            arguments: json!({ "target": target, "limit": 5 }),
-            why: "the longest GPU gaps and least busy stretches, with the launching thread's activity".into(),
-        });
-    }
     if !shared.is_empty() || hot.len() > 1 {
         next.push(NextCall {
             operation: "list_threads".into(),
@@ -496,10 +643,22 @@ fn next_calls(
 
 /// A name cut to [`NAME_CHARS`] characters (with `…`).
 pub(crate) fn shorten(name: &str) -> String {
-    if name.chars().count() <= NAME_CHARS {
+    cut_to(name, NAME_CHARS)
+}
+
+/// A name inside a sentence: cut to [`BRIEF_CHARS`] characters.
+pub(crate) fn brief(name: &str) -> String {
+    cut_to(name, BRIEF_CHARS)
+}
+
+fn cut_to(name: &str, chars: usize) -> String {
+    if name.chars().count() <= chars {
         return name.to_owned();
     }
-    let mut out: String = name.chars().take(NAME_CHARS - 1).collect();
+    let mut out: String = name.chars().take(chars - 1).collect();
     out.push('…');
     out
 }
+
+/// Longest name kept inside a sentence (a cause, the headline).
+const BRIEF_CHARS: usize = 60;

@@ -28,16 +28,16 @@ pub struct ThreadsRequest {
     pub limit: Option<usize>,
 }
 
-/// A thread with its share of the span.
+/// A thread with its share of the trace's span.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ThreadEntry {
     #[serde(flatten)]
     pub thread: ThreadRow,
-    /// `busy_ns` as a percentage of `span_ns` (the trace's first event
-    /// start to its last event end).
-    pub busy_pct_of_span: f64,
+    /// `busy_ns` as a percentage of the trace's span (`span_ns`: its first
+    /// event start to its last event end); null when busy is unknown.
+    pub busy_pct_of_trace: Option<f64>,
     /// `samples` as a percentage of every sample in scope.
-    pub samples_pct: f64,
+    pub samples_pct_of_scope: f64,
 }
 
 /// A name shared by several threads (in different processes, or one).
@@ -122,8 +122,8 @@ pub async fn list_threads(qc: &QueryContext<'_>, req: &ThreadsRequest) -> Result
         .into_iter()
         .take(limit)
         .map(|thread| ThreadEntry {
-            busy_pct_of_span: pct(thread.busy_ns, span),
-            samples_pct: pct(thread.samples, all_samples),
+            busy_pct_of_trace: thread.busy_ns.map(|b| pct(b, span)),
+            samples_pct_of_scope: pct(thread.samples, all_samples),
             thread,
         })
         .collect();

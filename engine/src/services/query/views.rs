@@ -5,7 +5,7 @@
 //! Both read whole-scope reductions (folded stacks, `frame_totals`), so
 //! their cost follows distinct stacks and frames, not events.
 
-use flameox_recipes::frame_deltas::{self, FrameDelta};
+use flameox_recipes::frame_deltas::{self, FrameDeltaAnswer};
 use flameox_recipes::{ArtifactScope, drilldown, hotspots};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -51,6 +51,9 @@ pub struct FrameDeltaRequest {
     /// Frames returned, largest change first (default 20).
     #[schemars(range(min = 1, max = 1000))]
     pub limit: Option<usize>,
+    /// Match frames by line too (default: function and file name).
+    #[serde(default)]
+    pub by_line: bool,
 }
 
 /// The frames that changed most between `base` and `target`.
@@ -59,12 +62,9 @@ pub struct FrameDeltaResult {
     pub scope: ResolvedScope,
     pub base_scope: ResolvedScope,
     pub commit_id: String,
-    pub metric: String,
-    pub unit: String,
-    pub base_total_self: i64,
-    pub target_total_self: i64,
-    pub rows: Vec<FrameDelta>,
-    pub total: u64,
+    /// The whole of each side first, then the matched share and the rows.
+    #[serde(flatten)]
+    pub answer: FrameDeltaAnswer,
     pub returned: usize,
     pub truncated: bool,
     pub evidence: EvidenceStatus,
@@ -236,7 +236,7 @@ pub async fn frame_deltas(
     let metric = shared_metric(&session, &target, &base, req.metric.as_deref()).await?;
     let answer = run_budgeted(
         &session,
-        frame_deltas::frame_deltas(&session.ctx, &target, &base, &metric, limit),
+        frame_deltas::frame_deltas(&session.ctx, &target, &base, &metric, req.by_line, limit),
     )
     .await?;
     let evidence = answer_status(&session.snapshot, &scope, answer.total_frames > 0, false);
@@ -244,14 +244,9 @@ pub async fn frame_deltas(
         commit_id: session.snapshot.commit_id().to_owned(),
         scope,
         base_scope,
-        metric: answer.metric,
-        unit: answer.unit,
-        base_total_self: answer.base_total_self,
-        target_total_self: answer.target_total_self,
         returned: answer.rows.len(),
         truncated: (answer.rows.len() as u64) < answer.total_frames,
-        total: answer.total_frames,
-        rows: answer.rows,
+        answer,
         evidence,
     })
 }

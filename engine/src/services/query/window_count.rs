@@ -44,7 +44,12 @@ use crate::staging::ROW_GROUP_ROWS;
 /// The window's row count from footers and boundary row groups, or `None`
 /// when only the query can say it exactly.
 pub fn count_from_footers(dir: &Path, snapshot: &Snapshot, query: &WindowQuery) -> Option<u64> {
-    if query.kind.is_some() || query.name.is_some() || query.track_id.is_some() {
+    if query.kind.is_some()
+        || query.name.is_some()
+        || query.track_id.is_some()
+        || query.stream.is_some()
+        || query.correlation_id.is_some()
+    {
         return None;
     }
     let mut total = 0u64;
@@ -369,6 +374,8 @@ mod tests {
             kind: None,
             name: None,
             track_id: None,
+            stream: None,
+            correlation_id: None,
             limit: 10,
             after: None,
             known_total: None,
