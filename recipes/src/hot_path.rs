@@ -29,8 +29,9 @@ pub struct HotStep {
     pub function: String,
     /// Inclusive weight of this step (its subtree on the path).
     pub inclusive: i64,
-    /// `inclusive` over every sample of the scope, in percent.
-    pub inclusive_pct_of_all: f64,
+    /// `inclusive` over every sample of the thread (of the profile when it
+    /// has no threads), in percent.
+    pub inclusive_pct_of_thread: f64,
     /// `waiting` or `wrapper`; absent for work.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub role: Option<String>,
@@ -81,7 +82,8 @@ pub async fn hot_path(
         out.push(HotStep {
             function: name.clone(),
             inclusive: child.weight,
-            inclusive_pct_of_all: (child.weight as f64 * 10_000.0 / total as f64).round() / 100.0,
+            inclusive_pct_of_thread: (child.weight as f64 * 10_000.0 / total as f64).round()
+                / 100.0,
             role: match role(name, None) {
                 FrameRole::Work => None,
                 FrameRole::Waiting => Some("waiting".into()),

@@ -106,6 +106,23 @@ async fn browser_main_thread_and_its_callers() {
         "{summary}"
     );
     assert_eq!(top["tid"], summary["page"]["tid"], "{summary}");
+    // Its busy time is the union of that thread's slices in the raw file
+    // (overlapping devtools.timeline slices counted once), of the trace.
+    let pid = summary["page"]["pid"].as_i64().expect("page pid");
+    let tid = summary["page"]["tid"].as_i64().expect("page tid");
+    let oracle = chrome_thread_busy_ns(
+        &flameox_tests::corpus_json("chrome_json/chromium_headless_page_devtools.json"),
+        pid,
+        tid,
+    );
+    let listed = summary["threads"]
+        .as_array()
+        .and_then(|t| t.iter().find(|t| t["tid"].as_i64() == Some(tid)))
+        .expect("the page's main thread is listed");
+    assert_eq!(listed["busy_ns"].as_i64(), Some(oracle), "{listed}");
+    let trace = summary["duration_ns"].as_i64().expect("trace duration");
+    let pct = (oracle as f64 * 10_000.0 / trace as f64).round() / 100.0;
+    assert_eq!(listed["busy_pct_of_trace"].as_f64(), Some(pct), "{listed}");
     let headline = summary["headline"].as_str().expect("headline");
     assert!(
         headline.contains("file:///tmp/chrome/page.html"),
@@ -184,6 +201,79 @@ async fn sampled_cpu_profile_hotspot_and_callers() {
         top["unit"], "ns",
         "a sampled profile counts samples: {summary}"
     );
+    // Functions, not source lines: no function is listed twice.
+    let functions: Vec<&str> = top["frames"]
+        .as_array()
+        .expect("frames")
+        .iter()
+        .filter_map(|f| f["function"].as_str())
+        .collect();
+    let mut distinct = functions.clone();
+    distinct.sort_unstable();
+    distinct.dedup();
+    assert_eq!(distinct.len(), functions.len(), "{functions:?}");
+    // The hot path against the raw file: each work step holds the samples
+    // of the thread whose stack passes through the path so far, in order.
+    let doc = flameox_tests::corpus_json("stacks/pyspy_workload.speedscope.json");
+    let names: Vec<&str> = doc["shared"]["frames"]
+        .as_array()
+        .expect("frames")
+        .iter()
+        .map(|f| f["name"].as_str().unwrap_or(""))
+        .collect();
+    let tid = top["tid"].as_i64().expect("tid");
+    let profile = doc["profiles"]
+        .as_array()
+        .and_then(|p| {
+            p.iter().find(|p| {
+                p["name"]
+                    .as_str()
+                    .is_some_and(|n| n.starts_with(&format!("Thread {tid} ")))
+            })
+        })
+        .expect("the thread's profile");
+    let stacks: Vec<Vec<&str>> = profile["samples"]
+        .as_array()
+        .expect("samples")
+        .iter()
+        .map(|s| {
+            s.as_array()
+                .expect("stack")
+                .iter()
+                .map(|i| names[i.as_u64().expect("frame index") as usize])
+                .collect()
+        })
+        .collect();
+    let path = top["hot_path"].as_array().expect("hot path");
+    let mut prefix: Vec<&str> = Vec::new();
+    let mut headline_step = None;
+    for step in path {
+        let function = step["function"].as_str().expect("function");
+        prefix.push(function);
+        if !step["role"].is_null() {
+            continue;
+        }
+        let holding = stacks
+            .iter()
+            .filter(|stack| passes_through(stack, &prefix))
+            .count() as i64;
+        assert_eq!(step["inclusive"].as_i64(), Some(holding), "{step}");
+        let pct = (holding as f64 * 10_000.0 / stacks.len() as f64).round() / 100.0;
+        assert_eq!(
+            step["inclusive_pct_of_thread"].as_f64(),
+            Some(pct),
+            "{step}"
+        );
+        headline_step.get_or_insert((function, pct));
+    }
+    let (function, pct) = headline_step.expect("a work step on the hot path");
+    let headline = summary["headline"].as_str().expect("headline");
+    assert!(
+        headline.contains(&format!(
+            "hot path (inclusive % of its CPU samples): {function} {pct:.0} %"
+        )),
+        "{headline}"
+    );
     let callers = a.follow(&summary, "get_frame_callers").await;
     assert!(callers["total"].as_u64().unwrap_or(0) > 0, "{callers}");
     a.finish("sampled CPU profile").await;
@@ -201,6 +291,45 @@ async fn nsight_export_gpu_idle() {
     let gaps = a.follow(&summary, "analyze_gpu_gaps").await;
     assert!(gaps["has_device_activity"] == true, "{gaps}");
     a.finish("Nsight GPU idle").await;
+}
+
+/// Whether `stack` (root first) holds `path`'s functions in order.
+fn passes_through(stack: &[&str], path: &[&str]) -> bool {
+    let mut want = path.iter().peekable();
+    for name in stack {
+        if want.peek() == Some(&name) {
+            want.next();
+        }
+    }
+    want.peek().is_none()
+}
+
+/// The union of one thread's slices (`X`, and `B`/`E` pairs) in a Chrome
+/// JSON trace, in ns.
+fn chrome_thread_busy_ns(doc: &Value, pid: i64, tid: i64) -> i64 {
+    use flameox_tests::micros_to_ns;
+    let mut spans = Vec::new();
+    let mut open = Vec::new();
+    let events = doc["traceEvents"].as_array().expect("events");
+    for e in events {
+        if e["pid"].as_i64() != Some(pid) || e["tid"].as_i64() != Some(tid) {
+            continue;
+        }
+        match e["ph"].as_str() {
+            Some("X") if !e["dur"].is_null() => {
+                let ts = micros_to_ns(&e["ts"]);
+                spans.push((ts, ts + micros_to_ns(&e["dur"])));
+            }
+            Some("B") => open.push(micros_to_ns(&e["ts"])),
+            Some("E") => {
+                if let Some(start) = open.pop() {
+                    spans.push((start, micros_to_ns(&e["ts"])));
+                }
+            }
+            _ => {}
+        }
+    }
+    union_in(spans, i64::MIN, i64::MAX)
 }
 
 /// The union length of `[start, end)` intervals clipped to `[from, to)`.

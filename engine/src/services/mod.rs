@@ -60,7 +60,10 @@ pub struct EvidenceStatus {
     pub status: String,
     /// Stable reason code.
     pub reason: String,
+    /// The call that recovers what is missing; absent when none can.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub next_tool: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub next_arguments: Option<Value>,
     /// What the import could not read in full (limitation codes, e.g.
     /// `improper_nesting`); `get_run` gives their counts and messages.
@@ -244,11 +247,9 @@ pub fn answer_status(
         return EvidenceStatus::new("partial", "input_truncated");
     }
     if !scope.limitations.is_empty() {
-        // Not `complete`: the import skipped or repaired something.
-        let mut status = EvidenceStatus::new("available", "with_import_limitations").with_next(
-            "get_run",
-            serde_json::json!({ "target": scope.run_id.as_deref().unwrap_or(&scope.requested) }),
-        );
+        // Not `complete`: the import skipped or repaired something. No
+        // call recovers that, so no `next` (get_run has the details).
+        let mut status = EvidenceStatus::new("available", "with_import_limitations");
         status.limitations = scope.limitations.clone();
         return status;
     }

@@ -155,7 +155,7 @@ pub struct AcceleratorComparison {
 }
 
 /// The gap rule this answer applies, said in the answer.
-pub const GAP_DEFINITION: &str = "A stream gap: the next kernel starts after every earlier kernel on the stream ended (start minus the latest earlier end, when positive); copies and sets do not count (analyze_gpu_gaps counts them as busy).";
+pub const GAP_DEFINITION: &str = "A stream gap, per stream and kernels only (the launch view): the next kernel starts after every earlier kernel on the stream ended (start minus the latest earlier end, when positive). Not device idle: another stream, a copy or a set may run meanwhile; analyze_gpu_gaps has device gaps (no kernel, copy or set on any stream) and why (starved, stalled).";
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct AcceleratorResult {

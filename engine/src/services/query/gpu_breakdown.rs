@@ -87,7 +87,7 @@ pub struct ArtifactLabel {
 }
 
 /// The gap rule this answer applies, said in the answer.
-pub const IDLE_DEFINITION: &str = "Idle on a stream: the gaps of analyze_gpu_gaps (kernels, copies and sets busy), each host wait (launched after the stream went idle), kernel wait (shorter than kernel_wait_us) or other (HTA's rules).";
+pub const IDLE_DEFINITION: &str = "Idle per stream (HTA's rules): gaps between one stream's kernels, copies and sets; host wait = launched after the stream went idle (starved on this stream), kernel wait = queued and shorter than kernel_wait_us, other = queued and longer (stalled). Not device idle: temporal.idle_ns is (first to last device activity), and analyze_gpu_gaps splits device idle by why over a named span.";
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct GpuBreakdownResult {

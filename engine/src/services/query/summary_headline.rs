@@ -119,13 +119,13 @@ fn thread_words(r: &SummaryResult, t: &HotThread) -> String {
             format!(
                 "{} {:.0} %",
                 super::summary::brief(&s.function),
-                s.inclusive_pct_of_all
+                s.inclusive_pct_of_thread
             )
         })
         .collect();
     if !path.is_empty() {
         out.push_str(&format!(
-            ", hot path (inclusive % of all {}): {}",
+            ", hot path (inclusive % of its {}): {}",
             metric_words(&t.metric),
             path.join(" → ")
         ));
