@@ -10,8 +10,11 @@ use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
 use std::process::Command;
 
+mod support;
+
 use flameox_tests::{Project, corpus, corpus_json, micros_to_ns, profilers_bin};
-use serde_json::Value;
+use serde_json::{Value, json};
+use support::mcp::Session;
 
 /// The program before the edit: a heavy `normalize`, an unchanged `fib`.
 const BEFORE: &str = "\
@@ -194,6 +197,63 @@ fn a_moved_and_renamed_function_compares_as_itself() {
     let fib = row("fib");
     assert_eq!(fib["base_count"], fib["target_count"], "{fib}");
     assert_eq!(fib["base_count"].as_i64(), Some(want_before["fib"].1));
+}
+
+/// "What changed between these two runs of my program?" asked as an agent
+/// asks it, over the stdio server: two imports and one comparison (within
+/// 5 calls and 20 KB), whose text headline gives the whole-run change and
+/// whose first row is the function that really changed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_agent_asks_what_changed_between_two_runs() {
+    let Some(bin) = profilers_bin(&["viztracer"]) else {
+        return;
+    };
+    let project = tempfile::tempdir().expect("project");
+    let dir = project.path().canonicalize().expect("canonical project");
+    let before = record(&bin, &dir, "workload.py", BEFORE, "before.json");
+    let after = record(&bin, &dir, "workload_v2.py", &after(), "after.json");
+    let (_, whole_before) = oracle(&before);
+    let (_, whole_after) = oracle(&after);
+    let mut s = Session::start(&dir, &["--init"]).await;
+    let base = s
+        .ok("import_artifact", json!({ "path": "before.json" }))
+        .await;
+    let target = s
+        .ok("import_artifact", json!({ "path": "after.json" }))
+        .await;
+    let r = s
+        .ok(
+            "compare_hotspots",
+            json!({ "target": target["run_id"], "base": base["run_id"], "limit": 10 }),
+        )
+        .await;
+    assert_eq!(r["whole"]["base_total_self"].as_i64(), Some(whole_before));
+    assert_eq!(r["whole"]["target_total_self"].as_i64(), Some(whole_after));
+    assert!(
+        r["rows"][0]["function"]
+            .as_str()
+            .is_some_and(|f| f.starts_with("normalize (")),
+        "{r}"
+    );
+    let (_, _, transcript) = s.close().await;
+    let bytes: usize = transcript.iter().map(String::len).sum();
+    assert!(transcript.len() <= 5, "{} calls", transcript.len());
+    assert!(bytes <= 20 * 1024, "{bytes} bytes of results");
+    let answer: Value = serde_json::from_str(&transcript[2]).expect("result JSON");
+    let headline = answer["content"][0]["text"].as_str().expect("text");
+    let ms = |ns: i64| ns as f64 / 1e6;
+    let ratio = (whole_after as f64 / whole_before as f64 - 1.0) * 100.0;
+    assert!(headline.contains("whole "), "{headline}");
+    assert!(
+        headline.contains(&format!("({ratio:+.1} %)")),
+        "{headline}: whole {} ms → {} ms",
+        ms(whole_before),
+        ms(whole_after)
+    );
+    assert!(
+        headline.contains("matched by function and file"),
+        "{headline}"
+    );
 }
 
 #[test]

@@ -130,21 +130,26 @@ fn thread_words(r: &SummaryResult, t: &HotThread) -> String {
             path.join(" → ")
         ));
     }
+    // A thread's self values sum to its time in traced calls (wall time)
+    // or to all of its samples: the share's denominator, named.
+    let whole = if t.metric == "trace.wall_ns" {
+        "its time in traced calls".to_owned()
+    } else {
+        format!("its {}", metric_words(&t.metric))
+    };
     match t.frames.iter().find(|f| f.role.is_none()) {
         Some(f) => out.push_str(&format!(
-            ", top frame {} ({:.1} % of its self {})",
+            ", top frame {} (self {:.1} % of {whole})",
             super::summary::brief(&f.function),
             f.self_pct_of_thread,
-            metric_words(&t.metric)
         )),
         None => {
             if let Some(f) = t.frames.first() {
                 out.push_str(&format!(
-                    ", mostly {} in {} ({:.1} % of its self {})",
+                    ", mostly {} in {} (self {:.1} % of {whole})",
                     f.role.as_deref().unwrap_or("in"),
                     f.function,
                     f.self_pct_of_thread,
-                    metric_words(&t.metric)
                 ));
             }
         }
