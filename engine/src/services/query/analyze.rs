@@ -845,6 +845,9 @@ fn trim_events(events: &mut [flameox_recipes::window::WindowEvent], req: &Window
             .is_none_or(|fields| fields.iter().any(|x| x == f))
     };
     for e in events.iter_mut() {
+        if let Some(text) = e.args_json.as_mut() {
+            *text = compact_json(text);
+        }
         if let Some(text) = e.args_json.as_mut()
             && text.len() > cap
         {
@@ -865,6 +868,33 @@ fn trim_events(events: &mut [flameox_recipes::window::WindowEvent], req: &Window
     }
 }
 
+/// `text` without the whitespace outside its strings: the producer's
+/// pretty-printing (Kineto indents every args object) is a third of a
+/// window page's bytes. Keys keep their order; text that is not JSON keeps
+/// its strings intact all the same.
+fn compact_json(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let (mut in_string, mut escaped) = (false, false);
+    for c in text.chars() {
+        if in_string {
+            out.push(c);
+            if escaped {
+                escaped = false;
+            } else if c == '\\' {
+                escaped = true;
+            } else if c == '"' {
+                in_string = false;
+            }
+        } else if c == '"' {
+            in_string = true;
+            out.push(c);
+        } else if !c.is_whitespace() {
+            out.push(c);
+        }
+    }
+    out
+}
+
 /// Longest slice of an artifact (widens the window's pruning bound).
 async fn max_duration(
     session: &PinnedSession,
@@ -882,4 +912,22 @@ async fn max_duration(
                 .and_then(|c| common::i64_at(c.as_ref(), 0))
         })
         .unwrap_or(0))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::compact_json;
+
+    #[test]
+    fn args_lose_their_indentation_but_not_their_strings() {
+        assert_eq!(
+            compact_json(
+                "{\n      \"External id\": 825016,\n      \"name\": \"a \\\" b  c\"\n    }"
+            ),
+            "{\"External id\":825016,\"name\":\"a \\\" b  c\"}"
+        );
+        // Cut text (not JSON) keeps what it has.
+        assert_eq!(compact_json("{ \"k\": \"v  w"), "{\"k\":\"v  w");
+        assert_eq!(compact_json("{}"), "{}");
+    }
 }
