@@ -6,6 +6,8 @@
 //! small (one row per distinct stack and thread, not per event).
 
 use datafusion::functions_aggregate::expr_fn::{count, min, sum};
+use std::collections::HashSet;
+
 use datafusion::logical_expr::{col, lit};
 use datafusion::prelude::{JoinType, SessionContext};
 use serde::{Deserialize, Serialize};
@@ -13,6 +15,7 @@ use serde::{Deserialize, Serialize};
 use crate::common::{
     ArtifactScope, RecipeError, RecipeResult, collect, column, i64_at, string_at, table,
 };
+use crate::frame_identity::split_name;
 use crate::stack_forest::StackForest;
 use crate::window_stacks::{WindowSource, window_forest};
 
@@ -33,7 +36,9 @@ pub struct ResolvedFrame {
     pub function: String,
 }
 
-/// Resolves a logical key or an exact function name within the scope.
+/// Resolves a logical key or an exact function name within the scope; a
+/// bare function name (`fib` for `fib (/tmp/w.py:3)`) when every frame
+/// carrying it is in one file, so it names one function.
 pub async fn resolve_frame(
     ctx: &SessionContext,
     scope: &ArtifactScope,
@@ -41,9 +46,43 @@ pub async fn resolve_frame(
 ) -> RecipeResult<ResolvedFrame> {
     let by_key = col("logical_key").eq(lit(frame));
     let by_name = col("function").eq(lit(frame));
+    let (mut keys, mut function) = keys_of(ctx, scope, by_key.or(by_name)).await?;
+    if keys.is_empty() {
+        let valid = function_names(ctx, scope).await?;
+        let named: Vec<&String> = valid
+            .iter()
+            .filter(|n| split_name(n).function == frame)
+            .collect();
+        let files: HashSet<Option<&str>> = named.iter().map(|n| split_name(n).file).collect();
+        if !named.is_empty() && files.len() == 1 {
+            let names = named.iter().map(|n| lit(n.as_str())).collect();
+            (keys, function) = keys_of(ctx, scope, col("function").in_list(names, false)).await?;
+        }
+        if keys.is_empty() {
+            return Err(RecipeError::NotFound {
+                what: format!("frame {frame}"),
+                closest: Vec::new(),
+                valid,
+            });
+        }
+    }
+    Ok(ResolvedFrame {
+        requested: frame.to_owned(),
+        keys: same_function(ctx, scope, &keys).await?,
+        function,
+    })
+}
+
+/// The logical keys of the frames `filter` keeps, and the first one's
+/// function name.
+async fn keys_of(
+    ctx: &SessionContext,
+    scope: &ArtifactScope,
+    filter: datafusion::logical_expr::Expr,
+) -> RecipeResult<(Vec<String>, String)> {
     let df = table(ctx, "frames")
         .await?
-        .filter(scope.filter().and(by_key.or(by_name)))?
+        .filter(scope.filter().and(filter))?
         .aggregate(vec![col("logical_key"), col("function")], vec![])?
         .sort(vec![col("logical_key").sort(true, false)])?;
     let mut keys = Vec::new();
@@ -58,41 +97,32 @@ pub async fn resolve_frame(
             }
         }
     }
-    if !keys.is_empty() {
-        keys = same_function(ctx, scope, &keys).await?;
-    }
-    if keys.is_empty() {
-        let names = table(ctx, "frame_totals")
-            .await?
-            .filter(scope.filter())?
-            .aggregate(
-                vec![col("function")],
-                vec![sum(col("self_value")).alias("s")],
-            )?
-            .sort(vec![
-                col("s").sort(false, false),
-                col("function").sort(true, false),
-            ])?
-            .limit(0, Some(5000))?;
-        let mut valid = Vec::new();
-        for batch in collect(names).await? {
-            for i in 0..batch.num_rows() {
-                if let Some(name) = string_at(column(&batch, "function")?, i) {
-                    valid.push(name);
-                }
+    Ok((keys, function))
+}
+
+/// The scope's function names, heaviest first (at most 5,000).
+async fn function_names(ctx: &SessionContext, scope: &ArtifactScope) -> RecipeResult<Vec<String>> {
+    let names = table(ctx, "frame_totals")
+        .await?
+        .filter(scope.filter())?
+        .aggregate(
+            vec![col("function")],
+            vec![sum(col("self_value")).alias("s")],
+        )?
+        .sort(vec![
+            col("s").sort(false, false),
+            col("function").sort(true, false),
+        ])?
+        .limit(0, Some(5000))?;
+    let mut valid = Vec::new();
+    for batch in collect(names).await? {
+        for i in 0..batch.num_rows() {
+            if let Some(name) = string_at(column(&batch, "function")?, i) {
+                valid.push(name);
             }
         }
-        return Err(RecipeError::NotFound {
-            what: format!("frame {frame}"),
-            closest: Vec::new(),
-            valid,
-        });
     }
-    Ok(ResolvedFrame {
-        requested: frame.to_owned(),
-        keys,
-        function,
-    })
+    Ok(valid)
 }
 
 /// Every key of the functions `keys` name: the same function, file,

@@ -330,6 +330,9 @@ fn a_recursion_counts_each_span_of_time_once() {
     let text = project.run(&["stacks", "instances", &run, &key]);
     let text = String::from_utf8_lossy(&text.stdout);
     assert!(text.contains("counted once"), "{text}");
+    // The bare function name is enough: one file defines `fib`.
+    let by_name = project.json(&["stacks", "callers", &run, "fib", "--limit", "10"]);
+    assert_eq!(by_name["rows"], callers["rows"], "{by_name}");
 }
 
 #[test]
