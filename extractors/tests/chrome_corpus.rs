@@ -93,6 +93,10 @@ fn union_and_proper(mut iv: Vec<(i64, i64)>) -> (i64, bool) {
 }
 
 #[test]
+#[cfg_attr(
+    corpus_absent,
+    ignore = "needs the shared corpus: bash benches/corpus.sh fetch --from <mirror>, or set FLAMEOX_CORPUS"
+)]
 fn every_corpus_trace_extracts_consistently() {
     for path in corpus_files() {
         let name = path.file_name().unwrap().to_string_lossy().to_string();
@@ -182,6 +186,10 @@ fn every_corpus_trace_extracts_consistently() {
 }
 
 #[test]
+#[cfg_attr(
+    corpus_absent,
+    ignore = "needs the shared corpus: bash benches/corpus.sh fetch --from <mirror>, or set FLAMEOX_CORPUS"
+)]
 fn kineto_details_on_real_files() {
     let path = corpus("kineto/hta_alexnet_a100.pt.trace.json.gz");
     let mut sink = MemorySink::default();
@@ -240,6 +248,10 @@ fn kineto_details_on_real_files() {
 }
 
 #[test]
+#[cfg_attr(
+    corpus_absent,
+    ignore = "needs the shared corpus: bash benches/corpus.sh fetch --from <mirror>, or set FLAMEOX_CORPUS"
+)]
 fn truncation_at_many_offsets_never_panics() {
     for rel in [
         "kineto/kineto_h100_out_of_order_before_fix.json",
@@ -262,6 +274,10 @@ fn truncation_at_many_offsets_never_panics() {
 }
 
 #[test]
+#[cfg_attr(
+    corpus_absent,
+    ignore = "needs the shared corpus: bash benches/corpus.sh fetch --from <mirror>, or set FLAMEOX_CORPUS"
+)]
 fn gzip_truncation_keeps_complete_events() {
     let path = corpus("kineto/hta_amd_mi250_rocm6.2.json.gz");
     let gz = std::fs::read(&path).unwrap();

@@ -14,6 +14,10 @@ use flameox_extractors::coverage_json::extract_coverage_json;
 use serde_json::Value;
 
 #[test]
+#[cfg_attr(
+    corpus_absent,
+    ignore = "needs the shared corpus: bash benches/corpus.sh fetch --from <mirror>, or set FLAMEOX_CORPUS"
+)]
 fn the_corpus_report_lands_as_its_own_numbers() {
     let bytes = std::fs::read(corpus("misc/coverage_workload.json")).expect("corpus file");
     let report: Value = serde_json::from_slice(&bytes).expect("json");

@@ -119,6 +119,10 @@ fn model(doc: &Value) -> Totals {
 }
 
 #[test]
+#[cfg_attr(
+    corpus_absent,
+    ignore = "needs the shared corpus: bash benches/corpus.sh fetch --from <mirror>, or set FLAMEOX_CORPUS"
+)]
 fn node_cpuprofile_matches_an_independent_walk() {
     let bytes = std::fs::read(corpus("stacks/node20_work.cpuprofile")).unwrap();
     let doc: Value = serde_json::from_slice(&bytes).unwrap();
@@ -294,6 +298,10 @@ fn broken_links_and_missing_arrays_are_rules() {
 }
 
 #[test]
+#[cfg_attr(
+    corpus_absent,
+    ignore = "needs the shared corpus: bash benches/corpus.sh fetch --from <mirror>, or set FLAMEOX_CORPUS"
+)]
 fn broken_inputs_are_typed() {
     let parse_err = |bytes: &[u8]| match extract(bytes) {
         Err(ExtractError::Parse { .. }) => {}

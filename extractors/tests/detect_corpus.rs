@@ -6,6 +6,10 @@ use common::corpus;
 use flameox_extractors::{FormatKind as K, InputLimits, detect, read_head};
 
 #[test]
+#[cfg_attr(
+    corpus_absent,
+    ignore = "needs the shared corpus: bash benches/corpus.sh fetch --from <mirror>, or set FLAMEOX_CORPUS"
+)]
 fn every_corpus_file_is_detected_as_its_real_kind() {
     let mut expected: Vec<(String, K)> = Vec::new();
     for dir in ["chrome_json", "kineto", "kineto/param_dlrm_8rank"] {

@@ -68,6 +68,10 @@ fn frame_text(
 }
 
 #[test]
+#[cfg_attr(
+    corpus_absent,
+    ignore = "needs the shared corpus: bash benches/corpus.sh fetch --from <mirror>, or set FLAMEOX_CORPUS"
+)]
 fn corpus_folded_files_match_an_independent_count() {
     for (rel, producer) in [
         ("stacks/pyspy_workload.folded.txt", "py-spy"),
@@ -136,6 +140,10 @@ fn corpus_folded_files_match_an_independent_count() {
 }
 
 #[test]
+#[cfg_attr(
+    corpus_absent,
+    ignore = "needs the shared corpus: bash benches/corpus.sh fetch --from <mirror>, or set FLAMEOX_CORPUS"
+)]
 fn pyspy_threads_become_sample_threads() {
     let bytes = std::fs::read(corpus("stacks/pyspy_workload.folded.txt")).unwrap();
     let (_, sink) = extract(&bytes).unwrap();

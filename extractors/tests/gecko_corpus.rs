@@ -161,6 +161,10 @@ fn top(t: &Totals, metric: &str) -> (Key, i64) {
 }
 
 #[test]
+#[cfg_attr(
+    corpus_absent,
+    ignore = "needs the shared corpus: bash benches/corpus.sh fetch --from <mirror>, or set FLAMEOX_CORPUS"
+)]
 fn firefox_recording_matches_an_independent_table_walk() {
     let bytes = std::fs::read(corpus(RECORDING)).unwrap();
     let doc: Value = serde_json::from_slice(&bytes).unwrap();
@@ -235,6 +239,10 @@ fn firefox_recording_matches_an_independent_table_walk() {
 /// The bare profile (what the Gecko profiler hands out) gives the rows the
 /// recording that wraps it gives.
 #[test]
+#[cfg_attr(
+    corpus_absent,
+    ignore = "needs the shared corpus: bash benches/corpus.sh fetch --from <mirror>, or set FLAMEOX_CORPUS"
+)]
 fn a_bare_profile_reads_like_its_devtools_wrapper() {
     let bytes = std::fs::read(corpus(RECORDING)).unwrap();
     let doc: Value = serde_json::from_slice(&bytes).unwrap();
@@ -427,6 +435,10 @@ fn nested_processes_are_walked_without_recursion() {
 }
 
 #[test]
+#[cfg_attr(
+    corpus_absent,
+    ignore = "needs the shared corpus: bash benches/corpus.sh fetch --from <mirror>, or set FLAMEOX_CORPUS"
+)]
 fn inputs_that_are_not_gecko_profiles_are_parse_errors() {
     let parse_err = |bytes: &[u8]| match extract(bytes) {
         Err(ExtractError::Parse { message, .. }) => message,
@@ -462,6 +474,10 @@ fn inputs_that_are_not_gecko_profiles_are_parse_errors() {
 }
 
 #[test]
+#[cfg_attr(
+    corpus_absent,
+    ignore = "needs the shared corpus: bash benches/corpus.sh fetch --from <mirror>, or set FLAMEOX_CORPUS"
+)]
 fn cancellation_stops_the_read() {
     struct Cancel(std::sync::atomic::AtomicU32);
     impl ExtractObserver for Cancel {

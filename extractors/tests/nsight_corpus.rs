@@ -103,6 +103,10 @@ fn measured(sink: &MemorySink) -> Expected {
 /// stream: every synchronization row SQL finds with it comes out with a
 /// null stream, and no row carries 4294967295.
 #[test]
+#[cfg_attr(
+    corpus_absent,
+    ignore = "needs the shared corpus: bash benches/corpus.sh fetch --from <mirror>, or set FLAMEOX_CORPUS"
+)]
 fn the_no_stream_sentinel_is_no_stream() {
     let path = corpus("nsys/pipit_cloverleaf_a100_nsys2024.5.sqlite");
     let sentinel = scalar(
@@ -127,6 +131,10 @@ const FILES: [&str; 3] = [
 ];
 
 #[test]
+#[cfg_attr(
+    corpus_absent,
+    ignore = "needs the shared corpus: bash benches/corpus.sh fetch --from <mirror>, or set FLAMEOX_CORPUS"
+)]
 fn corpus_exports_match_plain_sql() {
     for file in FILES {
         let path = corpus(file);
@@ -179,6 +187,10 @@ fn corpus_exports_match_plain_sql() {
 }
 
 #[test]
+#[cfg_attr(
+    corpus_absent,
+    ignore = "needs the shared corpus: bash benches/corpus.sh fetch --from <mirror>, or set FLAMEOX_CORPUS"
+)]
 fn per_file_details() {
     // The 2022 export: NVTX push/pop ranges become user annotations and
     // contain the runtime calls they wrap.

@@ -40,6 +40,10 @@ fn grouped(c: &Connection, sql: &str) -> BTreeMap<String, (i64, i64)> {
 }
 
 #[test]
+#[cfg_attr(
+    corpus_absent,
+    ignore = "needs the shared corpus: bash benches/corpus.sh fetch --from <mirror>, or set FLAMEOX_CORPUS"
+)]
 fn os_runtime_calls_and_cpu_samples_match_plain_sql() {
     let mut checked = (0, 0);
     for rel in FILES {

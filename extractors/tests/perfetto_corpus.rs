@@ -148,6 +148,10 @@ fn metric_total(sink: &MemorySink, metric: &str, column: &str) -> i64 {
 }
 
 #[test]
+#[cfg_attr(
+    corpus_absent,
+    ignore = "needs the shared corpus: bash benches/corpus.sh fetch --from <mirror>, or set FLAMEOX_CORPUS"
+)]
 fn track_event_traces_match_the_raw_packets() {
     for path in [
         "perfetto/perfetto_pybuilder_trackevent.pftrace",
@@ -214,6 +218,10 @@ fn track_event_traces_match_the_raw_packets() {
 }
 
 #[test]
+#[cfg_attr(
+    corpus_absent,
+    ignore = "needs the shared corpus: bash benches/corpus.sh fetch --from <mirror>, or set FLAMEOX_CORPUS"
+)]
 fn system_traces_give_sched_slices_thread_states_and_samples() {
     for path in [
         "perfetto/android_qoe_sched_binder_cpuidle.perfetto-trace",
@@ -278,6 +286,10 @@ fn system_traces_give_sched_slices_thread_states_and_samples() {
 /// come out in one order, or event and track ids change from one import of
 /// the same bytes to the next (they did, before the end was sorted).
 #[test]
+#[cfg_attr(
+    corpus_absent,
+    ignore = "needs the shared corpus: bash benches/corpus.sh fetch --from <mirror>, or set FLAMEOX_CORPUS"
+)]
 fn system_traces_extract_to_the_same_rows_every_time() {
     for path in [
         "perfetto/android_qoe_sched_binder_cpuidle.perfetto-trace",
@@ -299,6 +311,10 @@ fn system_traces_extract_to_the_same_rows_every_time() {
 }
 
 #[test]
+#[cfg_attr(
+    corpus_absent,
+    ignore = "needs the shared corpus: bash benches/corpus.sh fetch --from <mirror>, or set FLAMEOX_CORPUS"
+)]
 fn atrace_markers_and_gpu_counters_become_slices_and_counters() {
     let (summary, sink, m) =
         extract("perfetto/android_nowinandroid_atrace_frametimeline.perfetto-trace");

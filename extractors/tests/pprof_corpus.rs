@@ -55,6 +55,10 @@ fn frame_values(sink: &MemorySink, metric: &str) -> BTreeMap<pprof_wire::FrameKe
 }
 
 #[test]
+#[cfg_attr(
+    corpus_absent,
+    ignore = "needs the shared corpus: bash benches/corpus.sh fetch --from <mirror>, or set FLAMEOX_CORPUS"
+)]
 fn corpus_profiles_match_an_independent_wire_decode() {
     for (rel, metrics) in [
         (
@@ -164,6 +168,10 @@ fn corpus_profiles_match_an_independent_wire_decode() {
 }
 
 #[test]
+#[cfg_attr(
+    corpus_absent,
+    ignore = "needs the shared corpus: bash benches/corpus.sh fetch --from <mirror>, or set FLAMEOX_CORPUS"
+)]
 fn sample_counts_come_from_the_paired_count_column() {
     // `cpu` rows count the `samples` column; `alloc_space` rows count
     // `alloc_objects`, `inuse_space` rows `inuse_objects`.
@@ -392,6 +400,10 @@ fn inlined_lines_expand_caller_first() {
 }
 
 #[test]
+#[cfg_attr(
+    corpus_absent,
+    ignore = "needs the shared corpus: bash benches/corpus.sh fetch --from <mirror>, or set FLAMEOX_CORPUS"
+)]
 fn a_plain_profile_is_detected_and_decoded_like_the_gzipped_one() {
     let bytes = inlined_profile().encode_to_vec();
     assert_eq!(detect(&bytes, None).kind, FormatKind::Pprof);
@@ -468,6 +480,10 @@ fn dangling_references_are_limitations_not_failures() {
 }
 
 #[test]
+#[cfg_attr(
+    corpus_absent,
+    ignore = "needs the shared corpus: bash benches/corpus.sh fetch --from <mirror>, or set FLAMEOX_CORPUS"
+)]
 fn broken_inputs_are_typed() {
     let folded = std::fs::read(corpus("stacks/pyspy_workload.folded.txt")).unwrap();
     for bad in [

@@ -94,6 +94,10 @@ fn sum_self(t: &Totals, metric: &str) -> i64 {
 }
 
 #[test]
+#[cfg_attr(
+    corpus_absent,
+    ignore = "needs the shared corpus: bash benches/corpus.sh fetch --from <mirror>, or set FLAMEOX_CORPUS"
+)]
 fn pyspy_speedscope_matches_an_independent_walk() {
     let bytes = std::fs::read(corpus("stacks/pyspy_workload.speedscope.json")).unwrap();
     let doc: Value = serde_json::from_slice(&bytes).unwrap();
@@ -186,6 +190,10 @@ fn pyspy_speedscope_matches_an_independent_walk() {
 /// raw output shortens library paths — `json/encoder.py` — while speedscope
 /// keeps them whole, so only frames such as `<frozen …>` ones line up.)
 #[test]
+#[cfg_attr(
+    corpus_absent,
+    ignore = "needs the shared corpus: bash benches/corpus.sh fetch --from <mirror>, or set FLAMEOX_CORPUS"
+)]
 fn pyspy_speedscope_and_folded_frames_share_logical_keys() {
     let keys = |sink: &MemorySink| -> BTreeMap<(String, Option<String>, Option<i64>), String> {
         let f = sink.strs(T::Frames, "function");
@@ -216,6 +224,10 @@ fn pyspy_speedscope_and_folded_frames_share_logical_keys() {
 }
 
 #[test]
+#[cfg_attr(
+    corpus_absent,
+    ignore = "needs the shared corpus: bash benches/corpus.sh fetch --from <mirror>, or set FLAMEOX_CORPUS"
+)]
 fn firefox_devtools_recording_is_not_speedscope() {
     let bytes = std::fs::read(corpus(
         "stacks/speedscope_firefox59_devtools_recording.json",
@@ -415,6 +427,10 @@ fn sampled_units_and_bad_frame_indices() {
 }
 
 #[test]
+#[cfg_attr(
+    corpus_absent,
+    ignore = "needs the shared corpus: bash benches/corpus.sh fetch --from <mirror>, or set FLAMEOX_CORPUS"
+)]
 fn broken_inputs_are_typed() {
     let parse_err = |bytes: &[u8]| match extract(bytes) {
         Err(ExtractError::Parse { .. }) => {}
@@ -444,6 +460,10 @@ fn broken_inputs_are_typed() {
 }
 
 #[test]
+#[cfg_attr(
+    corpus_absent,
+    ignore = "needs the shared corpus: bash benches/corpus.sh fetch --from <mirror>, or set FLAMEOX_CORPUS"
+)]
 fn cancellation_stops_the_read() {
     struct Cancel(std::sync::atomic::AtomicU32);
     impl ExtractObserver for Cancel {

@@ -608,6 +608,10 @@ fn nsight_case(data: &[u8]) -> bool {
 }
 
 #[test]
+#[cfg_attr(
+    corpus_absent,
+    ignore = "needs the shared corpus: bash benches/corpus.sh fetch --from <mirror>, or set FLAMEOX_CORPUS"
+)]
 fn fuzz_nsight_sqlite() {
     assert!(drive("nsight_sqlite", nsight_case) > 0);
 }

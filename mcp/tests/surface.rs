@@ -18,6 +18,10 @@ fn structured(result: &rmcp::model::CallToolResult) -> Value {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(
+    corpus_absent,
+    ignore = "needs the shared corpus: bash benches/corpus.sh fetch --from <mirror>, or set FLAMEOX_CORPUS"
+)]
 async fn first_run_sequence_and_refusals() {
     let project = tempfile::tempdir().unwrap();
     let server = FlameoxServer::new(ServerOptions {
@@ -43,8 +47,8 @@ async fn first_run_sequence_and_refusals() {
         .unwrap();
     assert_eq!(structured(&init)["ok"], true);
 
-    let trace = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../shared/corpus/kineto/hta_alexnet_a100.pt.trace.json.gz");
+    let trace = std::path::Path::new(env!("FLAMEOX_CORPUS_DIR"))
+        .join("kineto/hta_alexnet_a100.pt.trace.json.gz");
     std::fs::copy(&trace, project.path().join("t.json.gz")).unwrap();
     let imported = server
         .call(

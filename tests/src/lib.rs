@@ -45,9 +45,11 @@ pub fn profilers_bin(tools: &[&str]) -> Option<PathBuf> {
     None
 }
 
-/// `../shared/corpus` beside the repository.
+/// The shared corpus folder: `$FLAMEOX_CORPUS` at build time, else
+/// `../shared/corpus` beside the repository (tests/build.rs decides; tests
+/// that read it are skipped when it is absent).
 pub fn corpus() -> PathBuf {
-    repo_root().join("../shared/corpus")
+    PathBuf::from(env!("FLAMEOX_CORPUS_DIR"))
 }
 
 /// The eight per-rank Kineto files of the DLRM job in the corpus, sorted

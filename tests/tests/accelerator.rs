@@ -100,6 +100,10 @@ fn model(path: &str) -> Model {
 }
 
 #[test]
+#[cfg_attr(
+    corpus_absent,
+    ignore = "needs the shared corpus: bash benches/corpus.sh fetch --from <mirror>, or set FLAMEOX_CORPUS"
+)]
 fn launches_latency_and_stream_gaps_match_the_trace() {
     let project = Project::new();
     let path = "kineto/hta_alexnet_a100.pt.trace.json.gz";
@@ -162,6 +166,10 @@ fn launches_latency_and_stream_gaps_match_the_trace() {
 }
 
 #[test]
+#[cfg_attr(
+    corpus_absent,
+    ignore = "needs the shared corpus: bash benches/corpus.sh fetch --from <mirror>, or set FLAMEOX_CORPUS"
+)]
 fn nsight_exports_agree_with_plain_sql() {
     use rusqlite::{Connection, OpenFlags};
     let project = Project::new();
@@ -204,6 +212,10 @@ fn nsight_exports_agree_with_plain_sql() {
 }
 
 #[test]
+#[cfg_attr(
+    corpus_absent,
+    ignore = "needs the shared corpus: bash benches/corpus.sh fetch --from <mirror>, or set FLAMEOX_CORPUS"
+)]
 fn compare_to_gives_per_region_deltas() {
     let project = Project::new();
     let run_of = |file: &str| {
@@ -255,6 +267,10 @@ fn compare_to_gives_per_region_deltas() {
 /// Regions are bounded (heaviest kernel time first, `--limit`), and the
 /// `overall` row sums every region, listed or not.
 #[test]
+#[cfg_attr(
+    corpus_absent,
+    ignore = "needs the shared corpus: bash benches/corpus.sh fetch --from <mirror>, or set FLAMEOX_CORPUS"
+)]
 fn regions_are_limited_and_overall_covers_them_all() {
     let project = Project::new();
     let path = corpus().join("kineto/hta_nccl_a100_rank0of2.json.gz");

@@ -99,6 +99,10 @@ fn assert_same_answers(ws: &Workspace, scope: &ArtifactScope, label: &str) -> Ac
 }
 
 #[test]
+#[cfg_attr(
+    corpus_absent,
+    ignore = "needs the shared corpus: bash benches/corpus.sh fetch --from <mirror>, or set FLAMEOX_CORPUS"
+)]
 fn reductions_equal_the_event_reference_on_every_corpus_gpu_trace() {
     let mut checked_kernels = 0;
     for name in GPU_TRACES {
@@ -141,6 +145,10 @@ fn reductions_equal_the_reference_on_a_generated_trace_with_many_phases() {
 }
 
 #[test]
+#[cfg_attr(
+    corpus_absent,
+    ignore = "needs the shared corpus: bash benches/corpus.sh fetch --from <mirror>, or set FLAMEOX_CORPUS"
+)]
 fn without_reductions_the_answer_comes_from_events() {
     let dir = tempfile::tempdir().expect("tempdir");
     let (ws, _) = Workspace::init(dir.path()).expect("init");

@@ -68,6 +68,10 @@ fn compact_size(v: &Value) -> usize {
 }
 
 #[test]
+#[cfg_attr(
+    corpus_absent,
+    ignore = "needs the shared corpus: bash benches/corpus.sh fetch --from <mirror>, or set FLAMEOX_CORPUS"
+)]
 fn every_default_read_answer_fits_the_agent_budget() {
     let project = Project::new();
     let mut imported = 0;
@@ -135,6 +139,10 @@ fn every_default_read_answer_fits_the_agent_budget() {
 /// the first row it left out (the same rows as one longer page); without a
 /// cursor (gpu-summary) the note says to pass a larger limit.
 #[test]
+#[cfg_attr(
+    corpus_absent,
+    ignore = "needs the shared corpus: bash benches/corpus.sh fetch --from <mirror>, or set FLAMEOX_CORPUS"
+)]
 fn a_page_cut_to_the_budget_continues_where_it_stops() {
     let project = Project::new();
     let path = corpus().join("nsys/pipit_cloverleaf_a100_nsys2024.5.sqlite");

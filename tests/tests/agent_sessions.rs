@@ -85,6 +85,10 @@ impl Agent {
 /// "What dominates the renderer main thread of this page load, and what
 /// called it?"
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(
+    corpus_absent,
+    ignore = "needs the shared corpus: bash benches/corpus.sh fetch --from <mirror>, or set FLAMEOX_CORPUS"
+)]
 async fn browser_main_thread_and_its_callers() {
     let mut a = Agent::start("chrome_json/chromium_headless_page_devtools.json").await;
     let summary = a.summary().await;
@@ -153,6 +157,10 @@ async fn browser_main_thread_and_its_callers() {
 
 /// "Is the GPU well used in this PyTorch step; where is it idle and why?"
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(
+    corpus_absent,
+    ignore = "needs the shared corpus: bash benches/corpus.sh fetch --from <mirror>, or set FLAMEOX_CORPUS"
+)]
 async fn gpu_idle_in_a_pytorch_step_and_why() {
     let mut a = Agent::start("kineto/tbplugin_resnet50_v100_worker0.pt.trace.json.gz").await;
     let summary = a.summary().await;
@@ -189,6 +197,10 @@ async fn gpu_idle_in_a_pytorch_step_and_why() {
 
 /// "Where does this sampled CPU profile spend its time, and who calls it?"
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(
+    corpus_absent,
+    ignore = "needs the shared corpus: bash benches/corpus.sh fetch --from <mirror>, or set FLAMEOX_CORPUS"
+)]
 async fn sampled_cpu_profile_hotspot_and_callers() {
     let mut a = Agent::start("stacks/pyspy_workload.speedscope.json").await;
     let summary = a.summary().await;
@@ -281,6 +293,10 @@ async fn sampled_cpu_profile_hotspot_and_callers() {
 
 /// "Where is this Nsight-profiled GPU idle, and what was the host doing?"
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(
+    corpus_absent,
+    ignore = "needs the shared corpus: bash benches/corpus.sh fetch --from <mirror>, or set FLAMEOX_CORPUS"
+)]
 async fn nsight_export_gpu_idle() {
     let mut a = Agent::start("nsys/pipit_cloverleaf_a100_nsys2024.5.sqlite").await;
     let summary = a.summary().await;
@@ -350,6 +366,10 @@ fn union_in(mut spans: Vec<(i64, i64)>, from: i64, to: i64) -> i64 {
 /// single-GPU trace whose step annotation on the stream spans its first to
 /// last kernel, and whose helper thread waits the whole time.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(
+    corpus_absent,
+    ignore = "needs the shared corpus: bash benches/corpus.sh fetch --from <mirror>, or set FLAMEOX_CORPUS"
+)]
 async fn a_pytorch_step_headline_is_the_device_not_an_annotation_or_a_wait() {
     let path = "kineto/tracelens_h100_bert_small.json.gz";
     // Oracle: the union of kernels, copies and sets inside the step.
@@ -421,6 +441,10 @@ async fn a_pytorch_step_headline_is_the_device_not_an_annotation_or_a_wait() {
 /// idle time was work already queued (stalled), not a late host; per-stream
 /// gaps are not summed into device idle time.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(
+    corpus_absent,
+    ignore = "needs the shared corpus: bash benches/corpus.sh fetch --from <mirror>, or set FLAMEOX_CORPUS"
+)]
 async fn a_multi_stream_rank_idle_is_stalled_not_starved() {
     let mut a = Agent::start("kineto/hta_cudagraph_nccl_a100_rank0of16.json.gz").await;
     let summary = a.summary().await;
@@ -453,6 +477,10 @@ async fn a_multi_stream_rank_idle_is_stalled_not_starved() {
 /// and the launching thread was in MPI calls (NVTX ranges) and in no
 /// traced call, with CPU samples there.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(
+    corpus_absent,
+    ignore = "needs the shared corpus: bash benches/corpus.sh fetch --from <mirror>, or set FLAMEOX_CORPUS"
+)]
 async fn an_mpi_export_gap_names_the_mpi_calls() {
     let path = "nsys/pipit_saxpy_mpi_a100_nsys2022.2.sqlite";
     // Oracle: the device's busy time by SQL over the export.

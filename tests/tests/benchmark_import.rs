@@ -81,6 +81,10 @@ fn limitation_count(imported: &Value, code: &str) -> u64 {
 }
 
 #[test]
+#[cfg_attr(
+    corpus_absent,
+    ignore = "needs the shared corpus: bash benches/corpus.sh fetch --from <mirror>, or set FLAMEOX_CORPUS"
+)]
 fn pyperf_runs_keep_warmups_marked_and_values_per_loop_in_ns() {
     let project = Project::new();
     // Our fixture, and the corpus suite made with `--fast` (3 benchmarks).

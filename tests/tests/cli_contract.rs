@@ -47,6 +47,10 @@ fn without_a_workspace_every_command_says_how_to_create_one() {
 }
 
 #[test]
+#[cfg_attr(
+    corpus_absent,
+    ignore = "needs the shared corpus: bash benches/corpus.sh fetch --from <mirror>, or set FLAMEOX_CORPUS"
+)]
 fn json_results_carry_the_documented_fields_and_errors_map_to_exit_codes() {
     let project = Project::new();
     let imported = project.json(&["import", &path("kineto/hta_alexnet_a100.pt.trace.json.gz")]);
@@ -273,6 +277,10 @@ fn json_results_carry_the_documented_fields_and_errors_map_to_exit_codes() {
 }
 
 #[test]
+#[cfg_attr(
+    corpus_absent,
+    ignore = "needs the shared corpus: bash benches/corpus.sh fetch --from <mirror>, or set FLAMEOX_CORPUS"
+)]
 fn drilldown_answers_agree_with_each_other() {
     let project = Project::new();
     let imported = project.json(&["import", &path("kineto/tracelens_h100_bert_small.json.gz")]);

@@ -250,6 +250,10 @@ fn recipes_on_a_ballista_cluster_answer_as_the_local_engine_does() {
 }
 
 #[test]
+#[cfg_attr(
+    corpus_absent,
+    ignore = "needs the shared corpus: bash benches/corpus.sh fetch --from <mirror>, or set FLAMEOX_CORPUS"
+)]
 fn a_cluster_without_a_shared_store_or_with_a_bad_address_is_a_typed_error() {
     let project = Project::new();
     let out = project

@@ -289,6 +289,10 @@ fn union_length(slices: &[Slice]) -> i64 {
 }
 
 #[test]
+#[cfg_attr(
+    corpus_absent,
+    ignore = "needs the shared corpus: bash benches/corpus.sh fetch --from <mirror>, or set FLAMEOX_CORPUS"
+)]
 fn corpus_traces_import_and_hotspots_match_an_independent_model() {
     let project = Project::new();
     for file in chrome_files() {

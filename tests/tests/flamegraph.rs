@@ -30,6 +30,10 @@ fn run_of(imported: &Value) -> String {
 }
 
 #[test]
+#[cfg_attr(
+    corpus_absent,
+    ignore = "needs the shared corpus: bash benches/corpus.sh fetch --from <mirror>, or set FLAMEOX_CORPUS"
+)]
 fn flame_graph_names_the_top_frame_and_diffs_have_the_right_sign() {
     let project = Project::new();
     let base_path = corpus().join("stacks/pyspy_workload.folded.txt");

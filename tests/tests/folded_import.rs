@@ -34,6 +34,10 @@ fn leaf_counts(text: &str) -> (BTreeMap<String, i64>, i64) {
 }
 
 #[test]
+#[cfg_attr(
+    corpus_absent,
+    ignore = "needs the shared corpus: bash benches/corpus.sh fetch --from <mirror>, or set FLAMEOX_CORPUS"
+)]
 fn folded_corpus_files_import_and_answer_hotspots() {
     let project = Project::new();
     for (rel, top_function) in [

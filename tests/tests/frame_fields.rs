@@ -17,6 +17,10 @@ fn rows(answer: &Value) -> &Vec<Value> {
 }
 
 #[test]
+#[cfg_attr(
+    corpus_absent,
+    ignore = "needs the shared corpus: bash benches/corpus.sh fetch --from <mirror>, or set FLAMEOX_CORPUS"
+)]
 fn slices_carry_a_category_and_sampled_frames_a_module() {
     let project = Project::new();
     let (kineto, imported) = import(&project, "kineto/hta_alexnet_a100.pt.trace.json.gz");
@@ -80,6 +84,10 @@ fn slices_carry_a_category_and_sampled_frames_a_module() {
 /// kind `profiler_span` but is no hotspot (it was the top row, half of the
 /// summed self time of the AlexNet trace) and its track is no thread.
 #[test]
+#[cfg_attr(
+    corpus_absent,
+    ignore = "needs the shared corpus: bash benches/corpus.sh fetch --from <mirror>, or set FLAMEOX_CORPUS"
+)]
 fn the_profilers_own_span_is_no_hotspot() {
     let project = Project::new();
     let (run, _) = import(&project, "kineto/hta_alexnet_a100.pt.trace.json.gz");

@@ -336,6 +336,10 @@ fn a_recursion_counts_each_span_of_time_once() {
 }
 
 #[test]
+#[cfg_attr(
+    corpus_absent,
+    ignore = "needs the shared corpus: bash benches/corpus.sh fetch --from <mirror>, or set FLAMEOX_CORPUS"
+)]
 fn a_sampled_profile_ranks_functions_not_lines() {
     let path = "stacks/pyspy_workload.speedscope.json";
     let doc = corpus_json(path);

@@ -8,6 +8,10 @@ use flameox_tests::{Project, corpus};
 const SMOKE: &str = "nsys/flameox_smoke_nsys2025.5.2.sqlite";
 
 #[test]
+#[cfg_attr(
+    corpus_absent,
+    ignore = "needs the shared corpus: bash benches/corpus.sh fetch --from <mirror>, or set FLAMEOX_CORPUS"
+)]
 fn a_truncated_nsys_export_is_a_parse_failure_not_an_unsupported_format() {
     // Seed 4, mutants 2304 and 2346: cut short, the export's table names
     // fell out of the first 64 KiB and it read as "some SQLite database"
@@ -28,6 +32,10 @@ fn a_truncated_nsys_export_is_a_parse_failure_not_an_unsupported_format() {
 }
 
 #[test]
+#[cfg_attr(
+    corpus_absent,
+    ignore = "needs the shared corpus: bash benches/corpus.sh fetch --from <mirror>, or set FLAMEOX_CORPUS"
+)]
 fn an_nsys_export_whose_schema_lies_past_64_kib_is_read_as_one() {
     // Detection sees 64 KiB; the schema decides for a SQLite file.
     let project = Project::new();

@@ -96,6 +96,10 @@ fn model(profile: &Value) -> Model {
 }
 
 #[test]
+#[cfg_attr(
+    corpus_absent,
+    ignore = "needs the shared corpus: bash benches/corpus.sh fetch --from <mirror>, or set FLAMEOX_CORPUS"
+)]
 fn firefox_recording_imports_and_answers_hotspots() {
     let project = Project::new();
     let path = corpus().join(RECORDING);
@@ -177,6 +181,10 @@ fn firefox_recording_imports_and_answers_hotspots() {
 }
 
 #[test]
+#[cfg_attr(
+    corpus_absent,
+    ignore = "needs the shared corpus: bash benches/corpus.sh fetch --from <mirror>, or set FLAMEOX_CORPUS"
+)]
 fn bare_profiles_import_and_processed_ones_are_refused() {
     let project = Project::new();
     let doc: Value =

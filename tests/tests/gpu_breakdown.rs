@@ -166,6 +166,10 @@ fn check_against_model(label: &str, answer: &Value, trace: &model::Trace) {
 }
 
 #[test]
+#[cfg_attr(
+    corpus_absent,
+    ignore = "needs the shared corpus: bash benches/corpus.sh fetch --from <mirror>, or set FLAMEOX_CORPUS"
+)]
 fn every_corpus_kineto_trace_matches_an_independent_model() {
     let project = Project::new();
     let mut files = Vec::new();
@@ -235,6 +239,10 @@ fn call(name: &str, ts: f64, dur: f64, corr: i64) -> Value {
 }
 
 #[test]
+#[cfg_attr(
+    corpus_absent,
+    ignore = "needs the shared corpus: bash benches/corpus.sh fetch --from <mirror>, or set FLAMEOX_CORPUS"
+)]
 fn edge_cases_built_by_hand() {
     let project = Project::new();
     let dir = tempfile::tempdir().expect("dir");
@@ -440,6 +448,10 @@ fn edge_cases_built_by_hand() {
 }
 
 #[test]
+#[cfg_attr(
+    corpus_absent,
+    ignore = "needs the shared corpus: bash benches/corpus.sh fetch --from <mirror>, or set FLAMEOX_CORPUS"
+)]
 fn ranks_side_by_side_equal_each_rank_alone() {
     let project = Project::new();
     let dir = corpus().join("kineto/param_dlrm_8rank");
@@ -495,6 +507,10 @@ fn ranks_side_by_side_equal_each_rank_alone() {
 }
 
 #[test]
+#[cfg_attr(
+    corpus_absent,
+    ignore = "needs the shared corpus: bash benches/corpus.sh fetch --from <mirror>, or set FLAMEOX_CORPUS"
+)]
 fn nsight_export_matches_plain_sql() {
     use rusqlite::{Connection, OpenFlags};
     let path = corpus().join("nsys/pipit_cloverleaf_a100_nsys2024.5.sqlite");

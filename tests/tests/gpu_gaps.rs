@@ -256,6 +256,10 @@ fn import(project: &Project, path: &str) -> String {
 }
 
 #[test]
+#[cfg_attr(
+    corpus_absent,
+    ignore = "needs the shared corpus: bash benches/corpus.sh fetch --from <mirror>, or set FLAMEOX_CORPUS"
+)]
 fn gaps_and_low_utilization_match_the_kineto_json() {
     let project = Project::new();
     let path = "kineto/hta_alexnet_a100.pt.trace.json.gz";
@@ -496,6 +500,10 @@ fn overlaps_zero_length_kernels_and_idle_hosts_by_hand() {
 }
 
 #[test]
+#[cfg_attr(
+    corpus_absent,
+    ignore = "needs the shared corpus: bash benches/corpus.sh fetch --from <mirror>, or set FLAMEOX_CORPUS"
+)]
 fn no_device_activity_is_partial_with_the_next_call() {
     let project = Project::new();
     let folded = corpus().join("stacks/pyspy_workload.folded.txt");
@@ -648,6 +656,10 @@ fn gaps_are_attributed_to_the_launching_thread_not_an_idle_helper() {
 /// into the trace (the first kernel at 533 ms of a 264–883 ms capture, by
 /// SQL).
 #[test]
+#[cfg_attr(
+    corpus_absent,
+    ignore = "needs the shared corpus: bash benches/corpus.sh fetch --from <mirror>, or set FLAMEOX_CORPUS"
+)]
 fn a_device_idle_for_the_start_of_the_trace_says_so() {
     let project = Project::new();
     let path = corpus().join("nsys/pipit_cloverleaf_a100_nsys2024.5.sqlite");
@@ -689,6 +701,10 @@ fn a_device_idle_for_the_start_of_the_trace_says_so() {
 /// those still at least the threshold are the answer's; the chunks divide
 /// the span itself, and a window over the whole trace changes no gap.
 #[test]
+#[cfg_attr(
+    corpus_absent,
+    ignore = "needs the shared corpus: bash benches/corpus.sh fetch --from <mirror>, or set FLAMEOX_CORPUS"
+)]
 fn a_phase_cuts_the_gaps_to_its_host_span() {
     let project = Project::new();
     let path = "kineto/hta_nccl_a100_rank0of2.json.gz";

@@ -15,6 +15,10 @@ fn scalar(c: &Connection, sql: &str, args: [i64; 3]) -> i64 {
 }
 
 #[test]
+#[cfg_attr(
+    corpus_absent,
+    ignore = "needs the shared corpus: bash benches/corpus.sh fetch --from <mirror>, or set FLAMEOX_CORPUS"
+)]
 fn a_gap_outside_cuda_calls_says_what_the_launching_thread_did() {
     let path = corpus().join(EXPORT);
     let c = Connection::open_with_flags(&path, OpenFlags::SQLITE_OPEN_READ_ONLY).expect("open");

@@ -32,6 +32,10 @@ fn model(path: &str, cat: &str, field: &str) -> BTreeMap<String, (i64, i64, i64,
 }
 
 #[test]
+#[cfg_attr(
+    corpus_absent,
+    ignore = "needs the shared corpus: bash benches/corpus.sh fetch --from <mirror>, or set FLAMEOX_CORPUS"
+)]
 fn kernel_and_memcpy_summaries_match_the_trace() {
     let project = Project::new();
     for path in [
@@ -90,6 +94,10 @@ fn kernel_and_memcpy_summaries_match_the_trace() {
 /// family's variants are the names it merged, and the by-name answer says
 /// how many families there are.
 #[test]
+#[cfg_attr(
+    corpus_absent,
+    ignore = "needs the shared corpus: bash benches/corpus.sh fetch --from <mirror>, or set FLAMEOX_CORPUS"
+)]
 fn kernels_group_into_families_without_losing_time() {
     let project = Project::new();
     let path = corpus().join("nsys/pipit_cloverleaf_a100_nsys2024.5.sqlite");

@@ -189,6 +189,10 @@ fn fill_disk(path: &Path, keep: u64) {
 // ---------------------------------------------------------------- 1. disk full
 
 #[test]
+#[cfg_attr(
+    corpus_absent,
+    ignore = "needs the shared corpus: bash benches/corpus.sh fetch --from <mirror>, or set FLAMEOX_CORPUS"
+)]
 fn a_full_disk_is_a_typed_quota_error_and_the_next_import_after_freeing_space_works() {
     let Some(mount) = Tmpfs::mount("12m") else {
         return;
@@ -246,6 +250,10 @@ fn a_full_disk_is_a_typed_quota_error_and_the_next_import_after_freeing_space_wo
 // ---------------------------------------------------------------- 2. read-only
 
 #[test]
+#[cfg_attr(
+    corpus_absent,
+    ignore = "needs the shared corpus: bash benches/corpus.sh fetch --from <mirror>, or set FLAMEOX_CORPUS"
+)]
 fn a_read_only_workspace_refuses_imports_with_a_typed_error_and_keeps_serving_reads() {
     let Some(mount) = Tmpfs::mount("16m") else {
         return;
@@ -334,6 +342,10 @@ fn flameox_as_nobody(project: &Project, args: &[&str]) -> Option<Output> {
 }
 
 #[test]
+#[cfg_attr(
+    corpus_absent,
+    ignore = "needs the shared corpus: bash benches/corpus.sh fetch --from <mirror>, or set FLAMEOX_CORPUS"
+)]
 fn an_unreadable_input_is_an_invalid_argument_naming_the_file() {
     use std::os::unix::fs::PermissionsExt;
     let project = Project::new();
@@ -363,6 +375,10 @@ fn an_unreadable_input_is_an_invalid_argument_naming_the_file() {
 }
 
 #[test]
+#[cfg_attr(
+    corpus_absent,
+    ignore = "needs the shared corpus: bash benches/corpus.sh fetch --from <mirror>, or set FLAMEOX_CORPUS"
+)]
 fn a_workspace_this_user_may_not_write_is_a_typed_error_not_an_internal_one() {
     use std::os::unix::fs::PermissionsExt;
     let project = Project::new();
@@ -411,6 +427,10 @@ fn this_version() -> String {
 }
 
 #[test]
+#[cfg_attr(
+    corpus_absent,
+    ignore = "needs the shared corpus: bash benches/corpus.sh fetch --from <mirror>, or set FLAMEOX_CORPUS"
+)]
 fn a_workspace_written_by_a_newer_flameox_says_so_and_how_to_fix_it() {
     let project = Project::new();
     project.json(&["import", &small_trace()]);
@@ -500,6 +520,10 @@ fn validation_errors(project: &Project) -> Vec<(String, String)> {
 }
 
 #[test]
+#[cfg_attr(
+    corpus_absent,
+    ignore = "needs the shared corpus: bash benches/corpus.sh fetch --from <mirror>, or set FLAMEOX_CORPUS"
+)]
 fn manifests_and_evidence_of_a_newer_schema_are_reported_as_such() {
     let project = Project::new();
     let imported = project.json(&["import", &small_trace()]);

@@ -52,6 +52,10 @@ fn assert_stopped_cleanly(project: &Project, head_before: Option<String>) {
 }
 
 #[test]
+#[cfg_attr(
+    corpus_absent,
+    ignore = "needs the shared corpus: bash benches/corpus.sh fetch --from <mirror>, or set FLAMEOX_CORPUS"
+)]
 fn the_timeout_flag_stops_an_import_with_exit_8() {
     let project = Project::new();
     let big = big_trace(&project);
@@ -75,6 +79,10 @@ fn the_timeout_flag_stops_an_import_with_exit_8() {
 }
 
 #[test]
+#[cfg_attr(
+    corpus_absent,
+    ignore = "needs the shared corpus: bash benches/corpus.sh fetch --from <mirror>, or set FLAMEOX_CORPUS"
+)]
 fn the_configured_timeout_bounds_every_import() {
     let project = Project::new();
     let config = project.path().join(".flameox/config.toml");
@@ -119,6 +127,10 @@ fn the_configured_timeout_bounds_every_import() {
 }
 
 #[test]
+#[cfg_attr(
+    corpus_absent,
+    ignore = "needs the shared corpus: bash benches/corpus.sh fetch --from <mirror>, or set FLAMEOX_CORPUS"
+)]
 fn ctrl_c_stops_an_import_with_exit_8() {
     let project = Project::new();
     let small = small_trace(&project);
@@ -161,6 +173,10 @@ fn ctrl_c_stops_an_import_with_exit_8() {
 }
 
 #[test]
+#[cfg_attr(
+    corpus_absent,
+    ignore = "needs the shared corpus: bash benches/corpus.sh fetch --from <mirror>, or set FLAMEOX_CORPUS"
+)]
 fn the_smallest_known_hang_ends_with_a_typed_answer() {
     // Issue 25: one byte of hta_amd_mi250_rocm6.2.json.gz changed, the `]`
     // right after the first "Scalar" replaced by `\`; the import spun
@@ -207,6 +223,10 @@ fn the_smallest_known_hang_ends_with_a_typed_answer() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(
+    corpus_absent,
+    ignore = "needs the shared corpus: bash benches/corpus.sh fetch --from <mirror>, or set FLAMEOX_CORPUS"
+)]
 async fn an_mcp_import_obeys_its_timeout_seconds() {
     let project = Project::new();
     let big = big_trace(&project);

@@ -30,6 +30,10 @@ async fn resource(s: &Session, uri: String) -> Value {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(
+    corpus_absent,
+    ignore = "needs the shared corpus: bash benches/corpus.sh fetch --from <mirror>, or set FLAMEOX_CORPUS"
+)]
 async fn an_agent_resumes_an_investigation_in_a_new_server_and_stale_revisions_conflict() {
     let project = tempfile::tempdir().expect("project");
     let root = project.path().canonicalize().expect("canonical project");

@@ -185,6 +185,10 @@ async fn client_loop(
 /// only retryable codes and are few; no query fails; the workspace
 /// validates in full with no orphan and no staging.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(
+    corpus_absent,
+    ignore = "needs the shared corpus: bash benches/corpus.sh fetch --from <mirror>, or set FLAMEOX_CORPUS"
+)]
 async fn eight_servers_on_one_workspace_lose_no_run() {
     const CLIENTS: usize = 8;
     const LOAD: Duration = Duration::from_secs(20);
@@ -302,6 +306,10 @@ async fn eight_servers_on_one_workspace_lose_no_run() {
 /// is cleaned, the workspace validates in full, and the killed import is
 /// listed as a run that did not complete, with no evidence.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(
+    corpus_absent,
+    ignore = "needs the shared corpus: bash benches/corpus.sh fetch --from <mirror>, or set FLAMEOX_CORPUS"
+)]
 async fn a_server_killed_mid_import_leaves_a_workspace_the_next_server_uses() {
     let project = Project::new();
     let test_started = Instant::now();
@@ -407,6 +415,10 @@ async fn a_server_killed_mid_import_leaves_a_workspace_the_next_server_uses() {
 /// success within the bound, each with the answer the same call gets alone,
 /// and stdout carries only protocol.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(
+    corpus_absent,
+    ignore = "needs the shared corpus: bash benches/corpus.sh fetch --from <mirror>, or set FLAMEOX_CORPUS"
+)]
 async fn a_hundred_calls_in_flight_on_one_server_all_answer() {
     const CALLS: usize = 100;
     let project = Project::new();

@@ -24,6 +24,10 @@ fn copy_corpus_trace(project: &Path) -> String {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(
+    corpus_absent,
+    ignore = "needs the shared corpus: bash benches/corpus.sh fetch --from <mirror>, or set FLAMEOX_CORPUS"
+)]
 async fn first_run_session_pages_refuses_and_leaks_no_host_path() {
     let project = tempfile::tempdir().expect("project");
     let root = project.path().canonicalize().expect("canonical project");
@@ -362,6 +366,10 @@ async fn first_run_session_pages_refuses_and_leaks_no_host_path() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(
+    corpus_absent,
+    ignore = "needs the shared corpus: bash benches/corpus.sh fetch --from <mirror>, or set FLAMEOX_CORPUS"
+)]
 async fn cancelling_an_import_cleans_up_and_releases_the_lock() {
     let project = tempfile::tempdir().expect("project");
     let root = project.path().canonicalize().expect("canonical project");

@@ -62,6 +62,10 @@ fn find<'a>(series: &'a [Value], device: Option<i64>, name: &str) -> &'a Value {
 }
 
 #[test]
+#[cfg_attr(
+    corpus_absent,
+    ignore = "needs the shared corpus: bash benches/corpus.sh fetch --from <mirror>, or set FLAMEOX_CORPUS"
+)]
 fn kineto_memory_events_match_the_json() {
     let project = Project::new();
     let path = "kineto/tracelens_h100_bert_small.json.gz";
@@ -194,6 +198,10 @@ fn kineto_memory_events_match_the_json() {
 }
 
 #[test]
+#[cfg_attr(
+    corpus_absent,
+    ignore = "needs the shared corpus: bash benches/corpus.sh fetch --from <mirror>, or set FLAMEOX_CORPUS"
+)]
 fn perfetto_counter_in_bytes_matches_the_reference_decoder() {
     let project = Project::new();
     let path = corpus().join("perfetto/perfetto_pybuilder_trackevent.pftrace");
@@ -274,6 +282,10 @@ fn perfetto_process_stats_rss_by_hand() {
 }
 
 #[test]
+#[cfg_attr(
+    corpus_absent,
+    ignore = "needs the shared corpus: bash benches/corpus.sh fetch --from <mirror>, or set FLAMEOX_CORPUS"
+)]
 fn no_memory_evidence_is_partial_with_the_next_call() {
     let project = Project::new();
     let path = corpus().join("kineto/hta_alexnet_a100.pt.trace.json.gz");

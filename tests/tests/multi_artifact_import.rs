@@ -62,6 +62,10 @@ fn kernels_in(project: &Project, artifact: &str) -> i64 {
 }
 
 #[test]
+#[cfg_attr(
+    corpus_absent,
+    ignore = "needs the shared corpus: bash benches/corpus.sh fetch --from <mirror>, or set FLAMEOX_CORPUS"
+)]
 fn a_folder_of_rank_files_is_one_run_with_an_artifact_per_rank() {
     let project = Project::new();
     let files = rank_files();
@@ -137,6 +141,10 @@ fn a_folder_of_rank_files_is_one_run_with_an_artifact_per_rank() {
 }
 
 #[test]
+#[cfg_attr(
+    corpus_absent,
+    ignore = "needs the shared corpus: bash benches/corpus.sh fetch --from <mirror>, or set FLAMEOX_CORPUS"
+)]
 fn one_corrupt_file_fails_the_folder_naming_it_and_records_no_run() {
     let project = Project::new();
     let files = rank_files();

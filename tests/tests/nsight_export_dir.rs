@@ -108,6 +108,10 @@ fn nsys_exports() -> Vec<PathBuf> {
 }
 
 #[test]
+#[cfg_attr(
+    corpus_absent,
+    ignore = "needs the shared corpus: bash benches/corpus.sh fetch --from <mirror>, or set FLAMEOX_CORPUS"
+)]
 fn parquetdir_and_arrowdir_give_the_sqlite_evidence() {
     let project = Project::new();
     let scratch = tempfile::tempdir().expect("tmp");
@@ -181,6 +185,10 @@ fn parquetdir_and_arrowdir_give_the_sqlite_evidence() {
 }
 
 #[test]
+#[cfg_attr(
+    corpus_absent,
+    ignore = "needs the shared corpus: bash benches/corpus.sh fetch --from <mirror>, or set FLAMEOX_CORPUS"
+)]
 fn folders_that_are_not_flat_nsys_exports_are_refused() {
     let project = Project::new();
     let scratch = tempfile::tempdir().expect("tmp");

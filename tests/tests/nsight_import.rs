@@ -31,6 +31,10 @@ fn window_total(project: &Project, artifact: &str, span: (i64, i64), kind: &str)
 }
 
 #[test]
+#[cfg_attr(
+    corpus_absent,
+    ignore = "needs the shared corpus: bash benches/corpus.sh fetch --from <mirror>, or set FLAMEOX_CORPUS"
+)]
 fn corpus_exports_answer_like_plain_sql() {
     let project = Project::new();
     for file in [
@@ -108,6 +112,10 @@ fn corpus_exports_answer_like_plain_sql() {
 }
 
 #[test]
+#[cfg_attr(
+    corpus_absent,
+    ignore = "needs the shared corpus: bash benches/corpus.sh fetch --from <mirror>, or set FLAMEOX_CORPUS"
+)]
 fn a_report_and_a_plain_sqlite_stay_refused() {
     let project = Project::new();
     let report = corpus()

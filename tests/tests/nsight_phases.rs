@@ -9,6 +9,10 @@ use flameox_tests::{Project, corpus};
 use rusqlite::{Connection, OpenFlags};
 
 #[test]
+#[cfg_attr(
+    corpus_absent,
+    ignore = "needs the shared corpus: bash benches/corpus.sh fetch --from <mirror>, or set FLAMEOX_CORPUS"
+)]
 fn nvtx_ranges_label_the_kernels_their_launches_ran_in() {
     let path = corpus().join("nsys/pipit_saxpy_mpi_a100_nsys2022.2.sqlite");
     let c = Connection::open_with_flags(&path, OpenFlags::SQLITE_OPEN_READ_ONLY).expect("open");

@@ -9,6 +9,10 @@ use std::process::Stdio;
 use flameox_tests::{Project, corpus};
 
 #[test]
+#[cfg_attr(
+    corpus_absent,
+    ignore = "needs the shared corpus: bash benches/corpus.sh fetch --from <mirror>, or set FLAMEOX_CORPUS"
+)]
 fn open_plans_and_launch_serves_the_original_bytes() {
     let project = Project::new();
     let folded = corpus().join("stacks/pyspy_workload.folded.txt");

@@ -86,6 +86,10 @@ fn the_generated_operations_table_is_current() {
 }
 
 #[test]
+#[cfg_attr(
+    corpus_absent,
+    ignore = "needs the shared corpus: bash benches/corpus.sh fetch --from <mirror>, or set FLAMEOX_CORPUS"
+)]
 fn threads_list_the_page_and_the_popup_main_threads_apart() {
     let project = Project::new();
     let run = import(&project, CHROMIUM);
@@ -139,6 +143,10 @@ fn threads_list_the_page_and_the_popup_main_threads_apart() {
 }
 
 #[test]
+#[cfg_attr(
+    corpus_absent,
+    ignore = "needs the shared corpus: bash benches/corpus.sh fetch --from <mirror>, or set FLAMEOX_CORPUS"
+)]
 fn a_sampled_profile_ranks_threads_by_samples() {
     let project = Project::new();
     let run = import(&project, "stacks/pyspy_workload.speedscope.json");
@@ -164,6 +172,10 @@ fn a_sampled_profile_ranks_threads_by_samples() {
 }
 
 #[test]
+#[cfg_attr(
+    corpus_absent,
+    ignore = "needs the shared corpus: bash benches/corpus.sh fetch --from <mirror>, or set FLAMEOX_CORPUS"
+)]
 fn instances_go_from_a_frame_to_its_longest_slices_and_find_frames_names_them() {
     let project = Project::new();
     let run = import(&project, CHROMIUM);
@@ -224,6 +236,10 @@ fn instances_go_from_a_frame_to_its_longest_slices_and_find_frames_names_them() 
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(
+    corpus_absent,
+    ignore = "needs the shared corpus: bash benches/corpus.sh fetch --from <mirror>, or set FLAMEOX_CORPUS"
+)]
 async fn the_operations_answer_over_mcp_as_on_the_command_line() {
     let project = Project::new();
     let run = import(&project, CHROMIUM);
@@ -267,6 +283,10 @@ async fn the_operations_answer_over_mcp_as_on_the_command_line() {
 /// never exceed the whole target's, and the scoped callers agree with a
 /// model built from the scoped example stacks.
 #[test]
+#[cfg_attr(
+    corpus_absent,
+    ignore = "needs the shared corpus: bash benches/corpus.sh fetch --from <mirror>, or set FLAMEOX_CORPUS"
+)]
 fn drill_downs_take_a_thread_scope_and_say_which_threads_they_merged() {
     let project = Project::new();
     let run = import(&project, CHROMIUM);
@@ -390,6 +410,10 @@ fn drill_downs_take_a_thread_scope_and_say_which_threads_they_merged() {
 /// of the same explicit window, and a phase that is not there names the
 /// one that is.
 #[test]
+#[cfg_attr(
+    corpus_absent,
+    ignore = "needs the shared corpus: bash benches/corpus.sh fetch --from <mirror>, or set FLAMEOX_CORPUS"
+)]
 fn phase_scopes_hotspots_and_instances_to_the_phase_host_span() {
     let project = Project::new();
     let rel = "kineto/param_dlrm_8rank/worker0_step_12.1694128201545.pt.trace.json";

@@ -61,6 +61,10 @@ fn page_through(
 }
 
 #[test]
+#[cfg_attr(
+    corpus_absent,
+    ignore = "needs the shared corpus: bash benches/corpus.sh fetch --from <mirror>, or set FLAMEOX_CORPUS"
+)]
 fn window_pages_of_seven_equal_one_unpaged_query_in_order() {
     let project = Project::new();
     let imported = project.json(&["import", &path("kineto/hta_alexnet_a100.pt.trace.json.gz")]);
@@ -142,6 +146,10 @@ fn overlapping(page: &Value, start: i64, end: i64) -> Vec<&Value> {
 }
 
 #[test]
+#[cfg_attr(
+    corpus_absent,
+    ignore = "needs the shared corpus: bash benches/corpus.sh fetch --from <mirror>, or set FLAMEOX_CORPUS"
+)]
 fn cursor_keeps_its_commit_after_a_newer_import_and_rejects_tampering() {
     let project = Project::new();
     let imported = project.json(&["import", &path("kineto/hta_alexnet_a100.pt.trace.json.gz")]);
@@ -189,6 +197,10 @@ fn cursor_keeps_its_commit_after_a_newer_import_and_rejects_tampering() {
 }
 
 #[test]
+#[cfg_attr(
+    corpus_absent,
+    ignore = "needs the shared corpus: bash benches/corpus.sh fetch --from <mirror>, or set FLAMEOX_CORPUS"
+)]
 fn hotspot_and_listing_pages_concatenate_to_the_whole() {
     let project = Project::new();
     let imported = project.json(&["import", &path("kineto/hta_alexnet_a100.pt.trace.json.gz")]);

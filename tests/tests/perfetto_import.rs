@@ -100,6 +100,10 @@ fn a_real_producer_trace_gives_consistent_hotspots() {
 }
 
 #[test]
+#[cfg_attr(
+    corpus_absent,
+    ignore = "needs the shared corpus: bash benches/corpus.sh fetch --from <mirror>, or set FLAMEOX_CORPUS"
+)]
 fn corpus_traces_import_and_answer_drilldowns() {
     let project = Project::new();
     let mut runs = std::collections::BTreeMap::new();
@@ -149,6 +153,10 @@ fn corpus_traces_import_and_answer_drilldowns() {
 }
 
 #[test]
+#[cfg_attr(
+    corpus_absent,
+    ignore = "needs the shared corpus: bash benches/corpus.sh fetch --from <mirror>, or set FLAMEOX_CORPUS"
+)]
 fn a_gzipped_trace_imports_like_the_plain_one() {
     let project = Project::new();
     let plain = corpus().join("perfetto/perfetto_pybuilder_trackevent.pftrace");
@@ -164,6 +172,10 @@ fn a_gzipped_trace_imports_like_the_plain_one() {
 }
 
 #[test]
+#[cfg_attr(
+    corpus_absent,
+    ignore = "needs the shared corpus: bash benches/corpus.sh fetch --from <mirror>, or set FLAMEOX_CORPUS"
+)]
 fn broken_perfetto_inputs_publish_nothing() {
     let project = Project::new();
     let good = std::fs::read(corpus().join("perfetto/tokio_tracing_perfetto_trackevent.pftrace"))

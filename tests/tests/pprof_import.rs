@@ -19,6 +19,10 @@ fn gunzip(path: &std::path::Path) -> Vec<u8> {
 }
 
 #[test]
+#[cfg_attr(
+    corpus_absent,
+    ignore = "needs the shared corpus: bash benches/corpus.sh fetch --from <mirror>, or set FLAMEOX_CORPUS"
+)]
 fn pprof_corpus_files_import_and_answer_hotspots() {
     let project = Project::new();
     for (rel, metric, column, default_metric, all_metrics) in [

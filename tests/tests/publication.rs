@@ -28,6 +28,10 @@ fn assert_valid(project: &Project) {
 }
 
 #[test]
+#[cfg_attr(
+    corpus_absent,
+    ignore = "needs the shared corpus: bash benches/corpus.sh fetch --from <mirror>, or set FLAMEOX_CORPUS"
+)]
 fn reimport_creates_a_new_run_but_reuses_the_generation() {
     let project = Project::new();
     let first = project.json(&["import", &alexnet()]);
@@ -66,6 +70,10 @@ fn reimport_creates_a_new_run_but_reuses_the_generation() {
 /// Each broken input is refused with a typed error and publishes nothing,
 /// or (where a rule applies) is accepted with a typed limitation.
 #[test]
+#[cfg_attr(
+    corpus_absent,
+    ignore = "needs the shared corpus: bash benches/corpus.sh fetch --from <mirror>, or set FLAMEOX_CORPUS"
+)]
 fn broken_inputs_get_typed_errors_and_leave_head_unchanged() {
     let project = Project::new();
     project.json(&["import", &small_json()]);
@@ -218,6 +226,10 @@ fn artifact_ids_in_evidence(project: &Project) -> std::collections::BTreeSet<Str
 }
 
 #[test]
+#[cfg_attr(
+    corpus_absent,
+    ignore = "needs the shared corpus: bash benches/corpus.sh fetch --from <mirror>, or set FLAMEOX_CORPUS"
+)]
 fn the_id_the_copier_computes_names_every_row_and_the_run() {
     use sha2::{Digest, Sha256};
     let project = Project::new();
@@ -245,6 +257,10 @@ fn the_id_the_copier_computes_names_every_row_and_the_run() {
 }
 
 #[test]
+#[cfg_attr(
+    corpus_absent,
+    ignore = "needs the shared corpus: bash benches/corpus.sh fetch --from <mirror>, or set FLAMEOX_CORPUS"
+)]
 fn sigkill_at_every_publication_step_leaves_a_valid_workspace() {
     for point in ["staged", "moved", "generation_written", "commit_written"] {
         let project = Project::new();
@@ -278,6 +294,10 @@ fn sigkill_at_every_publication_step_leaves_a_valid_workspace() {
 }
 
 #[test]
+#[cfg_attr(
+    corpus_absent,
+    ignore = "needs the shared corpus: bash benches/corpus.sh fetch --from <mirror>, or set FLAMEOX_CORPUS"
+)]
 fn concurrent_imports_from_separate_processes_both_land() {
     let project = Project::new();
     let files = [

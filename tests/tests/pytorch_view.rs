@@ -77,6 +77,10 @@ fn model(path: &str) -> (BTreeMap<String, (i64, i64, i64)>, usize) {
 }
 
 #[test]
+#[cfg_attr(
+    corpus_absent,
+    ignore = "needs the shared corpus: bash benches/corpus.sh fetch --from <mirror>, or set FLAMEOX_CORPUS"
+)]
 fn operators_device_time_and_steps_match_the_trace() {
     let project = Project::new();
     let path = "kineto/hta_nccl_a100_rank0of2.json.gz";
@@ -125,6 +129,10 @@ fn operators_device_time_and_steps_match_the_trace() {
 /// Input shapes: per operator, the heaviest `Input Dims` arrays, computed
 /// here by re-serializing each event's parsed array without whitespace.
 #[test]
+#[cfg_attr(
+    corpus_absent,
+    ignore = "needs the shared corpus: bash benches/corpus.sh fetch --from <mirror>, or set FLAMEOX_CORPUS"
+)]
 fn input_shapes_match_the_recorded_input_dims() {
     let path = "kineto/tbplugin_resnet50_v100_worker0.pt.trace.json.gz";
     let mut text = String::new();

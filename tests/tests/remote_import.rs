@@ -55,6 +55,10 @@ fn runs_recorded(project: &Project) -> usize {
 }
 
 #[test]
+#[cfg_attr(
+    corpus_absent,
+    ignore = "needs the shared corpus: bash benches/corpus.sh fetch --from <mirror>, or set FLAMEOX_CORPUS"
+)]
 fn an_s3_object_imports_like_the_same_local_file_and_names_its_source() {
     let Some(server) = S3Server::start() else {
         return;
@@ -115,6 +119,10 @@ fn an_s3_object_imports_like_the_same_local_file_and_names_its_source() {
 }
 
 #[test]
+#[cfg_attr(
+    corpus_absent,
+    ignore = "needs the shared corpus: bash benches/corpus.sh fetch --from <mirror>, or set FLAMEOX_CORPUS"
+)]
 fn an_s3_prefix_of_rank_files_is_one_run_like_the_local_folder() {
     let Some(server) = S3Server::start() else {
         return;
@@ -246,6 +254,10 @@ fn a_missing_key_an_unreachable_store_and_a_large_prefix_publish_nothing() {
 /// (URLs are not confined to the project root), progress through a
 /// `downloading` phase, the answer naming its source.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(
+    corpus_absent,
+    ignore = "needs the shared corpus: bash benches/corpus.sh fetch --from <mirror>, or set FLAMEOX_CORPUS"
+)]
 async fn an_agent_imports_an_s3_prefix_over_mcp() {
     let Some(server) = S3Server::start() else {
         return;
@@ -293,6 +305,10 @@ async fn an_agent_imports_an_s3_prefix_over_mcp() {
 /// Python client passes HOME, PATH and a few more): the AWS files in HOME
 /// are enough; with neither variables nor files the answer says so.
 #[test]
+#[cfg_attr(
+    corpus_absent,
+    ignore = "needs the shared corpus: bash benches/corpus.sh fetch --from <mirror>, or set FLAMEOX_CORPUS"
+)]
 fn the_aws_files_suffice_and_missing_credentials_are_named() {
     let Some(server) = S3Server::start() else {
         return;
@@ -391,6 +407,10 @@ fn a_server_that_never_answers_stops_at_the_deadline() {
 /// no profile fails typed, its failed run names the URL it read, and
 /// nothing is published.
 #[test]
+#[cfg_attr(
+    corpus_absent,
+    ignore = "needs the shared corpus: bash benches/corpus.sh fetch --from <mirror>, or set FLAMEOX_CORPUS"
+)]
 fn damaged_objects_answer_like_the_same_local_files() {
     let Some(server) = S3Server::start() else {
         return;

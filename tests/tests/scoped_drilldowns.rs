@@ -98,6 +98,10 @@ fn import(project: &Project, rel: &str) -> String {
 }
 
 #[test]
+#[cfg_attr(
+    corpus_absent,
+    ignore = "needs the shared corpus: bash benches/corpus.sh fetch --from <mirror>, or set FLAMEOX_CORPUS"
+)]
 fn callers_callees_and_stacks_in_a_phase_match_the_slices_of_the_file() {
     let doc = corpus_json(TRACE);
     let slices = host_slices(&doc);
@@ -173,6 +177,10 @@ fn callers_callees_and_stacks_in_a_phase_match_the_slices_of_the_file() {
 /// slices (rebuilt from events) against the `call_edges` reduction, and
 /// timed CPU samples against the same reduction.
 #[test]
+#[cfg_attr(
+    corpus_absent,
+    ignore = "needs the shared corpus: bash benches/corpus.sh fetch --from <mirror>, or set FLAMEOX_CORPUS"
+)]
 fn a_window_over_the_whole_trace_changes_no_drill_down() {
     let project = Project::new();
     for (rel, frame) in [(TRACE, FRAME), ("stacks/node20_work.cpuprofile", "fib")] {

@@ -70,6 +70,10 @@ fn local_parquet_files(project: &Project) -> usize {
 }
 
 #[test]
+#[cfg_attr(
+    corpus_absent,
+    ignore = "needs the shared corpus: bash benches/corpus.sh fetch --from <mirror>, or set FLAMEOX_CORPUS"
+)]
 fn two_workspaces_on_one_store_see_each_others_evidence_and_answer_alike() {
     let Some(server) = S3Server::start() else {
         return;
@@ -186,6 +190,10 @@ fn paused_import(
 }
 
 #[test]
+#[cfg_attr(
+    corpus_absent,
+    ignore = "needs the shared corpus: bash benches/corpus.sh fetch --from <mirror>, or set FLAMEOX_CORPUS"
+)]
 fn two_racing_publishers_both_land_and_the_loser_rebases() {
     let Some(server) = S3Server::start() else {
         return;
@@ -231,6 +239,10 @@ fn two_racing_publishers_both_land_and_the_loser_rebases() {
 }
 
 #[test]
+#[cfg_attr(
+    corpus_absent,
+    ignore = "needs the shared corpus: bash benches/corpus.sh fetch --from <mirror>, or set FLAMEOX_CORPUS"
+)]
 fn a_publisher_killed_before_its_log_entry_leaves_a_store_everyone_keeps_using() {
     let Some(server) = S3Server::start() else {
         return;

@@ -125,6 +125,10 @@ fn cpuprofile_model(doc: &Value) -> Model {
 }
 
 #[test]
+#[cfg_attr(
+    corpus_absent,
+    ignore = "needs the shared corpus: bash benches/corpus.sh fetch --from <mirror>, or set FLAMEOX_CORPUS"
+)]
 fn speedscope_and_cpuprofile_import_and_answer_hotspots() {
     let project = Project::new();
     for (rel, kind) in [
@@ -206,6 +210,10 @@ fn speedscope_and_cpuprofile_import_and_answer_hotspots() {
 }
 
 #[test]
+#[cfg_attr(
+    corpus_absent,
+    ignore = "needs the shared corpus: bash benches/corpus.sh fetch --from <mirror>, or set FLAMEOX_CORPUS"
+)]
 fn speedscope_threads_filter_hotspots() {
     let project = Project::new();
     let path = corpus().join("stacks/pyspy_workload.speedscope.json");

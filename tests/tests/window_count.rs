@@ -275,6 +275,10 @@ fn footer_counts_equal_count_rows_on_a_generated_trace_of_several_row_groups() {
 }
 
 #[test]
+#[cfg_attr(
+    corpus_absent,
+    ignore = "needs the shared corpus: bash benches/corpus.sh fetch --from <mirror>, or set FLAMEOX_CORPUS"
+)]
 fn footer_counts_equal_count_rows_on_a_corpus_trace() {
     let trace = corpus().join("kineto/hta_v100_nccl_rank1of2_216k_events.json.gz");
     let imported = import(&trace, tempfile::tempdir().unwrap());

@@ -99,7 +99,7 @@ const CORPUS: [&str; 8] = [
 ];
 
 fn corpus_events(limit: usize) -> Vec<String> {
-    let root = Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../../shared/corpus"));
+    let root = Path::new(env!("FLAMEOX_CORPUS_DIR"));
     CORPUS
         .iter()
         .flat_map(|rel| events_of(&root.join(rel), limit))
@@ -107,6 +107,10 @@ fn corpus_events(limit: usize) -> Vec<String> {
 }
 
 #[test]
+#[cfg_attr(
+    corpus_absent,
+    ignore = "needs the shared corpus: bash benches/corpus.sh fetch --from <mirror>, or set FLAMEOX_CORPUS"
+)]
 fn real_events_read_as_serde_reads_them() {
     let events = corpus_events(40_000);
     assert!(events.len() > 100_000, "{} events", events.len());
@@ -137,6 +141,10 @@ impl Seeded {
 }
 
 #[test]
+#[cfg_attr(
+    corpus_absent,
+    ignore = "needs the shared corpus: bash benches/corpus.sh fetch --from <mirror>, or set FLAMEOX_CORPUS"
+)]
 fn mutated_events_are_accepted_or_rejected_as_serde_does() {
     let events = corpus_events(300);
     let mut rng = Seeded(0x9E37_79B9_7F4A_7C15);

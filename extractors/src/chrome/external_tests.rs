@@ -37,7 +37,7 @@ fn assert_same_output(name: &str, doc: &[u8], after: usize) {
 }
 
 fn corpus(rel: &str) -> Vec<u8> {
-    let path = Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../../shared/corpus")).join(rel);
+    let path = Path::new(env!("FLAMEOX_CORPUS_DIR")).join(rel);
     let file = std::fs::File::open(&path).unwrap();
     let mut reader: Box<dyn Read> = if rel.ends_with(".gz") {
         Box::new(flate2::read::MultiGzDecoder::new(file))
@@ -50,6 +50,10 @@ fn corpus(rel: &str) -> Vec<u8> {
 }
 
 #[test]
+#[cfg_attr(
+    corpus_absent,
+    ignore = "needs the shared corpus: bash benches/corpus.sh fetch --from <mirror>, or set FLAMEOX_CORPUS"
+)]
 fn corpus_traces_come_out_the_same_through_spill_runs() {
     for (rel, after) in [
         ("chrome_json/chromium_headless_page_devtools.json", 997),

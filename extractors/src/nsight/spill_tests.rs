@@ -29,11 +29,9 @@ fn extract(path: &Path, spill: Option<(&Path, usize)>) -> Extracted {
 }
 
 fn corpus(name: &str) -> PathBuf {
-    Path::new(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../../shared/corpus/nsys"
-    ))
-    .join(name)
+    Path::new(env!("FLAMEOX_CORPUS_DIR"))
+        .join("nsys")
+        .join(name)
 }
 
 /// Extracts `name` in memory and with runs of `after` events: both agree
@@ -66,6 +64,10 @@ fn phase_sources(c: &Collect) -> Vec<String> {
 }
 
 #[test]
+#[cfg_attr(
+    corpus_absent,
+    ignore = "needs the shared corpus: bash benches/corpus.sh fetch --from <mirror>, or set FLAMEOX_CORPUS"
+)]
 fn corpus_exports_land_the_same_rows_through_spill_runs() {
     for name in [
         "flameox_smoke_nsys2025.5.2.sqlite",

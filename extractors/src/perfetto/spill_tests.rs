@@ -23,15 +23,17 @@ fn assert_same_output(name: &str, bytes: &[u8], after: usize) -> ExtractionSumma
 }
 
 fn corpus(name: &str) -> Vec<u8> {
-    let path = Path::new(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../../shared/corpus/perfetto"
-    ))
-    .join(name);
+    let path = Path::new(env!("FLAMEOX_CORPUS_DIR"))
+        .join("perfetto")
+        .join(name);
     std::fs::read(path).unwrap()
 }
 
 #[test]
+#[cfg_attr(
+    corpus_absent,
+    ignore = "needs the shared corpus: bash benches/corpus.sh fetch --from <mirror>, or set FLAMEOX_CORPUS"
+)]
 fn corpus_traces_land_the_same_rows_through_spill_runs() {
     for (name, afters) in [
         ("perfetto_pybuilder_trackevent.pftrace", &[1, 64, 1000][..]),

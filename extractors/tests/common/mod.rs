@@ -100,7 +100,7 @@ impl MemorySink {
 }
 
 pub fn corpus(rel: &str) -> PathBuf {
-    Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../../shared/corpus")).join(rel)
+    Path::new(env!("FLAMEOX_CORPUS_DIR")).join(rel)
 }
 
 pub fn options() -> ExtractOptions {
