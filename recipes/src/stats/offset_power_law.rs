@@ -4,7 +4,7 @@
 //! does not know it; with it, `k` is the growth of the part that grows.
 //!
 //! Fit: for each `k`, `a` and `b` are a bounded two-parameter log-scale fit
-//! (`scaling_fit::fit_bounded_linear_family`), so the residual sum `rss(k)`
+//! (`scaling_fit::fit_linear_family`), so the residual sum `rss(k)`
 //! is a profile; its minimum over `k` in [`K_MIN`, `K_MAX`] (a 0.05 grid,
 //! then golden-section refinement) is the estimate. Interval: the profile
 //! likelihood, calibrated for few points like the F test of nested least
@@ -14,7 +14,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::scaling_fit::{LogScaleFit, RESIDUAL_VARIANCE_FLOOR, fit_bounded_linear_family};
+use super::scaling_fit::{LogScaleFit, RESIDUAL_VARIANCE_FLOOR, fit_linear_family};
 use super::special::student_t_quantile;
 
 /// The exponents searched: below 0.1 the growing part is a second constant.
@@ -45,7 +45,7 @@ pub(crate) struct OffsetPowerLawFit {
 
 fn profile(n: &[f64], y: &[f64], ln_y: &[f64], k: f64) -> Option<LogScaleFit> {
     let g: Vec<f64> = n.iter().map(|v| v.powf(k)).collect();
-    let mut fit = fit_bounded_linear_family(&g, y, ln_y, true)?;
+    let mut fit = fit_linear_family(&g, y, ln_y)?;
     fit.k = Some(k);
     Some(fit)
 }

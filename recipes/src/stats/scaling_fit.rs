@@ -72,35 +72,24 @@ pub(crate) fn fit_power_law(ln_n: &[f64], ln_y: &[f64]) -> Option<PowerLawFit> {
     })
 }
 
-/// `y = a + b g(n)` with `b >= 0`, minimizing the log-scale residuals.
+/// `y = a + b g(n)` with `a >= 0` and `b >= 0`, minimizing the log-scale
+/// residuals. The fixed cost `a` is held at 0 or above because a measured
+/// quantity is never below zero at small sizes: with `a < 0`, `a + b n`
+/// bends upward over a narrow range of sizes and mimics `n²` (a quadratic
+/// workload fitted "n log n or n" under load before this bound).
 ///
 /// Start: relative-error weighted least squares (weights `1/y^2`, linear in
 /// `a, b` and equal to the log-scale objective to first order). Then
 /// projected Gauss–Newton on `(a, c = b max|g|)` with step halving, keeping
 /// every `f(n_i) > 0` and `b >= 0`. `None` when `g` takes a single value.
 pub(crate) fn fit_linear_family(g: &[f64], y: &[f64], ln_y: &[f64]) -> Option<LogScaleFit> {
-    fit_bounded_linear_family(g, y, ln_y, false)
-}
-
-/// [`fit_linear_family`], with `a >= 0` too when `nonnegative_offset` (a
-/// fixed cost is never negative): on that bound the model is `b g(n)`.
-pub(crate) fn fit_bounded_linear_family(
-    g: &[f64],
-    y: &[f64],
-    ln_y: &[f64],
-    nonnegative_offset: bool,
-) -> Option<LogScaleFit> {
     let scale = g.iter().fold(0.0_f64, |s, v| s.max(v.abs()));
     if scale <= 0.0 || !scale.is_finite() {
         return None;
     }
     let h: Vec<f64> = g.iter().map(|v| v / scale).collect();
     let (mut a, mut c) = weighted_start(&h, y)?;
-    let floor = if nonnegative_offset {
-        0.0
-    } else {
-        f64::NEG_INFINITY
-    };
+    let floor = 0.0;
     let feasible = |a: f64, c: f64| a >= floor && h.iter().all(|hi| a + c * hi > 0.0);
     let rss_of = |a: f64, c: f64| -> f64 {
         h.iter()
@@ -108,7 +97,7 @@ pub(crate) fn fit_bounded_linear_family(
             .map(|(hi, z)| (z - (a + c * hi).ln()).powi(2))
             .sum()
     };
-    if nonnegative_offset && a < 0.0 && h.iter().all(|&hi| hi > 0.0) {
+    if a < 0.0 && h.iter().all(|&hi| hi > 0.0) {
         // Start on the bound: `c h` through the geometric mean of y / h.
         let log_scale = h.iter().zip(ln_y).map(|(hi, z)| z - hi.ln()).sum::<f64>() / h.len() as f64;
         a = 0.0;
