@@ -3,8 +3,10 @@
 # its version against server.json, report its sizes, drive the installed
 # `flameox mcp serve` with the stock Python MCP client, connect a client
 # with `flameox setup` (its MCP handshake included), and run it with uvx.
-# Usage: bash benches/wheel_check.sh WHEEL MCP_CLIENT_VENV UV
-# Called by .ci/run; the figures go to docs/install.md.
+# Usage: [WHEEL_PROFILE=dev] bash benches/wheel_check.sh WHEEL MCP_CLIENT_VENV UV
+# WHEEL_PROFILE is the cargo profile the wheel was built with (default
+# dist, what is released: stripped); .ci/run packages the dev build. The
+# sizes of a dist wheel go to docs/install.md.
 set -euo pipefail
 wheel=$1 client_venv=$2 uv=$3
 repo=$(cd "$(dirname "$0")/.." && pwd)
@@ -22,11 +24,12 @@ python3 -m venv "$scratch/venv"
 bin="$scratch/venv/bin/flameox"
 reported=$("$bin" --version)
 echo "installed: $reported"
+profile=${WHEEL_PROFILE:-dist}
 case "$reported" in
-  "flameox $version (commit "*", dist build)") ;;
-  *) echo "the installed flameox says '$reported', expected version $version from the dist profile"; exit 1 ;;
+  "flameox $version (commit "*", $profile build)") ;;
+  *) echo "the installed flameox says '$reported', expected version $version from the $profile profile"; exit 1 ;;
 esac
-if nm "$bin" >/dev/null 2>&1 && [ "$(nm "$bin" 2>/dev/null | wc -l)" -gt 0 ]; then
+if [ "$profile" = dist ] && nm "$bin" >/dev/null 2>&1 && [ "$(nm "$bin" 2>/dev/null | wc -l)" -gt 0 ]; then
   echo "the installed binary still has symbols"; exit 1
 fi
 rss_kb=$( { /usr/bin/time -f '%M' "$bin" --version >/dev/null; } 2>&1 | tail -n 1)

@@ -7,6 +7,7 @@ use flameox_engine::services::gpu::{AcceleratorResult, GpuSummaryResult};
 use flameox_engine::services::pytorch::PytorchResult;
 use flameox_engine::services::views::FrameDeltaResult;
 
+use crate::frame_cells::{FrameColumns, FrameRow};
 use crate::render::{self, Table, cut, thousands};
 
 pub(crate) fn gpu_summary(r: &GpuSummaryResult) -> String {
@@ -49,24 +50,20 @@ pub(crate) fn gpu_summary(r: &GpuSummaryResult) -> String {
             thousands(r.families as i64)
         );
     }
-    out += &format!(
-        "\nevidence: {} ({})\n",
-        r.evidence.status, r.evidence.reason
-    );
+    out += &render::evidence_line(&r.evidence.status, &r.evidence.reason);
     out
 }
 
 pub(crate) fn hotspots(r: &HotspotsResult) -> String {
     let target = match &r.scope.run_id {
-        Some(run) => format!("run {run}"),
+        Some(run) => format!("run {}", &run[..run.len().min(8)]),
         None => r.scope.requested.clone(),
     };
     let total = render::value(r.total_self, &r.unit);
+    let words = flameox_engine::units::metric_words(&r.metric);
     let mut out = format!(
-        "hotspots of {target} by self {} (evidence commit {}); % of {total}, the self {} of every thread in scope summed\n",
-        flameox_engine::units::metric_words(&r.metric),
+        "hotspots of {target} by self {words} (commit {})\n% of {total}: the self {words} of every thread, summed\n",
         &r.commit_id[..r.commit_id.len().min(12)],
-        flameox_engine::units::metric_words(&r.metric),
     );
     if let Some(p) = &r.phase {
         out += &format!(
@@ -77,47 +74,24 @@ pub(crate) fn hotspots(r: &HotspotsResult) -> String {
             p.end_ns
         );
     }
-    let mut t = Table::new(
-        &[
-            "self", "self %", "incl", "incl %", "count", "function", "location",
-        ],
-        &[0, 1, 2, 3, 4],
-    );
-    for row in &r.rows {
-        t.row(vec![
+    let frames: Vec<FrameRow> = r.rows.iter().map(FrameRow::of).collect();
+    let shape = FrameColumns::of(&frames);
+    let mut t = shape.table(&["self", "self %", "incl", "incl %", "count"], &[2]);
+    for (row, frame) in r.rows.iter().zip(&frames) {
+        let mut cells = vec![
             render::value(row.self_value, &r.unit),
             format!("{:.2}", row.self_pct),
             render::value(row.inclusive_value, &r.unit),
             format!("{:.2}", row.inclusive_pct),
             thousands(row.count),
-            cut(&row.function, 60),
-            cut(
-                &location(&row.file, row.line, &row.module, &row.category),
-                40,
-            ),
-        ]);
+        ];
+        shape.push(&mut cells, frame);
+        t.row(cells);
     }
     out += &t.render();
     out += &render::footer(r.returned, r.total, None);
-    out += &format!(
-        "\nevidence: {} ({})\n",
-        r.evidence.status, r.evidence.reason
-    );
+    out += &render::evidence_line(&r.evidence.status, &r.evidence.reason);
     out
-}
-
-/// `file:line`, the file, or else the module (or a slice's category).
-fn location(
-    file: &Option<String>,
-    line: Option<i64>,
-    module: &Option<String>,
-    category: &Option<String>,
-) -> String {
-    match (file, line) {
-        (Some(f), Some(l)) => format!("{f}:{l}"),
-        (Some(f), None) => f.clone(),
-        _ => module.clone().or(category.clone()).unwrap_or_default(),
-    }
 }
 
 pub(crate) fn deltas(result: &FrameDeltaResult) -> String {
@@ -135,18 +109,10 @@ pub(crate) fn deltas(result: &FrameDeltaResult) -> String {
     if let Some(w) = &r.warning {
         out += &format!("warning: {w}\n");
     }
-    let mut t = Table::new(
-        &[
-            "base self",
-            "self",
-            "Δ self",
-            "Δ incl",
-            "function",
-            "location",
-        ],
-        &[0, 1, 2, 3],
-    );
-    for row in &r.rows {
+    let frames: Vec<FrameRow> = r.rows.iter().map(FrameRow::of).collect();
+    let shape = FrameColumns::of(&frames);
+    let mut t = shape.table(&["base self", "self", "Δ self", "Δ incl"], &[3]);
+    for (row, frame) in r.rows.iter().zip(&frames) {
         let signed = |v: i64| {
             let text = render::value(v.abs(), unit);
             if v > 0 {
@@ -157,17 +123,14 @@ pub(crate) fn deltas(result: &FrameDeltaResult) -> String {
                 text
             }
         };
-        t.row(vec![
+        let mut cells = vec![
             render::value(row.base_self, unit),
             render::value(row.target_self, unit),
             signed(row.delta_self),
             signed(row.delta_inclusive),
-            cut(&row.function, 60),
-            cut(
-                &location(&row.file, row.line, &row.module, &row.category),
-                40,
-            ),
-        ]);
+        ];
+        shape.push(&mut cells, frame);
+        t.row(cells);
     }
     out += &t.render();
     out += &render::footer(result.returned, r.total_frames, None);
@@ -267,10 +230,7 @@ pub(crate) fn accelerator(r: &AcceleratorResult) -> String {
         }
         out += &d.render();
     }
-    out += &format!(
-        "\nevidence: {} ({})\n",
-        r.evidence.status, r.evidence.reason
-    );
+    out += &render::evidence_line(&r.evidence.status, &r.evidence.reason);
     out
 }
 
@@ -329,9 +289,6 @@ pub(crate) fn pytorch(r: &PytorchResult) -> String {
             out += &format!("  {} × {}\n", thousands(row.count), cut(&row.name, 60));
         }
     }
-    out += &format!(
-        "\nevidence: {} ({})\n",
-        r.evidence.status, r.evidence.reason
-    );
+    out += &render::evidence_line(&r.evidence.status, &r.evidence.reason);
     out
 }

@@ -28,8 +28,9 @@ pub struct Cli {
     pub command: Command,
 }
 
-/// Options every command accepts.
+/// Options every command accepts (listed apart in every command's help).
 #[derive(Args, Debug, Clone)]
+#[command(next_help_heading = "Global options")]
 pub struct GlobalOptions {
     /// Use this `.flameox` workspace folder.
     #[arg(long, global = true, value_name = "PATH")]
@@ -166,7 +167,7 @@ pub enum ClusterCommand {
 
 #[derive(Subcommand, Debug)]
 pub enum CaptureCommand {
-    /// Plan, then run it and record the run (an agent plans with plan_capture and runs the plan_id with execute_capture_plan). Example: `flameox capture run sort --adapter py-spy --parameters size=1000`
+    /// Plan, then run it and record the run (`flameox capture plan` shows the plan alone). Example: `flameox capture run sort --adapter py-spy --parameters size=1000`
     Run {
         /// Declared workload (flameox.toml).
         workload_name: String,

@@ -172,10 +172,7 @@ pub(crate) fn render_gpu_gaps(r: &GpuGapsResult) -> String {
         out += &host_lines(&c.host);
     }
     out += &render::footer(a.low_utilization.len(), a.low_utilization_found, None);
-    out += &format!(
-        "\nevidence: {} ({})\n",
-        r.evidence.status, r.evidence.reason
-    );
+    out += &render::evidence_line(&r.evidence.status, &r.evidence.reason);
     out
 }
 
@@ -263,9 +260,6 @@ pub(crate) fn render_memory(r: &MemoryResult) -> String {
     for l in &r.limitations {
         out += &format!("\n{} ({}): {}", l.code, l.status, l.detail);
     }
-    out += &format!(
-        "\nevidence: {} ({})\n",
-        r.evidence.status, r.evidence.reason
-    );
+    out += &render::evidence_line(&r.evidence.status, &r.evidence.reason);
     out
 }

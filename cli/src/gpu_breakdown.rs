@@ -264,10 +264,7 @@ pub(crate) fn render(r: &GpuBreakdownResult) -> String {
         }
         out += &tb.render();
     }
-    out += &format!(
-        "\nevidence: {} ({})\n",
-        r.evidence.status, r.evidence.reason
-    );
+    out += &render::evidence_line(&r.evidence.status, &r.evidence.reason);
     out
 }
 

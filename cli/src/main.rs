@@ -9,6 +9,7 @@ mod capture;
 mod commands;
 mod execution_view;
 mod experiment;
+mod frame_cells;
 mod gaps_memory_view;
 mod gpu_breakdown;
 mod import_view;

@@ -9,13 +9,13 @@ use std::io::Write;
 use clap::{Arg, ArgAction, ArgMatches, Command};
 use flameox_engine::FlameoxError;
 use flameox_engine::error::Result;
-use flameox_engine::operations::{Cell, FlagValue, Operation, Session, catalog};
+use flameox_engine::operations::{Cell, Column, FlagValue, Operation, Session, catalog};
 use flameox_engine::services::plans::{DEFAULT_PLAN_TTL, PlanStore};
 use flameox_engine::{Workspace, WorkspaceLocator};
 use serde_json::{Map, Value};
 
 use crate::args::GlobalOptions;
-use crate::render::{Table, bytes, cut, duration_ns, thousands};
+use crate::render::{Table, bytes, duration_ns, thousands};
 use crate::terminal::{CliProgressSource, block_on, call_options, locator};
 use flameox_engine::operations::command_line::{command_line, flag_name};
 
@@ -26,6 +26,38 @@ fn leak(text: String) -> &'static str {
 }
 
 /// The clap command of one operation (its last path word).
+/// Whether a global option sets this argument (the import's deadline is
+/// `--timeout`): the command leaves it out.
+fn set_by_global_option(op: &Operation, property: &str) -> bool {
+    flameox_engine::operations::SET_BY_GLOBAL_OPTION
+        .iter()
+        .any(|(name, argument, _)| *name == op.name && *argument == property)
+}
+
+/// A description written once for both surfaces, in the terminal's words:
+/// an operation's MCP name (`compare_run_sets`) reads as its command
+/// (`flameox analyze compare`).
+fn in_cli_words(text: &str) -> String {
+    let mut out = text.to_owned();
+    for op in catalog().iter().filter(|op| op.has_command()) {
+        let command = format!("`flameox {}`", op.cli.join(" "));
+        let mut replaced = String::with_capacity(out.len());
+        let mut rest = out.as_str();
+        while let Some(at) = rest.find(op.name) {
+            let end = at + op.name.len();
+            let word = |c: Option<char>| c.is_some_and(|c| c.is_ascii_alphanumeric() || c == '_');
+            let bounded =
+                !word(rest[..at].chars().next_back()) && !word(rest[end..].chars().next());
+            replaced.push_str(&rest[..at]);
+            replaced.push_str(if bounded { &command } else { op.name });
+            rest = &rest[end..];
+        }
+        replaced.push_str(rest);
+        out = replaced;
+    }
+    out
+}
+
 fn command_of(op: &'static Operation) -> Command {
     let schema = (op.schema)();
     let required: Vec<&str> = schema["required"]
@@ -48,7 +80,7 @@ fn command_of(op: &'static Operation) -> Command {
         if example.is_empty() { "" } else { " " },
         example.join(" ")
     );
-    let mut cmd = Command::new(name).about(about);
+    let mut cmd = Command::new(name).about(in_cli_words(&about));
     let Some(props) = schema["properties"].as_object() else {
         return cmd;
     };
@@ -58,21 +90,21 @@ fn command_of(op: &'static Operation) -> Command {
             .index(i + 1)
             .required(required.contains(positional))
             .value_name(leak(positional.to_uppercase()))
-            .help(help.to_owned());
+            .help(in_cli_words(help));
         if takes_many(&props[*positional]) {
             arg = arg.num_args(1..).action(ArgAction::Append);
         }
         cmd = cmd.arg(arg);
     }
     for (property, rule) in props {
-        if op.positional.contains(&property.as_str()) {
+        if op.positional.contains(&property.as_str()) || set_by_global_option(op, property) {
             continue;
         }
         let long = leak(flag_name(property));
         let id = leak(property.clone());
         let mut arg = Arg::new(id)
             .long(long)
-            .help(rule["description"].as_str().unwrap_or("").to_owned())
+            .help(in_cli_words(rule["description"].as_str().unwrap_or("")))
             .required(required.contains(&property.as_str()));
         arg = match rule["type"].as_str() {
             Some("boolean") => arg.action(ArgAction::SetTrue),
@@ -166,6 +198,57 @@ pub fn augment(mut root: Command) -> Command {
             _ => root,
         };
     }
+    order_by_use(root)
+}
+
+/// Top-level commands in the order a newcomer meets them: start, ask,
+/// drill down, keep, run workloads, connect, maintain. A command not named
+/// here comes after these.
+const BY_USE: &[&str] = &[
+    "init",
+    "import",
+    "analyze",
+    "threads",
+    "stacks",
+    "trace",
+    "open",
+    "runs",
+    "artifacts",
+    "status",
+    "measurements",
+    "evidence",
+    "investigations",
+    "hypotheses",
+    "findings",
+    "workload",
+    "capture",
+    "experiment",
+    "setup",
+    "mcp",
+    "capabilities",
+    "validate",
+    "recover",
+    "gc",
+    "repair",
+    "catalog",
+    "config",
+    "completions",
+    "man",
+    "cluster",
+];
+
+fn order_by_use(mut root: Command) -> Command {
+    let names: Vec<String> = root
+        .get_subcommands()
+        .map(|c| c.get_name().to_owned())
+        .collect();
+    for name in names {
+        let rank = BY_USE
+            .iter()
+            .position(|n| *n == name)
+            .unwrap_or(BY_USE.len());
+        root = root.mut_subcommand(name, |c| c.display_order(rank));
+    }
     root
 }
 
@@ -194,6 +277,9 @@ fn arguments(op: &Operation, m: &ArgMatches) -> Result<Map<String, Value>> {
         return Ok(args);
     };
     for (property, rule) in props {
+        if set_by_global_option(op, property) {
+            continue;
+        }
         let many = || -> Vec<Value> {
             m.get_many::<String>(property)
                 .into_iter()
@@ -245,8 +331,10 @@ fn arguments(op: &Operation, m: &ArgMatches) -> Result<Map<String, Value>> {
     Ok(args)
 }
 
-fn cell(value: &Value, kind: Cell, in_ns: bool) -> String {
-    match (kind, value) {
+fn cell(row: &Value, column: &Column, in_ns: bool) -> String {
+    let value = &row[column.field];
+    match (column.cell, value) {
+        (Cell::Location, _) => crate::frame_cells::location(row),
         (_, Value::Null) => String::new(),
         (Cell::Measured, v) if in_ns => v.as_i64().map(duration_ns).unwrap_or_default(),
         (Cell::Measured, v) => v.as_i64().map(thousands).unwrap_or_else(|| v.to_string()),
@@ -254,16 +342,81 @@ fn cell(value: &Value, kind: Cell, in_ns: bool) -> String {
         (Cell::Duration, v) => v.as_i64().map(duration_ns).unwrap_or_default(),
         (Cell::Integer, v) => v.as_i64().map(thousands).unwrap_or_else(|| v.to_string()),
         (Cell::Percent, v) => v.as_f64().map(|p| format!("{p:.1} %")).unwrap_or_default(),
-        (Cell::Text, Value::String(s)) => cut(&one_line(s), 60),
+        (Cell::Id, Value::String(s)) => s.clone(),
+        (Cell::Id, v) => v.to_string(),
+        (Cell::Frame, v) => crate::frame_cells::short_key(v.as_str().unwrap_or_default()),
+        (Cell::Function, v) => crate::frame_cells::function(v.as_str().unwrap_or_default()),
+        (Cell::Text, Value::String(s)) => one_line(s),
         (Cell::Text, Value::Array(items)) => {
             let words: Vec<String> = items
                 .iter()
                 .map(|v| v.as_str().map_or_else(|| v.to_string(), str::to_owned))
                 .collect();
-            cut(&one_line(&words.join(", ")), 60)
+            one_line(&words.join(", "))
         }
-        (Cell::Text, v) => cut(&one_line(&v.to_string()), 60),
+        (Cell::Text, v) => one_line(&v.to_string()),
     }
+}
+
+/// Whether a column says something: a cell not empty, a number not zero.
+fn carries_something(rows: &[&Value], column: &Column, cells: &[String]) -> bool {
+    let numeric = matches!(
+        column.cell,
+        Cell::Integer | Cell::Percent | Cell::Duration | Cell::Measured | Cell::Bytes
+    );
+    if numeric {
+        rows.iter()
+            .any(|row| row[column.field].as_f64().is_some_and(|v| v != 0.0))
+    } else {
+        cells.iter().any(|c| !c.is_empty())
+    }
+}
+
+/// The answer's rows as a table of the operation's columns, leaving out
+/// columns that carry nothing (`samples 0` on an instrumented trace).
+fn rows_table(op: &Operation, result: &Value) -> Table {
+    let in_ns = result["unit"] == "ns"
+        || result["metric"]
+            .as_str()
+            .is_some_and(|m| m.ends_with("_ns"));
+    let rows: Vec<&Value> = result[op.rows].as_array().into_iter().flatten().collect();
+    let columns: Vec<(&Column, Vec<String>)> = op
+        .columns
+        .iter()
+        .map(|c| {
+            (
+                c,
+                rows.iter()
+                    .map(|row| cell(row, c, in_ns))
+                    .collect::<Vec<String>>(),
+            )
+        })
+        .filter(|(c, cells)| rows.is_empty() || carries_something(&rows, c, cells))
+        .collect();
+    let headers: Vec<&str> = columns.iter().map(|(c, _)| c.header).collect();
+    let kind_at = |want: fn(Cell) -> bool| -> Vec<usize> {
+        columns
+            .iter()
+            .enumerate()
+            .filter(|(_, (c, _))| want(c.cell))
+            .map(|(i, _)| i)
+            .collect()
+    };
+    let right = kind_at(|c| {
+        matches!(
+            c,
+            Cell::Integer | Cell::Percent | Cell::Duration | Cell::Measured | Cell::Bytes
+        )
+    });
+    let names = kind_at(|c| matches!(c, Cell::Text | Cell::Function));
+    let paths = kind_at(|c| c == Cell::Location);
+    let mut table = Table::new(&headers, &right)
+        .shorten(&names)
+        .shorten_paths(&paths);
+    for i in 0..rows.len() {
+        table.row(columns.iter().map(|(_, cells)| cells[i].clone()).collect());
+    }
+    table
 }
 
 /// Text on one line: a table cell never breaks the table.
@@ -344,28 +497,12 @@ fn run_with(
         }
         text + &next_page(op, &args, &answer.result)
     } else {
-        let headers: Vec<&str> = op.columns.iter().map(|c| c.header).collect();
-        let right: Vec<usize> = op
-            .columns
-            .iter()
-            .enumerate()
-            .filter(|(_, c)| c.cell != Cell::Text)
-            .map(|(i, _)| i)
-            .collect();
-        let mut table = Table::new(&headers, &right);
-        let in_ns = answer.result["unit"] == "ns"
-            || answer.result["metric"]
-                .as_str()
-                .is_some_and(|m| m.ends_with("_ns"));
-        for row in answer.result[op.rows].as_array().into_iter().flatten() {
-            table.row(
-                op.columns
-                    .iter()
-                    .map(|c| cell(&row[c.field], c.cell, in_ns))
-                    .collect(),
-            );
-        }
-        let mut text = format!("{}\n\n{}", answer.summary, table.render());
+        let table = rows_table(op, &answer.result);
+        let mut text = if table.is_empty() {
+            format!("{}\n", answer.summary)
+        } else {
+            format!("{}\n\n{}", answer.summary, table.render())
+        };
         for line in &answer.details {
             text.push_str(line);
             text.push('\n');

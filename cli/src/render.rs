@@ -53,11 +53,78 @@ pub fn cut(text: &str, max: usize) -> String {
     format!("{kept}…")
 }
 
+/// Shortens `text` to `max` characters by removing its middle: the start
+/// and, longer, the end stay (a path keeps its file name and line, a
+/// qualified name its last parts).
+pub fn shorten_middle(text: &str, max: usize) -> String {
+    let chars: Vec<char> = text.chars().collect();
+    if chars.len() <= max {
+        return text.to_owned();
+    }
+    if max < 2 {
+        return "…".chars().take(max).collect();
+    }
+    let head = (max - 1) / 3;
+    let tail = max - 1 - head;
+    let mut out: String = chars[..head].iter().collect();
+    out.push('…');
+    out.extend(&chars[chars.len() - tail..]);
+    out
+}
+
+/// The width tables fit: `COLUMNS` when set, else the terminal's when
+/// standard output is one; `None` on a pipe (whole cells, for grep).
+pub fn terminal_width() -> Option<usize> {
+    if let Some(columns) = std::env::var("COLUMNS")
+        .ok()
+        .and_then(|c| c.trim().parse::<usize>().ok())
+        .filter(|&c| c > 0)
+    {
+        return Some(columns);
+    }
+    console::Term::stdout()
+        .size_checked()
+        .map(|(_rows, columns)| usize::from(columns))
+}
+
+/// Shortens `text` to `max` characters from its start: a path keeps its
+/// last folders, file name and line (`…/re/__init__.py:208`).
+pub fn shorten_start(text: &str, max: usize) -> String {
+    let chars: Vec<char> = text.chars().collect();
+    if chars.len() <= max {
+        return text.to_owned();
+    }
+    let kept = max.saturating_sub(1);
+    std::iter::once('…')
+        .take(max.min(1))
+        .chain(chars[chars.len() - kept..].iter().copied())
+        .collect()
+}
+
+/// The narrowest a shortened column gets (its header is never cut).
+const MIN_SHORTENED: usize = 12;
+/// How narrow shortened columns get before optional columns are left out.
+const COMFORTABLE: usize = 24;
+
+/// How a column gives way to the terminal's width.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Give {
+    /// Shortened in the middle (names).
+    Middle,
+    /// Shortened from the start (paths: the file and line stay).
+    Start,
+    /// Left out when the table would otherwise squeeze its names.
+    Drop,
+}
+
 /// A table with a header; columns listed in `right` are right-aligned.
+/// Some columns give way when the table is wider than the terminal:
+/// names and paths are shortened, optional columns left out.
 pub struct Table {
     header: Vec<String>,
     rows: Vec<Vec<String>>,
     right: Vec<usize>,
+    give: Vec<(usize, Give)>,
 }
 
 impl Table {
@@ -66,30 +133,84 @@ impl Table {
             header: header.iter().map(|s| s.to_string()).collect(),
             rows: Vec::new(),
             right: right.to_vec(),
+            give: Vec::new(),
         }
+    }
+
+    /// Columns of names, shortened in the middle to fit.
+    pub fn shorten(mut self, columns: &[usize]) -> Table {
+        self.give.extend(columns.iter().map(|&c| (c, Give::Middle)));
+        self
+    }
+
+    /// Columns of paths, shortened from their start to fit.
+    pub fn shorten_paths(mut self, columns: &[usize]) -> Table {
+        self.give.extend(columns.iter().map(|&c| (c, Give::Start)));
+        self
+    }
+
+    /// Columns left out, in this order, before names are squeezed below
+    /// a comfortable width.
+    pub fn optional(mut self, columns: &[usize]) -> Table {
+        self.give.extend(columns.iter().map(|&c| (c, Give::Drop)));
+        self
+    }
+
+    fn gives(&self, column: usize) -> Option<Give> {
+        self.give
+            .iter()
+            .find(|(c, _)| *c == column)
+            .map(|(_, g)| *g)
     }
 
     pub fn row(&mut self, cells: Vec<String>) {
         self.rows.push(cells);
     }
 
+    /// No rows: a caller prints its summary alone.
+    pub fn is_empty(&self) -> bool {
+        self.rows.is_empty()
+    }
+
+    /// Fitted to [`terminal_width`].
     pub fn render(&self) -> String {
+        self.render_to(terminal_width())
+    }
+
+    /// Fitted to `width` characters (`None`: whole cells).
+    pub fn render_to(&self, width: Option<usize>) -> String {
         let cols = self.header.len();
-        let mut widths: Vec<usize> = self.header.iter().map(|h| h.chars().count()).collect();
+        let mut widths: Vec<Option<usize>> = self
+            .header
+            .iter()
+            .map(|h| Some(h.chars().count()))
+            .collect();
         for row in &self.rows {
             for (i, cell) in row.iter().enumerate().take(cols) {
-                widths[i] = widths[i].max(cell.chars().count());
+                widths[i] = widths[i].max(Some(cell.chars().count()));
             }
         }
+        if let Some(width) = width {
+            self.fit(&mut widths, width);
+        }
+        let shown: Vec<usize> = (0..cols).filter(|&i| widths[i].is_some()).collect();
+        let last = shown.last().copied();
         let mut out = String::new();
         let line = |cells: &[String], out: &mut String| {
             let mut parts = Vec::new();
-            for (i, cell) in cells.iter().enumerate().take(cols) {
-                let pad = widths[i].saturating_sub(cell.chars().count());
+            for &i in &shown {
+                let Some(cell) = cells.get(i) else { continue };
+                let w = widths[i].unwrap_or_default();
+                let cell = match self.gives(i) {
+                    Some(Give::Middle) => shorten_middle(cell, w),
+                    Some(Give::Start) => shorten_start(cell, w),
+                    _ => cell.clone(),
+                };
+                let pad = w.saturating_sub(cell.chars().count());
                 if self.right.contains(&i) {
                     parts.push(format!("{}{cell}", " ".repeat(pad)));
-                } else if i + 1 == cols {
-                    parts.push(cell.clone());
+                } else if Some(i) == last {
+                    parts.push(cell);
                 } else {
                     parts.push(format!("{cell}{}", " ".repeat(pad)));
                 }
@@ -101,6 +222,66 @@ impl Table {
             line(row, &mut out);
         }
         out
+    }
+
+    /// Narrows the shortened columns, widest first, to a comfortable
+    /// width; then leaves out optional columns; then narrows further, to
+    /// each column's minimum.
+    fn fit(&self, widths: &mut [Option<usize>], width: usize) {
+        let total = |w: &[Option<usize>]| {
+            let shown: Vec<usize> = w.iter().flatten().copied().collect();
+            shown.iter().sum::<usize>() + 2 * shown.len().saturating_sub(1)
+        };
+        let narrow = |widths: &mut [Option<usize>], least: usize| {
+            while total(widths) > width {
+                let widest = self
+                    .give
+                    .iter()
+                    .filter(|(_, g)| *g != Give::Drop)
+                    .map(|(i, _)| *i)
+                    .filter_map(|i| {
+                        let floor = least.max(self.header.get(i)?.chars().count());
+                        widths
+                            .get(i)
+                            .copied()
+                            .flatten()
+                            .filter(|&w| w > floor)
+                            .map(|w| (w, i))
+                    })
+                    .max_by_key(|&(w, i)| (w, std::cmp::Reverse(i)));
+                match widest {
+                    Some((_, i)) => widths[i] = widths[i].map(|w| w - 1),
+                    None => break,
+                }
+            }
+        };
+        // As few optional columns out as keep the names comfortable.
+        let optional: Vec<usize> = self
+            .give
+            .iter()
+            .filter(|(_, g)| *g == Give::Drop)
+            .map(|(i, _)| *i)
+            .collect();
+        let without = |count: usize| {
+            let mut trial = widths.to_vec();
+            for i in optional.iter().take(count) {
+                if let Some(w) = trial.get_mut(*i) {
+                    *w = None;
+                }
+            }
+            trial
+        };
+        let mut dropped = 0;
+        while dropped < optional.len() {
+            let mut trial = without(dropped);
+            narrow(&mut trial, COMFORTABLE);
+            if total(&trial) <= width {
+                break;
+            }
+            dropped += 1;
+        }
+        widths.copy_from_slice(&without(dropped));
+        narrow(widths, MIN_SHORTENED);
     }
 }
 
@@ -117,6 +298,16 @@ pub fn footer(returned: usize, total: u64, next: Option<String>) -> String {
             thousands(returned as i64),
             thousands(total as i64)
         ),
+    }
+}
+
+/// Ends a table's footer: nothing more when the evidence is complete, else
+/// what is missing (`evidence: partial (improper nesting)`).
+pub fn evidence_line(status: &str, reason: &str) -> String {
+    if status == "available" && reason == "complete" {
+        "\n".to_owned()
+    } else {
+        format!("\nevidence: {status} ({})\n", reason.replace('_', " "))
     }
 }
 
@@ -144,6 +335,50 @@ mod tests {
         );
         assert_eq!(thousands(1_234_567), "1,234,567");
         assert_eq!(cut("abcdef", 4), "abc…");
+    }
+
+    #[test]
+    fn long_names_lose_their_middle_and_keep_file_and_line() {
+        let path = "/root/.pyenv/versions/3.11.7/lib/python3.11/re/__init__.py:208";
+        let short = shorten_middle(path, 30);
+        assert_eq!(short.chars().count(), 30);
+        assert!(short.starts_with("/root/.p") && short.ends_with("re/__init__.py:208"));
+        assert_eq!(shorten_middle("fib", 30), "fib");
+    }
+
+    #[test]
+    fn a_wide_table_fits_the_width_by_its_shortened_columns() {
+        let mut t = Table::new(&["n", "name", "where"], &[0])
+            .shorten(&[1])
+            .shorten_paths(&[2]);
+        t.row(vec!["1".into(), "a".repeat(40), "b".repeat(30)]);
+        let fitted = t.render_to(Some(50));
+        assert!(fitted.lines().all(|l| l.chars().count() <= 50), "{fitted}");
+        assert!(t.render_to(None).contains(&"a".repeat(40)));
+        // Never below a column's minimum, even when that overflows.
+        let narrow = t.render_to(Some(10));
+        assert!(narrow.lines().nth(1).is_some_and(|l| l.contains('…')));
+        assert!(
+            t.render_to(Some(50))
+                .lines()
+                .nth(1)
+                .is_some_and(|l| l.ends_with("bbb"))
+        );
+    }
+
+    #[test]
+    fn optional_columns_go_before_names_are_squeezed() {
+        let mut t = Table::new(&["a", "extra", "name"], &[0, 1])
+            .shorten(&[2])
+            .optional(&[1]);
+        t.row(vec!["1".into(), "x".repeat(20), "n".repeat(30)]);
+        let fitted = t.render_to(Some(40));
+        assert!(
+            !fitted.contains("extra") && fitted.contains(&"n".repeat(30)),
+            "{fitted}"
+        );
+        assert!(t.render_to(Some(80)).contains("extra"));
+        assert_eq!(shorten_start("/a/b/c.py:3", 8), "…/c.py:3");
     }
 
     #[test]

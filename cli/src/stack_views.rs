@@ -26,20 +26,25 @@ pub(crate) fn stack_examples(r: &StackExamplesResult) -> String {
 }
 
 pub(crate) fn trace_window(r: &WindowResult) -> String {
-    // A relative window prints offsets from the first event, as it was asked.
-    let origin = r.relative_to_ns.unwrap_or(0);
-    let start = if r.relative_to_ns.is_some() {
-        "start (ns after first event)"
+    // A person reads times from the trace's start (or the first event, as
+    // a relative window asks); `--json` keeps the trace's own timestamps.
+    let origin = r
+        .relative_to_ns
+        .or(r.trace_span_ns.map(|(first, _)| first))
+        .unwrap_or(0);
+    let since = if r.relative_to_ns.is_some() {
+        "since first event"
     } else {
-        "start (ns)"
+        "since trace start"
     };
     let mut t = Table::new(
-        &[start, "dur", "depth", "kind", "track", "name"],
+        &[since, "dur", "depth", "kind", "track", "name"],
         &[0, 1, 2],
-    );
+    )
+    .shorten(&[5]);
     for e in &r.events {
         t.row(vec![
-            e.ts_ns.saturating_sub(origin).to_string(),
+            duration_ns(e.ts_ns.saturating_sub(origin)),
             match e.dur_ns {
                 Some(d) if d < 0 => "open".into(),
                 Some(d) => duration_ns(d),
@@ -48,15 +53,25 @@ pub(crate) fn trace_window(r: &WindowResult) -> String {
             e.depth.map_or("-".into(), |d| d.to_string()),
             e.kind.clone().unwrap_or_else(|| "-".into()),
             e.track_id.map_or("-".into(), |t| t.to_string()),
-            cut(&e.name, 70),
+            one_line(&e.name),
         ]);
     }
-    t.render()
+    let head = format!(
+        "{} of {} events from {} to {} {since} (trace time {} ns = 0)\n",
+        thousands(r.returned as i64),
+        thousands(r.total as i64),
+        duration_ns(r.start_ns.saturating_sub(origin).max(0)),
+        duration_ns(r.end_ns.saturating_sub(origin).max(0)),
+        thousands(origin),
+    );
+    head + &t.render()
         + &render::footer(r.returned, r.total, None)
-        + &format!(
-            "\nevidence: {} ({})\n",
-            r.evidence.status, r.evidence.reason
-        )
+        + &render::evidence_line(&r.evidence.status, &r.evidence.reason)
+}
+
+/// Text on one line: a table cell never breaks the table.
+fn one_line(text: &str) -> String {
+    text.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
 /// A measured value in its unit: durations humanized from 1 µs up.
@@ -89,10 +104,7 @@ pub(crate) fn measurements(r: &MeasurementsResult) -> String {
     }
     t.render()
         + &render::footer(r.returned, r.total, None)
-        + &format!(
-            "\nevidence: {} ({})\n",
-            r.evidence.status, r.evidence.reason
-        )
+        + &render::evidence_line(&r.evidence.status, &r.evidence.reason)
 }
 
 #[cfg(test)]

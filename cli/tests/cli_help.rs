@@ -32,13 +32,20 @@ fn help_lists_every_command_with_an_example() {
         "runs",
         "artifacts",
     ] {
-        let line = text
+        // The command's entry: its line and the wrapped lines under it
+        // (indented deeper than the two spaces of a command).
+        let mut lines = text
             .lines()
-            .find(|l| l.trim_start().starts_with(command))
-            .unwrap_or_else(|| panic!("{command} missing"));
+            .skip_while(|l| !(l.starts_with("  ") && l.trim_start().starts_with(command)));
+        let first = lines.next().unwrap_or_else(|| panic!("{command} missing"));
+        let entry: Vec<&str> = std::iter::once(first)
+            .chain(lines.take_while(|l| l.starts_with("   ")))
+            .map(str::trim)
+            .collect();
+        let entry = entry.join(" ");
         assert!(
-            line.contains("Example: `flameox"),
-            "{command} has no example: {line}"
+            entry.contains("Example: `flameox"),
+            "{command} has no example: {entry}"
         );
     }
 }

@@ -36,8 +36,9 @@ pub struct ResolvedFrame {
     pub function: String,
 }
 
-/// Resolves a logical key or an exact function name within the scope; a
-/// bare function name (`fib` for `fib (/tmp/w.py:3)`) when every frame
+/// Resolves a logical key or an exact function name within the scope; the
+/// start of one function's key (a table's `frame` column, 6+ hex digits);
+/// a bare function name (`fib` for `fib (/tmp/w.py:3)`) when every frame
 /// carrying it is in one file, so it names one function.
 pub async fn resolve_frame(
     ctx: &SessionContext,
@@ -47,6 +48,20 @@ pub async fn resolve_frame(
     let by_key = col("logical_key").eq(lit(frame));
     let by_name = col("function").eq(lit(frame));
     let (mut keys, mut function) = keys_of(ctx, scope, by_key.or(by_name)).await?;
+    if keys.is_empty() && is_key_prefix(frame) {
+        // The `frame` column of a table: the first characters of one key.
+        let by_prefix = col("logical_key").like(lit(format!("{frame}%")));
+        let (found, name) = keys_of(ctx, scope, by_prefix).await?;
+        let names: HashSet<String> = functions_of(ctx, scope, &found).await?;
+        if names.len() > 1 {
+            return Err(RecipeError::NotFound {
+                what: format!("one frame for the key prefix {frame} (it starts several keys)"),
+                closest: found,
+                valid: names.into_iter().collect(),
+            });
+        }
+        (keys, function) = (found, name);
+    }
     if keys.is_empty() {
         let valid = function_names(ctx, scope).await?;
         let named: Vec<&String> = valid
@@ -71,6 +86,41 @@ pub async fn resolve_frame(
         keys: same_function(ctx, scope, &keys).await?,
         function,
     })
+}
+
+/// Whether a reference can be the start of a frame key (6 to 32
+/// lowercase hexadecimal digits; tables show 8).
+fn is_key_prefix(frame: &str) -> bool {
+    (6..=32).contains(&frame.len())
+        && frame
+            .bytes()
+            .all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
+}
+
+/// The distinct function names of `keys`.
+async fn functions_of(
+    ctx: &SessionContext,
+    scope: &ArtifactScope,
+    keys: &[String],
+) -> RecipeResult<HashSet<String>> {
+    if keys.is_empty() {
+        return Ok(HashSet::new());
+    }
+    let df = table(ctx, "frames")
+        .await?
+        .filter(scope.filter().and(
+            col("logical_key").in_list(keys.iter().map(|k| lit(k.as_str())).collect(), false),
+        ))?
+        .aggregate(vec![col("function")], vec![])?;
+    let mut names = HashSet::new();
+    for batch in collect(df).await? {
+        for i in 0..batch.num_rows() {
+            if let Some(name) = string_at(column(&batch, "function")?, i) {
+                names.insert(name);
+            }
+        }
+    }
+    Ok(names)
 }
 
 /// The logical keys of the frames `filter` keeps, and the first one's

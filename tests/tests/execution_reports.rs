@@ -124,6 +124,10 @@ fn measured(project: &Project, run: &str, name: &str, path: Option<&str>) -> f64
         .unwrap_or_else(|| panic!("no coverage.{name} for {path:?} in {page:#}"))
 }
 
+#[cfg_attr(
+    profilers_absent,
+    ignore = "needs the tools .ci/run installs (py-spy, viztracer, pytest, coverage, moto[server]): set FLAMEOX_PROFILERS_VENV"
+)]
 #[test]
 fn pytest_and_coverage_reports_land_as_the_tools_state_them() {
     let Some(bin) = tools_bin() else { return };

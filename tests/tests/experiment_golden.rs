@@ -50,7 +50,7 @@ fn cli_experiment_scaling_names_n_squared_and_compare_finds_the_improvement() {
     let cand = sets[1]["run_set_id"].as_str().unwrap();
     // No settings given: the experiment's declared metric, threshold and
     // seed are the defaults of a comparison between its run sets.
-    let compare = project.json(&["analyze", "compare", base, cand]);
+    let compare = project.json(&["analyze", "compare", cand, base]);
     assert_eq!(compare["metric"], "cpu_time", "{compare}");
     assert_eq!(compare["estimate"]["practical_threshold"], 0.05);
     assert_eq!(compare["estimate"]["seed"], 7);

@@ -116,6 +116,10 @@ fn oracle(trace: &Path) -> (BTreeMap<String, (i64, i64)>, i64) {
     (out, whole)
 }
 
+#[cfg_attr(
+    profilers_absent,
+    ignore = "needs the tools .ci/run installs (py-spy, viztracer, pytest, coverage, moto[server]): set FLAMEOX_PROFILERS_VENV"
+)]
 #[test]
 fn a_moved_and_renamed_function_compares_as_itself() {
     let Some(bin) = profilers_bin(&["viztracer"]) else {
@@ -203,6 +207,10 @@ fn a_moved_and_renamed_function_compares_as_itself() {
 /// asks it, over the stdio server: two imports and one comparison (within
 /// 5 calls and 20 KB), whose text headline gives the whole-run change and
 /// whose first row is the function that really changed.
+#[cfg_attr(
+    profilers_absent,
+    ignore = "needs the tools .ci/run installs (py-spy, viztracer, pytest, coverage, moto[server]): set FLAMEOX_PROFILERS_VENV"
+)]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_agent_asks_what_changed_between_two_runs() {
     let Some(bin) = profilers_bin(&["viztracer"]) else {
@@ -256,6 +264,10 @@ async fn an_agent_asks_what_changed_between_two_runs() {
     );
 }
 
+#[cfg_attr(
+    profilers_absent,
+    ignore = "needs the tools .ci/run installs (py-spy, viztracer, pytest, coverage, moto[server]): set FLAMEOX_PROFILERS_VENV"
+)]
 #[test]
 fn a_recursion_counts_each_span_of_time_once() {
     let Some(bin) = profilers_bin(&["viztracer"]) else {

@@ -28,6 +28,10 @@ fn open_plans_and_launch_serves_the_original_bytes() {
     let other = project.json(&["import", perfetto.to_str().expect("utf-8")]);
     let plan = project.json(&["open", other["artifact_id"].as_str().expect("artifact")]);
     assert_eq!(plan["viewer"], "Perfetto UI");
+    // A run of one artifact opens as that artifact: `latest`, or its id.
+    assert_eq!(project.json(&["open", "latest"]), plan);
+    let run = other["run_id"].as_str().expect("run id");
+    assert_eq!(project.json(&["open", run]), plan);
 
     let mut child = project
         .command(&["open", &artifact, "--launch", "--wait", "60", "--json"])

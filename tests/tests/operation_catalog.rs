@@ -57,7 +57,13 @@ fn every_catalogued_operation_is_a_tool_and_a_command_with_the_same_arguments() 
         assert!(help.status.success(), "{}: {:?}", op.name, help);
         let text = String::from_utf8_lossy(&help.stdout);
         for property in schema["properties"].as_object().expect("properties").keys() {
-            let shown = if op.positional.contains(&property.as_str()) {
+            let global = flameox_engine::operations::SET_BY_GLOBAL_OPTION
+                .iter()
+                .find(|(name, argument, _)| *name == op.name && argument == property);
+            let shown = if let Some((_, _, flag)) = global {
+                // Set by a global option, listed under "Global options".
+                format!("--{flag} ")
+            } else if op.positional.contains(&property.as_str()) {
                 format!("{}>", property.to_uppercase())
             } else {
                 format!("--{}", property.replace('_', "-"))
@@ -70,7 +76,20 @@ fn every_catalogued_operation_is_a_tool_and_a_command_with_the_same_arguments() 
                 op.name
             );
         }
-        assert!(text.contains(op.description.split(';').next().unwrap_or("")));
+        // The description's first clause, in the terminal's words (an
+        // operation's MCP name reads as its command), however wrapped.
+        let words = |t: &str| t.split_whitespace().collect::<Vec<_>>().join(" ");
+        let mut clause = op.description.split(';').next().unwrap_or("").to_owned();
+        for other in flameox_engine::operations::catalog() {
+            if other.has_command() && !clause.contains(&format!("{}_", other.name)) {
+                clause = clause.replace(other.name, &format!("`flameox {}`", other.cli.join(" ")));
+            }
+        }
+        assert!(
+            words(&text).contains(&words(&clause)),
+            "{}: {clause:?} missing from\n{text}",
+            op.name
+        );
     }
 }
 

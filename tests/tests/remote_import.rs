@@ -54,11 +54,11 @@ fn runs_recorded(project: &Project) -> usize {
         .unwrap_or(0)
 }
 
-#[test]
 #[cfg_attr(
-    corpus_absent,
-    ignore = "needs the shared corpus: bash benches/corpus.sh fetch --from <mirror>, or set FLAMEOX_CORPUS"
+    any(corpus_absent, profilers_absent),
+    ignore = "needs the shared corpus (bash benches/corpus.sh fetch --from <mirror>, or set FLAMEOX_CORPUS) and the tools .ci/run installs (set FLAMEOX_PROFILERS_VENV)"
 )]
+#[test]
 fn an_s3_object_imports_like_the_same_local_file_and_names_its_source() {
     let Some(server) = S3Server::start() else {
         return;
@@ -118,11 +118,11 @@ fn an_s3_object_imports_like_the_same_local_file_and_names_its_source() {
     assert_eq!(again["reused_generation"], true);
 }
 
-#[test]
 #[cfg_attr(
-    corpus_absent,
-    ignore = "needs the shared corpus: bash benches/corpus.sh fetch --from <mirror>, or set FLAMEOX_CORPUS"
+    any(corpus_absent, profilers_absent),
+    ignore = "needs the shared corpus (bash benches/corpus.sh fetch --from <mirror>, or set FLAMEOX_CORPUS) and the tools .ci/run installs (set FLAMEOX_PROFILERS_VENV)"
 )]
+#[test]
 fn an_s3_prefix_of_rank_files_is_one_run_like_the_local_folder() {
     let Some(server) = S3Server::start() else {
         return;
@@ -171,6 +171,10 @@ fn an_s3_prefix_of_rank_files_is_one_run_like_the_local_folder() {
     assert_eq!(shown["metadata"]["ranks"], local_shown["metadata"]["ranks"]);
 }
 
+#[cfg_attr(
+    profilers_absent,
+    ignore = "needs the tools .ci/run installs (py-spy, viztracer, pytest, coverage, moto[server]): set FLAMEOX_PROFILERS_VENV"
+)]
 #[test]
 fn a_missing_key_an_unreachable_store_and_a_large_prefix_publish_nothing() {
     let Some(server) = S3Server::start() else {
@@ -253,11 +257,11 @@ fn a_missing_key_an_unreachable_store_and_a_large_prefix_publish_nothing() {
 /// An agent's call: `import_artifact` with an `s3://` prefix over stdio
 /// (URLs are not confined to the project root), progress through a
 /// `downloading` phase, the answer naming its source.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[cfg_attr(
-    corpus_absent,
-    ignore = "needs the shared corpus: bash benches/corpus.sh fetch --from <mirror>, or set FLAMEOX_CORPUS"
+    any(corpus_absent, profilers_absent),
+    ignore = "needs the shared corpus (bash benches/corpus.sh fetch --from <mirror>, or set FLAMEOX_CORPUS) and the tools .ci/run installs (set FLAMEOX_PROFILERS_VENV)"
 )]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_agent_imports_an_s3_prefix_over_mcp() {
     let Some(server) = S3Server::start() else {
         return;
@@ -304,11 +308,11 @@ async fn an_agent_imports_an_s3_prefix_over_mcp() {
 /// An MCP client starts its server with a reduced environment (the stock
 /// Python client passes HOME, PATH and a few more): the AWS files in HOME
 /// are enough; with neither variables nor files the answer says so.
-#[test]
 #[cfg_attr(
-    corpus_absent,
-    ignore = "needs the shared corpus: bash benches/corpus.sh fetch --from <mirror>, or set FLAMEOX_CORPUS"
+    any(corpus_absent, profilers_absent),
+    ignore = "needs the shared corpus (bash benches/corpus.sh fetch --from <mirror>, or set FLAMEOX_CORPUS) and the tools .ci/run installs (set FLAMEOX_PROFILERS_VENV)"
 )]
+#[test]
 fn the_aws_files_suffice_and_missing_credentials_are_named() {
     let Some(server) = S3Server::start() else {
         return;
@@ -406,11 +410,11 @@ fn a_server_that_never_answers_stops_at_the_deadline() {
 /// cut in half keeps its complete events and says so; an object that is
 /// no profile fails typed, its failed run names the URL it read, and
 /// nothing is published.
-#[test]
 #[cfg_attr(
-    corpus_absent,
-    ignore = "needs the shared corpus: bash benches/corpus.sh fetch --from <mirror>, or set FLAMEOX_CORPUS"
+    any(corpus_absent, profilers_absent),
+    ignore = "needs the shared corpus (bash benches/corpus.sh fetch --from <mirror>, or set FLAMEOX_CORPUS) and the tools .ci/run installs (set FLAMEOX_PROFILERS_VENV)"
 )]
+#[test]
 fn damaged_objects_answer_like_the_same_local_files() {
     let Some(server) = S3Server::start() else {
         return;

@@ -48,7 +48,7 @@ fn freeze(project: &Project, args: &[&str]) -> Value {
 
 fn compare(project: &Project, base: &str, cand: &str) -> Value {
     project.json(&[
-        "analyze", "compare", base, cand, "--metric", BENCH, "--seed", "7",
+        "analyze", "compare", cand, base, "--metric", BENCH, "--seed", "7",
     ])
 }
 
@@ -182,14 +182,14 @@ fn sets_are_frozen_results_deterministic_and_records_idempotent() {
     let c = freeze(&project, &["--variant", "cand"]);
     let cand_id = c["run_set"]["run_set_id"].as_str().unwrap().to_owned();
     let args = [
-        "analyze", "compare", &id, &cand_id, "--metric", BENCH, "--json",
+        "analyze", "compare", &cand_id, &id, "--metric", BENCH, "--json",
     ];
     let once = project.run(&args);
     let twice = project.run(&args);
     assert!(once.status.success());
     assert_eq!(once.stdout, twice.stdout, "same commit and parameters");
     let reseeded = project.run(&[
-        "analyze", "compare", &id, &cand_id, "--metric", BENCH, "--seed", "99", "--json",
+        "analyze", "compare", &cand_id, &id, "--metric", BENCH, "--seed", "99", "--json",
     ]);
     assert_ne!(
         once.stdout, reseeded.stdout,
@@ -199,8 +199,8 @@ fn sets_are_frozen_results_deterministic_and_records_idempotent() {
     let record_args = [
         "analyze",
         "record-comparison",
-        &id,
         &cand_id,
+        &id,
         "--metric",
         BENCH,
     ];
@@ -257,7 +257,7 @@ fn incompatible_or_unpaired_inputs_are_typed_errors_and_failures_are_counted() {
     ]);
     let hyper_run = hyper["run_id"].as_str().unwrap();
     let err = project.json_err(
-        &["analyze", "compare", &base[0], hyper_run],
+        &["analyze", "compare", hyper_run, &base[0]],
         "COMPARISON_INVALID",
         6,
     );
@@ -272,8 +272,8 @@ fn incompatible_or_unpaired_inputs_are_typed_errors_and_failures_are_counted() {
         &[
             "analyze",
             "compare",
-            &base[0],
             &cand[0],
+            &base[0],
             "--metric",
             "pyperf.nope",
         ],
@@ -282,7 +282,7 @@ fn incompatible_or_unpaired_inputs_are_typed_errors_and_failures_are_counted() {
     );
     for (flag, value) in [("--threshold", "1.5"), ("--confidence", "1")] {
         let e = project.json_err(
-            &["analyze", "compare", &base[0], &cand[0], flag, value],
+            &["analyze", "compare", &cand[0], &base[0], flag, value],
             "INVALID_ARGUMENTS",
             2,
         );
@@ -292,8 +292,8 @@ fn incompatible_or_unpaired_inputs_are_typed_errors_and_failures_are_counted() {
     let out = project.run(&[
         "analyze",
         "compare",
-        &base[0],
         &cand[0],
+        &base[0],
         "--polarity",
         "faster",
     ]);
@@ -304,8 +304,8 @@ fn incompatible_or_unpaired_inputs_are_typed_errors_and_failures_are_counted() {
         &[
             "analyze",
             "compare",
-            "rs_00000000000000000000000000000000",
             &cand[0],
+            "rs_00000000000000000000000000000000",
         ],
         "RUN_NOT_FOUND",
         1,

@@ -166,8 +166,8 @@ fn known_growth_is_recognized_with_the_exponent_inside_its_interval() {
     let cmp = project.json(&[
         "analyze",
         "compare",
-        &ids[0],
         &ids[2],
+        &ids[0],
         "--metric",
         "pyperf.work",
     ]);

@@ -420,3 +420,40 @@ fn the_terminal_plan_reads_as_an_edit_and_says_how_to_apply_it() {
         "{text}"
     );
 }
+
+#[test]
+fn verify_checks_the_clients_that_were_connected_not_every_installed_one() {
+    let m = Machine::new();
+    m.write(".cursor/mcp.json", b"{\n  \"mcpServers\": {}\n}\n");
+    m.write(".codex/config.toml", b"# mine\n");
+    let (code, report) = m.json(&["setup", "--client", "cursor", "--yes"]);
+    assert_eq!(code, 0, "{report}");
+    // Codex is installed but was left out on purpose: verify holds.
+    let (code, verified) = m.json(&["setup", "--verify"]);
+    assert_eq!(code, 0, "{verified}");
+    let by_client = |name: &str| {
+        verified["edits"]
+            .as_array()
+            .and_then(|edits| edits.iter().find(|e| e["client"] == name))
+            .cloned()
+            .unwrap_or_default()
+    };
+    assert_eq!(by_client("cursor")["verified"]["server_name"], "flameox");
+    assert_eq!(by_client("codex")["action"], "absent", "{verified}");
+    // Named, it must be connected.
+    let (code, err) = m.json(&["setup", "--verify", "--client", "codex"]);
+    assert_eq!(
+        (code, err["code"].as_str()),
+        (1, Some("CLIENT_NOT_CONNECTED")),
+        "{err}"
+    );
+    // Nothing connected at all is not a verified setup either.
+    let (code, _) = m.json(&["setup", "--client", "cursor", "--remove", "--yes"]);
+    assert_eq!(code, 0);
+    let (code, err) = m.json(&["setup", "--verify"]);
+    assert_eq!(
+        (code, err["code"].as_str()),
+        (1, Some("CLIENT_NOT_CONNECTED")),
+        "{err}"
+    );
+}

@@ -89,6 +89,10 @@ impl Setup {
     }
 }
 
+#[cfg_attr(
+    profilers_absent,
+    ignore = "needs the tools .ci/run installs (py-spy, viztracer, pytest, coverage, moto[server]): set FLAMEOX_PROFILERS_VENV"
+)]
 #[test]
 fn py_spy_captures_are_imported_as_speedscope_stacks() {
     let Some(bin) = profilers_bin() else { return };
@@ -100,6 +104,10 @@ fn py_spy_captures_are_imported_as_speedscope_stacks() {
     );
 }
 
+#[cfg_attr(
+    profilers_absent,
+    ignore = "needs the tools .ci/run installs (py-spy, viztracer, pytest, coverage, moto[server]): set FLAMEOX_PROFILERS_VENV"
+)]
 #[test]
 fn viztracer_captures_are_imported_as_chrome_traces() {
     let Some(bin) = profilers_bin() else { return };
@@ -115,6 +123,10 @@ fn viztracer_captures_are_imported_as_chrome_traces() {
     assert_eq!(runs["total"], 1);
 }
 
+#[cfg_attr(
+    profilers_absent,
+    ignore = "needs the tools .ci/run installs (py-spy, viztracer, pytest, coverage, moto[server]): set FLAMEOX_PROFILERS_VENV"
+)]
 #[test]
 fn an_interrupted_profile_is_quarantined_not_imported() {
     let Some(bin) = profilers_bin() else { return };

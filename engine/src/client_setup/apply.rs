@@ -204,9 +204,10 @@ fn write_edits(report: &mut SetupReport, state: &SetupState, stamp: &str) -> Res
     Ok(())
 }
 
-/// `--verify`: read-only. Every selected installed client's entry must be
-/// this launcher and complete an initialize; drift is reported, never
-/// repaired. Returns the report and whether everything held.
+/// `--verify`: read-only. Every connected client's entry (and every client
+/// named with `--client`) must be this launcher and complete an
+/// initialize; at least one must. Drift is reported, never repaired.
+/// Returns the report and whether everything held.
 pub fn verify(host: &Host, request: &SetupRequest) -> Result<(SetupReport, bool)> {
     let mut report = plan(host, request)?;
     report.operation = "verify";
@@ -229,11 +230,16 @@ pub fn verify(host: &Host, request: &SetupRequest) -> Result<(SetupReport, bool)
             edit.reason = Some(format!("launcher failed: {reason}"));
         }
     }
+    // Without --client, a client left unconnected is the user's choice,
+    // not a failure: only the entries that exist must hold. A client named
+    // with --client must be connected.
+    let named = !request.clients.is_empty();
     let ok = failures.is_empty()
-        && report
-            .edits
-            .iter()
-            .all(|e| matches!(e.action, EditAction::Unchanged | EditAction::Skip))
+        && report.edits.iter().all(|e| match e.action {
+            EditAction::Unchanged | EditAction::Skip => true,
+            EditAction::Absent => !named,
+            _ => false,
+        })
         && report.edits.iter().any(|e| e.verified.is_some());
     if !ok {
         report.next = vec![

@@ -135,7 +135,9 @@ pub(super) static OPERATIONS: &[Operation] = &[
 const NEIGHBOR_COLUMNS: &[super::Column] = &[
     col("weight", "weight", Cell::Measured),
     col("count", "count", Cell::Integer),
-    col("function", "function", Cell::Text),
+    col("frame", "frame", Cell::Frame),
+    col("function", "function", Cell::Function),
+    col("location", "function", Cell::Location),
 ];
 
 /// `run 0193…` or the artifact as asked.

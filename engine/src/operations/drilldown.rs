@@ -53,7 +53,7 @@ pub(super) static OPERATIONS: &[Operation] = &[
             Column {
                 header: "tid",
                 field: "tid",
-                cell: Cell::Integer,
+                cell: Cell::Id,
             },
             Column {
                 header: "thread",
@@ -97,7 +97,7 @@ pub(super) static OPERATIONS: &[Operation] = &[
             Column {
                 header: "tid",
                 field: "tid",
-                cell: Cell::Integer,
+                cell: Cell::Id,
             },
             Column {
                 header: "thread",

@@ -20,7 +20,7 @@ pub(super) static OPERATIONS: &[Operation] = &[Operation {
     rows: "items",
     columns: &[
         col("kind", "kind", Cell::Text),
-        col("id", "id", Cell::Text),
+        col("id", "id", Cell::Id),
         col("code", "code", Cell::Text),
         col("input", "input", Cell::Text),
         col("reason", "reason", Cell::Text),

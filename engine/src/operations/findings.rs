@@ -36,7 +36,7 @@ pub(super) static OPERATIONS: &[Operation] = &[
         run: Body::Query(run_list),
         rows: "items",
         columns: &[
-            col("finding", "finding_id", Cell::Text),
+            col("finding", "finding_id", Cell::Id),
             col("level", "level", Cell::Text),
             col("claim", "claim", Cell::Text),
             col("revision", "revision", Cell::Integer),

@@ -115,7 +115,7 @@ pub(super) static OPERATIONS: &[Operation] = &[
         run: Body::Query(run_list_runs),
         rows: "items",
         columns: &[
-            col("run", "run_id", Cell::Text),
+            col("run", "run_id", Cell::Id),
             col("created", "created_at", Cell::Text),
             col("extraction", "extraction", Cell::Text),
             col("events", "trace_events", Cell::Integer),
@@ -147,7 +147,7 @@ pub(super) static OPERATIONS: &[Operation] = &[
         run: Body::Query(run_list_artifacts),
         rows: "items",
         columns: &[
-            col("artifact", "artifact_id", Cell::Text),
+            col("artifact", "artifact_id", Cell::Id),
             col("kind", "kind", Cell::Text),
             col("size", "bytes", Cell::Bytes),
             col("name", "original_name", Cell::Text),

@@ -37,7 +37,7 @@ pub(super) static OPERATIONS: &[Operation] = &[
         run: Body::Query(run_list),
         rows: "items",
         columns: &[
-            col("investigation", "investigation_id", Cell::Text),
+            col("investigation", "investigation_id", Cell::Id),
             col("question", "question", Cell::Text),
             col("hypotheses", "hypotheses", Cell::Integer),
             col("created", "created_at", Cell::Text),

@@ -59,10 +59,29 @@ pub enum Group {
     Execute,
 }
 
+/// Arguments a global command-line option already sets, as (operation,
+/// argument, global flag): the command does not repeat them (one flag for
+/// one idea); MCP keeps them.
+pub const SET_BY_GLOBAL_OPTION: &[(&str, &str, &str)] =
+    &[("import_artifact", "timeout_seconds", "timeout")];
+
 /// How a person reads one column of an answer's rows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Cell {
+    /// Words: shortened in the middle when the table is wider than the
+    /// terminal.
     Text,
+    /// An identifier (a run or artifact id, a tid): whole, so it can be
+    /// pasted into the next command, and numbers without separators.
+    Id,
+    /// A frame key, shown by its first 8 characters: every frame argument
+    /// takes that prefix.
+    Frame,
+    /// The function of a frame's name (`fib` of `fib (/tmp/w.py:3)`).
+    Function,
+    /// Where a frame lives: `file:line` from its columns or its name, else
+    /// its module (the `field` is not read).
+    Location,
     Integer,
     /// Nanoseconds, shown as a duration.
     Duration,

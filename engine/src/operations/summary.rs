@@ -42,7 +42,7 @@ pub(super) static OPERATIONS: &[Operation] = &[Operation {
         Column {
             header: "tid",
             field: "tid",
-            cell: Cell::Integer,
+            cell: Cell::Id,
         },
         Column {
             header: "thread",

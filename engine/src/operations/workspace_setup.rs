@@ -10,7 +10,7 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::Value;
 
-use super::inventory::{ArtifactRequest, NoArguments};
+use super::inventory::NoArguments;
 use super::schema::input_schema;
 use super::session::{IMPORT_PHASES, REMOTE_IMPORT_PHASES, Session};
 use super::{
@@ -80,7 +80,7 @@ pub(super) static OPERATIONS: &[Operation] = &[
         name: "initialize_workspace",
         cli: &["init"],
         title: "Initialize workspace",
-        description: "Create the project's .flameox workspace (idempotent). Run once before any other tool.",
+        description: "Create the project's .flameox workspace (idempotent). Run once, before anything else.",
         group: Group::Additive,
         positional: &[],
         schema: input_schema::<InitArguments>,
@@ -119,10 +119,10 @@ pub(super) static OPERATIONS: &[Operation] = &[
         name: "get_native_viewer_plan",
         cli: &["open"],
         title: "Native viewer plan",
-        description: "How a person opens this artifact in its native viewer (Perfetto UI, speedscope).",
+        description: "How a person opens an artifact (or a run's one artifact) in its native viewer (Perfetto UI, speedscope).",
         group: Group::ReadOnly,
         positional: &["target"],
-        schema: input_schema::<ArtifactRequest>,
+        schema: input_schema::<ViewerRequest>,
         run: Body::Query(run_viewer_plan),
         rows: "",
         columns: &[],
@@ -182,9 +182,18 @@ fn run_capabilities<'a>(_s: &'a Session<'a>, args: Value) -> AnswerFuture<'a> {
     })
 }
 
+/// The artifact a viewer opens.
+#[derive(Debug, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ViewerRequest {
+    /// Artifact id (sha256:…), or a run of one artifact (latest, a run id or its prefix).
+    #[schemars(length(min = 1, max = 200))]
+    pub target: String,
+}
+
 fn run_viewer_plan<'a>(qc: &'a crate::services::QueryContext<'a>, args: Value) -> AnswerFuture<'a> {
     Box::pin(async move {
-        let r: ArtifactRequest = decode(args)?;
+        let r: ViewerRequest = decode(args)?;
         let plan = capabilities::viewer_plan(qc.ws, &r.target)?;
         let mut answer = Answer::new(
             format!("{} opens in {}", plan.artifact_id, plan.viewer),

@@ -209,8 +209,8 @@ fn references(
         };
         refs.compare_command = Some(format!(
             "flameox analyze compare {} {} --metric {} --polarity {polarity} --threshold {} --confidence {} --seed {}",
-            base.run_set_id,
             cand.run_set_id,
+            base.run_set_id,
             plan.primary_metric,
             plan.practical_threshold,
             plan.confidence_level,

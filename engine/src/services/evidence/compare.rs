@@ -1,4 +1,4 @@
-//! `analyze compare <baseline> <candidate>` / `compare_run_sets`: is the
+//! `analyze compare <candidate> <baseline>` / `compare_run_sets`: is the
 //! candidate run set faster than the baseline, and how sure is that?
 //!
 //! Estimand (`docs/recipes.md`): per block present in both sets, the

@@ -212,7 +212,7 @@ pub struct FrameRequest {
     /// Run id (or a unique prefix, or latest) or artifact id (sha256:…).
     #[schemars(length(min = 1, max = 200))]
     pub target: String,
-    /// Frame key from analyze_hotspots (rows[].frame) or an exact function name.
+    /// A frame: its key (a hotspot row's `frame`, whole or its first 8 characters) or its function's name.
     #[schemars(length(min = 1, max = 200))]
     pub frame: String,
     /// Only this thread: tid or exact name.
@@ -246,7 +246,7 @@ pub struct StackExamplesRequest {
     /// Run id (or a unique prefix, or latest) or artifact id (sha256:…).
     #[schemars(length(min = 1, max = 200))]
     pub target: String,
-    /// Frame key from analyze_hotspots (rows[].frame) or an exact function name.
+    /// A frame: its key (a hotspot row's `frame`, whole or its first 8 characters) or its function's name.
     #[schemars(length(min = 1, max = 200))]
     pub frame: String,
     /// Only this thread: tid or exact name.

@@ -48,7 +48,7 @@ pub struct InstancesRequest {
     /// Run id (UUID) or artifact id (sha256:…).
     #[schemars(length(min = 1, max = 200))]
     pub target: String,
-    /// Frame key (from hotspots or find_frames) or an exact function name.
+    /// A frame: its key (a hotspot row's `frame`, whole or its first 8 characters) or its function's name.
     #[schemars(length(min = 1, max = 200))]
     pub frame: String,
     /// Only this thread: a tid or an exact thread name (list_threads).

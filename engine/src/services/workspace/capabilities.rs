@@ -76,8 +76,9 @@ pub struct ViewerPlan {
     pub steps: Vec<String>,
 }
 
-pub fn viewer_plan(ws: &Workspace, artifact_id: &str) -> Result<ViewerPlan> {
-    let record = store::read_artifact(ws, artifact_id)?;
+pub fn viewer_plan(ws: &Workspace, target: &str) -> Result<ViewerPlan> {
+    let artifact_id = super::viewer::artifact_of(ws, target)?;
+    let record = store::read_artifact(ws, &artifact_id)?;
     let (viewer, steps) = match record.kind.as_str() {
         "chrome_json" | "perfetto_protobuf" => (
             "Perfetto UI",
@@ -87,7 +88,7 @@ pub fn viewer_plan(ws: &Workspace, artifact_id: &str) -> Result<ViewerPlan> {
                     "choose 'Open trace file' and pick {} (the original file)",
                     record.original_name
                 ),
-                "or run: flameox open <artifact-id> --launch".to_owned(),
+                format!("or run: flameox open {artifact_id} --launch"),
             ],
         ),
         "gecko_profile" => (

@@ -67,8 +67,9 @@ fn percent(text: &str) -> String {
 }
 
 /// What `--launch` would serve for `artifact_id`, or why it cannot.
-pub fn prepare_launch(ws: &Workspace, artifact_id: &str) -> Result<Launch> {
-    let record = store::read_artifact(ws, artifact_id)?;
+pub fn prepare_launch(ws: &Workspace, target: &str) -> Result<Launch> {
+    let artifact_id = artifact_of(ws, target)?;
+    let record = store::read_artifact(ws, &artifact_id)?;
     let (viewer, origin, port) = match record.kind.as_str() {
         "chrome_json" | "perfetto_protobuf" => {
             ("Perfetto UI", "https://ui.perfetto.dev", PERFETTO_UI_PORT)
@@ -177,6 +178,32 @@ fn answer(stream: TcpStream, launch: &Launch) -> io::Result<Option<u64>> {
             )?;
             Ok(None)
         }
+    }
+}
+
+/// The artifact a viewer opens for `target`: an artifact id as given, or
+/// the one artifact of a run (`latest`, a run id or its prefix). A run of
+/// several artifacts (ranks) is refused with their ids, one per viewer.
+pub fn artifact_of(ws: &Workspace, target: &str) -> Result<String> {
+    if target.starts_with("sha256:") || !crate::runs::is_run_reference(target) {
+        return Ok(target.to_owned());
+    }
+    let run = crate::runs::read_run(ws, target)?;
+    match run.artifacts.as_slice() {
+        [one] => Ok(one.artifact_id.clone()),
+        many => Err(crate::FlameoxError::invalid_argument(
+            "target",
+            format!(
+                "run {} has {} artifacts and a viewer opens one: name one of {}",
+                run.run_id,
+                many.len(),
+                many.iter()
+                    .take(8)
+                    .map(|a| a.artifact_id.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        )),
     }
 }
 
