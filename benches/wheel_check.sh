@@ -3,9 +3,9 @@
 # its version against server.json, report its sizes, drive the installed
 # `flameox mcp serve` with the stock Python MCP client, connect a client
 # with `flameox setup` (its MCP handshake included), and run it with uvx.
-# Usage: [WHEEL_PROFILE=dev] bash benches/wheel_check.sh WHEEL MCP_CLIENT_VENV UV
-# WHEEL_PROFILE is the cargo profile the wheel was built with (default
-# dist, what is released: stripped); .ci/run packages the dev build. The
+# Usage: [WHEEL_PROFILE=debug] bash benches/wheel_check.sh WHEEL MCP_CLIENT_VENV UV
+# WHEEL_PROFILE is the profile folder the wheel was built into (default
+# dist, what is released: stripped; the dev profile writes to debug); .ci/run packages the dev build. The
 # sizes of a dist wheel go to docs/install.md.
 set -euo pipefail
 wheel=$1 client_venv=$2 uv=$3
