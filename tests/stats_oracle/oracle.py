@@ -280,8 +280,23 @@ def compute():
     }
 
 
+# curve_fit's polished parameters move by ~1e-8 relative between machines with
+# the same SciPy (CI measured 5e-9 on `a`); the Rust test holds them to 1e-6..1e-5,
+# so the fixture is stale only when they move by more than 1e-7.
+OPTIMIZER_PATHS = (".offset_power_law.", )
+OPTIMIZER_KEYS = (".a", ".b", ".k")
+OPTIMIZER_REL_TOL = 1e-7
+
+
+def tolerance(path):
+    """Relative tolerance for one fixture value: float noise, or the optimizer's."""
+    if any(p in path for p in OPTIMIZER_PATHS) and path.endswith(OPTIMIZER_KEYS):
+        return OPTIMIZER_REL_TOL
+    return 1e-12
+
+
 def differences(expected, actual, path="$"):
-    """Paths where two JSON trees differ beyond float noise (1e-12 relative)."""
+    """Paths where two JSON trees differ beyond float noise (see `tolerance`)."""
     if isinstance(expected, dict) and isinstance(actual, dict):
         if expected.keys() != actual.keys():
             return [f"{path}: keys {sorted(expected)} vs {sorted(actual)}"]
@@ -292,7 +307,7 @@ def differences(expected, actual, path="$"):
         return [d for i, (e, a) in enumerate(zip(expected, actual))
                 for d in differences(e, a, f"{path}[{i}]")]
     if isinstance(expected, float) or isinstance(actual, float):
-        if not math.isclose(expected, actual, rel_tol=1e-12, abs_tol=1e-300):
+        if not math.isclose(expected, actual, rel_tol=tolerance(path), abs_tol=1e-300):
             return [f"{path}: {expected!r} vs {actual!r}"]
         return []
     return [] if expected == actual else [f"{path}: {expected!r} vs {actual!r}"]
