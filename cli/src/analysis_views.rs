@@ -66,13 +66,7 @@ pub(crate) fn hotspots(r: &HotspotsResult) -> String {
         &r.commit_id[..r.commit_id.len().min(12)],
     );
     if let Some(p) = &r.phase {
-        out += &format!(
-            "phase {}: {} from {} to {} ns\n",
-            p.name,
-            render::duration_ns(p.end_ns - p.start_ns),
-            p.start_ns,
-            p.end_ns
-        );
+        out += &render::phase_line(p);
     }
     let frames: Vec<FrameRow> = r.rows.iter().map(FrameRow::of).collect();
     let shape = FrameColumns::of(&frames);

@@ -124,6 +124,9 @@ pub enum Command {
     },
     /// The man page (roff) of every command, from the same command tree. Example: `flameox man > flameox.1`
     Man,
+    /// The worker process of a detached operation (started by `capture start`, never by hand).
+    #[command(hide = true, name = "detached-worker")]
+    DetachedWorker { operation_id: String },
     /// The MCP server over stdio. Example: `flameox mcp serve --project-root .`
     Mcp {
         #[command(subcommand)]

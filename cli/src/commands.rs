@@ -65,6 +65,10 @@ pub fn run(cli: Cli) -> Result<()> {
             })
         }
         Command::Mcp { action } => mcp_command(g, action),
+        Command::DetachedWorker { operation_id } => {
+            let ws = open(g)?;
+            flameox_engine::operations::run_detached_worker(&ws, &operation_id).map(|_| ())
+        }
         Command::Cluster { action } => cluster_command(action),
         Command::Setup(args) => crate::setup::setup_command(g, args),
         Command::Completions { shell } => {

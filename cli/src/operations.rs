@@ -34,6 +34,15 @@ fn set_by_global_option(op: &Operation, property: &str) -> bool {
         .any(|(name, argument, _)| *name == op.name && *argument == property)
 }
 
+/// Whether the command leaves this argument out: a global option sets it,
+/// or only an agent's session can fill it (a held plan id).
+fn left_out(op: &Operation, property: &str) -> bool {
+    set_by_global_option(op, property)
+        || flameox_engine::operations::SESSION_ONLY_ARGUMENTS
+            .iter()
+            .any(|(name, argument)| *name == op.name && *argument == property)
+}
+
 /// A description written once for both surfaces, in the terminal's words:
 /// an operation's MCP name (`compare_run_sets`) reads as its command
 /// (`flameox analyze compare`).
@@ -97,7 +106,7 @@ fn command_of(op: &'static Operation) -> Command {
         cmd = cmd.arg(arg);
     }
     for (property, rule) in props {
-        if op.positional.contains(&property.as_str()) || set_by_global_option(op, property) {
+        if op.positional.contains(&property.as_str()) || left_out(op, property) {
             continue;
         }
         let long = leak(flag_name(property));
@@ -277,7 +286,7 @@ fn arguments(op: &Operation, m: &ArgMatches) -> Result<Map<String, Value>> {
         return Ok(args);
     };
     for (property, rule) in props {
-        if set_by_global_option(op, property) {
+        if left_out(op, property) {
             continue;
         }
         let many = || -> Vec<Value> {

@@ -320,6 +320,27 @@ pub(crate) fn read<T: serde::de::DeserializeOwned>(
     })
 }
 
+/// `phase ProfilerStep#6: 4.43 ms, from 472 µs to 4.90 ms since the first
+/// event` (trace ns when the import recorded no time span; `--json` keeps
+/// the trace ns either way).
+pub fn phase_line(p: &flameox_engine::services::phase_window::PhaseScope) -> String {
+    let length = duration_ns(p.end_ns.saturating_sub(p.start_ns));
+    match p.trace_start_ns {
+        Some(first) => format!(
+            "phase {}: {length}, from {} to {} since the first event\n",
+            p.name,
+            duration_ns(p.start_ns.saturating_sub(first)),
+            duration_ns(p.end_ns.saturating_sub(first)),
+        ),
+        None => format!(
+            "phase {}: {length}, from {} to {} ns (trace time)\n",
+            p.name,
+            thousands(p.start_ns),
+            thousands(p.end_ns),
+        ),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -387,5 +408,24 @@ mod tests {
         t.row(vec!["a".into(), "10".into()]);
         t.row(vec!["bbb".into(), "2".into()]);
         assert_eq!(t.render(), "name   n\na     10\nbbb    2\n");
+    }
+
+    #[test]
+    fn a_phase_reads_in_time_since_the_first_event_when_the_trace_start_is_known() {
+        let mut p = flameox_engine::services::phase_window::PhaseScope {
+            name: "ProfilerStep#6".into(),
+            start_ns: 1_000_472_000,
+            end_ns: 1_004_900_000,
+            trace_start_ns: Some(1_000_000_000),
+        };
+        assert_eq!(
+            phase_line(&p),
+            "phase ProfilerStep#6: 4.43 ms, from 472 µs to 4.90 ms since the first event\n"
+        );
+        p.trace_start_ns = None;
+        assert_eq!(
+            phase_line(&p),
+            "phase ProfilerStep#6: 4.43 ms, from 1,000,472,000 to 1,004,900,000 ns (trace time)\n"
+        );
     }
 }

@@ -9,8 +9,9 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 use crate::{
-    analysis_views, capture, execution_view, experiment, gaps_memory_view, gpu_breakdown,
-    import_view, inventory_views, investigation_views, open, run_set_views, stack_views, workload,
+    analysis_views, capture, detached_view, execution_view, experiment, gaps_memory_view,
+    gpu_breakdown, import_view, inventory_views, investigation_views, open, run_set_views,
+    stack_views, workload,
 };
 
 /// The operation's answer as a person reads it (None: no view of its own).
@@ -43,6 +44,9 @@ pub(crate) fn render(operation: &str, result: &Value) -> Option<Result<String>> 
         "list_declared_workflows" => typed(result, workload::list),
         "get_declared_workflow" => workload::show(result),
         "plan_capture" => capture::plan_view(result),
+        "start_detached_capture" | "get_detached_capture" | "cancel_detached_capture" => {
+            detached_view::render(result)
+        }
         "plan_experiment" => typed(result, experiment::render_plan),
         "run_experiment" | "get_experiment" => typed(result, experiment::render_view),
         "list_experiment_trials" => typed(result, experiment::render_page),

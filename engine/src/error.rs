@@ -50,6 +50,11 @@ pub enum ErrorCode {
     /// An object store or URL could not be read: unreachable, refused the
     /// credentials, or failed mid-transfer (`retryable` when transient).
     RemoteSourceUnavailable,
+    /// No detached operation has this id in the workspace.
+    OperationNotFound,
+    /// An idempotency key that already started an operation was sent with
+    /// a different request: the key names that operation, not this request.
+    IdempotencyConflict,
     /// A policy refusal: the artifact lies outside what this caller may read
     /// (outside the project or temp root, or a symlink leading out of it).
     SensitiveArtifactRefused,
@@ -61,7 +66,8 @@ impl ErrorCode {
     pub fn exit_code(self) -> i32 {
         use ErrorCode::*;
         match self {
-            RunNotFound | FrameNotFound | MetricNotFound | ClientNotConnected | InternalError => 1,
+            RunNotFound | FrameNotFound | MetricNotFound | OperationNotFound
+            | ClientNotConnected | InternalError => 1,
             InvalidArguments | WorkspaceNotFound | InvalidCapturePlan => 2,
             CapabilityUnavailable => 3,
             ProcessFailed | RemoteSourceUnavailable => 4,
@@ -73,7 +79,7 @@ impl ErrorCode {
             | StorageQuotaExceeded
             | QueryBudgetExceeded => 5,
             ComparisonInvalid => 6,
-            WriteLockTimeout | RevisionConflict | StaleCursor => 7,
+            WriteLockTimeout | RevisionConflict | IdempotencyConflict | StaleCursor => 7,
             OperationCancelled | ProcessTimeout | ProcessCancelled => 8,
             SensitiveArtifactRefused | ExecutionRefused => 9,
         }

@@ -10,6 +10,7 @@ pub mod client_setup;
 pub mod cluster;
 pub mod config;
 pub mod cursor;
+pub mod detached;
 pub mod error;
 pub mod execution;
 pub mod fsutil;

@@ -31,6 +31,17 @@ pub async fn serve_stdio(options: ServerOptions, log_level: &str) -> Result<(), 
         .try_init();
     tracing::info!(project_root = %options.project_root.display(), "flameox MCP server starting");
     let server = FlameoxServer::new(options);
+    // Detached operations whose worker died while no server ran are ended
+    // now (their process trees too), so the first get reads a terminal state.
+    if let Ok(ws) = server.open_workspace() {
+        let recovered = flameox_engine::detached::recover_all(&ws);
+        if !recovered.is_empty() {
+            tracing::warn!(
+                ?recovered,
+                "detached operations left by dead workers were ended"
+            );
+        }
+    }
     let running = server
         .serve(rmcp::transport::stdio())
         .await

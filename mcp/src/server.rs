@@ -101,6 +101,11 @@ impl FlameoxServer {
         Workspace::open(&self.workspace_dir)
     }
 
+    /// The workspace this server serves, if it exists yet.
+    pub fn open_workspace(&self) -> Result<Workspace, FlameoxError> {
+        self.workspace()
+    }
+
     /// Runs one tool call to an envelope (public for in-process tests).
     pub async fn call(
         &self,

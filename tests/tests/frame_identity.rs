@@ -28,7 +28,7 @@ def fib(n):
     return n if n < 2 else fib(n - 1) + fib(n - 2)
 
 def main(scale):
-    rows = [[i, i + 1, i + 2] for i in range(300)]
+    rows = [[i, i + 1, i + 2] for i in range(2000)]
     for _ in range(5):
         normalize(rows * scale)
     for _ in range(3):

@@ -14,7 +14,7 @@ use serde_json::{Value, json};
 
 /// Bytes of the whole tool list as a client receives it (compact JSON).
 /// 52 KB since investigation memory (issue 28): seven tools at 51,580.
-const SURFACE_CEILING: usize = 56_500;
+const SURFACE_CEILING: usize = 59_500;
 /// Bytes of the `initialize` instructions.
 const INSTRUCTIONS_CEILING: usize = 640;
 /// Characters of any one tool description.
@@ -22,6 +22,7 @@ const DESCRIPTION_LIMIT: usize = 200;
 
 const READ_ONLY: &[&str] = &[
     "workspace_status",
+    "get_detached_capture",
     "validate_workspace",
     "list_capabilities",
     "list_runs",
@@ -67,7 +68,12 @@ const READ_ONLY: &[&str] = &[
 /// Mutating but non-executing and idempotent for an identical definition.
 const CONFIGURE: &[&str] = &["configure_workload"];
 /// Command-executing: destructive and open-world.
-const EXECUTE: &[&str] = &["execute_capture_plan", "run_experiment"];
+const EXECUTE: &[&str] = &[
+    "execute_capture_plan",
+    "run_experiment",
+    "start_detached_capture",
+    "cancel_detached_capture",
+];
 const ADDITIVE: &[&str] = &[
     "initialize_workspace",
     "import_artifact",

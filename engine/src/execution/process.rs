@@ -61,6 +61,9 @@ pub trait Supervision: Sync {
     fn cancelled(&self) -> bool {
         false
     }
+    /// The leader started as `pid` (its process group is `pid` too), so
+    /// whoever outlives a crashed supervisor can end the tree.
+    fn started(&self, _pid: i32) {}
 }
 
 /// Never cancels.
@@ -165,6 +168,7 @@ pub fn run_process(spec: &ProcessSpec, supervision: &dyn Supervision) -> Result<
         .remedy("check that argv[0] exists, is executable, and cwd exists")
     })?;
     let pid = child.id() as i32;
+    supervision.started(pid);
     let stdout = child
         .stdout
         .take()

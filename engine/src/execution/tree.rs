@@ -38,6 +38,26 @@ pub fn parse_stat(text: &str) -> Option<(i32, u64, char)> {
     Some((pgrp, rss, state))
 }
 
+/// When process `pid` started (field 22 of `/proc/<pid>/stat`, clock
+/// ticks since boot): with the pid, an identity no later process shares,
+/// so a recorded process is never mistaken for one that reused its pid.
+pub fn start_ticks(pid: i32) -> Option<u64> {
+    let text = fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let after = &text[text.rfind(')')? + 1..];
+    // After `)`: [0] is field 3, so field 22 is [19].
+    after.split_whitespace().nth(19)?.parse().ok()
+}
+
+/// Whether the process recorded as (`pid`, `ticks`) is still running (a
+/// zombie is not).
+pub fn same_process_alive(pid: i32, ticks: u64) -> bool {
+    let Ok(text) = fs::read_to_string(format!("/proc/{pid}/stat")) else {
+        return false;
+    };
+    let state = parse_stat(&text).map(|(_, _, state)| state);
+    start_ticks(pid) == Some(ticks) && state.is_some_and(|s| s != 'Z' && s != 'X')
+}
+
 /// Sums RSS over the live members of process group `pgid`.
 pub fn sample_group(pgid: i32, page_size: u64) -> TreeSample {
     let mut sample = TreeSample::default();
@@ -103,5 +123,14 @@ mod tests {
         let sample = sample_group(own, page_size());
         assert!(sample.processes >= 1 && sample.rss_bytes > 0, "{sample:?}");
         assert!(group_alive(own));
+    }
+
+    #[test]
+    fn a_process_is_known_by_its_pid_and_start_time() {
+        let pid = std::process::id() as i32;
+        let ticks = start_ticks(pid).expect("own start time");
+        assert!(same_process_alive(pid, ticks));
+        assert!(!same_process_alive(pid, ticks + 1));
+        assert!(!same_process_alive(i32::MAX, ticks));
     }
 }

@@ -189,7 +189,11 @@ fn check_value(rule: &Value, value: &Value) -> Option<String> {
         if let Some(min) = rule.get("minLength").and_then(Value::as_u64)
             && len < min
         {
-            return Some("must not be empty".into());
+            return Some(if min <= 1 {
+                "must not be empty".into()
+            } else {
+                format!("shorter than {min} characters")
+            });
         }
         if let Some(allowed) = rule.get("enum").and_then(Value::as_array)
             && !allowed.iter().any(|a| a == value)

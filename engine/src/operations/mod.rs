@@ -14,6 +14,7 @@ pub mod arguments;
 pub mod budget;
 pub mod command_line;
 mod declare;
+mod detached;
 mod drilldown;
 mod execution;
 mod experiments;
@@ -44,6 +45,7 @@ use crate::services::inventory::ARTIFACTS_LISTED;
 pub use session::Session;
 
 pub use declare::docs_table;
+pub use detached::run_detached_worker;
 
 /// Annotation groups (`interfaces.md`): what a call may change.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -64,6 +66,11 @@ pub enum Group {
 /// one idea); MCP keeps them.
 pub const SET_BY_GLOBAL_OPTION: &[(&str, &str, &str)] =
     &[("import_artifact", "timeout_seconds", "timeout")];
+
+/// Arguments only an agent's session can fill, as (operation, argument):
+/// a plan id lives in one server's memory, so a command (one process)
+/// never holds one. The command leaves them out; MCP keeps them.
+pub const SESSION_ONLY_ARGUMENTS: &[(&str, &str)] = &[("start_detached_capture", "plan_id")];
 
 /// How a person reads one column of an answer's rows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -346,6 +353,7 @@ pub fn catalog() -> &'static [Operation] {
             .chain(failures::OPERATIONS)
             .chain(execution::OPERATIONS)
             .chain(workloads::OPERATIONS)
+            .chain(detached::OPERATIONS)
             .chain(experiments::OPERATIONS)
             .chain(investigations::OPERATIONS)
             .chain(findings::OPERATIONS)

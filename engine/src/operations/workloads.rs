@@ -14,12 +14,12 @@ use super::inventory::NoArguments;
 use super::schema::input_schema;
 use super::session::{CAPTURE_PHASES, Session};
 use super::{Answer, AnswerFuture, Body, Group, Operation, decode, to_value};
-use crate::error::{ErrorCode, FlameoxError, Result};
+use crate::error::{FlameoxError, Result};
 use crate::project::WorkloadDef;
 use crate::project::edit::{ConfigureRequest, Operation as Edit, configure_workload};
 use crate::services::QueryContext;
 use crate::services::capture::{CaptureRequest, plan_capture};
-use crate::services::capture_run::{CaptureResult, execute_capture};
+use crate::services::capture_run::{execute_capture, interrupted};
 use crate::services::workloads;
 
 /// Which declarations a listing holds.
@@ -333,24 +333,6 @@ fn run_plan<'a>(s: &'a Session<'a>, args: Value) -> AnswerFuture<'a> {
             }),
         ))
     })
-}
-
-/// The error a capture that did not complete becomes (the run is recorded).
-fn interrupted(result: &CaptureResult) -> Option<FlameoxError> {
-    let code = match result.status.as_str() {
-        "timed_out" => ErrorCode::ProcessTimeout,
-        "cancelled" => ErrorCode::ProcessCancelled,
-        _ => return None,
-    };
-    let message = format!(
-        "the workload {}; its process tree was killed and the run recorded",
-        result.status.replace('_', " ")
-    );
-    Some(
-        FlameoxError::new(code, message)
-            .with_run(result.run_id.clone())
-            .detail("result", serde_json::to_value(result).unwrap_or_default()),
-    )
 }
 
 /// `execute_capture_plan`: consume the plan, then run it off the async runtime.

@@ -29,7 +29,9 @@ pub use query::{
     analyze, frame_instances, gpu, gpu_breakdown, gpu_gaps, measurements, memory, phase_window,
     pytorch, summary, summary_gpu, threads, views, window_count,
 };
-pub use workload_capture::{adapters, capture, capture_outputs, capture_run, plans, workloads};
+pub use workload_capture::{
+    adapters, capture, capture_outputs, capture_run, detached_capture, plans, workloads,
+};
 pub use workspace::{capabilities, inventory, viewer};
 
 use std::sync::Arc;

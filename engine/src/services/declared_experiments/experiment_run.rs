@@ -49,6 +49,9 @@ impl ImportProgress for TrialProgress<'_> {
     fn cancelled(&self) -> bool {
         self.0.cancelled()
     }
+    fn process_started(&self, pid: i32) {
+        self.0.process_started(pid);
+    }
 }
 
 fn failure_of(result: &CaptureResult) -> Option<String> {

@@ -95,6 +95,9 @@ impl ImportProgress for DeadlineProgress<'_> {
     fn steps(&self, done: u64, total: u64) {
         self.inner.steps(done, total);
     }
+    fn process_started(&self, pid: i32) {
+        self.inner.process_started(pid);
+    }
     fn cancelled(&self) -> bool {
         if self.inner.cancelled() {
             return true;

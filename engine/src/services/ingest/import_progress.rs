@@ -12,6 +12,8 @@ pub trait ImportProgress: Sync {
     fn cancelled(&self) -> bool {
         false
     }
+    /// A workload process tree started with leader (and group) `pid`.
+    fn process_started(&self, _pid: i32) {}
 }
 
 /// Reports nothing, never cancels.

@@ -17,6 +17,11 @@ pub struct PhaseScope {
     pub name: String,
     pub start_ns: i64,
     pub end_ns: i64,
+    /// The first event of the scoped artifacts (trace ns), so a reader can
+    /// say where in the trace the phase lies; absent when no import
+    /// recorded a time span.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trace_start_ns: Option<i64>,
 }
 
 /// The time a drill-down covered, said in its answer (all absent for the
@@ -73,10 +78,17 @@ pub(crate) async fn phase_window(
     if let Some((start_ns, end_ns)) =
         run_budgeted(session, phase_span(&session.ctx, &artifacts, phase)).await?
     {
+        let trace_start_ns = scope
+            .artifact_ids
+            .iter()
+            .flat_map(|a| session.snapshot.generations_for(a))
+            .filter_map(|g| g.summary.time_span_ns.map(|(first, _)| first))
+            .min();
         return Ok(PhaseScope {
             name: phase.to_owned(),
             start_ns,
             end_ns,
+            trace_start_ns,
         });
     }
     let names = run_budgeted(session, phase_names(&session.ctx, &artifacts, NAMES_READ)).await?;

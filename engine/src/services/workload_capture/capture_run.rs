@@ -71,6 +71,9 @@ impl Supervision for Cancellation<'_> {
     fn cancelled(&self) -> bool {
         self.0.cancelled()
     }
+    fn started(&self, pid: i32) {
+        self.0.process_started(pid);
+    }
 }
 
 fn head(out: &CapturedOutput) -> String {
@@ -84,6 +87,24 @@ fn stream(out: &CapturedOutput) -> StreamReceipt {
         kept_bytes: out.bytes.len() as u64,
         truncated: out.truncated,
     }
+}
+
+/// The error a capture that did not complete becomes (the run is recorded).
+pub fn interrupted(result: &CaptureResult) -> Option<FlameoxError> {
+    let code = match result.status.as_str() {
+        "timed_out" => ErrorCode::ProcessTimeout,
+        "cancelled" => ErrorCode::ProcessCancelled,
+        _ => return None,
+    };
+    let message = format!(
+        "the workload {}; its process tree was killed and the run recorded",
+        result.status.replace('_', " ")
+    );
+    Some(
+        FlameoxError::new(code, message)
+            .with_run(result.run_id.clone())
+            .detail("result", serde_json::to_value(result).unwrap_or_default()),
+    )
 }
 
 /// Refuses a plan whose bound inputs changed since it was made.

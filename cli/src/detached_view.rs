@@ -1,0 +1,78 @@
+//! The terminal's view of a detached capture: where it stands, its run
+//! when done, why it ended otherwise, and the command to run next.
+
+use flameox_engine::error::Result;
+use flameox_engine::operations::command_line::command_line;
+use serde_json::Value;
+
+use crate::render::{bytes, duration_ns};
+
+/// `capture start|status|cancel`: the operation as a person reads it.
+pub(crate) fn render(result: &Value) -> Result<String> {
+    let text = |key: &str| result[key].as_str().unwrap_or("").to_owned();
+    let id = text("operation_id");
+    let status = text("status");
+    let mut out = String::new();
+    if result["reconnected"] == Value::Bool(true) {
+        out += "reconnected to the operation this idempotency key started\n";
+    }
+    let percent = result["percent"]
+        .as_f64()
+        .filter(|_| matches!(status.as_str(), "queued" | "running"))
+        .map(|p| format!(" ({p:.0} %)"))
+        .unwrap_or_default();
+    let running = status == "queued" || status == "running";
+    if running {
+        out += &format!("capture {id} {status}: {}{percent}\n", text("phase"));
+    } else {
+        out += &format!("capture {id} {status}\n");
+    }
+    out += &format!("  started {}", text("created_at"));
+    match result["finished_at"].as_str() {
+        Some(end) => out += &format!(", ended {end}\n"),
+        None => out += &format!(", updated {}\n", text("updated_at")),
+    }
+    if let Some(items) = result["items"].as_array() {
+        for item in items {
+            let run = item["run_id"].as_str().unwrap_or("no run");
+            out += &format!(
+                "  {}: {} (run {run})",
+                item["item"].as_str().unwrap_or("item"),
+                item["status"].as_str().unwrap_or("")
+            );
+            if let Some(detail) = item["detail"].as_str() {
+                out += &format!("; {detail}");
+            }
+            out.push('\n');
+        }
+    }
+    let receipt = &result["receipt"];
+    if receipt.is_object() {
+        let exit = receipt["exit_code"]
+            .as_i64()
+            .map_or_else(|| "none".to_owned(), |c| c.to_string());
+        out += &format!(
+            "  exit {exit}, wall {}, CPU {}, peak RSS {}\n",
+            duration_ns(receipt["wall_time_ns"].as_i64().unwrap_or(0)),
+            duration_ns(receipt["cpu_time_ns"].as_i64().unwrap_or(0)),
+            bytes(receipt["peak_rss_bytes"].as_u64().unwrap_or(0))
+        );
+    }
+    let cancellation = &result["cancellation"];
+    if let Some(at) = cancellation["requested_at"].as_str() {
+        out += &format!(
+            "  cancel asked {at}; cleanup: {}\n",
+            cancellation["cleanup"].as_str().unwrap_or("pending")
+        );
+    }
+    if let Some(message) = result["error"]["message"].as_str() {
+        out += &format!("  why: {message}\n");
+    }
+    if let Some(tool) = result["next"]["tool"].as_str() {
+        out += &format!(
+            "next: {}\n",
+            command_line(tool, &result["next"]["arguments"])
+        );
+    }
+    Ok(out)
+}
