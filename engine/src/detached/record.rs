@@ -219,7 +219,8 @@ impl OperationRecord {
         self.status = status;
         let now = now_rfc3339();
         self.finished_at = Some(now.clone());
-        if status == OperationStatus::Completed {
+        // The work may have reported `completed` itself: one entry, not two.
+        if status == OperationStatus::Completed && self.phase != "completed" {
             self.enter("completed", Some(100.0));
         }
         self.updated_at = now;
@@ -330,6 +331,9 @@ mod tests {
         assert_eq!(r.percent, Some(54.5));
         r.finish(OperationStatus::Completed);
         assert_eq!(r.percent, Some(100.0));
+        let entries = r.progress.len();
+        r.finish(OperationStatus::Completed);
+        assert_eq!(r.progress.len(), entries, "completed is entered once");
         assert!(r.status.is_terminal() && r.finished_at.is_some());
     }
 

@@ -193,9 +193,7 @@ pub fn run_worker(
             record.receipt = Some(done.receipt);
             record.items = done.items;
             record.error = done.error;
-            if record.status == OperationStatus::Cancelled
-                || done.status == OperationStatus::Cancelled
-            {
+            if done.status == OperationStatus::Cancelled {
                 record.cancellation.cleanup = Some("process_tree_killed".into());
             }
             record.finish(done.status);
