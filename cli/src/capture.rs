@@ -11,6 +11,7 @@ use std::io::IsTerminal;
 
 use flameox_engine::FlameoxError;
 use flameox_engine::error::{ErrorCode, Result};
+use flameox_engine::operations::command_line::command_line;
 use flameox_engine::services::capabilities::Capabilities;
 use flameox_engine::services::capture::{CapturePlan, CaptureRequest, plan_capture};
 use flameox_engine::services::capture_run::{CaptureResult, execute_capture};
@@ -32,11 +33,16 @@ pub(crate) fn parse_param_pairs(pairs: &[String]) -> Result<BTreeMap<String, Val
 pub(crate) fn plan_view(answer: &Value) -> Result<String> {
     let plan: CapturePlan = serde_json::from_value(answer["plan"].clone())
         .map_err(|e| FlameoxError::internal(format!("reading the plan back: {e}")))?;
-    Ok(render_plan(&plan)
-        + &format!(
-            "next: flameox capture run {} --adapter {}\n",
+    let next = match answer["next"]["tool"].as_str() {
+        Some(tool) if tool != "execute_capture_plan" => {
+            command_line(tool, &answer["next"]["arguments"])
+        }
+        _ => format!(
+            "flameox capture run {} --adapter {}",
             plan.request.workload, plan.request.adapter
-        ))
+        ),
+    };
+    Ok(render_plan(&plan) + &format!("next: {next}\n"))
 }
 
 fn render_plan(p: &CapturePlan) -> String {
@@ -172,21 +178,31 @@ pub(crate) fn capture_dispatch(g: &GlobalOptions, action: CaptureCommand) -> Res
 /// The terminal's view of `list_capabilities`: adapters (passive) and the
 /// formats extracted.
 pub(crate) fn capabilities_view(c: &Capabilities) -> String {
-    {
-        let mut t = Table::new(&["adapter", "available", "why"], &[]);
-        for a in &c.adapters {
-            t.row(vec![
-                a.name.clone(),
-                a.available.to_string(),
-                cut(&a.reason, 70),
-            ]);
-        }
-        let readable: Vec<&str> = c
-            .formats
-            .iter()
-            .filter(|f| f.extract)
-            .map(|f| f.kind.as_str())
-            .collect();
-        t.render() + &format!("formats extracted: {}\n", readable.join(", "))
+    let mut t = Table::new(&["adapter", "available", "version", "from", "why"], &[]);
+    for a in &c.adapters {
+        t.row(vec![
+            a.name.clone(),
+            a.available.to_string(),
+            a.version.clone().unwrap_or_else(|| "-".into()),
+            a.provisioning.replace('_', " "),
+            cut(&a.reason, 60),
+        ]);
     }
+    let readable: Vec<&str> = c
+        .formats
+        .iter()
+        .filter(|f| f.extract)
+        .map(|f| f.kind.as_str())
+        .collect();
+    let mut out = t.render();
+    if c.mode == "passive" {
+        out += "versions: flameox capabilities --refresh runs each adapter's version probe\n";
+    }
+    for action in &c.setup_adapters {
+        out += &format!(
+            "{} can be installed ({}): flameox capability-setup start {} --idempotency-key <your key>\n",
+            action.adapter, action.requirement, action.adapter
+        );
+    }
+    out + &format!("formats extracted: {}\n", readable.join(", "))
 }

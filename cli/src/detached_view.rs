@@ -1,5 +1,6 @@
-//! The terminal's view of a detached capture: where it stands, its run
-//! when done, why it ended otherwise, and the command to run next.
+//! The terminal's view of a detached operation (a capture, a capability
+//! setup): where it stands, its run or its installs when done, why it
+//! ended otherwise, and the command to run next.
 
 use flameox_engine::error::Result;
 use flameox_engine::operations::command_line::command_line;
@@ -7,7 +8,8 @@ use serde_json::Value;
 
 use crate::render::{bytes, duration_ns};
 
-/// `capture start|status|cancel`: the operation as a person reads it.
+/// `capture start|status|cancel`, `capability-setup start|status|cancel`:
+/// the operation as a person reads it.
 pub(crate) fn render(result: &Value) -> Result<String> {
     let text = |key: &str| result[key].as_str().unwrap_or("").to_owned();
     let id = text("operation_id");
@@ -22,10 +24,15 @@ pub(crate) fn render(result: &Value) -> Result<String> {
         .map(|p| format!(" ({p:.0} %)"))
         .unwrap_or_default();
     let running = status == "queued" || status == "running";
-    if running {
-        out += &format!("capture {id} {status}: {}{percent}\n", text("phase"));
+    let label = match text("kind").as_str() {
+        "capability_setup" => "capability setup",
+        "capture" => "capture",
+        _ => "operation",
+    };
+    if running && text("phase") != status {
+        out += &format!("{label} {id} {status}: {}{percent}\n", text("phase"));
     } else {
-        out += &format!("capture {id} {status}\n");
+        out += &format!("{label} {id} {status}{percent}\n");
     }
     out += &format!("  started {}", text("created_at"));
     match result["finished_at"].as_str() {
@@ -34,12 +41,16 @@ pub(crate) fn render(result: &Value) -> Result<String> {
     }
     if let Some(items) = result["items"].as_array() {
         for item in items {
-            let run = item["run_id"].as_str().unwrap_or("no run");
             out += &format!(
-                "  {}: {} (run {run})",
+                "  {}: {}",
                 item["item"].as_str().unwrap_or("item"),
                 item["status"].as_str().unwrap_or("")
             );
+            if let Some(run) = item["run_id"].as_str() {
+                out += &format!(" (run {run})");
+            } else if label == "capture" {
+                out += " (no run)";
+            }
             if let Some(detail) = item["detail"].as_str() {
                 out += &format!("; {detail}");
             }
@@ -47,7 +58,19 @@ pub(crate) fn render(result: &Value) -> Result<String> {
         }
     }
     let receipt = &result["receipt"];
-    if receipt.is_object() {
+    for check in receipt["verification"].as_array().into_iter().flatten() {
+        out += &format!(
+            "  {} {}: {}\n",
+            check["adapter"].as_str().unwrap_or("adapter"),
+            check["version"].as_str().unwrap_or("(no version)"),
+            if check["verified"] == Value::Bool(true) {
+                "verified by its version probe"
+            } else {
+                "not verified"
+            }
+        );
+    }
+    if receipt.get("wall_time_ns").is_some() {
         let exit = receipt["exit_code"]
             .as_i64()
             .map_or_else(|| "none".to_owned(), |c| c.to_string());

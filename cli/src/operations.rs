@@ -164,7 +164,7 @@ fn command_of(op: &'static Operation) -> Command {
             FlagValue::Path => arg
                 .value_name(flag.value_name)
                 .value_parser(clap::value_parser!(std::path::PathBuf)),
-            FlagValue::Switch => arg.action(ArgAction::SetTrue),
+            FlagValue::Switch | FlagValue::Sets { .. } => arg.action(ArgAction::SetTrue),
             FlagValue::Seconds => arg
                 .value_name(flag.value_name)
                 .value_parser(clap::value_parser!(u64)),
@@ -335,6 +335,13 @@ fn arguments(op: &Operation, m: &ArgMatches) -> Result<Map<String, Value>> {
         };
         if let Some(v) = value {
             args.insert(property.clone(), v);
+        }
+    }
+    for flag in op.terminal {
+        if let FlagValue::Sets { argument, value } = flag.value
+            && m.get_flag(flag.name)
+        {
+            args.insert(argument.to_owned(), Value::String(value.to_owned()));
         }
     }
     Ok(args)

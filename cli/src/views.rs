@@ -44,9 +44,12 @@ pub(crate) fn render(operation: &str, result: &Value) -> Option<Result<String>> 
         "list_declared_workflows" => typed(result, workload::list),
         "get_declared_workflow" => workload::show(result),
         "plan_capture" => capture::plan_view(result),
-        "start_detached_capture" | "get_detached_capture" | "cancel_detached_capture" => {
-            detached_view::render(result)
-        }
+        "start_detached_capture"
+        | "get_detached_capture"
+        | "cancel_detached_capture"
+        | "start_capability_setup"
+        | "get_capability_setup"
+        | "cancel_capability_setup" => detached_view::render(result),
         "plan_experiment" => typed(result, experiment::render_plan),
         "run_experiment" | "get_experiment" => typed(result, experiment::render_view),
         "list_experiment_trials" => typed(result, experiment::render_page),

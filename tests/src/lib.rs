@@ -3,6 +3,7 @@
 
 pub mod golden_experiment;
 pub mod nsight_export;
+pub mod package_index;
 pub mod s3_server;
 pub mod workloads;
 

@@ -200,6 +200,7 @@ pub(crate) fn retry_for(record: &OperationRecord) -> RetryNewOperation {
 fn start_tool(kind: &str) -> &'static str {
     match kind {
         "experiment" => "start_detached_experiment",
+        "capability_setup" => "start_capability_setup",
         _ => "start_detached_capture",
     }
 }

@@ -199,8 +199,13 @@ pub fn run_worker(
             record.finish(done.status);
         }
         Err(err) => {
+            let status = if err.code == ErrorCode::OperationCancelled {
+                OperationStatus::Cancelled
+            } else {
+                OperationStatus::Failed
+            };
             record.error = Some(err);
-            record.finish(OperationStatus::Failed);
+            record.finish(status);
         }
     }
     if record.status != OperationStatus::Completed {

@@ -55,6 +55,17 @@ pub fn resolve_program(program: &str) -> Option<PathBuf> {
         .find(|candidate| is_executable(candidate))
 }
 
+/// [`resolve_program`] for a workload that runs in `dir`: a relative path
+/// with a `/` (`.venv/bin/python`) is taken from `dir`, as the workload's
+/// own exec would, and returned absolute.
+pub fn resolve_program_in(program: &str, dir: &Path) -> Option<PathBuf> {
+    if program.contains('/') && Path::new(program).is_relative() {
+        let path = dir.join(program);
+        return is_executable(&path).then_some(path);
+    }
+    resolve_program(program)
+}
+
 fn is_executable(path: &Path) -> bool {
     use std::os::unix::fs::PermissionsExt;
     std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)

@@ -3,6 +3,8 @@
 //! progress, the run when done) and cancel (process tree ended, complete
 //! outputs kept, incomplete ones quarantined, terminal state published).
 //! The work runs in a worker process that outlives the server and client.
+//! The answer of every detached kind (capture, capability setup) is made
+//! here, so all long operations read alike.
 
 use std::collections::BTreeMap;
 
@@ -16,6 +18,7 @@ use super::workloads::AdapterName;
 use super::{Answer, AnswerFuture, Body, Group, Operation, decode};
 use crate::detached::{self, OperationRecord, OperationStatus};
 use crate::error::{FlameoxError, Result};
+use crate::services::capability_setup::setup::SETUP_KIND;
 use crate::services::detached_capture::{CAPTURE_KIND, DetachedCapture, start_detached_capture};
 
 /// What `start_detached_capture` asks.
@@ -38,11 +41,23 @@ pub struct StartCaptureRequest {
     pub parameters: Option<BTreeMap<String, Value>>,
 }
 
-/// What `get_detached_capture` and `cancel_detached_capture` ask.
+/// What a detached operation's get tool asks.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct GetOperationRequest {
+    /// operation_id from the start tool.
+    #[schemars(length(min = 35, max = 35))]
+    pub operation_id: String,
+    /// Wait up to this long for the operation to end before answering (default 0).
+    #[schemars(range(min = 0, max = 30))]
+    pub wait_seconds: Option<f64>,
+}
+
+/// What a detached operation's cancel tool asks.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct OperationRequest {
-    /// operation_id from start_detached_capture.
+    /// operation_id from the start tool.
     #[schemars(length(min = 35, max = 35))]
     pub operation_id: String,
 }
@@ -68,7 +83,7 @@ pub(super) static OPERATIONS: &[Operation] = &[
         description: "A detached capture's status, phase, progress and, when done, its run and receipt.",
         group: Group::ReadOnly,
         positional: &["operation_id"],
-        schema: input_schema::<OperationRequest>,
+        schema: input_schema::<GetOperationRequest>,
         run: Body::Session(run_get),
         rows: "",
         columns: &[],
@@ -95,12 +110,16 @@ fn view(record: &OperationRecord, reconnected: Option<bool>) -> Value {
     let run_id = record.items.iter().find_map(|i| i.run_id.clone());
     let next = match (record.status, &run_id) {
         (s, _) if !s.is_terminal() => json!({
-            "tool": "get_detached_capture",
-            "arguments": { "operation_id": record.operation_id },
+            "tool": get_tool(&record.kind),
+            "arguments": { "operation_id": record.operation_id, "wait_seconds": 20 },
         }),
         (OperationStatus::Completed, Some(run)) => json!({
             "tool": "summarize_target",
             "arguments": { "target": run },
+        }),
+        (OperationStatus::Completed, None) if record.kind == SETUP_KIND => json!({
+            "tool": "list_capabilities",
+            "arguments": { "mode": "active_cached" },
         }),
         _ => match &record.retry_new_operation {
             Some(r) => json!({ "tool": r.tool, "arguments": r.arguments }),
@@ -145,30 +164,55 @@ fn view(record: &OperationRecord, reconnected: Option<bool>) -> Value {
     out
 }
 
+/// The get tool of each detached kind.
+fn get_tool(kind: &str) -> &'static str {
+    match kind {
+        SETUP_KIND => "get_capability_setup",
+        _ => "get_detached_capture",
+    }
+}
+
+/// How an answer names the kind.
+fn kind_label(kind: &str) -> &'static str {
+    match kind {
+        SETUP_KIND => "capability setup",
+        "experiment" => "experiment",
+        _ => "capture",
+    }
+}
+
 fn summary(record: &OperationRecord) -> String {
     let id = &record.operation_id;
+    let label = kind_label(&record.kind);
     match record.status {
         OperationStatus::Queued | OperationStatus::Running => {
             let percent = record
                 .percent
                 .map(|p| format!(" ({p:.0} %)"))
                 .unwrap_or_default();
-            format!(
-                "capture {id} {}: {}{percent}",
-                record.status.word(),
-                record.phase
-            )
+            if record.phase == record.status.word() {
+                format!("{label} {id} {}{percent}", record.status.word())
+            } else {
+                format!(
+                    "{label} {id} {}: {}{percent}",
+                    record.status.word(),
+                    record.phase
+                )
+            }
         }
-        OperationStatus::Completed => {
-            let run = record
-                .items
-                .iter()
-                .find_map(|i| i.run_id.as_deref())
-                .unwrap_or("?");
-            format!("capture {id} completed: run {run}")
-        }
+        OperationStatus::Completed => match record.items.iter().find_map(|i| i.run_id.as_deref()) {
+            Some(run) => format!("{label} {id} completed: run {run}"),
+            None => {
+                let items: Vec<String> = record
+                    .items
+                    .iter()
+                    .map(|i| format!("{} {}", i.item, i.status))
+                    .collect();
+                format!("{label} {id} completed: {}", items.join(", "))
+            }
+        },
         OperationStatus::Failed | OperationStatus::Cancelled => format!(
-            "capture {id} {}: {}",
+            "{label} {id} {}: {}",
             record.status.word(),
             record
                 .error
@@ -177,6 +221,15 @@ fn summary(record: &OperationRecord) -> String {
                 .unwrap_or("no receipt")
         ),
     }
+}
+
+/// A start's answer: the operation, saying when its key reconnected.
+pub(super) fn started_answer(started: &detached::Started) -> Answer {
+    let mut answer = answer(&started.record, Some(started.reconnected));
+    if started.reconnected {
+        answer.summary = format!("reconnected: {}", answer.summary);
+    }
+    answer
 }
 
 fn answer(record: &OperationRecord, reconnected: Option<bool>) -> Answer {
@@ -199,11 +252,7 @@ fn run_start<'a>(s: &'a Session<'a>, args: Value) -> AnswerFuture<'a> {
             parameters: r.parameters.unwrap_or_default(),
         };
         let started = start_detached_capture(&ws, s.plans, &req, &detached::spawn_worker)?;
-        let mut answer = answer(&started.record, Some(started.reconnected));
-        if started.reconnected {
-            answer.summary = format!("reconnected: {}", answer.summary);
-        }
-        Ok(answer)
+        Ok(started_answer(&started))
     })
 }
 
@@ -212,24 +261,54 @@ fn operation_id(args: Value) -> Result<String> {
     Ok(r.operation_id)
 }
 
-fn run_get<'a>(s: &'a Session<'a>, args: Value) -> AnswerFuture<'a> {
-    Box::pin(async move {
-        let id = operation_id(args)?;
-        let ws = s.workspace()?;
-        let record = detached::get(&ws, &id, CAPTURE_KIND)?;
-        Ok(answer(&record, None))
+/// A get of a detached operation of `kind`, waiting up to `wait_seconds`
+/// for it to end.
+pub(super) async fn get_answer(s: &Session<'_>, args: Value, kind: &'static str) -> Result<Answer> {
+    let r: GetOperationRequest = decode(args)?;
+    let wait = r.wait_seconds.unwrap_or(0.0);
+    if !(0.0..=30.0).contains(&wait) {
+        return Err(FlameoxError::invalid_argument(
+            "wait_seconds",
+            "between 0 and 30 seconds",
+        ));
+    }
+    let ws = s.workspace()?;
+    let id = r.operation_id;
+    let record = tokio::task::spawn_blocking(move || {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs_f64(wait);
+        loop {
+            let record = detached::get(&ws, &id, kind)?;
+            if record.status.is_terminal() || std::time::Instant::now() >= deadline {
+                return Ok::<_, FlameoxError>(record);
+            }
+            std::thread::sleep(std::time::Duration::from_millis(100));
+        }
     })
+    .await
+    .map_err(|e| FlameoxError::internal(format!("get task failed: {e}")))??;
+    Ok(answer(&record, None))
+}
+
+/// A cancel of a detached operation of `kind`.
+pub(super) async fn cancel_answer(
+    s: &Session<'_>,
+    args: Value,
+    kind: &'static str,
+) -> Result<Answer> {
+    let id = operation_id(args)?;
+    let ws = s.workspace()?;
+    let record = tokio::task::spawn_blocking(move || detached::cancel(&ws, &id, kind))
+        .await
+        .map_err(|e| FlameoxError::internal(format!("cancel task failed: {e}")))??;
+    Ok(answer(&record, None))
+}
+
+fn run_get<'a>(s: &'a Session<'a>, args: Value) -> AnswerFuture<'a> {
+    Box::pin(get_answer(s, args, CAPTURE_KIND))
 }
 
 fn run_cancel<'a>(s: &'a Session<'a>, args: Value) -> AnswerFuture<'a> {
-    Box::pin(async move {
-        let id = operation_id(args)?;
-        let ws = s.workspace()?;
-        let record = tokio::task::spawn_blocking(move || detached::cancel(&ws, &id, CAPTURE_KIND))
-            .await
-            .map_err(|e| FlameoxError::internal(format!("cancel task failed: {e}")))??;
-        Ok(answer(&record, None))
-    })
+    Box::pin(cancel_answer(s, args, CAPTURE_KIND))
 }
 
 /// The worker's entry (`flameox detached-worker <operation_id>`): runs the
@@ -245,6 +324,12 @@ pub fn run_detached_worker(
             operation_id,
             &super::session::CAPTURE_PHASES,
             &crate::services::detached_capture::run_capture_work,
+        ),
+        SETUP_KIND => detached::run_worker(
+            ws,
+            operation_id,
+            &crate::services::capability_setup::setup::SETUP_PHASES,
+            &crate::services::capability_setup::setup::run_setup_work,
         ),
         other => Err(FlameoxError::internal(format!(
             "no worker for detached operations of kind {other}"

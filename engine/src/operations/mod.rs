@@ -12,6 +12,7 @@
 mod analyses;
 pub mod arguments;
 pub mod budget;
+mod capability_setup;
 pub mod command_line;
 mod declare;
 mod detached;
@@ -139,6 +140,13 @@ pub enum FlagValue {
     Switch,
     /// A whole number of seconds.
     Seconds,
+    /// A switch that sets the operation's `argument` to `value` (the
+    /// contract's spellings, e.g. `capabilities --active --refresh`); a
+    /// later flag of the list wins over an earlier one.
+    Sets {
+        argument: &'static str,
+        value: &'static str,
+    },
 }
 
 /// A finished call: one line that says what it found, and the result.
@@ -353,6 +361,7 @@ pub fn catalog() -> &'static [Operation] {
             .chain(failures::OPERATIONS)
             .chain(execution::OPERATIONS)
             .chain(workloads::OPERATIONS)
+            .chain(capability_setup::OPERATIONS)
             .chain(detached::OPERATIONS)
             .chain(experiments::OPERATIONS)
             .chain(investigations::OPERATIONS)

@@ -18,8 +18,10 @@ use crate::error::{FlameoxError, Result};
 use crate::project::WorkloadDef;
 use crate::project::edit::{ConfigureRequest, Operation as Edit, configure_workload};
 use crate::services::QueryContext;
-use crate::services::capture::{CaptureRequest, plan_capture};
+use crate::services::capture::{CaptureRequest, PreflightMode, plan_capture};
 use crate::services::capture_run::{execute_capture, interrupted};
+use crate::services::dependencies::prepare_workload_dependencies;
+use crate::services::import_progress::ProgressSupervision;
 use crate::services::workloads;
 
 /// Which declarations a listing holds.
@@ -95,6 +97,17 @@ pub struct PlanRequest {
     /// Parameter → one of its declared choices (default: the first).
     #[schemars(extend("maxProperties" = 32))]
     pub parameters: Option<BTreeMap<String, Value>>,
+    /// auto (default): check declared python_distributions in the workload's interpreter; passive: run nothing.
+    pub preflight_mode: Option<PreflightMode>,
+}
+
+/// What `prepare_workload_dependencies` asks.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct PrepareDependenciesRequest {
+    /// Declared workload whose requirements.python_distributions to install.
+    #[schemars(length(min = 1, max = 64))]
+    pub workload_name: String,
 }
 
 /// What `execute_capture_plan` asks.
@@ -168,6 +181,19 @@ pub(super) static OPERATIONS: &[Operation] = &[
         positional: &["workload_name"],
         schema: input_schema::<PlanRequest>,
         run: Body::Session(run_plan),
+        rows: "",
+        columns: &[],
+        terminal: &[],
+    },
+    Operation {
+        name: "prepare_workload_dependencies",
+        cli: &["workload", "prepare"],
+        title: "Prepare workload dependencies",
+        description: "Install a workload's missing requirements.python_distributions (nothing undeclared) into its interpreter's virtualenv, then recheck. Never runs the workload.",
+        group: Group::Execute,
+        positional: &["workload_name"],
+        schema: input_schema::<PrepareDependenciesRequest>,
+        run: Body::Session(run_prepare_dependencies),
         rows: "",
         columns: &[],
         terminal: &[],
@@ -316,10 +342,27 @@ fn run_plan<'a>(s: &'a Session<'a>, args: Value) -> AnswerFuture<'a> {
             adapter: r.adapter.unwrap_or(AdapterName::Process).word().to_owned(),
             workload: r.workload_name,
             parameters: r.parameters.unwrap_or_default(),
+            preflight_mode: r.preflight_mode.unwrap_or_default(),
             ..Default::default()
         };
         let plan = plan_capture(&ws, &request)?;
-        let summary = format!("plan for {} under {}", request.workload, request.adapter);
+        let missing = plan
+            .preflight
+            .as_ref()
+            .map(|p| p.missing.clone())
+            .unwrap_or_default();
+        let mut summary = format!("plan for {} under {}", request.workload, request.adapter);
+        let mut next = json!({ "tool": "execute_capture_plan" });
+        if !missing.is_empty() {
+            summary = format!(
+                "{summary}; missing in its interpreter: {} (prepare_workload_dependencies installs them)",
+                missing.join(", ")
+            );
+            next = json!({
+                "tool": "prepare_workload_dependencies",
+                "arguments": { "workload_name": request.workload },
+            });
+        }
         let plan_value = to_value(&plan)?;
         let plan_id = s.plans.insert(plan)?;
         Ok(Answer::new(
@@ -329,9 +372,52 @@ fn run_plan<'a>(s: &'a Session<'a>, args: Value) -> AnswerFuture<'a> {
                 "expires_in_seconds": s.plans.ttl().as_secs_f64(),
                 "single_use": true,
                 "plan": plan_value,
-                "next_tool": "execute_capture_plan",
+                "next_tool": next["tool"],
+                "next": next,
             }),
         ))
+    })
+}
+
+/// `prepare_workload_dependencies`: the installer runs off the async
+/// runtime as a child process; a cancelled request ends it.
+fn run_prepare_dependencies<'a>(s: &'a Session<'a>, args: Value) -> AnswerFuture<'a> {
+    Box::pin(async move {
+        let r: PrepareDependenciesRequest = decode(args)?;
+        let ws = s.workspace()?;
+        let reporter = s
+            .progress
+            .reporter(&[("installing_packages", 0.0), ("completed", 100.0)]);
+        let report = tokio::task::spawn_blocking(move || {
+            reporter.phase("installing_packages");
+            prepare_workload_dependencies(&ws, &r.workload_name, &ProgressSupervision(&*reporter))
+        })
+        .await
+        .map_err(|e| FlameoxError::internal(format!("install task failed: {e}")))??;
+        let summary = if report.installed.is_empty() && report.remaining.is_empty() {
+            format!(
+                "{}: every declared distribution is satisfied",
+                report.workload_name
+            )
+        } else if report.remaining.is_empty() {
+            format!(
+                "{}: installed {}",
+                report.workload_name,
+                report.installed.join(", ")
+            )
+        } else {
+            format!(
+                "{}: installed {}; still unsatisfied: {}",
+                report.workload_name,
+                if report.installed.is_empty() {
+                    "nothing".to_owned()
+                } else {
+                    report.installed.join(", ")
+                },
+                report.remaining.join(", ")
+            )
+        };
+        Ok(Answer::new(summary, to_value(&report)?))
     })
 }
 

@@ -10,7 +10,6 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::Value;
 
-use super::inventory::NoArguments;
 use super::schema::input_schema;
 use super::session::{IMPORT_PHASES, REMOTE_IMPORT_PHASES, Session};
 use super::{
@@ -18,6 +17,7 @@ use super::{
 };
 use crate::error::{FlameoxError, Result};
 use crate::object_location::looks_like_url;
+use crate::services::adapters::ProbeMode;
 use crate::services::confine::confine_import_path;
 use crate::services::import::{ImportRequest, import_artifact};
 use crate::services::import_deadline::{ImportDeadline, deadline_error};
@@ -75,6 +75,23 @@ pub struct ImportArguments {
     pub timeout_seconds: Option<f64>,
 }
 
+/// How much list_capabilities may run.
+#[derive(Debug, Clone, Copy, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum CapabilityMode {
+    Passive,
+    ActiveCached,
+    ActiveRefresh,
+}
+
+/// What `list_capabilities` asks.
+#[derive(Debug, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CapabilitiesRequest {
+    /// passive (default: nothing runs), active_cached (last version probes), active_refresh (run them, bounded).
+    pub mode: Option<CapabilityMode>,
+}
+
 pub(super) static OPERATIONS: &[Operation] = &[
     Operation {
         name: "initialize_workspace",
@@ -93,14 +110,33 @@ pub(super) static OPERATIONS: &[Operation] = &[
         name: "list_capabilities",
         cli: &["capabilities"],
         title: "List capabilities",
-        description: "Input formats this build detects and extracts, and the analyses it answers.",
+        description: "Input formats, analyses, and capture adapters with versions, permissions and setup_adapters (what start_capability_setup can install).",
         group: Group::ReadOnly,
         positional: &[],
-        schema: input_schema::<NoArguments>,
+        schema: input_schema::<CapabilitiesRequest>,
         run: Body::Session(run_capabilities),
         rows: "",
         columns: &[],
-        terminal: &[],
+        terminal: &[
+            TerminalFlag {
+                name: "active",
+                value_name: "",
+                help: "Reuse each adapter's last version probe (--mode active_cached).",
+                value: FlagValue::Sets {
+                    argument: "mode",
+                    value: "active_cached",
+                },
+            },
+            TerminalFlag {
+                name: "refresh",
+                value_name: "",
+                help: "Run each adapter's version probe now, bounded (--mode active_refresh).",
+                value: FlagValue::Sets {
+                    argument: "mode",
+                    value: "active_refresh",
+                },
+            },
+        ],
     },
     Operation {
         name: "import_artifact",
@@ -170,8 +206,15 @@ fn run_init<'a>(s: &'a Session<'a>, args: Value) -> AnswerFuture<'a> {
 
 fn run_capabilities<'a>(_s: &'a Session<'a>, args: Value) -> AnswerFuture<'a> {
     Box::pin(async move {
-        let _: NoArguments = decode(args)?;
-        let caps = capabilities::capabilities();
+        let r: CapabilitiesRequest = decode(args)?;
+        let mode = match r.mode.unwrap_or(CapabilityMode::Passive) {
+            CapabilityMode::Passive => ProbeMode::Passive,
+            CapabilityMode::ActiveCached => ProbeMode::ActiveCached,
+            CapabilityMode::ActiveRefresh => ProbeMode::ActiveRefresh,
+        };
+        let caps = tokio::task::spawn_blocking(move || capabilities::capabilities(mode))
+            .await
+            .map_err(|e| FlameoxError::internal(format!("capability probe failed: {e}")))?;
         let available = caps.adapters.iter().filter(|a| a.available).count();
         let summary = format!(
             "{} formats, {available} of {} capture adapters available",

@@ -9,6 +9,7 @@
 //! workload capture, declared experiments, workspace); each service keeps
 //! its path here.
 
+pub mod capability_setup;
 pub mod declared_experiments;
 pub mod evidence;
 pub mod ingest;
@@ -30,7 +31,8 @@ pub use query::{
     pytorch, summary, summary_gpu, threads, views, window_count,
 };
 pub use workload_capture::{
-    adapters, capture, capture_outputs, capture_run, detached_capture, plans, workloads,
+    adapters, capture, capture_outputs, capture_run, dependencies, detached_capture, plans,
+    workloads,
 };
 pub use workspace::{capabilities, inventory, viewer};
 

@@ -26,7 +26,7 @@ use crate::project::schema::Polarity;
 use crate::records::{self, RECORD_SCHEMA_VERSION, RecordKind};
 use crate::runs;
 use crate::services::analysis_requests::{CompareRequest, ScalingRequest};
-use crate::services::capture::{CaptureRequest, plan_capture};
+use crate::services::capture::{CaptureRequest, PreflightMode, plan_capture};
 use crate::services::capture_run::{CaptureResult, execute_capture};
 use crate::services::experiment_plan::{
     ExperimentPlan, ExperimentRequest, PlannedTrial, plan_experiment,
@@ -94,6 +94,7 @@ fn run_trial(
         experiment_id: Some(experiment_id.to_owned()),
         block_index: trial.block,
         warmup: trial.warmup,
+        preflight_mode: PreflightMode::Auto,
     };
     let outcome = plan_capture(ws, &request).and_then(|capture| {
         if capture.definition_hash != plan.definition_hash {

@@ -19,3 +19,15 @@ pub trait ImportProgress: Sync {
 /// Reports nothing, never cancels.
 pub struct Quiet;
 impl ImportProgress for Quiet {}
+
+/// A process runner's supervision by a progress reporter: the reporter's
+/// cancel stops the process tree, and its start is reported.
+pub struct ProgressSupervision<'a>(pub &'a dyn ImportProgress);
+impl crate::execution::Supervision for ProgressSupervision<'_> {
+    fn cancelled(&self) -> bool {
+        self.0.cancelled()
+    }
+    fn started(&self, pid: i32) {
+        self.0.process_started(pid);
+    }
+}

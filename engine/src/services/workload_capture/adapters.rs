@@ -9,9 +9,13 @@
 //!   inferno's perf collapser → folded stacks.
 //! - `nsys`: `nsys profile -- <argv>`, then `nsys export --type sqlite`.
 //!
-//! Listing capabilities is passive (a PATH lookup, nothing runs). Planning a
-//! viztracer capture runs one bounded active probe: the declared interpreter
-//! with `-c "import viztracer"` (no workload code).
+//! A tool program is looked up on PATH, then in flameox's managed runtime
+//! (where capability setup installs py-spy). Listing capabilities is
+//! passive by default (file lookups and kernel settings, nothing runs);
+//! the active modes run each adapter's version probe, bounded, or reuse
+//! the last one of the same program file. Planning a viztracer capture runs
+//! one bounded active probe: the declared interpreter with
+//! `-c "import viztracer"` (no workload code).
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -19,8 +23,11 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use crate::error::{ErrorCode, FlameoxError, Result};
-use crate::execution::env::{child_environment, resolve_program};
+use crate::execution::env::child_environment;
 use crate::execution::{ProcessSpec, Unsupervised, run_process};
+use crate::services::capability_setup::pins::managed;
+use crate::services::capability_setup::probe_cache;
+use crate::services::capability_setup::runtime::find_program;
 
 /// Every adapter, in the order they are listed.
 pub const ADAPTERS: [&str; 5] = ["process", "py-spy", "viztracer", "perf", "nsys"];
@@ -40,6 +47,44 @@ pub struct AdapterStatus {
     /// Format of the profile it writes and what it becomes.
     pub output: String,
     pub remediation: Vec<String>,
+    /// Where its program comes from: `bundled`, `host` (PATH),
+    /// `managed_runtime` (installed by capability setup) or
+    /// `workload_environment` (inside the workload's interpreter).
+    #[serde(default)]
+    pub provisioning: String,
+    /// The version its probe printed (active modes only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub version: Option<String>,
+    /// `not_applicable`, `pending` (capability setup can install it),
+    /// `passively_observed`, `actively_verified` or `probe_failed`.
+    #[serde(default)]
+    pub setup_verification: String,
+    /// Host permissions it needs, as this machine has them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub permissions: Vec<PermissionStatus>,
+}
+
+/// One host permission an adapter needs.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PermissionStatus {
+    /// The kernel setting, e.g. `kernel.yama.ptrace_scope`.
+    pub name: String,
+    /// Its value here (absent: the setting does not exist).
+    pub value: Option<String>,
+    pub satisfied: bool,
+    pub note: String,
+}
+
+/// How much `list_capabilities` may run to find out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ProbeMode {
+    /// PATH and file lookups only; nothing runs.
+    #[default]
+    Passive,
+    /// Passive, plus the last active probe of the same program file.
+    ActiveCached,
+    /// Each adapter's version probe runs now (bounded, 10 s each).
+    ActiveRefresh,
 }
 
 /// The profile file an adapter writes and how it is imported.
@@ -67,6 +112,10 @@ fn status(name: &str, available: bool, reason: String, probe: &str, output: &str
         probe: probe.to_owned(),
         output: output.to_owned(),
         remediation: Vec::new(),
+        provisioning: "host".to_owned(),
+        version: None,
+        setup_verification: "not_applicable".to_owned(),
+        permissions: Vec::new(),
     }
 }
 
@@ -96,16 +145,108 @@ pub fn adapter_statuses() -> Vec<AdapterStatus> {
     ADAPTERS.iter().map(|a| passive_status(a)).collect()
 }
 
+/// Every adapter's status, probing as much as `mode` allows.
+pub fn adapter_statuses_in(mode: ProbeMode) -> Vec<AdapterStatus> {
+    ADAPTERS
+        .iter()
+        .map(|a| {
+            let passive = passive_status(a);
+            match mode {
+                ProbeMode::Passive => passive,
+                ProbeMode::ActiveCached => active_status(passive, false),
+                ProbeMode::ActiveRefresh => active_status(passive, true),
+            }
+        })
+        .collect()
+}
+
+fn read_setting(path: &str) -> Option<String> {
+    std::fs::read_to_string(path)
+        .ok()
+        .map(|s| s.trim().to_owned())
+}
+
+fn is_root() -> bool {
+    // SAFETY: geteuid has no preconditions.
+    unsafe { libc::geteuid() == 0 }
+}
+
+/// Whether py-spy may trace the workload it starts (Yama's ptrace scope).
+fn ptrace_permission() -> PermissionStatus {
+    let value = read_setting("/proc/sys/kernel/yama/ptrace_scope");
+    let (satisfied, note) = match value.as_deref().and_then(|v| v.parse::<u8>().ok()) {
+        None => (true, "no Yama ptrace restriction".to_owned()),
+        Some(0 | 1) => (
+            true,
+            "a process may trace the children it starts".to_owned(),
+        ),
+        Some(2) if is_root() => (true, "scope 2 allows tracing as root".to_owned()),
+        Some(2) => (
+            false,
+            "scope 2 needs CAP_SYS_PTRACE: run as root, or sysctl kernel.yama.ptrace_scope=1"
+                .to_owned(),
+        ),
+        Some(_) => (false, "ptrace is disabled until the next boot".to_owned()),
+    };
+    PermissionStatus {
+        name: "kernel.yama.ptrace_scope".into(),
+        value,
+        satisfied,
+        note,
+    }
+}
+
+/// Whether perf events may sample this user's processes.
+fn perf_permission() -> PermissionStatus {
+    let value = read_setting("/proc/sys/kernel/perf_event_paranoid");
+    let level = value.as_deref().and_then(|v| v.parse::<i32>().ok());
+    let (satisfied, note) = match level {
+        None => (
+            false,
+            "perf events are not available on this kernel".to_owned(),
+        ),
+        Some(l) if l <= 2 || is_root() => (
+            true,
+            "user-space sampling of this user's processes is allowed".to_owned(),
+        ),
+        Some(_) => (
+            false,
+            "sampling needs sysctl kernel.perf_event_paranoid=2 (or root)".to_owned(),
+        ),
+    };
+    PermissionStatus {
+        name: "kernel.perf_event_paranoid".into(),
+        value,
+        satisfied,
+        note,
+    }
+}
+
+fn permissions_of(adapter: &str) -> Vec<PermissionStatus> {
+    match adapter {
+        "py-spy" => vec![ptrace_permission()],
+        "perf" | "nsys" => vec![perf_permission()],
+        _ => Vec::new(),
+    }
+}
+
+/// The program an adapter runs, and where it comes from.
+fn adapter_program(adapter: &str) -> Option<(std::path::PathBuf, &'static str)> {
+    find_program(tool_program(adapter)?)
+}
+
 fn passive_status(adapter: &str) -> AdapterStatus {
     let output = output_of(adapter);
     if adapter == "process" {
-        return status(
+        let mut s = status(
             adapter,
             true,
             "runs the workload directly".into(),
             "none",
             output,
         );
+        s.provisioning = "bundled".into();
+        return s;
     }
     if adapter == "viztracer" {
         let mut s = status(
@@ -116,20 +257,30 @@ fn passive_status(adapter: &str) -> AdapterStatus {
             "active",
             output,
         );
+        s.provisioning = "workload_environment".into();
         s.remediation.push(
-            "install viztracer into the workload's interpreter (pip install viztracer)".into(),
+            "declare viztracer in the workload's requirements.python_distributions, then prepare_workload_dependencies installs it into the workload's virtualenv".into(),
         );
         return s;
     }
     let program = tool_program(adapter).unwrap_or(adapter);
-    match resolve_program(program) {
-        Some(_) => status(
-            adapter,
-            true,
-            format!("{program} found on PATH"),
-            "passive",
-            output,
-        ),
+    let mut s = match adapter_program(adapter) {
+        Some((_, provisioning)) => {
+            let mut s = status(
+                adapter,
+                true,
+                if provisioning == "host" {
+                    format!("{program} found on PATH")
+                } else {
+                    format!("{program} installed in the managed runtime")
+                },
+                "passive",
+                output,
+            );
+            s.provisioning = provisioning.into();
+            s.setup_verification = "passively_observed".into();
+            s
+        }
         None => {
             let mut s = status(
                 adapter,
@@ -138,14 +289,98 @@ fn passive_status(adapter: &str) -> AdapterStatus {
                 "passive",
                 output,
             );
-            s.remediation.push(match adapter {
-                "py-spy" => "pip install py-spy (or put py-spy on PATH)".to_owned(),
-                "perf" => "install linux-perf (perf) for this kernel".to_owned(),
-                _ => "install NVIDIA Nsight Systems and put nsys on PATH".to_owned(),
-            });
+            match managed(adapter) {
+                Some(m) => {
+                    s.provisioning = "managed_runtime".into();
+                    s.setup_verification = "pending".into();
+                    s.reason = format!("{program} is not on PATH nor in the managed runtime");
+                    s.remediation.push(format!(
+                        "start_capability_setup with adapters [\"{adapter}\"] installs {} into flameox's managed runtime (CLI: flameox capability-setup start {adapter})",
+                        m.requirement()
+                    ));
+                }
+                None => s.remediation.push(match adapter {
+                    "perf" => "install linux-perf (perf) for this kernel".to_owned(),
+                    _ => "install NVIDIA Nsight Systems and put nsys on PATH".to_owned(),
+                }),
+            }
             s
         }
+    };
+    s.permissions = permissions_of(adapter);
+    if let Some(p) = s.permissions.iter().find(|p| !p.satisfied)
+        && s.available
+    {
+        s.available = false;
+        s.reason = format!(
+            "{}; but {} = {}: {}",
+            s.reason,
+            p.name,
+            p.value.as_deref().unwrap_or("absent"),
+            p.note
+        );
     }
+    s
+}
+
+/// `passive` with the active probe's answer (run now when `refresh`).
+fn active_status(mut s: AdapterStatus, refresh: bool) -> AdapterStatus {
+    let (program, argv, what) = if s.name == "viztracer" {
+        let Some(python) = crate::execution::env::resolve_program("python3") else {
+            return s;
+        };
+        (
+            python,
+            vec![
+                "python3".to_owned(),
+                "-I".to_owned(),
+                "-c".to_owned(),
+                "import viztracer; print('viztracer', viztracer.__version__)".to_owned(),
+            ],
+            "python3 on PATH (plan_capture probes the workload's own interpreter)",
+        )
+    } else {
+        let Some(tool) = tool_program(&s.name) else {
+            return s;
+        };
+        let Some((path, _)) = adapter_program(&s.name) else {
+            return s;
+        };
+        (path, vec![tool.to_owned(), "--version".to_owned()], "")
+    };
+    let result = if refresh {
+        Some(probe_cache::probe(&s.name, &program, argv))
+    } else {
+        probe_cache::cached(&s.name, &program)
+    };
+    let Some(result) = result else {
+        s.reason = format!(
+            "{}; no cached probe of this program (mode active_refresh runs one)",
+            s.reason
+        );
+        return s;
+    };
+    s.probe = "active".into();
+    s.version = result.version.clone();
+    if result.ok {
+        s.setup_verification = "actively_verified".into();
+        if !what.is_empty() {
+            s.reason = format!(
+                "viztracer {} imports in {what}",
+                result.version.as_deref().unwrap_or("?")
+            );
+        }
+    } else {
+        s.setup_verification = "probe_failed".into();
+        if s.name == "viztracer" {
+            // The workload's own interpreter decides; plan_capture asks it.
+            s.reason = format!("viztracer does not import in {what}: {}", result.detail);
+        } else {
+            s.available = false;
+            s.reason = format!("its version probe failed: {}", result.detail);
+        }
+    }
+    s
 }
 
 fn unavailable(s: &AdapterStatus) -> FlameoxError {
@@ -164,7 +399,7 @@ fn unavailable(s: &AdapterStatus) -> FlameoxError {
     )
 }
 
-fn is_python(program: &str) -> bool {
+pub(crate) fn is_python(program: &str) -> bool {
     let base = program.rsplit('/').next().unwrap_or(program);
     base.starts_with("python")
 }
@@ -212,8 +447,11 @@ pub fn check_for_workload(adapter: &str, program: &Path, argv: &[String]) -> Res
 /// How `argv` runs under `adapter`, writing its profile into `dir`.
 pub fn wrap(adapter: &str, program: &Path, argv: &[String], dir: &str) -> Result<Wrapped> {
     let out = |name: &str| format!("{dir}/{name}");
-    let tool =
-        |name: &str| resolve_program(name).ok_or_else(|| unavailable(&passive_status(adapter)));
+    let tool = |name: &str| {
+        find_program(name)
+            .map(|(path, _)| path)
+            .ok_or_else(|| unavailable(&passive_status(adapter)))
+    };
     let wrapped = match adapter {
         "process" => Wrapped {
             program: program.to_path_buf(),

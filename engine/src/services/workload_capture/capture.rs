@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::error::{ErrorCode, FlameoxError, Result};
-use crate::execution::env::{ALLOWED_PREFIX, ALLOWED_VARIABLES, resolve_program};
+use crate::execution::env::{ALLOWED_PREFIX, ALLOWED_VARIABLES, resolve_program_in};
 use crate::execution::output::DEFAULT_OUTPUT_LIMIT;
 use crate::fsutil::digest_json;
 use crate::project::validate::{allowed_choice, render_template};
@@ -20,6 +20,7 @@ use crate::project::{self, Scalar, WorkloadDef};
 use crate::publish::hash_file;
 use crate::services::adapters::{self, AdapterStatus, CAPTURE_DIR, Wrapped};
 use crate::services::check_id;
+use crate::services::dependencies::{Preflight, preflight, preflight_warning};
 use crate::workspace::Workspace;
 
 /// What `capture plan|run` / `plan_capture` asks: a workload by name and
@@ -42,6 +43,27 @@ pub struct CaptureRequest {
     /// A warmup trial: its measurements are marked `is_warmup`.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub warmup: bool,
+    /// `auto` (default): check the declared python_distributions in the
+    /// workload's interpreter; `passive`: run nothing to check them.
+    #[serde(default, skip_serializing_if = "PreflightMode::is_auto")]
+    pub preflight_mode: PreflightMode,
+}
+
+/// How much planning may run to check a workload's requirements.
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema,
+)]
+#[serde(rename_all = "snake_case")]
+pub enum PreflightMode {
+    #[default]
+    Auto,
+    Passive,
+}
+
+impl PreflightMode {
+    pub fn is_auto(&self) -> bool {
+        *self == PreflightMode::Auto
+    }
 }
 
 /// A declared output as the plan resolved it.
@@ -87,6 +109,10 @@ pub struct CapturePlan {
     pub outputs: Vec<PlannedOutput>,
     pub writable_paths: Vec<String>,
     pub containment: String,
+    /// The check of the workload's declared python_distributions (absent
+    /// when it declares none).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub preflight: Option<Preflight>,
     pub warnings: Vec<String>,
     /// Digest of every bound input above (not of the warnings or the
     /// configuration id: the definition hash binds the workload itself).
@@ -162,7 +188,8 @@ pub fn plan_capture(ws: &Workspace, request: &CaptureRequest) -> Result<CaptureP
     for (i, arg) in def.argv.iter().enumerate().skip(1) {
         argv.push(render(format!("argv[{i}]"), arg)?);
     }
-    let program = resolve_program(&argv[0]).ok_or_else(|| {
+    let workload_dir = resolve_cwd(ws.project_root(), &def.cwd)?;
+    let program = resolve_program_in(&argv[0], &workload_dir).ok_or_else(|| {
         FlameoxError::new(
             ErrorCode::CapabilityUnavailable,
             format!("the workload's program `{}` was not found", argv[0]),
@@ -183,7 +210,6 @@ pub fn plan_capture(ws: &Workspace, request: &CaptureRequest) -> Result<CaptureP
         .detail("expected_sha256", pinned.clone())
         .detail("actual_sha256", program_sha256));
     }
-    resolve_cwd(ws.project_root(), &def.cwd)?;
     let mut declared = BTreeMap::new();
     for (name, value) in &def.environment {
         declared.insert(name.clone(), render(format!("environment.{name}"), value)?);
@@ -219,6 +245,25 @@ pub fn plan_capture(ws: &Workspace, request: &CaptureRequest) -> Result<CaptureP
     if !def.writable_paths.is_empty() {
         warnings.push("writable_paths are recorded, not enforced (no containment)".to_owned());
     }
+    let preflight = match request.preflight_mode {
+        PreflightMode::Auto => preflight(&request.workload, def, &program),
+        PreflightMode::Passive => (!def
+            .requirements
+            .as_ref()
+            .is_none_or(|r| r.python_distributions.is_empty()))
+        .then(|| Preflight {
+            status: "skipped".into(),
+            python_version: None,
+            virtualenv: None,
+            distributions: Vec::new(),
+            missing: Vec::new(),
+            note: Some("preflight_mode passive: nothing was run to check them".into()),
+            next: None,
+        }),
+    };
+    if let Some(warning) = preflight.as_ref().and_then(preflight_warning) {
+        warnings.push(warning);
+    }
     let mut plan = CapturePlan {
         request: request.clone(),
         workspace_id: ws.identity.workspace_id.clone(),
@@ -244,6 +289,7 @@ pub fn plan_capture(ws: &Workspace, request: &CaptureRequest) -> Result<CaptureP
         containment: "none: trusted_local — the workload runs directly as this user, in its own \
                       process group, and may write files or use the network"
             .to_owned(),
+        preflight,
         warnings,
         binding_digest: String::new(),
     };
@@ -256,6 +302,7 @@ pub fn binding_digest(plan: &CapturePlan) -> String {
     let mut value = serde_json::to_value(plan).unwrap_or_default();
     if let Value::Object(map) = &mut value {
         map.remove("warnings");
+        map.remove("preflight");
         map.remove("binding_digest");
         // Informational: an edit elsewhere in flameox.toml (a comment,
         // another workload) does not invalidate this workload's plans.

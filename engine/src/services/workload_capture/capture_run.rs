@@ -21,9 +21,7 @@ use serde_json::json;
 use crate::catalog::OperationKey;
 use crate::error::{ErrorCode, FlameoxError, Result};
 use crate::execution::env::child_environment;
-use crate::execution::{
-    CapturedOutput, ProcessOutcome, ProcessSpec, Supervision, Termination, run_process,
-};
+use crate::execution::{CapturedOutput, ProcessOutcome, ProcessSpec, Termination, run_process};
 use crate::fsutil::now_rfc3339;
 use crate::project::{self};
 use crate::publish::{StagedGeneration, commit_staged, stage_extraction};
@@ -33,6 +31,7 @@ use crate::services::capture::{CapturePlan, plan_capture, resolve_cwd};
 use crate::services::capture_outputs::{Kept, keep_outputs, post_process};
 use crate::services::import::ImportProgress;
 use crate::services::import_plan::extract_error;
+use crate::services::import_progress::ProgressSupervision;
 use crate::staging::StagingArea;
 use crate::store;
 use crate::workspace::Workspace;
@@ -64,16 +63,6 @@ pub struct CaptureResult {
     pub stdout_head: String,
     pub stderr_head: String,
     pub plan_binding_digest: String,
-}
-
-struct Cancellation<'a>(&'a dyn ImportProgress);
-impl Supervision for Cancellation<'_> {
-    fn cancelled(&self) -> bool {
-        self.0.cancelled()
-    }
-    fn started(&self, pid: i32) {
-        self.0.process_started(pid);
-    }
 }
 
 fn head(out: &CapturedOutput) -> String {
@@ -246,7 +235,7 @@ fn run_recorded(
     spec.output_limit = plan.output_limit_bytes as usize;
     let started_at = now_rfc3339();
     progress.phase("capturing");
-    let outcome = run_process(&spec, &Cancellation(progress))?;
+    let outcome = run_process(&spec, &ProgressSupervision(progress))?;
     let allowed = def
         .oracle
         .as_ref()

@@ -5,6 +5,7 @@ pub mod adapters;
 pub mod capture;
 pub mod capture_outputs;
 pub mod capture_run;
+pub mod dependencies;
 pub mod detached_capture;
 pub mod plans;
 pub mod workloads;

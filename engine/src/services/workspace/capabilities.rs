@@ -1,11 +1,15 @@
 //! What this build can read and answer and which capture adapters work on
-//! this machine, reported passively (nothing is probed or installed), and
-//! how to view an artifact in its native viewer.
+//! this machine (passively by default: nothing is run or installed; the
+//! active modes run or reuse each adapter's bounded version probe), what
+//! capability setup can install, and how to view an artifact in its native
+//! viewer.
 
 use flameox_extractors::formats::FORMATS;
 use serde::{Deserialize, Serialize};
 
 use crate::error::Result;
+use crate::services::adapters::{ProbeMode, adapter_statuses_in};
+use crate::services::capability_setup::pins::managed;
 use crate::store;
 use crate::workspace::Workspace;
 
@@ -24,13 +28,30 @@ pub struct Capabilities {
     pub formats: Vec<FormatCapability>,
     pub analyses: Vec<String>,
     pub drilldowns: Vec<String>,
-    /// Capture adapters and whether they work on this machine (passive:
-    /// a PATH lookup; nothing is executed).
+    /// How the adapters were examined: `passive`, `active_cached` or
+    /// `active_refresh`.
+    pub mode: String,
+    /// Capture adapters and whether they work on this machine.
     pub adapters: Vec<crate::services::adapters::AdapterStatus>,
+    /// Missing adapters capability setup can install (pinned), with the call.
+    pub setup_adapters: Vec<SetupAction>,
 }
 
-/// The formats detection knows, and which have an extractor in this build.
-pub fn capabilities() -> Capabilities {
+/// One adapter capability setup can install.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SetupAction {
+    pub adapter: String,
+    /// `distribution==version`, as it would be installed.
+    pub requirement: String,
+    pub tool: String,
+    /// Its arguments, apart from the idempotency_key you choose.
+    pub arguments: serde_json::Value,
+}
+
+/// The formats detection knows, which have an extractor in this build, and
+/// the adapters examined as `mode` allows.
+pub fn capabilities(mode: ProbeMode) -> Capabilities {
+    let adapters = adapter_statuses_in(mode);
     let formats = FORMATS
         .iter()
         .map(|f| FormatCapability {
@@ -62,7 +83,24 @@ pub fn capabilities() -> Capabilities {
             "trace_window".into(),
             "measurements".into(),
         ],
-        adapters: crate::services::adapters::adapter_statuses(),
+        mode: match mode {
+            ProbeMode::Passive => "passive",
+            ProbeMode::ActiveCached => "active_cached",
+            ProbeMode::ActiveRefresh => "active_refresh",
+        }
+        .to_owned(),
+        setup_adapters: adapters
+            .iter()
+            .filter(|a| !a.available && a.setup_verification == "pending")
+            .filter_map(|a| managed(&a.name))
+            .map(|m| SetupAction {
+                adapter: m.adapter.to_owned(),
+                requirement: m.requirement(),
+                tool: "start_capability_setup".to_owned(),
+                arguments: serde_json::json!({ "adapters": [m.adapter] }),
+            })
+            .collect(),
+        adapters,
     }
 }
 
