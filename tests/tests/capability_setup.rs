@@ -10,14 +10,18 @@
 //! - a workload that declares a missing distribution: the plan's preflight
 //!   names it, prepare_workload_dependencies installs it into the
 //!   workload's virtualenv from the index, the next plan has no warning; a
-//!   system interpreter is refused.
+//!   system interpreter is refused;
+//! - the agent session: "profile this workload with py-spy" on a machine
+//!   without py-spy, to a run and its headline, in 6 calls, with the setup
+//!   and the capture detached and polled (the real py-spy binary, packed
+//!   into a wheel on the loopback index).
 
 mod support;
 
 use std::path::Path;
 
-use flameox_tests::Project;
 use flameox_tests::package_index::{LocalIndex, printing_script};
+use flameox_tests::{Project, profilers_bin};
 use serde_json::{Value, json};
 use support::mcp::Session;
 
@@ -351,6 +355,97 @@ async fn a_missing_declared_distribution_is_named_then_installed_from_the_index(
     assert!(
         refused.to_string().contains("not a virtualenv"),
         "{refused}"
+    );
+    s.close().await;
+}
+
+const BUSY_WORKLOAD: &str = r#"
+[workloads.busy]
+argv = ["python3", "-c", "import time\ndef crunch_numbers():\n    t = time.time()\n    n = 0\n    while time.time() - t < 2.5:\n        n += sum(i * i for i in range(500))\n    return n\nprint(crunch_numbers())"]
+timeout_seconds = 120
+"#;
+
+#[cfg_attr(
+    profilers_absent,
+    ignore = "needs the tools .ci/run installs (py-spy, viztracer, pytest, coverage, moto[server]): set FLAMEOX_PROFILERS_VENV"
+)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_agent_profiles_with_py_spy_from_a_machine_without_it_in_six_calls() {
+    let Some(bin) = profilers_bin(&["py-spy"]) else {
+        return;
+    };
+    let project = Project::new();
+    std::fs::write(project.path().join("flameox.toml"), BUSY_WORKLOAD).expect("config");
+    let scratch = tempfile::tempdir().expect("scratch");
+    let index = LocalIndex::start();
+    let caps_probe = Project::new();
+    let pinned_version = {
+        let caps = caps_probe.json(&["capabilities"]);
+        let requirement = caps["setup_adapters"]
+            .as_array()
+            .and_then(|a| a.iter().find(|a| a["adapter"] == "py-spy"))
+            .and_then(|a| a["requirement"].as_str())
+            .map(str::to_owned);
+        // py-spy may be installed on this machine's PATH; the pin is the same.
+        requirement
+            .and_then(|r| r.split_once("==").map(|(_, v)| v.to_owned()))
+            .unwrap_or_else(|| "0.4.3".to_owned())
+    };
+    index.add(
+        "py-spy",
+        &pinned_version,
+        &[("py-spy", &bin.join("py-spy"))],
+        &[],
+    );
+    let env = index.server_env(&scratch.path().join("data"), &["py-spy"]);
+    let mut s = Session::start_with_env(project.path(), &[], &env).await;
+
+    let caps = s.ok("list_capabilities", json!({})).await;
+    let action = &caps["setup_adapters"][0];
+    assert_eq!(action["adapter"], "py-spy", "{caps}");
+    let mut arguments = action["arguments"].clone();
+    arguments["idempotency_key"] = json!("agent-setup-py-spy");
+    let setup = s
+        .ok(action["tool"].as_str().expect("tool"), arguments)
+        .await;
+    let next = &setup["next"];
+    let setup = s
+        .ok(
+            next["tool"].as_str().expect("tool"),
+            next["arguments"].clone(),
+        )
+        .await;
+    assert_eq!(setup["status"], "completed", "{setup}");
+    let capture = s
+        .ok(
+            "start_detached_capture",
+            json!({
+                "idempotency_key": "agent-capture-busy",
+                "workload_name": "busy",
+                "adapter": "py-spy",
+            }),
+        )
+        .await;
+    let next = &capture["next"];
+    let capture = s
+        .ok(
+            next["tool"].as_str().expect("tool"),
+            next["arguments"].clone(),
+        )
+        .await;
+    assert_eq!(capture["status"], "completed", "{capture}");
+    let run_id = capture["run_id"].as_str().expect("run_id").to_owned();
+    let next = &capture["next"];
+    assert_eq!(next["tool"], "summarize_target");
+    let summary = s.ok("summarize_target", next["arguments"].clone()).await;
+    let calls = s.transcript.len();
+    let bytes: usize = s.transcript.iter().map(String::len).sum();
+    eprintln!("agent session: {calls} calls, {bytes} bytes of answers, run {run_id}");
+    assert_eq!(calls, 6);
+    let text = summary.to_string();
+    assert!(
+        text.contains("crunch_numbers"),
+        "the headline misses the hot function: {text}"
     );
     s.close().await;
 }
