@@ -27,6 +27,7 @@ pub(crate) fn render(result: &Value) -> Result<String> {
     let label = match text("kind").as_str() {
         "capability_setup" => "capability setup",
         "capture" => "capture",
+        "experiment" => "experiment",
         _ => "operation",
     };
     if running && text("phase") != status {
@@ -69,6 +70,16 @@ pub(crate) fn render(result: &Value) -> Result<String> {
                 "not verified"
             }
         );
+    }
+    if let Some(experiment) = receipt["experiment_id"].as_str() {
+        out += &format!(
+            "  experiment {experiment}: {}",
+            receipt["status"].as_str().unwrap_or("")
+        );
+        if let Some(trial) = receipt["first_failing_trial"].as_str() {
+            out += &format!("; first failing trial {trial}");
+        }
+        out.push('\n');
     }
     if receipt.get("wall_time_ns").is_some() {
         let exit = receipt["exit_code"]

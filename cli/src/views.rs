@@ -49,7 +49,10 @@ pub(crate) fn render(operation: &str, result: &Value) -> Option<Result<String>> 
         | "cancel_detached_capture"
         | "start_capability_setup"
         | "get_capability_setup"
-        | "cancel_capability_setup" => detached_view::render(result),
+        | "cancel_capability_setup"
+        | "start_detached_experiment"
+        | "get_detached_experiment"
+        | "cancel_detached_experiment" => detached_view::render(result),
         "plan_experiment" => typed(result, experiment::render_plan),
         "run_experiment" | "get_experiment" => typed(result, experiment::render_view),
         "list_experiment_trials" => typed(result, experiment::render_page),

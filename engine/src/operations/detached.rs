@@ -20,6 +20,7 @@ use crate::detached::{self, OperationRecord, OperationStatus};
 use crate::error::{FlameoxError, Result};
 use crate::services::capability_setup::setup::SETUP_KIND;
 use crate::services::detached_capture::{CAPTURE_KIND, DetachedCapture, start_detached_capture};
+use crate::services::detached_experiment::EXPERIMENT_KIND;
 
 /// What `start_detached_capture` asks.
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -121,6 +122,10 @@ fn view(record: &OperationRecord, reconnected: Option<bool>) -> Value {
             "tool": "list_capabilities",
             "arguments": { "mode": "active_cached" },
         }),
+        (OperationStatus::Completed, None) if record.kind == EXPERIMENT_KIND => json!({
+            "tool": "get_experiment",
+            "arguments": { "experiment_id": record.receipt.as_ref().map(|r| r["experiment_id"].clone()) },
+        }),
         _ => match &record.retry_new_operation {
             Some(r) => json!({ "tool": r.tool, "arguments": r.arguments }),
             None => Value::Null,
@@ -168,6 +173,7 @@ fn view(record: &OperationRecord, reconnected: Option<bool>) -> Value {
 fn get_tool(kind: &str) -> &'static str {
     match kind {
         SETUP_KIND => "get_capability_setup",
+        EXPERIMENT_KIND => "get_detached_experiment",
         _ => "get_detached_capture",
     }
 }
@@ -176,7 +182,7 @@ fn get_tool(kind: &str) -> &'static str {
 fn kind_label(kind: &str) -> &'static str {
     match kind {
         SETUP_KIND => "capability setup",
-        "experiment" => "experiment",
+        EXPERIMENT_KIND => "experiment",
         _ => "capture",
     }
 }
@@ -324,6 +330,12 @@ pub fn run_detached_worker(
             operation_id,
             &super::session::CAPTURE_PHASES,
             &crate::services::detached_capture::run_capture_work,
+        ),
+        EXPERIMENT_KIND => detached::run_worker(
+            ws,
+            operation_id,
+            &super::session::EXPERIMENT_PHASES,
+            &crate::services::detached_experiment::run_experiment_work,
         ),
         SETUP_KIND => detached::run_worker(
             ws,

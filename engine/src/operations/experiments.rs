@@ -8,12 +8,16 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::Value;
 
+use super::detached::{
+    GetOperationRequest, OperationRequest, cancel_answer, get_answer, started_answer,
+};
 use super::schema::input_schema;
 use super::session::{EXPERIMENT_PHASES, Session};
 use super::workloads::AdapterName;
 use super::{Answer, AnswerFuture, Body, Group, Operation, decode, to_value};
 use crate::error::FlameoxError;
 use crate::services::QueryContext;
+use crate::services::detached_experiment::{EXPERIMENT_KIND, start_detached_experiment};
 use crate::services::experiment_plan::{ExperimentRequest, plan_experiment};
 use crate::services::experiment_run::run_experiment;
 use crate::services::experiments::{
@@ -36,6 +40,23 @@ pub struct PlanExperimentRequest {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RunExperimentRequest {
+    /// Declared experiment.
+    #[schemars(length(min = 1, max = 64))]
+    pub name: String,
+    /// Values of parameters no variant or axis sets.
+    #[schemars(extend("maxProperties" = 32))]
+    pub parameters: Option<BTreeMap<String, Value>>,
+    /// Default process.
+    pub adapter: Option<AdapterName>,
+}
+
+/// What `start_detached_experiment` asks.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct StartExperimentRequest {
+    /// Your key for this request (8-128 chars); resending it reconnects to the same operation.
+    #[schemars(length(min = 8, max = 128))]
+    pub idempotency_key: String,
     /// Declared experiment.
     #[schemars(length(min = 1, max = 64))]
     pub name: String,
@@ -96,6 +117,45 @@ pub(super) static OPERATIONS: &[Operation] = &[
         positional: &["name"],
         schema: input_schema::<RunExperimentRequest>,
         run: Body::Session(run_run),
+        rows: "",
+        columns: &[],
+        terminal: &[],
+    },
+    Operation {
+        name: "start_detached_experiment",
+        cli: &["experiment", "start"],
+        title: "Start detached experiment",
+        description: "Run every trial of a declared experiment in a worker that outlives this server; returns operation_id at once. Same key, same operation.",
+        group: Group::Execute,
+        positional: &["name"],
+        schema: input_schema::<StartExperimentRequest>,
+        run: Body::Session(run_start_detached),
+        rows: "",
+        columns: &[],
+        terminal: &[],
+    },
+    Operation {
+        name: "get_detached_experiment",
+        cli: &["experiment", "status"],
+        title: "Get detached experiment",
+        description: "A detached experiment's status, phase, progress and, when done, its experiment_id, trial counts and run sets.",
+        group: Group::ReadOnly,
+        positional: &["operation_id"],
+        schema: input_schema::<GetOperationRequest>,
+        run: Body::Session(run_get_detached),
+        rows: "",
+        columns: &[],
+        terminal: &[],
+    },
+    Operation {
+        name: "cancel_detached_experiment",
+        cli: &["experiment", "cancel"],
+        title: "Cancel detached experiment",
+        description: "Stop a detached experiment: the running trial's process tree is ended, finished trials kept; returns the terminal state.",
+        group: Group::Execute,
+        positional: &["operation_id"],
+        schema: input_schema::<OperationRequest>,
+        run: Body::Session(run_cancel_detached),
         rows: "",
         columns: &[],
         terminal: &[],
@@ -189,6 +249,33 @@ fn run_run<'a>(s: &'a Session<'a>, args: Value) -> AnswerFuture<'a> {
         }
         receipt(&view)
     })
+}
+
+fn run_start_detached<'a>(s: &'a Session<'a>, args: Value) -> AnswerFuture<'a> {
+    Box::pin(async move {
+        let r: StartExperimentRequest = decode(args)?;
+        let ws = s.workspace()?;
+        let request = ExperimentRequest {
+            name: r.name,
+            parameters: r.parameters.unwrap_or_default(),
+        };
+        let started = start_detached_experiment(
+            &ws,
+            &r.idempotency_key,
+            &request,
+            r.adapter.map(AdapterName::word),
+            &crate::detached::spawn_worker,
+        )?;
+        Ok(started_answer(&started))
+    })
+}
+
+fn run_get_detached<'a>(s: &'a Session<'a>, args: Value) -> AnswerFuture<'a> {
+    Box::pin(get_answer(s, args, EXPERIMENT_KIND))
+}
+
+fn run_cancel_detached<'a>(s: &'a Session<'a>, args: Value) -> AnswerFuture<'a> {
+    Box::pin(cancel_answer(s, args, EXPERIMENT_KIND))
 }
 
 fn run_get<'a>(qc: &'a QueryContext<'a>, args: Value) -> AnswerFuture<'a> {

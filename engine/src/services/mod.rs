@@ -18,7 +18,9 @@ pub mod query;
 pub mod workload_capture;
 pub mod workspace;
 
-pub use declared_experiments::{experiment_plan, experiment_records, experiment_run, experiments};
+pub use declared_experiments::{
+    detached_experiment, experiment_plan, experiment_records, experiment_run, experiments,
+};
 pub use evidence::{
     analysis_records, analysis_requests, compare, compare_checks, run_set_samples, run_sets,
     scaling,
