@@ -264,6 +264,12 @@ pub struct SetupArgs {
     /// Take flameox's entry out again (only that entry).
     #[arg(long, conflicts_with = "verify")]
     pub remove: bool,
+    /// Re-point the clients already connected at this executable (after an upgrade); others are left alone.
+    #[arg(long, conflicts_with_all = ["verify", "remove", "rollback"])]
+    pub refresh: bool,
+    /// Put back each client's previous flameox launcher from setup's history, verified by an MCP initialize.
+    #[arg(long, conflicts_with_all = ["verify", "remove"])]
+    pub rollback: bool,
     /// Read-only: check each client's entry is this launcher and answers an MCP initialize (exit 1 if not).
     #[arg(long)]
     pub verify: bool,

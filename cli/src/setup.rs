@@ -18,6 +18,8 @@ pub fn setup_command(g: &GlobalOptions, args: SetupArgs) -> Result<()> {
         clients: args.clients.clone(),
         scope: Scope::parse(&args.scope).unwrap_or_default(),
         remove: args.remove,
+        refresh: args.refresh,
+        rollback: args.rollback,
         project_root: g
             .project_root
             .clone()
@@ -72,10 +74,11 @@ pub fn setup_command(g: &GlobalOptions, args: SetupArgs) -> Result<()> {
             eprintln!("nothing written");
             return Ok(());
         }
-    } else if pending > 0 && args.clients.is_empty() && !args.all {
+    } else if pending > 0 && args.clients.is_empty() && !args.all && !args.refresh && !args.rollback
+    {
         return Err(FlameoxError::invalid_argument(
             "yes",
-            "--yes needs an explicit target: --client NAME (repeatable) or --all",
+            "--yes needs an explicit target: --client NAME (repeatable), --all, --refresh or --rollback",
         )
         .remedy(apply_command(&plan)));
     }
@@ -112,8 +115,11 @@ fn apply_command(report: &SetupReport) -> String {
     if report.scope == Scope::Project {
         line += " --scope project";
     }
-    if report.operation == "remove" {
-        line += " --remove";
+    match report.operation {
+        "remove" => line += " --remove",
+        "refresh" => line += " --refresh",
+        "rollback" => line += " --rollback",
+        _ => {}
     }
     line + " --yes"
 }
@@ -141,11 +147,15 @@ pub fn render(report: &SetupReport) -> String {
         (_, false) => "dry run: nothing written",
     };
     let mut out = format!("flameox setup — {} ({mode})\n", report.operation);
-    out += &format!(
-        "launcher: {} {}\n",
-        report.launcher.command,
-        report.launcher.args.join(" ")
-    );
+    if report.operation == "rollback" {
+        out += "launcher: each client's previous one, from the launcher history (diffs below)\n";
+    } else {
+        out += &format!(
+            "launcher: {} {}\n",
+            report.launcher.command,
+            report.launcher.args.join(" ")
+        );
+    }
     for path in &report.recovered {
         out += &format!(
             "recovered: {} put back (an earlier setup did not finish)\n",

@@ -457,3 +457,91 @@ fn verify_checks_the_clients_that_were_connected_not_every_installed_one() {
         "{err}"
     );
 }
+
+/// `--refresh` re-points only the clients already connected at this
+/// executable; `--rollback` puts each one's previous launcher back,
+/// verified by an MCP initialize, and a second rollback goes forward again;
+/// an entry someone else changed since is left alone.
+#[test]
+fn refresh_repoints_connected_clients_and_rollback_restores_the_previous_launcher() {
+    let m = Machine::new();
+    let cursor = m.write(".cursor/mcp.json", b"{\n  \"mcpServers\": {}\n}\n");
+    let gemini = m.write(".gemini/settings.json", b"{}\n");
+    // An older flameox at another path: a copy of this one.
+    let old = m.home().join("old/flameox");
+    std::fs::create_dir_all(old.parent().unwrap()).unwrap();
+    std::fs::copy(bin(), &old).unwrap();
+    let old_text = old.to_string_lossy().into_owned();
+    let (code, report) = m.json(&[
+        "setup",
+        "--client",
+        "cursor",
+        "--executable",
+        &old_text,
+        "--yes",
+    ]);
+    assert_eq!(code, 0, "{report}");
+    let cursor_text = || std::fs::read_to_string(&cursor).unwrap();
+    assert!(cursor_text().contains(&old_text));
+
+    let (code, refreshed) = m.json(&["setup", "--refresh", "--yes"]);
+    assert_eq!(code, 0, "{refreshed}");
+    assert_eq!(refreshed["operation"], "refresh");
+    let edit = |report: &Value, client: &str| {
+        report["edits"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|e| e["client"] == client)
+            .cloned()
+            .unwrap_or_else(|| panic!("no {client} in {report}"))
+    };
+    assert_eq!(
+        edit(&refreshed, "cursor")["action"],
+        "update",
+        "{refreshed}"
+    );
+    assert_eq!(
+        edit(&refreshed, "cursor")["verified"]["server_name"],
+        "flameox"
+    );
+    let gemini_edit = edit(&refreshed, "gemini");
+    assert_eq!(gemini_edit["action"], "skip", "{refreshed}");
+    assert!(
+        gemini_edit["reason"]
+            .as_str()
+            .unwrap()
+            .contains("not connected")
+    );
+    assert!(cursor_text().contains(&bin()) && !cursor_text().contains(&old_text));
+    assert_eq!(std::fs::read_to_string(&gemini).unwrap(), "{}\n");
+
+    let (code, rolled) = m.json(&["setup", "--rollback", "--yes"]);
+    assert_eq!(code, 0, "{rolled}");
+    assert_eq!(rolled["operation"], "rollback");
+    assert_eq!(edit(&rolled, "cursor")["action"], "update");
+    assert_eq!(
+        edit(&rolled, "cursor")["verified"]["server_name"],
+        "flameox"
+    );
+    assert!(cursor_text().contains(&old_text), "{}", cursor_text());
+
+    let (code, forward) = m.json(&["setup", "--rollback", "--yes"]);
+    assert_eq!(code, 0, "{forward}");
+    assert!(cursor_text().contains(&bin()) && !cursor_text().contains(&old_text));
+
+    // Someone else's later edit is not undone.
+    let edited = cursor_text().replace(&bin(), "/opt/other/flameox");
+    std::fs::write(&cursor, &edited).unwrap();
+    let (code, left) = m.json(&["setup", "--rollback", "--dry-run"]);
+    assert_eq!(code, 0, "{left}");
+    let cursor_edit = edit(&left, "cursor");
+    assert_eq!(cursor_edit["action"], "skip");
+    assert!(
+        cursor_edit["reason"]
+            .as_str()
+            .unwrap()
+            .contains("changed since")
+    );
+    assert_eq!(cursor_text(), edited);
+}

@@ -5,8 +5,10 @@
 use std::path::{Path, PathBuf};
 
 use super::clients::{self, Host, Scope};
+use super::history::{self, LauncherChange};
 use super::journal::{self, SetupState};
 use super::launcher::{self, Handshake, Launcher};
+use super::plan::launcher_in;
 use super::{
     ClientEdit, EditAction, SetupReport, SetupRequest, configured_launcher, plan, refused,
 };
@@ -149,7 +151,7 @@ pub fn apply(host: &Host, request: &SetupRequest, previewed: &SetupReport) -> Re
     );
     let written = write_edits(&mut report, &state, &stamp);
     let failures = match written {
-        Ok(()) if report.operation == "connect" => verify_edits(&mut report.edits, request)?,
+        Ok(()) if report.operation != "remove" => verify_edits(&mut report.edits, request)?,
         Ok(()) => Vec::new(),
         Err(e) => vec![("", e.message.clone())],
     };
@@ -182,8 +184,33 @@ pub fn apply(host: &Host, request: &SetupRequest, previewed: &SetupReport) -> Re
         .remedy("or name a working executable with --executable PATH"));
     }
     state.finish()?;
+    history::record(&host.state_dir, changes(&report, &stamp))?;
     report.applied = true;
     Ok(report)
+}
+
+/// The launcher changes an applied report wrote, for the history.
+fn changes(report: &SetupReport, stamp: &str) -> Vec<LauncherChange> {
+    report
+        .pending()
+        .filter_map(|edit| {
+            let format = clients::find(edit.client)?.format;
+            let text = |bytes: Option<&[u8]>| {
+                bytes
+                    .and_then(|b| std::str::from_utf8(b).ok())
+                    .map(|t| launcher_in(format, t))
+                    .unwrap_or(None)
+            };
+            Some(LauncherChange {
+                at: stamp.to_owned(),
+                client: edit.client.to_owned(),
+                scope: edit.scope.as_str().to_owned(),
+                path: edit.path.clone()?,
+                previous: text(edit.before.as_deref()),
+                current: text(edit.after.as_deref().map(str::as_bytes)),
+            })
+        })
+        .collect()
 }
 
 fn write_edits(report: &mut SetupReport, state: &SetupState, stamp: &str) -> Result<()> {

@@ -18,7 +18,7 @@ use serde_json::Value;
 pub const SERVE_ARGS: [&str; 4] = ["mcp", "serve", "--project-root", "."];
 
 /// A command and its arguments, as a client configuration stores them.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
 pub struct Launcher {
     pub command: String,
     pub args: Vec<String>,

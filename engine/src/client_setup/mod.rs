@@ -5,12 +5,15 @@
 //! journal, atomic writes and backups; then it starts each launcher as the
 //! client would and completes an MCP initialize, and puts every original
 //! byte back if that fails. The entry is always the absolute executable with
-//! `mcp serve --project-root .`: never `--init`, never a workspace. Terminal
-//! only; docs/install.md.
+//! `mcp serve --project-root .`: never `--init`, never a workspace.
+//! `--refresh` re-points the clients already connected at this executable;
+//! `--rollback` puts back each client's previous launcher from the launcher
+//! history, verified by the same handshake. Terminal only; docs/install.md.
 
 mod apply;
 pub mod clients;
 mod edit_diff;
+pub mod history;
 mod journal;
 mod json_entry;
 pub mod launcher;
@@ -112,6 +115,11 @@ pub struct SetupRequest {
     pub clients: Vec<String>,
     pub scope: Scope,
     pub remove: bool,
+    /// `--refresh`: only clients that already have a flameox entry, pointed
+    /// at this executable.
+    pub refresh: bool,
+    /// `--rollback`: each client's previous launcher from the history.
+    pub rollback: bool,
     /// The project whose files `--scope project` edits.
     pub project_root: PathBuf,
     /// The executable launchers name; default the running one.
@@ -121,7 +129,7 @@ pub struct SetupRequest {
 /// A plan (dry-run), or the report of an applied or verified one.
 #[derive(Debug, Clone, Serialize)]
 pub struct SetupReport {
-    /// `connect`, `remove` or `verify`.
+    /// `connect`, `refresh`, `rollback`, `remove` or `verify`.
     pub operation: &'static str,
     pub scope: Scope,
     /// Whether the edits were written (false for a dry-run or verify).

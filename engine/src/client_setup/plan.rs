@@ -5,6 +5,7 @@
 use std::path::Path;
 
 use super::clients::{self, CLIENTS, Client, ConfigFormat, Host};
+use super::history::{self, LauncherChange};
 use super::launcher::{self, Launcher};
 use super::{
     ClientEdit, EditAction, EntryState, SetupReport, SetupRequest, edit_diff, json_entry, refused,
@@ -61,12 +62,45 @@ fn warnings(launcher: &Launcher) -> Vec<String> {
     }
 }
 
+/// What a request does to one client's flameox entry, given the entry the
+/// file holds now.
+fn target<'a>(
+    client: &Client,
+    request: &SetupRequest,
+    path: &Path,
+    existing: Option<&Launcher>,
+    launcher: &'a Launcher,
+    history: &'a [LauncherChange],
+) -> std::result::Result<Option<&'a Launcher>, String> {
+    if request.rollback {
+        let Some(change) = history::latest(history, client.name, request.scope, path) else {
+            return Err(
+                "no earlier launcher is recorded for this file; nothing to roll back".into(),
+            );
+        };
+        if change.current.as_ref() != existing {
+            return Err(
+                "its flameox entry changed since setup last wrote it; rollback leaves it".into(),
+            );
+        }
+        return Ok(change.previous.as_ref());
+    }
+    if request.refresh && existing.is_none() {
+        return Err(format!(
+            "not connected; `flameox setup --client {}` connects it",
+            client.name
+        ));
+    }
+    Ok(Some(launcher))
+}
+
 /// Computes one client's edit from its configuration as it is now.
 pub(crate) fn plan_client(
     client: &'static Client,
     host: &Host,
     request: &SetupRequest,
     launcher: &Launcher,
+    history: &[LauncherChange],
 ) -> ClientEdit {
     let installed = client.detect(host);
     let path = client.config_path(host, request.scope, &request.project_root);
@@ -119,27 +153,50 @@ pub(crate) fn plan_client(
         }
     };
     edit.before = before;
-    let outcome = if request.remove {
-        remove_entry(client.format, &text).map(|after| match after {
+    let existing = launcher_in(client.format, &text);
+    let to = if request.remove {
+        None
+    } else {
+        match target(client, request, &path, existing.as_ref(), launcher, history) {
+            Ok(to) => to,
+            Err(reason) => {
+                edit.reason = Some(reason);
+                return edit;
+            }
+        }
+    };
+    let outcome = match to {
+        // Remove: the request's, or a rollback to a file that had no entry.
+        None => remove_entry(client.format, &text).map(|after| match after {
             Some(after) => (after, EditAction::Remove),
             None => (text.clone(), EditAction::Absent),
-        })
-    } else {
-        upsert_entry(client.format, &text, launcher).map(|(after, state)| {
+        }),
+        Some(to) => upsert_entry(client.format, &text, to).map(|(after, state)| {
             let action = match state {
                 EntryState::Absent => EditAction::Add,
                 EntryState::Different => EditAction::Update,
                 EntryState::Same => EditAction::Unchanged,
             };
             (after, action)
-        })
+        }),
     };
+    settle(&mut edit, &text, outcome);
+    edit
+}
+
+/// Fills `edit` from the computed file text and action (or the reason the
+/// file was refused).
+fn settle(
+    edit: &mut ClientEdit,
+    text: &str,
+    outcome: std::result::Result<(String, EditAction), String>,
+) {
     match outcome {
         Ok((after, action)) => {
             edit.action = action;
-            edit.diff = edit_diff::hunk(&text, &after);
+            edit.diff = edit_diff::hunk(text, &after);
             edit.after = Some(after);
-            if installed.is_none() {
+            if edit.installed.is_none() {
                 edit.reason = Some("not detected here; configured because it was named".into());
             }
         }
@@ -148,7 +205,6 @@ pub(crate) fn plan_client(
             edit.reason = Some(format!("malformed: {problem}; refused, not replaced"));
         }
     }
-    edit
 }
 
 fn upsert_entry(
@@ -173,10 +229,14 @@ fn remove_entry(format: ConfigFormat, text: &str) -> std::result::Result<Option<
 
 /// The launcher a configuration file holds for flameox, if any.
 pub fn configured_launcher(format: ConfigFormat, path: &Path) -> Option<Launcher> {
-    let text = std::fs::read_to_string(path).ok()?;
+    launcher_in(format, &std::fs::read_to_string(path).ok()?)
+}
+
+/// The launcher a configuration's text holds for flameox, if any.
+pub(crate) fn launcher_in(format: ConfigFormat, text: &str) -> Option<Launcher> {
     match format {
-        ConfigFormat::Json { servers_key, .. } => json_entry::read(&text, servers_key).ok()?,
-        ConfigFormat::CodexToml => toml_entry::read(&text).ok()?,
+        ConfigFormat::Json { servers_key, .. } => json_entry::read(text, servers_key).ok()?,
+        ConfigFormat::CodexToml => toml_entry::read(text).ok()?,
     }
 }
 
@@ -195,11 +255,24 @@ fn next_steps(operation: &str) -> Vec<String> {
 /// Reads files, writes nothing.
 pub fn plan(host: &Host, request: &SetupRequest) -> Result<SetupReport> {
     let launcher = launcher_for(request)?;
+    let history = if request.rollback {
+        history::read(&host.state_dir)
+    } else {
+        Vec::new()
+    };
     let edits = selected(request)?
         .into_iter()
-        .map(|client| plan_client(client, host, request, &launcher))
+        .map(|client| plan_client(client, host, request, &launcher, &history))
         .collect();
-    let operation = if request.remove { "remove" } else { "connect" };
+    let operation = if request.remove {
+        "remove"
+    } else if request.rollback {
+        "rollback"
+    } else if request.refresh {
+        "refresh"
+    } else {
+        "connect"
+    };
     Ok(SetupReport {
         operation,
         scope: request.scope,

@@ -11,6 +11,8 @@ fn request(home: &Path, clients: &[&str], remove: bool) -> SetupRequest {
         clients: clients.iter().map(|c| (*c).to_owned()).collect(),
         scope: Scope::User,
         remove,
+        refresh: false,
+        rollback: false,
         project_root: home.to_path_buf(),
         // Any existing file: these tests never reach verification.
         executable: Some(std::env::current_exe().unwrap_or_default()),
