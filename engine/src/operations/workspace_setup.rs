@@ -216,11 +216,19 @@ fn run_capabilities<'a>(_s: &'a Session<'a>, args: Value) -> AnswerFuture<'a> {
             .await
             .map_err(|e| FlameoxError::internal(format!("capability probe failed: {e}")))?;
         let available = caps.adapters.iter().filter(|a| a.available).count();
-        let summary = format!(
+        let mut summary = format!(
             "{} formats, {available} of {} capture adapters available",
             caps.formats.len(),
             caps.adapters.len()
         );
+        if !caps.setup_adapters.is_empty() {
+            let names: Vec<&str> = caps
+                .setup_adapters
+                .iter()
+                .map(|a| a.adapter.as_str())
+                .collect();
+            summary += &format!("; start_capability_setup can install {}", names.join(", "));
+        }
         Ok(Answer::new(summary, to_value(&caps)?))
     })
 }
