@@ -44,6 +44,7 @@ pub(crate) fn render(operation: &str, result: &Value) -> Option<Result<String>> 
         "list_declared_workflows" => typed(result, workload::list),
         "get_declared_workflow" => workload::show(result),
         "plan_capture" => capture::plan_view(result),
+        "prepare_workload_dependencies" => typed(result, workload::prepared),
         "start_detached_capture"
         | "get_detached_capture"
         | "cancel_detached_capture"

@@ -4,7 +4,9 @@
 //! `services::workloads`). Rendering only.
 
 use flameox_engine::error::Result;
+use flameox_engine::operations::command_line::command_line;
 use flameox_engine::project::edit::ConfigureOutcome;
+use flameox_engine::services::dependencies::DependencyReport;
 use flameox_engine::services::workloads::{
     ConfigurationStatus, DeclaredList, ExperimentDetail, WorkloadDetail,
 };
@@ -132,4 +134,48 @@ pub(crate) fn show(result: &Value) -> Result<String> {
         out += &format!("  requires {} {} ({state})\n", r.kind, r.name);
     }
     Ok(out)
+}
+
+/// `workload prepare`: what was installed into the workload's virtualenv,
+/// each declared distribution as its interpreter has it now, what to run next.
+pub(crate) fn prepared(r: &DependencyReport) -> String {
+    let mut out = if r.installed.is_empty() && r.remaining.is_empty() {
+        format!(
+            "{}: every declared distribution is satisfied\n",
+            r.workload_name
+        )
+    } else {
+        format!(
+            "{}: installed {}{}\n",
+            r.workload_name,
+            if r.installed.is_empty() {
+                "nothing".to_owned()
+            } else {
+                r.installed.join(", ")
+            },
+            r.installer
+                .as_deref()
+                .map(|i| format!(" (with {i})"))
+                .unwrap_or_default()
+        )
+    };
+    let mut t = Table::new(&["requirement", "installed", "satisfied", "note"], &[]);
+    for d in &r.preflight.distributions {
+        t.row(vec![
+            d.requirement.clone(),
+            d.installed_version.clone().unwrap_or_else(|| "-".into()),
+            d.satisfied.to_string(),
+            cut(d.note.as_deref().unwrap_or(""), 50),
+        ]);
+    }
+    if !r.preflight.distributions.is_empty() {
+        out += &t.render();
+    }
+    if !r.remaining.is_empty() {
+        out += &format!("still unsatisfied: {}\n", r.remaining.join(", "));
+    }
+    out + &format!(
+        "next: {}\n",
+        command_line(&r.next.operation, &r.next.arguments)
+    )
 }

@@ -96,6 +96,17 @@ fn spec(program: PathBuf, argv: Vec<String>, timeout: Duration) -> ProcessSpec {
     spec
 }
 
+/// How a process ended, in words (`exit 1`, `killed by signal 9`, `timed out`).
+pub fn ending(outcome: &ProcessOutcome) -> String {
+    match (outcome.termination, outcome.exit_code, outcome.signal) {
+        (Termination::TimedOut, ..) => "timed out".to_owned(),
+        (Termination::Cancelled, ..) => "cancelled".to_owned(),
+        (_, Some(code), _) => format!("exit {code}"),
+        (_, None, Some(signal)) => format!("killed by signal {signal}"),
+        _ => "ended without an exit status".to_owned(),
+    }
+}
+
 fn lossy(output: &crate::execution::CapturedOutput) -> String {
     String::from_utf8_lossy(&output.bytes).into_owned()
 }
@@ -127,9 +138,8 @@ pub fn probe(python: &Path, names: &[String]) -> Result<InterpreterProbe> {
         return Err(FlameoxError::new(
             ErrorCode::CapabilityUnavailable,
             format!(
-                "the Python interpreter could not be probed ({:?}, exit {:?}): {}",
-                outcome.termination,
-                outcome.exit_code,
+                "the Python interpreter could not be probed ({}): {}",
+                ending(&outcome),
                 tail(&lossy(&outcome.stderr))
             ),
         ));
@@ -201,8 +211,8 @@ fn failed(what: &str, outcome: &ProcessOutcome) -> FlameoxError {
     FlameoxError::new(
         code,
         format!(
-            "{what} failed (exit {:?}): {}",
-            outcome.exit_code,
+            "{what} failed ({}): {}",
+            ending(outcome),
             tail(&lossy(&outcome.stderr))
         ),
     )
@@ -222,7 +232,8 @@ pub fn install(
         return Err(failed(
             &format!("installing {} with {installer}", requirements.join(" ")),
             &outcome,
-        ));
+        )
+        .remedy("check the requirement's version specifiers against the versions the package index has (pip uses PIP_INDEX_URL / pip.conf; uv uses UV_INDEX_URL)"));
     }
     Ok(Installed { installer, outcome })
 }

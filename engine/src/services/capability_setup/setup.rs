@@ -184,8 +184,8 @@ fn create_runtime(runtime: &ManagedRuntime, progress: &dyn ImportProgress) -> Re
         }
         let _ = std::fs::remove_dir_all(runtime.venv());
         why.push(format!(
-            "{created_with}: exit {:?}: {}",
-            outcome.exit_code,
+            "{created_with}: {}: {}",
+            python_env::ending(&outcome),
             String::from_utf8_lossy(&outcome.stderr.bytes)
                 .lines()
                 .last()
