@@ -6,7 +6,8 @@
 //!   verified; the same key reconnects and installs nothing;
 //! - an install the index cannot satisfy, a wheel whose program prints the
 //!   wrong version, and a cancel each end with the runtime they created
-//!   removed and a fresh-key retry;
+//!   removed and a fresh-key retry; on a runtime that existed before, a
+//!   failed setup removes only the distribution it added;
 //! - a workload that declares a missing distribution: the plan's preflight
 //!   names it, prepare_workload_dependencies installs it into the
 //!   workload's virtualenv from the index, the next plan has no warning; a
@@ -212,6 +213,32 @@ async fn setup_installs_and_verifies_py_spy_and_rolls_back_what_fails() {
     assert!(!data3.join("runtime/venv").exists());
     let caps = s.ok("list_capabilities", json!({})).await;
     assert_eq!(py_spy(&caps)["available"], false);
+    s.close().await;
+
+    // On a runtime that existed before, a failed setup removes only what
+    // it added: the first runtime, py-spy taken out by hand, then the
+    // lying wheel installed and rolled back.
+    let python = data.join("runtime/venv/bin/python");
+    let removed = std::process::Command::new(&python)
+        .args(["-m", "pip", "uninstall", "--yes", "--quiet", &name])
+        .status()
+        .expect("pip uninstall");
+    assert!(removed.success());
+    let mut s =
+        Session::start_with_env(project.path(), &[], &lying.server_env(&data, &["py-spy"])).await;
+    let op = start(&mut s, "setup-liar-existing-1").await;
+    let failed = finished(&mut s, "get_capability_setup", &op).await;
+    assert_eq!(failed["status"], "failed", "{failed}");
+    let why = failed["error"]["message"].as_str().unwrap_or("");
+    assert!(
+        why.contains(&format!("removed {name} from the managed runtime")),
+        "{why}"
+    );
+    assert!(
+        python.exists(),
+        "the runtime that existed before was removed"
+    );
+    assert!(!data.join("runtime/venv/bin/py-spy").exists());
 
     // A cancel while the runtime is being created removes it.
     let data4 = scratch.path().join("data4");
