@@ -1,6 +1,7 @@
 //! How a person reads the workspace inventory: its status, a validation
 //! report, and single records (printed as the JSON they are).
 
+use flameox_engine::operations::command_line::command_line;
 use flameox_engine::services::inventory::WorkspaceStatus;
 use flameox_engine::validate::ValidationReport;
 
@@ -18,6 +19,26 @@ pub(crate) fn status(s: &WorkspaceStatus) -> String {
     );
     for (table, rows) in &s.evidence_rows {
         out += &format!("  {table:<14} {:>12} rows\n", thousands(*rows as i64));
+    }
+    if s.active_operations_total > 0 {
+        out += &format!(
+            "active      {} detached operations\n",
+            s.active_operations_total
+        );
+    }
+    for op in &s.active_operations {
+        let percent = op
+            .percent
+            .map(|p| format!(" ({p:.0} %)"))
+            .unwrap_or_default();
+        out += &format!(
+            "  {} {} {}: {}{percent}; poll: {}\n",
+            op.kind.replace('_', " "),
+            op.operation_id,
+            op.status,
+            op.phase,
+            command_line(&op.next.operation, &op.next.arguments)
+        );
     }
     out
 }

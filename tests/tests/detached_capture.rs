@@ -95,6 +95,12 @@ async fn a_detached_capture_outlives_a_killed_server_and_its_key_reconnects() {
         .await;
     assert_eq!(running["status"], "running", "{running}");
     assert_eq!(running["phase"], "capturing", "{running}");
+    // The workspace's status lists it, with the call that polls it.
+    let status = s.ok("workspace_status", json!({})).await;
+    assert_eq!(status["active_operations_total"], 1, "{status}");
+    let active = &status["active_operations"][0];
+    assert_eq!(active["operation_id"], operation_id.as_str());
+    assert_eq!(active["next"]["operation"], "get_detached_capture");
 
     // The server dies mid-run; the worker and its workload do not.
     let _ = s.kill().await;

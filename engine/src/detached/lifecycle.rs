@@ -205,6 +205,37 @@ fn start_tool(kind: &str) -> &'static str {
     }
 }
 
+/// The get tool of each kind (what a caller polls).
+pub fn get_tool(kind: &str) -> &'static str {
+    match kind {
+        "experiment" => "get_detached_experiment",
+        "capability_setup" => "get_capability_setup",
+        _ => "get_detached_capture",
+    }
+}
+
+/// The operations still queued or running (a dead worker's are recovered
+/// first), newest first, at most `limit`; and how many there are.
+pub fn active(ws: &Workspace, limit: usize) -> (Vec<OperationRecord>, usize) {
+    recover_all(ws);
+    let Ok(entries) = fs::read_dir(detached_dir(ws)) else {
+        return (Vec::new(), 0);
+    };
+    let mut running: Vec<OperationRecord> = entries
+        .flatten()
+        .filter_map(|e| {
+            let name = e.file_name().to_string_lossy().into_owned();
+            name.starts_with("op_").then_some(name)
+        })
+        .filter_map(|id| read_record(ws, &id).ok())
+        .filter(|r| !r.status.is_terminal())
+        .collect();
+    running.sort_by(|a, b| b.created_unix_ms.cmp(&a.created_unix_ms));
+    let total = running.len();
+    running.truncate(limit);
+    (running, total)
+}
+
 /// Whether a live worker holds the operation's lock.
 fn worker_alive(dir: &Path) -> bool {
     let path = worker_lock(dir);

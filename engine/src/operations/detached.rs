@@ -111,7 +111,7 @@ fn view(record: &OperationRecord, reconnected: Option<bool>) -> Value {
     let run_id = record.items.iter().find_map(|i| i.run_id.clone());
     let next = match (record.status, &run_id) {
         (s, _) if !s.is_terminal() => json!({
-            "tool": get_tool(&record.kind),
+            "tool": detached::lifecycle::get_tool(&record.kind),
             "arguments": { "operation_id": record.operation_id, "wait_seconds": 20 },
         }),
         (OperationStatus::Completed, Some(run)) => json!({
@@ -167,15 +167,6 @@ fn view(record: &OperationRecord, reconnected: Option<bool>) -> Value {
         out["receipt"] = receipt;
     }
     out
-}
-
-/// The get tool of each detached kind.
-fn get_tool(kind: &str) -> &'static str {
-    match kind {
-        SETUP_KIND => "get_capability_setup",
-        EXPERIMENT_KIND => "get_detached_experiment",
-        _ => "get_detached_capture",
-    }
 }
 
 /// How an answer names the kind.

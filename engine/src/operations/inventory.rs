@@ -82,7 +82,7 @@ pub(super) static OPERATIONS: &[Operation] = &[
         name: "workspace_status",
         cli: &["status"],
         title: "Workspace status",
-        description: "Workspace id, HEAD commit, counts of runs, artifacts and evidence rows.",
+        description: "Workspace id, HEAD commit, counts of runs, artifacts and evidence rows, and detached operations still running with the call that polls each.",
         group: Group::ReadOnly,
         positional: &[],
         schema: input_schema::<NoArguments>,

@@ -23,6 +23,29 @@ pub struct WorkspaceStatus {
     pub artifacts: usize,
     pub evidence_rows: std::collections::BTreeMap<String, u64>,
     pub evidence_bytes: u64,
+    /// Detached operations still queued or running (newest first, at most
+    /// [`ACTIVE_LISTED`]), each with the call that polls it.
+    #[serde(default)]
+    pub active_operations: Vec<ActiveOperation>,
+    #[serde(default)]
+    pub active_operations_total: usize,
+}
+
+/// Active operations a status lists.
+pub const ACTIVE_LISTED: usize = 16;
+
+/// One detached operation still at work.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ActiveOperation {
+    pub operation_id: String,
+    /// `capture`, `experiment` or `capability_setup`.
+    pub kind: String,
+    pub status: String,
+    pub phase: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub percent: Option<f64>,
+    pub created_at: String,
+    pub next: NextCall,
 }
 
 /// Creates (or opens) the workspace; with `store`, puts its evidence on
@@ -38,6 +61,7 @@ pub fn init(project_root: &std::path::Path, store: Option<&str>) -> Result<InitO
 
 pub fn status(ws: &Workspace) -> Result<WorkspaceStatus> {
     let snapshot = catalog::pin_head(ws)?;
+    let (active, active_operations_total) = crate::detached::lifecycle::active(ws, ACTIVE_LISTED);
     let mut evidence_rows = std::collections::BTreeMap::new();
     let mut evidence_bytes = 0;
     for g in &snapshot.generations {
@@ -55,6 +79,23 @@ pub fn status(ws: &Workspace) -> Result<WorkspaceStatus> {
         artifacts: store::list_artifacts(ws)?.len(),
         evidence_rows,
         evidence_bytes,
+        active_operations: active
+            .into_iter()
+            .map(|r| ActiveOperation {
+                next: NextCall {
+                    operation: crate::detached::lifecycle::get_tool(&r.kind).to_owned(),
+                    arguments: json!({ "operation_id": r.operation_id, "wait_seconds": 20 }),
+                    why: "poll it; the same idempotency key also reconnects".to_owned(),
+                },
+                operation_id: r.operation_id,
+                kind: r.kind,
+                status: r.status.word().to_owned(),
+                phase: r.phase,
+                percent: r.percent,
+                created_at: r.created_at,
+            })
+            .collect(),
+        active_operations_total,
     })
 }
 
