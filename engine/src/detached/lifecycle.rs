@@ -230,7 +230,7 @@ pub fn active(ws: &Workspace, limit: usize) -> (Vec<OperationRecord>, usize) {
         .filter_map(|id| read_record(ws, &id).ok())
         .filter(|r| !r.status.is_terminal())
         .collect();
-    running.sort_by(|a, b| b.created_unix_ms.cmp(&a.created_unix_ms));
+    running.sort_by_key(|r| std::cmp::Reverse(r.created_unix_ms));
     let total = running.len();
     running.truncate(limit);
     (running, total)
