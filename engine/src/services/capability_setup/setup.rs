@@ -100,8 +100,12 @@ fn cancelled_error() -> FlameoxError {
 
 /// Holds the runtime's lock, waiting (cancellably) for another setup.
 fn lock_runtime(runtime: &ManagedRuntime, progress: &dyn ImportProgress) -> Result<FileLock> {
-    std::fs::create_dir_all(runtime.root())
-        .map_err(|e| io_error("creating the managed runtime's folder", e))?;
+    std::fs::create_dir_all(runtime.root()).map_err(|e| {
+        io_error("creating the managed runtime's folder", e).remedy(format!(
+            "point {} (or XDG_DATA_HOME) at a folder this user can write",
+            super::runtime::DATA_DIR_VARIABLE
+        ))
+    })?;
     let started = Instant::now();
     loop {
         if let Some(lock) = FileLock::try_acquire(&runtime.lock_path())? {
