@@ -204,5 +204,29 @@ pub(crate) fn capabilities_view(c: &Capabilities) -> String {
             action.adapter, action.requirement, action.adapter
         );
     }
+    for action in &c.setup_third_party_adapters {
+        out += &format!(
+            "{} needs approval ({}): {}\n",
+            action.adapter,
+            action.requirement,
+            command_line(&action.tool, &action.arguments)
+        );
+    }
     out + &format!("formats extracted: {}\n", readable.join(", "))
+}
+
+/// `adapter approve`: the identity now approved, and what to run next.
+pub(crate) fn approved_view(result: &Value) -> Result<String> {
+    let id = &result["identity"];
+    let text = |v: &Value, default: &str| v.as_str().unwrap_or(default).to_owned();
+    Ok(format!(
+        "adapter {} approved {}\n  distribution {} {}\n  content      sha256:{}\n  program      sha256:{}\nnext: flameox capabilities (then flameox capture plan <workload> --adapter {})\n",
+        text(&id["adapter"], "?"),
+        text(&result["approved_at"], ""),
+        text(&id["distribution"], "(a program)"),
+        text(&id["version"], "(unversioned)"),
+        text(&id["content_sha256"], "?"),
+        text(&id["program_sha256"], "?"),
+        text(&id["adapter"], "?"),
+    ))
 }

@@ -37,6 +37,7 @@ pub(crate) fn render(operation: &str, result: &Value) -> Option<Result<String>> 
         "record_comparison" | "record_analysis" => typed(result, run_set_views::record),
         "initialize_workspace" => typed(result, inventory_views::initialized),
         "list_capabilities" => typed(result, capture::capabilities_view),
+        "prepare_adapter" => capture::approved_view(result),
         "import_artifact" => typed(result, import_view::render_import),
         "get_native_viewer_plan" => typed(result, open::plan_view),
         "workload_configuration_status" => typed(result, workload::status),

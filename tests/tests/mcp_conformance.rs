@@ -14,7 +14,7 @@ use serde_json::{Value, json};
 
 /// Bytes of the whole tool list as a client receives it (compact JSON).
 /// 52 KB since investigation memory (issue 28): seven tools at 51,580.
-const SURFACE_CEILING: usize = 66_000;
+const SURFACE_CEILING: usize = 67_000;
 /// Bytes of the `initialize` instructions.
 const INSTRUCTIONS_CEILING: usize = 640;
 /// Characters of any one tool description.
@@ -68,7 +68,7 @@ const READ_ONLY: &[&str] = &[
     "analyze_execution",
 ];
 /// Mutating but non-executing and idempotent for an identical definition.
-const CONFIGURE: &[&str] = &["configure_workload"];
+const CONFIGURE: &[&str] = &["configure_workload", "prepare_adapter"];
 /// Command-executing: destructive and open-world.
 const EXECUTE: &[&str] = &[
     "execute_capture_plan",

@@ -12,8 +12,10 @@ use super::detached::{
 };
 use super::schema::input_schema;
 use super::session::Session;
-use super::{AnswerFuture, Body, Group, Operation, decode};
+use super::{Answer, AnswerFuture, Body, Group, Operation, decode, to_value};
+use crate::error::FlameoxError;
 use crate::services::capability_setup::setup::{SETUP_KIND, start_capability_setup};
+use crate::services::capability_setup::third_party::approve;
 
 /// What `start_capability_setup` asks.
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -25,6 +27,21 @@ pub struct StartSetupRequest {
     /// Adapters from list_capabilities' setup_adapters, e.g. ["py-spy"].
     #[schemars(length(min = 1, max = 8))]
     pub adapters: Vec<String>,
+}
+
+/// What `prepare_adapter` asks.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct PrepareAdapterRequest {
+    /// A third-party adapter from list_capabilities' setup_third_party_adapters.
+    #[schemars(length(min = 1, max = 64))]
+    pub adapter: String,
+    /// Its distribution as listed (absent for a plain program).
+    #[schemars(length(min = 1, max = 200))]
+    pub distribution: Option<String>,
+    /// Its version as listed (absent for a plain program).
+    #[schemars(length(min = 1, max = 200))]
+    pub version: Option<String>,
 }
 
 pub(super) static OPERATIONS: &[Operation] = &[
@@ -67,7 +84,48 @@ pub(super) static OPERATIONS: &[Operation] = &[
         columns: &[],
         terminal: &[],
     },
+    Operation {
+        name: "prepare_adapter",
+        cli: &["adapter", "approve"],
+        title: "Prepare adapter",
+        description: "Approve a declared third-party adapter's exact installed identity (distribution, version, content hash); a later change invalidates it. Runs and installs nothing.",
+        group: Group::Configure,
+        positional: &["adapter"],
+        schema: input_schema::<PrepareAdapterRequest>,
+        run: Body::Session(run_prepare_adapter),
+        rows: "",
+        columns: &[],
+        terminal: &[],
+    },
 ];
+
+fn run_prepare_adapter<'a>(s: &'a Session<'a>, args: Value) -> AnswerFuture<'a> {
+    Box::pin(async move {
+        let r: PrepareAdapterRequest = decode(args)?;
+        let ws = s.workspace()?;
+        let approval = tokio::task::spawn_blocking(move || {
+            approve(
+                &ws,
+                &r.adapter,
+                r.distribution.as_deref(),
+                r.version.as_deref(),
+            )
+        })
+        .await
+        .map_err(|e| FlameoxError::internal(format!("approval task failed: {e}")))??;
+        let identity = &approval.identity;
+        let summary = format!(
+            "adapter {} approved: {} {}, content sha256:{}",
+            identity.adapter,
+            identity.distribution.as_deref().unwrap_or("program"),
+            identity.version.as_deref().unwrap_or("unversioned"),
+            &identity.content_sha256[..identity.content_sha256.len().min(16)]
+        );
+        let mut value = to_value(&approval)?;
+        value["next"] = serde_json::json!({ "tool": "list_capabilities", "arguments": {} });
+        Ok(Answer::new(summary, value))
+    })
+}
 
 fn run_start<'a>(s: &'a Session<'a>, args: Value) -> AnswerFuture<'a> {
     Box::pin(async move {

@@ -14,7 +14,7 @@ use serde_json::{Value, json};
 
 use super::schema::input_schema;
 use super::session::Session;
-use super::workloads::AdapterName;
+use super::workloads::{AdapterName, adapter_word};
 use super::{Answer, AnswerFuture, Body, Group, Operation, decode};
 use crate::detached::{self, OperationRecord, OperationStatus};
 use crate::error::{FlameoxError, Result};
@@ -36,6 +36,7 @@ pub struct StartCaptureRequest {
     #[schemars(length(min = 1, max = 64))]
     pub workload_name: Option<String>,
     /// With workload_name; default process.
+    #[schemars(length(min = 1, max = 64))]
     pub adapter: Option<AdapterName>,
     /// With workload_name: parameter → one of its declared choices.
     #[schemars(extend("maxProperties" = 32))]
@@ -245,7 +246,7 @@ fn run_start<'a>(s: &'a Session<'a>, args: Value) -> AnswerFuture<'a> {
             idempotency_key: r.idempotency_key,
             plan_id: r.plan_id,
             workload_name: r.workload_name,
-            adapter: r.adapter.unwrap_or(AdapterName::Process).word().to_owned(),
+            adapter: adapter_word(r.adapter),
             parameters: r.parameters.unwrap_or_default(),
         };
         let started = start_detached_capture(&ws, s.plans, &req, &detached::spawn_worker)?;

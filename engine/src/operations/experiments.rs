@@ -47,6 +47,7 @@ pub struct RunExperimentRequest {
     #[schemars(extend("maxProperties" = 32))]
     pub parameters: Option<BTreeMap<String, Value>>,
     /// Default process.
+    #[schemars(length(min = 1, max = 64))]
     pub adapter: Option<AdapterName>,
 }
 
@@ -64,6 +65,7 @@ pub struct StartExperimentRequest {
     #[schemars(extend("maxProperties" = 32))]
     pub parameters: Option<BTreeMap<String, Value>>,
     /// Default process.
+    #[schemars(length(min = 1, max = 64))]
     pub adapter: Option<AdapterName>,
 }
 
@@ -237,13 +239,14 @@ fn run_run<'a>(s: &'a Session<'a>, args: Value) -> AnswerFuture<'a> {
             name: r.name,
             parameters: r.parameters.unwrap_or_default(),
         };
-        let adapter = r.adapter.map(AdapterName::word);
+        let adapter = r.adapter;
         let ws = s.workspace()?;
         let reporter = s.progress.reporter(&EXPERIMENT_PHASES);
-        let view =
-            tokio::task::spawn_blocking(move || run_experiment(&ws, &request, adapter, &*reporter))
-                .await
-                .map_err(|e| FlameoxError::internal(format!("experiment task failed: {e}")))??;
+        let view = tokio::task::spawn_blocking(move || {
+            run_experiment(&ws, &request, adapter.as_deref(), &*reporter)
+        })
+        .await
+        .map_err(|e| FlameoxError::internal(format!("experiment task failed: {e}")))??;
         if let Some(error) = cancelled_error(&view) {
             return Err(error);
         }
@@ -263,7 +266,7 @@ fn run_start_detached<'a>(s: &'a Session<'a>, args: Value) -> AnswerFuture<'a> {
             &ws,
             &r.idempotency_key,
             &request,
-            r.adapter.map(AdapterName::word),
+            r.adapter.as_deref(),
             &crate::detached::spawn_worker,
         )?;
         Ok(started_answer(&started))

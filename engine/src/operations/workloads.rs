@@ -62,27 +62,13 @@ pub struct DeclaredRequest {
     pub kind: Option<WorkflowKind>,
 }
 
-/// A capture adapter.
-#[derive(Debug, Clone, Copy, Deserialize, JsonSchema)]
-#[serde(rename_all = "kebab-case")]
-pub enum AdapterName {
-    Process,
-    PySpy,
-    Viztracer,
-    Perf,
-    Nsys,
-}
+/// A capture adapter: one of the built-in ones, or a third-party adapter
+/// declared in flameox.toml (checked when the capture is planned).
+pub type AdapterName = String;
 
-impl AdapterName {
-    pub fn word(self) -> &'static str {
-        match self {
-            AdapterName::Process => "process",
-            AdapterName::PySpy => "py-spy",
-            AdapterName::Viztracer => "viztracer",
-            AdapterName::Perf => "perf",
-            AdapterName::Nsys => "nsys",
-        }
-    }
+/// The adapter a request names, `process` by default.
+pub(super) fn adapter_word(adapter: Option<AdapterName>) -> String {
+    adapter.unwrap_or_else(|| "process".to_owned())
 }
 
 /// What `plan_capture` asks.
@@ -92,7 +78,8 @@ pub struct PlanRequest {
     /// Declared workload.
     #[schemars(length(min = 1, max = 64))]
     pub workload_name: String,
-    /// Default process; list_capabilities says which work.
+    /// process (default), py-spy, viztracer, perf, nsys, or an approved third-party adapter; list_capabilities says which work.
+    #[schemars(length(min = 1, max = 64))]
     pub adapter: Option<AdapterName>,
     /// Parameter → one of its declared choices (default: the first).
     #[schemars(extend("maxProperties" = 32))]
@@ -339,7 +326,7 @@ fn run_plan<'a>(s: &'a Session<'a>, args: Value) -> AnswerFuture<'a> {
         let r: PlanRequest = decode(args)?;
         let ws = s.workspace()?;
         let request = CaptureRequest {
-            adapter: r.adapter.unwrap_or(AdapterName::Process).word().to_owned(),
+            adapter: adapter_word(r.adapter),
             workload: r.workload_name,
             parameters: r.parameters.unwrap_or_default(),
             preflight_mode: r.preflight_mode.unwrap_or_default(),

@@ -204,7 +204,7 @@ fn run_init<'a>(s: &'a Session<'a>, args: Value) -> AnswerFuture<'a> {
     })
 }
 
-fn run_capabilities<'a>(_s: &'a Session<'a>, args: Value) -> AnswerFuture<'a> {
+fn run_capabilities<'a>(s: &'a Session<'a>, args: Value) -> AnswerFuture<'a> {
     Box::pin(async move {
         let r: CapabilitiesRequest = decode(args)?;
         let mode = match r.mode.unwrap_or(CapabilityMode::Passive) {
@@ -212,15 +212,25 @@ fn run_capabilities<'a>(_s: &'a Session<'a>, args: Value) -> AnswerFuture<'a> {
             CapabilityMode::ActiveCached => ProbeMode::ActiveCached,
             CapabilityMode::ActiveRefresh => ProbeMode::ActiveRefresh,
         };
-        let caps = tokio::task::spawn_blocking(move || capabilities::capabilities(mode))
-            .await
-            .map_err(|e| FlameoxError::internal(format!("capability probe failed: {e}")))?;
+        let ws = s.workspace().ok();
+        let caps =
+            tokio::task::spawn_blocking(move || capabilities::capabilities(mode, ws.as_ref()))
+                .await
+                .map_err(|e| FlameoxError::internal(format!("capability probe failed: {e}")))?;
         let available = caps.adapters.iter().filter(|a| a.available).count();
         let mut summary = format!(
             "{} formats, {available} of {} capture adapters available",
             caps.formats.len(),
             caps.adapters.len()
         );
+        if !caps.setup_third_party_adapters.is_empty() {
+            let names: Vec<&str> = caps
+                .setup_third_party_adapters
+                .iter()
+                .map(|a| a.adapter.as_str())
+                .collect();
+            summary += &format!("; prepare_adapter approves {}", names.join(", "));
+        }
         if !caps.setup_adapters.is_empty() {
             let names: Vec<&str> = caps
                 .setup_adapters

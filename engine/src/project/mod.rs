@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::json;
 
-pub use schema::{ExperimentDef, ProjectConfig, Scalar, WorkloadDef};
+pub use schema::{AdapterDef, ExperimentDef, ProjectConfig, Scalar, WorkloadDef};
 pub use validate::Diagnostic;
 
 use crate::error::{ErrorCode, FlameoxError, Result, closest, io_error};

@@ -16,6 +16,31 @@ pub struct ProjectConfig {
     pub workloads: BTreeMap<String, WorkloadDef>,
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub experiments: BTreeMap<String, ExperimentDef>,
+    /// Third-party capture adapters: an installed program run around the
+    /// workload, usable once `prepare_adapter` approved its exact identity.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub adapters: BTreeMap<String, AdapterDef>,
+}
+
+/// A third-party capture adapter declared in `[adapters.<name>]`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AdapterDef {
+    /// The installed program it runs (a name on PATH, or an absolute path).
+    pub program: String,
+    /// What runs: `{program}` (the resolved program), `{profile}` (the
+    /// profile's path in the capture folder) and `{argv}` (the workload's
+    /// argv, spliced in as separate arguments; exactly once).
+    pub command: Vec<String>,
+    /// File name of the profile the program writes.
+    pub profile: String,
+    /// Format the profile is imported as (default: detected by content).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kind: Option<String>,
+    /// The Python distribution that installed the program, when it is one:
+    /// its version and files join the identity prepare_adapter approves.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub distribution: Option<String>,
 }
 
 /// A parameter choice: a plain TOML/JSON scalar.

@@ -9,7 +9,7 @@ use std::path::{Component, Path};
 
 use serde::{Deserialize, Serialize};
 
-use super::schema::{ExperimentDef, ProjectConfig, Scalar, WorkloadDef};
+use super::schema::{AdapterDef, ExperimentDef, ProjectConfig, Scalar, WorkloadDef};
 use crate::services::import_plan::AUTO;
 use flameox_extractors::formats::readable_names;
 
@@ -571,11 +571,91 @@ pub fn experiment_diagnostics(
     out
 }
 
+/// The placeholders a third-party adapter's command may hold.
+pub const ADAPTER_PLACEHOLDERS: [&str; 3] = ["{program}", "{profile}", "{argv}"];
+
+/// Every problem of one `[adapters.<name>]`.
+pub fn adapter_diagnostics(name: &str, def: &AdapterDef) -> Vec<Diagnostic> {
+    let at = |key: &str| format!("adapters.{name}.{key}");
+    let mut out = Vec::new();
+    if !is_name(name) || crate::services::adapters::ADAPTERS.contains(&name) {
+        out.push(Diagnostic::new(
+            format!("adapters.{name}"),
+            "a name of 1..64 of A-Z a-z 0-9 _ . - that is not a built-in adapter (process, py-spy, viztracer, perf, nsys)",
+        ));
+    }
+    if def.program.is_empty() || def.program.chars().any(char::is_whitespace) {
+        out.push(Diagnostic::new(
+            at("program"),
+            "a program name or absolute path, no spaces",
+        ));
+    }
+    check_text(&mut out, &at("program"), &def.program);
+    if def.command.is_empty() || def.command.len() > MAX_ARGV {
+        out.push(Diagnostic::new(at("command"), "must have 1..=256 entries"));
+    }
+    if def.command.iter().filter(|a| *a == "{argv}").count() != 1 {
+        out.push(Diagnostic::new(
+            at("command"),
+            "must hold `{argv}` (the workload's argv) exactly once, as a whole entry",
+        ));
+    }
+    for (i, arg) in def.command.iter().enumerate() {
+        let key = at(&format!("command[{i}]"));
+        check_text(&mut out, &key, arg);
+        if arg == "{argv}" {
+            continue;
+        }
+        let stripped = arg.replace("{program}", "").replace("{profile}", "");
+        if stripped.contains('{') || stripped.contains('}') {
+            out.push(Diagnostic::new(
+                &key,
+                "placeholders are {program}, {profile} and {argv} (a whole entry)",
+            ));
+        }
+    }
+    if def.profile.is_empty()
+        || def.profile.contains('/')
+        || def.profile.contains('\\')
+        || def.profile.starts_with('.')
+    {
+        out.push(Diagnostic::new(
+            at("profile"),
+            "a plain file name (no folders)",
+        ));
+    }
+    if let Some(kind) = &def.kind
+        && kind != "auto"
+        && flameox_extractors::formats::FORMATS
+            .iter()
+            .all(|f| f.name() != kind)
+    {
+        out.push(Diagnostic::new(
+            at("kind"),
+            format!("`{kind}` is not a format kind; `flameox capabilities` lists them"),
+        ));
+    }
+    if let Some(dist) = &def.distribution
+        && crate::services::capability_setup::requirement::parse(dist)
+            .map(|r| !r.specifiers.is_empty() || r.name != *dist)
+            .unwrap_or(true)
+    {
+        out.push(Diagnostic::new(
+            at("distribution"),
+            "a distribution name, without version specifiers",
+        ));
+    }
+    out
+}
+
 /// Every problem of a whole configuration.
 pub fn config_diagnostics(config: &ProjectConfig) -> Vec<Diagnostic> {
     let mut out = Vec::new();
     for (name, def) in &config.workloads {
         out.extend(workload_diagnostics(name, def));
+    }
+    for (name, def) in &config.adapters {
+        out.extend(adapter_diagnostics(name, def));
     }
     for (name, def) in &config.experiments {
         out.extend(experiment_diagnostics(name, def, &config.workloads));

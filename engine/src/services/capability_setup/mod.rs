@@ -10,3 +10,4 @@ pub mod python_env;
 pub mod requirement;
 pub mod runtime;
 pub mod setup;
+pub mod third_party;

@@ -25,9 +25,12 @@ use serde::{Deserialize, Serialize};
 use crate::error::{ErrorCode, FlameoxError, Result};
 use crate::execution::env::child_environment;
 use crate::execution::{ProcessSpec, Unsupervised, run_process};
+use crate::project::AdapterDef;
 use crate::services::capability_setup::pins::managed;
 use crate::services::capability_setup::probe_cache;
 use crate::services::capability_setup::runtime::find_program;
+use crate::services::capability_setup::third_party::{self, ThirdPartyStatus};
+use crate::workspace::Workspace;
 
 /// Every adapter, in the order they are listed.
 pub const ADAPTERS: [&str; 5] = ["process", "py-spy", "viztracer", "perf", "nsys"];
@@ -536,6 +539,151 @@ pub fn wrap(adapter: &str, program: &Path, argv: &[String], dir: &str) -> Result
         }
     };
     Ok(wrapped)
+}
+
+/// A declared third-party adapter and its status in `ws` (`None`: `name`
+/// is built in).
+fn declared(ws: &Workspace, name: &str) -> Result<Option<(AdapterDef, ThirdPartyStatus)>> {
+    if ADAPTERS.contains(&name) {
+        return Ok(None);
+    }
+    let (config, _) = crate::project::load_valid(ws.project_root())?;
+    let Some(def) = config.adapters.get(name) else {
+        let mut known: Vec<&str> = ADAPTERS.to_vec();
+        known.extend(config.adapters.keys().map(String::as_str));
+        return Err(FlameoxError::invalid_argument(
+            "adapter",
+            format!("unknown adapter `{name}`; one of {}", known.join(", ")),
+        ));
+    };
+    let status = third_party::status(ws, name, def);
+    Ok(Some((def.clone(), status)))
+}
+
+fn third_party_status(def: &AdapterDef, status: &ThirdPartyStatus) -> AdapterStatus {
+    let mut s = AdapterStatus {
+        name: status.adapter.clone(),
+        available: status.approved,
+        reason: status.reason.clone(),
+        probe: "passive".into(),
+        output: format!(
+            "{} → {}",
+            def.profile,
+            def.kind.as_deref().unwrap_or("detected by content")
+        ),
+        remediation: Vec::new(),
+        provisioning: "third_party_approval".into(),
+        version: status.identity.as_ref().and_then(|i| i.version.clone()),
+        setup_verification: if status.approved {
+            "passively_observed".into()
+        } else {
+            "pending".into()
+        },
+        permissions: Vec::new(),
+    };
+    if !status.approved && status.identity.is_some() {
+        s.remediation.push(format!(
+            "prepare_adapter approves {}'s exact identity (list_capabilities: setup_third_party_adapters)",
+            status.adapter
+        ));
+    }
+    s
+}
+
+/// The status of every third-party adapter `ws`'s project declares.
+pub fn third_party_statuses(ws: &Workspace) -> Vec<(AdapterStatus, ThirdPartyStatus)> {
+    let Ok((config, _)) = crate::project::load_valid(ws.project_root()) else {
+        return Vec::new();
+    };
+    config
+        .adapters
+        .iter()
+        .map(|(name, def)| {
+            let status = third_party::status(ws, name, def);
+            (third_party_status(def, &status), status)
+        })
+        .collect()
+}
+
+/// [`check_for_workload`], for built-in and declared third-party adapters:
+/// a third-party one must be approved for the identity it has now.
+pub fn check_in(
+    ws: &Workspace,
+    adapter: &str,
+    program: &Path,
+    argv: &[String],
+) -> Result<AdapterStatus> {
+    let Some((def, status)) = declared(ws, adapter)? else {
+        return check_for_workload(adapter, program, argv);
+    };
+    let s = third_party_status(&def, &status);
+    if !s.available {
+        let mut err = unavailable(&s);
+        if let Some(identity) = &status.identity {
+            err = err.recover_with(
+                "prepare_adapter",
+                serde_json::json!({
+                    "adapter": adapter,
+                    "distribution": identity.distribution,
+                    "version": identity.version,
+                }),
+                format!(
+                    "flameox adapter approve {adapter}{}{}",
+                    identity
+                        .distribution
+                        .as_deref()
+                        .map(|d| format!(" --distribution {d}"))
+                        .unwrap_or_default(),
+                    identity
+                        .version
+                        .as_deref()
+                        .map(|v| format!(" --version {v}"))
+                        .unwrap_or_default()
+                ),
+            );
+        }
+        return Err(err);
+    }
+    Ok(s)
+}
+
+/// [`wrap`], for built-in and declared third-party adapters.
+pub fn wrap_in(
+    ws: &Workspace,
+    adapter: &str,
+    program: &Path,
+    argv: &[String],
+    dir: &str,
+) -> Result<Wrapped> {
+    let Some((def, status)) = declared(ws, adapter)? else {
+        return wrap(adapter, program, argv, dir);
+    };
+    if !status.approved {
+        return Err(unavailable(&third_party_status(&def, &status)));
+    }
+    let tool = third_party::adapter_program(&def, ws.project_root())
+        .ok_or_else(|| unavailable(&third_party_status(&def, &status)))?;
+    let profile = format!("{dir}/{}", def.profile);
+    let mut command = Vec::new();
+    for arg in &def.command {
+        if arg == "{argv}" {
+            command.push(program.to_string_lossy().into_owned());
+            command.extend(argv.iter().skip(1).cloned());
+        } else {
+            command.push(
+                arg.replace("{program}", &tool.to_string_lossy())
+                    .replace("{profile}", &profile),
+            );
+        }
+    }
+    Ok(Wrapped {
+        program: tool,
+        command,
+        profile: Some(ProfileOutput {
+            file_name: def.profile.clone(),
+            kind: def.kind.clone().unwrap_or_else(|| "auto".into()),
+        }),
+    })
 }
 
 #[cfg(test)]

@@ -226,10 +226,10 @@ pub fn plan_capture(ws: &Workspace, request: &CaptureRequest) -> Result<CaptureP
             required: decl.required.unwrap_or(true),
         });
     }
-    let adapter = adapters::check_for_workload(&request.adapter, &program, &argv)?;
+    let adapter = adapters::check_in(ws, &request.adapter, &program, &argv)?;
     let Wrapped {
         command, profile, ..
-    } = adapters::wrap(&request.adapter, &program, &argv, CAPTURE_DIR)?;
+    } = adapters::wrap_in(ws, &request.adapter, &program, &argv, CAPTURE_DIR)?;
     let mut expected_artifacts = vec![
         "execution receipt (execution_receipt → measurements)".to_owned(),
         "stdout (text)".to_owned(),

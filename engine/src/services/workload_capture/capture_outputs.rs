@@ -218,7 +218,9 @@ pub fn keep_outputs(
     match profile {
         Profile::None => {}
         Profile::Ready { path, kind } => {
-            match stage_file_for_run(ws, &run.run_id, &path, Some(&kind), "profile", progress) {
+            // A third-party adapter may leave its format to detection.
+            let forced = (kind != "auto").then_some(kind.as_str());
+            match stage_file_for_run(ws, &run.run_id, &path, forced, "profile", progress) {
                 Ok(s) => {
                     kept.artifacts.push(s.artifact);
                     kept.staged.push(s.staged);

@@ -198,6 +198,7 @@ pub fn list_declared(ws: &Workspace, kind: Option<&str>) -> Result<DeclaredList>
     let ProjectConfig {
         workloads,
         experiments,
+        ..
     } = &config;
     Ok(DeclaredList {
         kind: kind.to_owned(),

@@ -8,7 +8,7 @@ use flameox_extractors::formats::FORMATS;
 use serde::{Deserialize, Serialize};
 
 use crate::error::Result;
-use crate::services::adapters::{ProbeMode, adapter_statuses_in};
+use crate::services::adapters::{ProbeMode, adapter_statuses_in, third_party_statuses};
 use crate::services::capability_setup::pins::managed;
 use crate::store;
 use crate::workspace::Workspace;
@@ -35,6 +35,9 @@ pub struct Capabilities {
     pub adapters: Vec<crate::services::adapters::AdapterStatus>,
     /// Missing adapters capability setup can install (pinned), with the call.
     pub setup_adapters: Vec<SetupAction>,
+    /// Declared third-party adapters installed here whose exact identity
+    /// is not approved yet, with the prepare_adapter call.
+    pub setup_third_party_adapters: Vec<SetupAction>,
 }
 
 /// One adapter capability setup can install.
@@ -50,8 +53,29 @@ pub struct SetupAction {
 
 /// The formats detection knows, which have an extractor in this build, and
 /// the adapters examined as `mode` allows.
-pub fn capabilities(mode: ProbeMode) -> Capabilities {
-    let adapters = adapter_statuses_in(mode);
+pub fn capabilities(mode: ProbeMode, ws: Option<&Workspace>) -> Capabilities {
+    let mut adapters = adapter_statuses_in(mode);
+    let mut setup_third_party_adapters = Vec::new();
+    for (status, third) in ws.map(third_party_statuses).unwrap_or_default() {
+        if let (false, Some(identity)) = (third.approved, &third.identity) {
+            setup_third_party_adapters.push(SetupAction {
+                adapter: third.adapter.clone(),
+                requirement: format!(
+                    "{} {} (content sha256:{})",
+                    identity.distribution.as_deref().unwrap_or("program"),
+                    identity.version.as_deref().unwrap_or("unversioned"),
+                    &identity.content_sha256[..identity.content_sha256.len().min(16)]
+                ),
+                tool: "prepare_adapter".to_owned(),
+                arguments: serde_json::json!({
+                    "adapter": third.adapter,
+                    "distribution": identity.distribution,
+                    "version": identity.version,
+                }),
+            });
+        }
+        adapters.push(status);
+    }
     let formats = FORMATS
         .iter()
         .map(|f| FormatCapability {
@@ -100,6 +124,7 @@ pub fn capabilities(mode: ProbeMode) -> Capabilities {
                 arguments: serde_json::json!({ "adapters": [m.adapter] }),
             })
             .collect(),
+        setup_third_party_adapters,
         adapters,
     }
 }
