@@ -101,11 +101,16 @@ pub fn flameox_bin() -> PathBuf {
         let bin = profile_dir.join("flameox");
         let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
         let mut cmd = Command::new(cargo);
-        // The same selection as the README test command, so the features
-        // (and the compiled dependencies) are the ones the runner built: a
-        // no-op after `cargo nextest run --workspace --all-targets`.
+        // The same selection as the README test command (with the cluster
+        // feature when this crate has it), so the features (and the compiled
+        // dependencies) are the ones the runner built: a no-op after
+        // `cargo nextest run --workspace --all-targets [--features
+        // flameox-tests/cluster]`.
         cmd.args(["build", "--workspace", "--all-targets"])
             .current_dir(repo_root());
+        if cfg!(feature = "cluster") {
+            cmd.args(["--features", "flameox-tests/cluster"]);
+        }
         // What cargo set for this test binary must not reach the nested
         // build: build scripts that watch these variables (ring's watches
         // CARGO_MANIFEST_DIR and CARGO_PKG_*) would rerun, and everything

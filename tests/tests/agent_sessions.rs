@@ -5,12 +5,10 @@
 //! results, the first answer's headline must be the right one, and its
 //! figures equal an oracle computed here over the raw file.
 
-mod support;
-
 use std::path::Path;
 
+use crate::support::mcp::Session;
 use serde_json::{Value, json};
-use support::mcp::Session;
 
 /// Calls an agent may spend on one question.
 const MAX_CALLS: usize = 5;

@@ -17,14 +17,12 @@
 //!   and the capture detached and polled (the real py-spy binary, packed
 //!   into a wheel on the loopback index).
 
-mod support;
-
 use std::path::Path;
 
+use crate::support::mcp::Session;
 use flameox_tests::package_index::{LocalIndex, printing_script};
 use flameox_tests::{Project, profilers_bin};
 use serde_json::{Value, json};
-use support::mcp::Session;
 
 /// Waits for a detached operation of `get_tool` to end (≤ 180 s).
 async fn finished(s: &mut Session, get_tool: &str, operation_id: &str) -> Value {

@@ -8,15 +8,13 @@
 //! server start. The terminal's `capture start|status|cancel` are the same
 //! operations.
 
-mod support;
-
 use std::path::Path;
 use std::time::{Duration, Instant};
 
+use crate::support::mcp::Session;
 use flameox_tests::Project;
 use flameox_tests::workloads::{assert_tree_gone, hang_workload, process_alive, wait_for_pids};
 use serde_json::{Value, json};
-use support::mcp::Session;
 
 /// A 60 s workload that appends one line to starts.txt each time it
 /// starts, writes its pid and a sleeping grandchild's, and exits 0.

@@ -6,14 +6,12 @@
 //! running trial's process tree and keeps the finished trials. The
 //! terminal's `experiment start|status|cancel` are the same operations.
 
-mod support;
-
 use std::time::Duration;
 
+use crate::support::mcp::Session;
 use flameox_tests::Project;
 use flameox_tests::workloads::{assert_tree_gone, wait_for_pids};
 use serde_json::{Value, json};
-use support::mcp::Session;
 
 /// `mode = ok` sleeps 1 s and prints, `hang` starts a sleeping grandchild,
 /// writes both pids and sleeps.

@@ -6,7 +6,7 @@
 //! command — and that command, run as printed, gives the same estimate.
 //! A frame finding names its frame, which is checked against the evidence.
 
-mod support;
+use crate::support;
 
 use flameox_tests::Project;
 use flameox_tests::generated_runs::{Noise, import_run, pyperf_json, samples, write_file};

@@ -8,15 +8,15 @@
 //! client cancellation mid-run kills the running trial's process tree,
 //! marks the experiment cancelled and keeps the finished trials.
 
-mod support;
+use crate::support;
 
 use std::time::{Duration, Instant};
 
+use crate::support::mcp::Session;
 use flameox_tests::Project;
 use flameox_tests::golden_experiment::{assert_quadratic, config};
 use flameox_tests::workloads::{assert_tree_gone, wait_for_pids};
 use serde_json::{Value, json};
-use support::mcp::Session;
 
 /// The phase of each progress message (`capturing: trial 3 of 30` →
 /// `capturing`), consecutive repeats dropped.

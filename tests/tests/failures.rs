@@ -3,7 +3,7 @@
 //! per code, filtered by kind and code, and paged; a good import is not
 //! listed. The same answer over MCP.
 
-mod support;
+use crate::support;
 
 use flameox_tests::Project;
 use serde_json::json;

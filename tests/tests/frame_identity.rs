@@ -10,11 +10,9 @@ use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
 use std::process::Command;
 
-mod support;
-
+use crate::support::mcp::Session;
 use flameox_tests::{Project, corpus, corpus_json, micros_to_ns, profilers_bin};
 use serde_json::{Value, json};
-use support::mcp::Session;
 
 /// The program before the edit: a heavy `normalize`, an unchanged `fib`.
 const BEFORE: &str = "\

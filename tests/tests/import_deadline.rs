@@ -4,14 +4,12 @@
 //! that says which limit fired. Also the smallest damaged trace,
 //! which used to spin forever.
 
-mod support;
-
 use std::io::Read;
 use std::time::{Duration, Instant};
 
+use crate::support::mcp::{Session, assert_protocol_only};
 use flameox_tests::{Project, corpus};
 use serde_json::json;
-use support::mcp::{Session, assert_protocol_only};
 
 /// A generated Kineto trace big enough that its import takes seconds.
 fn big_trace(project: &Project) -> &'static str {

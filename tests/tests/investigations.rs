@@ -9,11 +9,9 @@
 //! prediction cannot be rewritten; a hotspot finding needs the commit its
 //! answer was read at.
 
-mod support;
-
+use crate::support::mcp::Session;
 use rmcp::model::{ReadResourceRequestParams, ResourceContents};
 use serde_json::{Value, json};
-use support::mcp::Session;
 
 const TRACE: &str = "kineto/hta_nccl_a100_rank0of2.json.gz";
 

@@ -8,16 +8,14 @@
 //! with no orphan and no staging left, and that stdout carried nothing but
 //! protocol messages.
 
-mod support;
-
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+use crate::support::mcp::{Session, assert_protocol_only, structured};
 use flameox_tests::Project;
 use rmcp::model::{CallToolRequestParams, CallToolResult};
 use serde_json::{Value, json};
-use support::mcp::{Session, assert_protocol_only, structured};
 use tokio::task::JoinSet;
 
 /// Small corpus traces of four formats, and where the project holds them

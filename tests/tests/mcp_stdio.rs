@@ -5,14 +5,12 @@
 //! of the session is scanned for host paths, and stdout for anything that
 //! is not a protocol message.
 
-mod support;
-
 use std::path::Path;
 use std::time::{Duration, Instant};
 
+use crate::support::mcp::{Session, assert_protocol_only};
 use rmcp::model::{CallToolRequestParams, ReadResourceRequestParams, ResourceContents};
 use serde_json::{Value, json};
-use support::mcp::{Session, assert_protocol_only};
 
 const TRACE: &str = "kineto/hta_nccl_a100_rank0of2.json.gz";
 

@@ -4,11 +4,9 @@
 //! page load's two `CrRendererMain` threads listed apart, a frame's worst
 //! slices in one call, frames found by a piece of name.
 
-mod support;
-
+use crate::support::mcp::Session;
 use flameox_tests::{Project, corpus};
 use serde_json::{Value, json};
-use support::mcp::Session;
 
 const CHROMIUM: &str = "chrome_json/chromium_headless_page_devtools.json";
 

@@ -6,7 +6,7 @@
 //! the process may open files still imports (inputs are stored as the
 //! workers reach them, not all at once).
 
-mod support;
+use crate::support;
 
 use std::path::Path;
 use std::process::Command;

@@ -6,15 +6,13 @@
 //! too-large prefix and an HTTP URL with a signature in its query end with
 //! typed errors that carry no secret, and leave nothing published or staged.
 
-mod support;
-
 use std::path::{Path, PathBuf};
 
+use crate::support::mcp::Session;
 use flameox_tests::s3_server::{S3Server, free_port};
 use flameox_tests::{Project, corpus};
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
-use support::mcp::Session;
 
 const BUCKET: &str = "traces";
 

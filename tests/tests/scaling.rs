@@ -9,7 +9,7 @@
 //! result. The same through MCP: `freeze_run_set`, `analyze_scaling`,
 //! `compare_run_sets`, `record_analysis`, the run-set resource.
 
-mod support;
+use crate::support;
 
 use flameox_tests::Project;
 use flameox_tests::generated_runs::{Noise, import_run, pyperf_json, samples, write_file};

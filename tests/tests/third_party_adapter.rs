@@ -7,11 +7,9 @@
 //! to its files invalidates the approval. A third-party adapter cannot take
 //! a built-in adapter's name.
 
-mod support;
-
+use crate::support::mcp::Session;
 use flameox_tests::Project;
 use serde_json::{Value, json};
-use support::mcp::Session;
 
 /// Runs the workload, then writes a folded-stacks profile to its first
 /// argument.

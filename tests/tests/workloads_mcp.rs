@@ -5,10 +5,11 @@
 //! in order, and a client cancellation kills the process tree and records the
 //! run as cancelled.
 
-mod support;
+use crate::support;
 
 use std::time::{Duration, Instant};
 
+use crate::support::mcp::Session;
 use flameox_engine::services::plans::MAX_PLANS;
 use flameox_mcp::FlameoxServer;
 use flameox_tests::Project;
@@ -16,7 +17,6 @@ use flameox_tests::workloads::{
     assert_tree_gone, call_tool, hang_workload, in_process_server, wait_for_pids,
 };
 use serde_json::{Value, json};
-use support::mcp::Session;
 
 const CONFIG: &str = r#"
 [workloads.square]
