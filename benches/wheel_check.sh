@@ -3,13 +3,17 @@
 # its version against server.json, report its sizes, drive the installed
 # `flameox mcp serve` with the stock Python MCP client, connect a client
 # with `flameox setup` (its MCP handshake included), and run it with uvx.
-# Usage: [WHEEL_PROFILE=debug] bash benches/wheel_check.sh WHEEL MCP_CLIENT_VENV UV
+# Usage: [WHEEL_PROFILE=debug] bash benches/wheel_check.sh WHEEL MCP_CLIENT_VENV UV [TRACE]
+# TRACE is the Kineto trace the MCP client imports (default: the shared
+# corpus's hta_alexnet_a100 beside this repository; .ci/run, which runs this
+# from a clone with no corpus beside it, names the checkout's).
 # WHEEL_PROFILE is the profile folder the wheel was built into (default
 # dist, what is released: stripped; the dev profile writes to debug); .ci/run packages the dev build. The
 # sizes of a dist wheel go to docs/install.md.
 set -euo pipefail
 wheel=$1 client_venv=$2 uv=$3
 repo=$(cd "$(dirname "$0")/.." && pwd)
+trace=${4:-$repo/../shared/corpus/kineto/hta_alexnet_a100.pt.trace.json.gz}
 scratch=$(mktemp -d)
 trap 'rm -rf "$scratch"' EXIT
 
@@ -38,7 +42,7 @@ echo "sizes: wheel $(stat -c %s "$wheel") B, installed binary $(stat -c %s "$bin
 
 echo "-- stock MCP client against the installed flameox"
 (cd /tmp && "$client_venv/bin/python" "$repo/tests/clients/python_stdio_client.py" \
-  "$bin" "$repo/../shared/corpus/kineto/hta_alexnet_a100.pt.trace.json.gz")
+  "$bin" "$trace")
 
 echo "-- flameox setup from the install: Cursor and Codex in a scratch home"
 home="$scratch/home"

@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 use std::io::IsTerminal;
 
 use flameox_engine::FlameoxError;
-use flameox_engine::error::{ErrorCode, Result};
+use flameox_engine::error::{ErrorCode, NEGATIVE_RESULT_EXIT_CODE, Result};
 use flameox_engine::operations::command_line::command_line;
 use flameox_engine::services::capabilities::Capabilities;
 use flameox_engine::services::capture::{CapturePlan, CaptureRequest, plan_capture};
@@ -19,7 +19,7 @@ use serde_json::{Value, json};
 
 use crate::args::{CaptureCommand, GlobalOptions};
 use crate::render::{Table, bytes, cut, duration_ns};
-use crate::terminal::{CliProgress, emit, open};
+use crate::terminal::{CliProgress, emit, open, verdict};
 
 /// `--param size=10` pairs (or one JSON object) as a map (values matched
 /// against choices as text).
@@ -152,7 +152,20 @@ pub(crate) fn capture_command(g: &GlobalOptions, request: CaptureRequest) -> Res
         serde_json::from_value::<CaptureResult>(v["result"].clone())
             .map(|r| render_result(&r))
             .unwrap_or_default()
-    })
+    })?;
+    // Seed, "Exit codes": "1: operation completed with a negative result
+    // such as failed validation". The run is recorded and printed as usual.
+    if result.validation == "failed" {
+        verdict(
+            g,
+            NEGATIVE_RESULT_EXIT_CODE,
+            &format!(
+                "run {} completed but its validation failed (the workload's oracle or a required output)",
+                result.run_id
+            ),
+        );
+    }
+    Ok(())
 }
 
 /// `flameox capture run`.

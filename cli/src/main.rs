@@ -54,7 +54,7 @@ fn main() -> ExitCode {
             Err(err) => return usage_error(err),
         };
         return match operations::run(&global, op, sub) {
-            Ok(()) => ExitCode::SUCCESS,
+            Ok(()) => terminal::exit_after_answer(),
             Err(err) => report_error(&err, global.json),
         };
     }
@@ -64,7 +64,7 @@ fn main() -> ExitCode {
     };
     let json = cli.global.json;
     match commands::run(cli) {
-        Ok(()) => ExitCode::SUCCESS,
+        Ok(()) => terminal::exit_after_answer(),
         Err(err) => report_error(&err, json),
     }
 }

@@ -6,6 +6,7 @@
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
+use flameox_engine::FlameoxError;
 use flameox_engine::error::Result;
 use flameox_engine::services::capabilities::ViewerPlan;
 use flameox_engine::services::viewer;
@@ -22,8 +23,21 @@ pub(crate) fn plan_view(p: &ViewerPlan) -> String {
     out
 }
 
-/// `--launch`: serves the artifact's bytes once and opens the viewer.
+/// `--launch`: serves the artifact's bytes once and opens the viewer. Never
+/// with `--json` (seed: "It never launches a browser when --json is
+/// active"): a program reads the plan, and nothing starts.
 pub(crate) fn launch(g: &GlobalOptions, artifact: &str, wait: u64) -> Result<()> {
+    if g.json {
+        return Err(FlameoxError::invalid_argument(
+            "launch",
+            "opens a browser, which a --json call never does: read the viewer plan instead, or run `flameox open --launch` without --json",
+        )
+        .recover_with(
+            "get_native_viewer_plan",
+            serde_json::json!({ "target": artifact }),
+            format!("flameox open {artifact} --json"),
+        ));
+    }
     let ws = open(g)?;
     let launch = viewer::prepare_launch(&ws, artifact)?;
     let listener = launch.bind()?;

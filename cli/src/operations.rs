@@ -90,6 +90,11 @@ fn command_of(op: &'static Operation) -> Command {
         example.join(" ")
     );
     let mut cmd = Command::new(name).about(in_cli_words(&about));
+    for (command, alias) in flameox_engine::operations::CLI_ALIASES {
+        if *command == op.cli {
+            cmd = cmd.visible_alias(*alias);
+        }
+    }
     let Some(props) = schema["properties"].as_object() else {
         return cmd;
     };
@@ -115,6 +120,11 @@ fn command_of(op: &'static Operation) -> Command {
             .long(long)
             .help(in_cli_words(rule["description"].as_str().unwrap_or("")))
             .required(required.contains(&property.as_str()));
+        for (operation, argument, alias) in flameox_engine::operations::CLI_FLAG_ALIASES {
+            if *operation == op.name && argument == property {
+                arg = arg.visible_alias(*alias);
+            }
+        }
         arg = match rule["type"].as_str() {
             Some("boolean") => arg.action(ArgAction::SetTrue),
             // `--parameters n=1024 --parameters mode=fast` (also `--param`,
@@ -550,10 +560,10 @@ fn run_with(
         text
     };
     let _ = std::io::stdout().lock().write_all(out.as_bytes());
-    match answer.verdict {
-        Some(err) => Err(err),
-        None => Ok(()),
+    if let Some(err) = answer.verdict {
+        crate::terminal::verdict(g, err.exit_code(), &err.message);
     }
+    Ok(())
 }
 
 /// Frame key → function name, from every object of the answer that names

@@ -1,10 +1,11 @@
 //! What every command shares with the terminal: finding the workspace,
-//! printing an answer or `--json`, the async runtime of one command, the
-//! call's deadline, and progress bars with Ctrl-C.
+//! printing an answer or `--json`, a negative answer's exit code, the async
+//! runtime of one command, the call's deadline, and progress bars with
+//! Ctrl-C.
 
 use std::io::{IsTerminal, Write};
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use flameox_engine::error::Result;
@@ -44,6 +45,29 @@ pub(crate) fn emit<T: Serialize>(
     let mut stdout = std::io::stdout().lock();
     let _ = stdout.write_all(out.as_bytes());
     Ok(())
+}
+
+/// The exit code of an answer that was printed but is negative (a capture
+/// whose validation failed, an invalid workspace). The answer stays the
+/// only document on stdout — `--json` readers parse one object — and the
+/// terminal gets one line on stderr saying why the exit code is not 0.
+static VERDICT: OnceLock<u8> = OnceLock::new();
+
+/// Records a negative answer's exit code (the first one wins).
+pub(crate) fn verdict(g: &GlobalOptions, code: i32, why: &str) {
+    if !g.json && !g.quiet {
+        eprintln!("{why} (exit {code})");
+    }
+    let _ = VERDICT.set(u8::try_from(code).unwrap_or(1));
+}
+
+/// The process's exit code after a command that returned normally.
+pub(crate) fn exit_after_answer() -> std::process::ExitCode {
+    VERDICT
+        .get()
+        .map_or(std::process::ExitCode::SUCCESS, |&code| {
+            std::process::ExitCode::from(code)
+        })
 }
 
 pub(crate) fn block_on<F: std::future::Future>(fut: F) -> Result<F::Output> {

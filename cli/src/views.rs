@@ -60,7 +60,7 @@ pub(crate) fn render(operation: &str, result: &Value) -> Option<Result<String>> 
         "list_experiment_trials" => typed(result, experiment::render_page),
         "create_investigation" => typed(result, investigation_views::investigation),
         "get_investigation" => typed(result, investigation_views::detail),
-        "record_hypothesis" => typed(result, investigation_views::hypothesis),
+        "record_hypothesis" | "get_hypothesis" => typed(result, investigation_views::hypothesis),
         "record_finding" | "get_finding" => typed(result, investigation_views::finding),
         "summarize_evidence" => Ok(investigation_views::report(result)),
         "analyze_execution" => typed(result, execution_view::render),

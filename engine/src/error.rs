@@ -221,10 +221,29 @@ impl FlameoxError {
         )
     }
 
+    /// The process exit code: the code's row of the contract's table, with
+    /// two refinements by what the error says. A query stopped by its
+    /// deadline timed out (8: "cancelled or timed out"); its memory budget
+    /// stays 5. A missing or invalid `flameox.toml` (details `file`) is
+    /// invalid configuration (2), not a damaged workspace.
     pub fn exit_code(&self) -> i32 {
-        self.code.exit_code()
+        let detail = |key: &str| self.details.get(key).and_then(Value::as_str);
+        match self.code {
+            ErrorCode::QueryBudgetExceeded if detail("budget") == Some("deadline") => 8,
+            ErrorCode::WorkspaceInvalid if detail("file") == Some(PROJECT_CONFIG_FILE) => 2,
+            code => code.exit_code(),
+        }
     }
 }
+
+/// The project's workload declarations (`project::CONFIG_FILE`; named here
+/// so the exit-code table needs no import of the project module).
+pub const PROJECT_CONFIG_FILE: &str = "flameox.toml";
+
+/// The exit code of an operation that completed with a negative result,
+/// such as a capture whose validation failed (the contract's row 1); the
+/// answer is printed as usual.
+pub const NEGATIVE_RESULT_EXIT_CODE: i32 = 1;
 
 /// Wraps an I/O failure on the workspace, naming the operation, not the path.
 ///
@@ -402,6 +421,23 @@ mod tests {
             ErrorCode::InvalidCapturePlan.as_str(),
             "INVALID_CAPTURE_PLAN"
         );
+    }
+
+    /// Seed, "Exit codes": "8: operation cancelled or timed out" and
+    /// "2: invalid arguments or configuration".
+    #[test]
+    fn a_query_past_its_deadline_timed_out_and_a_bad_flameox_toml_is_configuration() {
+        let deadline =
+            FlameoxError::new(ErrorCode::QueryBudgetExceeded, "late").detail("budget", "deadline");
+        assert_eq!(deadline.exit_code(), 8);
+        let memory =
+            FlameoxError::new(ErrorCode::QueryBudgetExceeded, "big").detail("budget", "memory");
+        assert_eq!(memory.exit_code(), 5);
+        let config = FlameoxError::new(ErrorCode::WorkspaceInvalid, "bad")
+            .detail("file", PROJECT_CONFIG_FILE);
+        assert_eq!(config.exit_code(), 2);
+        let damaged = FlameoxError::new(ErrorCode::WorkspaceInvalid, "torn commit");
+        assert_eq!(damaged.exit_code(), 5);
     }
 
     #[test]

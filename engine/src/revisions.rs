@@ -56,7 +56,7 @@ impl RevisionedKind {
         match self {
             RevisionedKind::Investigations => "`flameox investigations list`",
             RevisionedKind::Hypotheses | RevisionedKind::Findings => {
-                "`flameox investigations get <investigation-id>`"
+                "`flameox investigations show <investigation-id>`"
             }
         }
     }

@@ -9,9 +9,9 @@ use flameox_engine::Workspace;
 use flameox_engine::error::FlameoxError;
 use flameox_engine::operations::Session;
 use flameox_engine::query::SessionCache;
-use flameox_engine::services::inventory;
 use flameox_engine::services::investigations::investigation;
 use flameox_engine::services::plans::{DEFAULT_PLAN_TTL, PlanStore};
+use flameox_engine::services::{artifact_detail, inventory};
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, Implementation,
     ListResourceTemplatesResult, ListToolsResult, PaginatedRequestParams,
@@ -253,7 +253,7 @@ impl FlameoxServer {
             return to_value(&inventory::show_run(&ws, id)?);
         }
         if let Some(id) = uri.strip_prefix("flameox://artifacts/") {
-            return to_value(&inventory::show_artifact(&ws, id)?);
+            return to_value(&artifact_detail::show_artifact(&ws, id, None, None, None)?);
         }
         if let Some(id) = uri.strip_prefix("flameox://run-sets/") {
             return Ok(inventory::evidence_get(&ws, &format!("run_set:{id}"))?["record"].clone());

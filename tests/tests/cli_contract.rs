@@ -119,6 +119,20 @@ fn json_results_carry_the_documented_fields_and_errors_map_to_exit_codes() {
         "--limit",
         "5",
     ]);
+    // Seed: "flameox trace window <artifact-id> --start NS --end NS".
+    let seed_spelling = project.json(&[
+        "trace",
+        "window",
+        artifact,
+        "--relative",
+        "--start",
+        "0",
+        "--end",
+        "1000000000000",
+        "--limit",
+        "5",
+    ]);
+    assert_eq!(seed_spelling["events"], window["events"]);
     has_fields(
         &window,
         &[
@@ -166,10 +180,30 @@ fn json_results_carry_the_documented_fields_and_errors_map_to_exit_codes() {
             "limitation_details",
         ],
     );
+    // Seed, get_artifact: "identity, kind, size, sensitivity, integrity,
+    // supported analyses, and paginated registrations. An optional run_id
+    // selects one contextual registration."
+    let shown = project.json(&["artifacts", "show", artifact]);
     has_fields(
-        &project.json(&["artifacts", "show", artifact]),
-        &["artifact_id", "bytes", "kind", "run_ids", "extracted"],
+        &shown,
+        &[
+            "artifact_id",
+            "bytes",
+            "kind",
+            "sensitivity",
+            "integrity",
+            "supported_analyses",
+            "registrations",
+            "extracted",
+        ],
     );
+    assert_eq!(shown["sensitivity"], "profile", "{shown}");
+    assert_eq!(shown["integrity"]["status"], "size_matches", "{shown}");
+    assert_eq!(shown["registrations"]["items"][0]["run_id"], run, "{shown}");
+    let analyses = shown["supported_analyses"].to_string();
+    assert!(analyses.contains("analyze_hotspots"), "{shown}");
+    let in_context = project.json(&["artifacts", "show", artifact, "--run-id", run]);
+    assert_eq!(in_context["registration"]["run_id"], run, "{in_context}");
     has_fields(
         &project.json(&["status"]),
         &[

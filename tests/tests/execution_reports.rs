@@ -268,6 +268,8 @@ fn pytest_and_coverage_reports_land_as_the_tools_state_them() {
         "{ex:#}"
     );
     assert!(ex["missing"].as_array().is_some_and(Vec::is_empty));
+    // Seed, analyze_execution: results "carry an evidence object".
+    assert_eq!(ex["evidence"]["status"], "available", "{ex:#}");
     let changes = ex["compare"]["coverage_changes"]
         .as_array()
         .expect("changes");
@@ -285,4 +287,6 @@ fn pytest_and_coverage_reports_land_as_the_tools_state_them() {
         Some(2),
         "{bare:#}"
     );
+    assert_eq!(bare["evidence"]["status"], "partial", "{bare:#}");
+    assert_eq!(bare["evidence"]["reason"], "reports_missing", "{bare:#}");
 }

@@ -611,6 +611,7 @@ fn gaps_are_attributed_to_the_launching_thread_not_an_idle_helper() {
 
     // The orientation call tells the same story in a sentence.
     let summary = project.json(&["analyze", "summary", &run]);
+    assert_eq!(summary["evidence"]["status"], "available", "{summary}");
     let longest = &summary["gpu"]["longest"][0];
     assert_eq!(longest["class"], "starved", "{summary}");
     assert!(

@@ -601,7 +601,8 @@ fn key_paths(project: &Project, text: &str, args: &[&str]) -> Vec<String> {
     std::fs::write(&path, text).unwrap();
     let mut all = args.to_vec();
     all.push("--json");
-    let err = refused(&project.run(&all), "WORKSPACE_INVALID", 5);
+    // Seed, "Exit codes": "2: invalid arguments or configuration".
+    let err = refused(&project.run(&all), "WORKSPACE_INVALID", 2);
     assert_eq!(err["details"]["file"], "flameox.toml");
     assert_eq!(
         std::fs::read_to_string(&path).unwrap(),

@@ -14,7 +14,7 @@ use serde_json::{Value, json};
 
 /// Bytes of the whole tool list as a client receives it (compact JSON).
 /// 52 KB since investigation memory (issue 28): seven tools at 51,580.
-const SURFACE_CEILING: usize = 67_000;
+const SURFACE_CEILING: usize = 68_500;
 /// Bytes of the `initialize` instructions.
 const INSTRUCTIONS_CEILING: usize = 640;
 /// Characters of any one tool description.
@@ -61,14 +61,21 @@ const READ_ONLY: &[&str] = &[
     "list_experiment_trials",
     "list_investigations",
     "get_investigation",
+    "get_hypothesis",
     "list_findings",
     "get_finding",
     "summarize_evidence",
     "analyze_failures",
     "analyze_execution",
 ];
-/// Mutating but non-executing and idempotent for an identical definition.
-const CONFIGURE: &[&str] = &["configure_workload", "prepare_adapter"];
+/// Mutating but non-executing and idempotent for an identical definition;
+/// `initialize_workspace` is the seed's "additive and idempotent": a second
+/// call changes nothing.
+const CONFIGURE: &[&str] = &[
+    "initialize_workspace",
+    "configure_workload",
+    "prepare_adapter",
+];
 /// Command-executing: destructive and open-world.
 const EXECUTE: &[&str] = &[
     "execute_capture_plan",
@@ -82,7 +89,6 @@ const EXECUTE: &[&str] = &[
     "cancel_detached_experiment",
 ];
 const ADDITIVE: &[&str] = &[
-    "initialize_workspace",
     "import_artifact",
     "freeze_run_set",
     "record_comparison",

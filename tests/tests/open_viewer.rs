@@ -1,6 +1,7 @@
 //! `flameox open`: the viewer plan names the right viewer, and `--launch`
 //! serves the stored original bytes once to the viewer's origin (a test
-//! client plays the browser; `xdg-open` may be absent).
+//! client plays the browser; `xdg-open` may be absent) — never with
+//! `--json`.
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
@@ -33,8 +34,20 @@ fn open_plans_and_launch_serves_the_original_bytes() {
     let run = other["run_id"].as_str().expect("run id");
     assert_eq!(project.json(&["open", run]), plan);
 
+    // Seed: "It never launches a browser when --json is active": refused
+    // before anything is served, pointing at the plan.
+    let refused = project.run(&["open", &artifact, "--launch", "--json"]);
+    assert_eq!(refused.status.code(), Some(2), "{refused:?}");
+    let err: serde_json::Value = serde_json::from_slice(&refused.stdout).expect("json error");
+    assert_eq!(err["code"], "INVALID_ARGUMENTS", "{err}");
+    assert_eq!(
+        err["recovery"]["next_tool"], "get_native_viewer_plan",
+        "{err}"
+    );
+    assert!(refused.stderr.is_empty(), "nothing served: {refused:?}");
+
     let mut child = project
-        .command(&["open", &artifact, "--launch", "--wait", "60", "--json"])
+        .command(&["open", &artifact, "--launch", "--wait", "60"])
         .env("PATH", "/nonexistent")
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -68,9 +81,9 @@ fn open_plans_and_launch_serves_the_original_bytes() {
 
     let out = child.wait_with_output().expect("exit");
     assert!(out.status.success());
-    let result: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+    let said = String::from_utf8_lossy(&out.stdout);
     assert_eq!(
-        result["bytes_served"].as_u64(),
-        Some((reply.len() - split - 4) as u64)
+        said.trim_end(),
+        format!("speedscope fetched {} bytes", reply.len() - split - 4)
     );
 }

@@ -113,10 +113,15 @@ fn operators_device_time_and_steps_match_the_trace() {
 
     let folded = corpus().join("stacks/pyspy_workload.folded.txt");
     let other = project.json(&["import", folded.to_str().expect("utf-8")]);
-    let err = project.json_err(
-        &["analyze", "pytorch", other["run_id"].as_str().expect("run")],
-        "COMPARISON_INVALID",
-        6,
+    let other_run = other["run_id"].as_str().expect("run");
+    let err = project.json_err(&["analyze", "pytorch", other_run], "COMPARISON_INVALID", 6);
+    // Seed, analyze_pytorch: "the exact run_id and recovery action instead
+    // of an empty report".
+    assert_eq!(err["run_id"], other_run, "{err}");
+    assert_eq!(err["recovery"]["next_tool"], "summarize_target", "{err}");
+    assert_eq!(
+        err["recovery"]["next_arguments"]["target"], other_run,
+        "{err}"
     );
     assert!(
         err["remediation"]

@@ -1,7 +1,9 @@
 //! Query budgets hold: a memory pool too small for a query and a deadline a
-//! heavy query cannot meet both end in `QUERY_BUDGET_EXCEEDED` (exit 5) with
-//! the budget, what was used and a narrower call — not an OOM, a panic or a
+//! heavy query cannot meet both end in `QUERY_BUDGET_EXCEEDED` with the
+//! budget, what was used and a narrower call — not an OOM, a panic or a
 //! hang — in-process and through the binary, and the workspace is unchanged.
+//! The memory budget exits 5; the deadline exits 8 (seed, "Exit codes":
+//! "8: operation cancelled or timed out").
 
 use std::time::{Duration, Instant};
 
@@ -244,7 +246,7 @@ fn a_deadline_a_heavy_query_cannot_meet_stops_it_promptly() {
             &window[3],
         ],
         "QUERY_BUDGET_EXCEEDED",
-        5,
+        8,
     );
     assert_eq!(err["details"]["deadline_ms"], 1, "{err}");
     let start = trace.span.0.to_string();
@@ -262,7 +264,7 @@ fn a_deadline_a_heavy_query_cannot_meet_stops_it_promptly() {
             &end,
         ],
         "QUERY_BUDGET_EXCEEDED",
-        5,
+        8,
     );
     assert_eq!(err["recovery"]["next_tool"], "get_trace_window", "{err}");
     let narrowed_end = err["recovery"]["next_arguments"]["end_ns"]

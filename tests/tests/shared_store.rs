@@ -136,7 +136,10 @@ fn two_workspaces_on_one_store_see_each_others_evidence_and_answer_alike() {
             .unwrap_or_default()
     };
     assert!(payloads(&folder).is_empty());
-    let mut open = command(&b, &server, &["open", artifact, "--launch", "--wait", "1"]);
+    // `--launch` serves only without --json (the seed: never a browser
+    // with --json).
+    let mut open = b.command(&["open", artifact, "--launch", "--wait", "1"]);
+    server.configure(&mut open);
     open.env("PATH", "/nonexistent");
     let out = open.output().expect("open --launch");
     assert!(out.status.success(), "{out:?}");

@@ -63,6 +63,7 @@ mod run_sets;
 mod scaling;
 mod scaling_startup_cost;
 mod scoped_drilldowns;
+mod seed_cli_spellings;
 mod server_json;
 mod setup_clients;
 mod shared_store;

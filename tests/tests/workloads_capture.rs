@@ -23,6 +23,11 @@ oracle = { stdout_contains = "0" }
 argv = ["python3", "-c", "import sys; print('partial'); sys.exit(3)"]
 timeout_seconds = 30
 
+[workloads.wrong]
+argv = ["python3", "-c", "print('hello')"]
+timeout_seconds = 30
+oracle = { stdout_contains = "goodbye" }
+
 [workloads.env]
 argv = ["python3", "-c", "import json, os; print(json.dumps(dict(os.environ)))"]
 timeout_seconds = 30
@@ -201,6 +206,32 @@ fn a_failing_workload_is_recorded_as_failed_with_its_measurements() {
     assert_eq!(measurements(&project, &run_id).len(), 3);
     // Its stdout is kept as an artifact even though it failed.
     assert_eq!(err["details"]["result"]["stdout_head"], "partial\n");
+}
+
+/// Seed, "Exit codes": "1: operation completed with a negative result such
+/// as failed validation". The run completes and is printed as usual — one
+/// JSON document with `--json` — and the exit code says the oracle failed.
+#[test]
+fn a_completed_run_whose_validation_failed_exits_1_with_its_answer() {
+    let project = project();
+    let out = project.run(&["capture", "run", "wrong", "--json"]);
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    let answer: Value = serde_json::from_slice(&out.stdout).expect("one JSON document");
+    assert_eq!(answer["result"]["status"], "completed", "{answer}");
+    assert_eq!(answer["result"]["validation"], "failed", "{answer}");
+    let run = run_manifest(&project, answer["result"]["run_id"].as_str().expect("run"));
+    assert_eq!(run["status"]["validation"], "failed");
+    // The terminal says why the exit code is not 0.
+    let out = project.run(&["capture", "run", "wrong"]);
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("validation failed") && stderr.contains("(exit 1)"),
+        "{stderr}"
+    );
+    // A run whose oracle holds exits 0.
+    let out = project.run(&["capture", "run", "square", "--param", "n=1000", "--json"]);
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
 }
 
 #[test]

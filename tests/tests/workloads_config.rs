@@ -456,8 +456,9 @@ fn experiments_must_name_declared_workloads_parameters_and_choices() {
 #[test]
 fn cli_lists_and_shows_workloads_and_reports_unknown_names() {
     let project = Project::new();
-    // Missing file: a typed error pointing at configuration.
-    let err = project.json_err(&["workload", "list"], "WORKSPACE_INVALID", 5);
+    // Missing file: a typed error pointing at configuration (seed, "Exit
+    // codes": "2: invalid arguments or configuration").
+    let err = project.json_err(&["workload", "list"], "WORKSPACE_INVALID", 2);
     assert_eq!(err["recovery"]["next_tool"], "configure_workload");
     write_config(&project, ORIGINAL);
     let list = project.json(&["workload", "list"]);

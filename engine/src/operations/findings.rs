@@ -45,7 +45,7 @@ pub(super) static OPERATIONS: &[Operation] = &[
     },
     Operation {
         name: "get_finding",
-        cli: &["findings", "get"],
+        cli: &["findings", "show"],
         title: "Get finding",
         description: "One finding: claim, level, numbers, references, revision.",
         group: Group::ReadOnly,
@@ -87,7 +87,7 @@ fn run_record<'a>(qc: &'a QueryContext<'a>, args: Value) -> AnswerFuture<'a> {
             &f,
         )?;
         answer.details.push(format!(
-            "next: flameox investigations get {}",
+            "next: flameox investigations show {}",
             f.investigation_id
         ));
         Ok(answer)

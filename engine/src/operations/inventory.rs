@@ -8,7 +8,8 @@ use serde_json::Value;
 use super::schema::input_schema;
 use super::{Answer, AnswerFuture, Body, Cell, Group, Operation, col, decode, to_value};
 use crate::error::{ErrorCode, FlameoxError};
-use crate::services::{QueryContext, inventory};
+use crate::services::inventory::RunFilter;
+use crate::services::{QueryContext, artifact_detail, inventory};
 
 /// No arguments.
 #[derive(Debug, Default, Deserialize, JsonSchema)]
@@ -23,16 +24,51 @@ pub struct ValidateRequest {
     pub full: Option<bool>,
 }
 
-/// A page of a listing.
+/// A filtered, sorted page of runs.
 #[derive(Debug, Default, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct PageRequest {
+pub struct RunsRequest {
     /// Rows per page (default 20).
     #[schemars(range(min = 1, max = 1000))]
     pub limit: Option<usize>,
-    /// next_cursor of the previous page.
+    /// next_cursor of the previous page (of the same filters and sort).
     #[schemars(length(min = 1, max = 4096))]
     pub cursor: Option<String>,
+    /// Only imports or only executions (captures, trials).
+    pub run_type: Option<RunType>,
+    /// A status of the run's execution, extraction or validation: completed, failed, interrupted, timed_out, cancelled.
+    #[schemars(length(min = 1, max = 40))]
+    pub status: Option<String>,
+    /// Only captures of this declared workload.
+    #[schemars(length(min = 1, max = 200))]
+    pub workload: Option<String>,
+    /// newest (default) or oldest first.
+    pub sort: Option<RunOrder>,
+}
+
+/// The kinds of run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum RunType {
+    Import,
+    Execution,
+}
+
+impl RunType {
+    fn as_str(self) -> &'static str {
+        match self {
+            RunType::Import => "import",
+            RunType::Execution => "execution",
+        }
+    }
+}
+
+/// The order of a run listing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum RunOrder {
+    Newest,
+    Oldest,
 }
 
 /// A page of stored artifacts, or of one run's.
@@ -66,6 +102,15 @@ pub struct ArtifactRequest {
     /// Artifact id (sha256:…).
     #[schemars(length(min = 1, max = 200))]
     pub target: String,
+    /// One run's registration of it (run id, prefix or latest).
+    #[schemars(length(min = 1, max = 200))]
+    pub run_id: Option<String>,
+    /// Registrations per page (default 20).
+    #[schemars(range(min = 1, max = 1000))]
+    pub limit: Option<usize>,
+    /// next_cursor of the previous page.
+    #[schemars(length(min = 1, max = 4096))]
+    pub cursor: Option<String>,
 }
 
 /// One record by typed reference.
@@ -108,10 +153,10 @@ pub(super) static OPERATIONS: &[Operation] = &[
         name: "list_runs",
         cli: &["runs", "list"],
         title: "List runs",
-        description: "Runs, newest first, paged.",
+        description: "Runs, newest first (sort oldest), filtered by run_type, status or workload, paged.",
         group: Group::ReadOnly,
         positional: &[],
-        schema: input_schema::<PageRequest>,
+        schema: input_schema::<RunsRequest>,
         run: Body::Query(run_list_runs),
         rows: "items",
         columns: &[
@@ -159,7 +204,7 @@ pub(super) static OPERATIONS: &[Operation] = &[
         name: "get_artifact",
         cli: &["artifacts", "show"],
         title: "Get artifact",
-        description: "One artifact's metadata and the runs that used it. No bytes, no paths.",
+        description: "One artifact's identity, kind, size, sensitivity, integrity, supported analyses and the runs that registered it (paged; run_id picks one). No bytes, no paths.",
         group: Group::ReadOnly,
         positional: &["target"],
         schema: input_schema::<ArtifactRequest>,
@@ -215,10 +260,28 @@ fn run_validate<'a>(qc: &'a QueryContext<'a>, args: Value) -> AnswerFuture<'a> {
 
 fn run_list_runs<'a>(qc: &'a QueryContext<'a>, args: Value) -> AnswerFuture<'a> {
     Box::pin(async move {
-        let req: PageRequest = decode(args)?;
-        let page = inventory::list_runs(qc.ws, req.limit, req.cursor.as_deref())?;
+        let req: RunsRequest = decode(args)?;
+        let filter = RunFilter {
+            run_type: req.run_type.map(|t| t.as_str().to_owned()),
+            status: req.status,
+            workload: req.workload,
+            oldest_first: req.sort == Some(RunOrder::Oldest),
+        };
+        let page = inventory::list_runs(qc.ws, &filter, req.limit, req.cursor.as_deref())?;
+        let filtered =
+            filter.run_type.is_some() || filter.status.is_some() || filter.workload.is_some();
         let mut answer = Answer::new(
-            format!("{} of {} runs, newest first", page.returned, page.total),
+            format!(
+                "{} of {} {}runs, {} first",
+                page.returned,
+                page.total,
+                if filtered { "matching " } else { "" },
+                if filter.oldest_first {
+                    "oldest"
+                } else {
+                    "newest"
+                }
+            ),
             to_value(&page)?,
         );
         for run in &page.items {
@@ -255,13 +318,21 @@ fn run_list_artifacts<'a>(qc: &'a QueryContext<'a>, args: Value) -> AnswerFuture
 fn run_get_artifact<'a>(qc: &'a QueryContext<'a>, args: Value) -> AnswerFuture<'a> {
     Box::pin(async move {
         let req: ArtifactRequest = decode(args)?;
-        let detail = inventory::show_artifact(qc.ws, &req.target)?;
+        let detail = artifact_detail::show_artifact(
+            qc.ws,
+            &req.target,
+            req.run_id.as_deref(),
+            req.limit,
+            req.cursor.as_deref(),
+        )?;
         let mut answer = Answer::new(
             format!(
-                "artifact {} ({}, used by {} runs)",
+                "artifact {} ({}, {}, used by {} runs; integrity {})",
                 &req.target[..req.target.len().min(15)],
                 detail.record.kind,
-                detail.run_ids.len()
+                detail.sensitivity.replace('_', " "),
+                detail.registrations.total,
+                detail.integrity.status.replace('_', " ")
             ),
             to_value(&detail)?,
         );

@@ -7,7 +7,9 @@ use serde_json::Value;
 use super::schema::input_schema;
 use super::{Answer, AnswerFuture, Body, Cell, Group, Operation, col, decode, to_value};
 use crate::services::QueryContext;
-use crate::services::investigations::hypothesis::{self, RecordHypothesisRequest};
+use crate::services::investigations::hypothesis::{
+    self, HypothesisRequest, RecordHypothesisRequest,
+};
 use crate::services::investigations::investigation::{
     self, CreateInvestigationRequest, InvestigationRequest, ListInvestigationsRequest,
 };
@@ -46,7 +48,7 @@ pub(super) static OPERATIONS: &[Operation] = &[
     },
     Operation {
         name: "get_investigation",
-        cli: &["investigations", "get"],
+        cli: &["investigations", "show"],
         title: "Get investigation",
         description: "One investigation with its hypotheses and findings (newest first, at most 50 each), with their revisions.",
         group: Group::ReadOnly,
@@ -70,7 +72,36 @@ pub(super) static OPERATIONS: &[Operation] = &[
         columns: &[],
         terminal: &[],
     },
+    Operation {
+        name: "get_hypothesis",
+        cli: &["hypotheses", "show"],
+        title: "Get hypothesis",
+        description: "One hypothesis: statement, prediction, refuted_if, status with its history, evidence, revision.",
+        group: Group::ReadOnly,
+        positional: &["hypothesis_id"],
+        schema: input_schema::<HypothesisRequest>,
+        run: Body::Query(run_get_hypothesis),
+        rows: "",
+        columns: &[],
+        terminal: &[],
+    },
 ];
+
+fn run_get_hypothesis<'a>(qc: &'a QueryContext<'a>, args: Value) -> AnswerFuture<'a> {
+    Box::pin(async move {
+        let req: HypothesisRequest = decode(args)?;
+        let h = hypothesis::get(qc.ws, &req.hypothesis_id)?;
+        let summary = format!(
+            "{} ({}, revision {}): {}",
+            h.hypothesis_id,
+            h.status.name(),
+            h.revision,
+            h.statement
+        );
+        let next = format!("next: flameox investigations show {}", h.investigation_id);
+        hypothesis_answer(summary, next, &h)
+    })
+}
 
 fn run_create<'a>(qc: &'a QueryContext<'a>, args: Value) -> AnswerFuture<'a> {
     Box::pin(async move {
@@ -159,25 +190,34 @@ fn run_record_hypothesis<'a>(qc: &'a QueryContext<'a>, args: Value) -> AnswerFut
     Box::pin(async move {
         let req: RecordHypothesisRequest = decode(args)?;
         let h = hypothesis::record(qc.ws, &req)?;
-        let mut answer = Answer::new(
-            format!(
-                "hypothesis {} is {} at revision {}",
-                h.hypothesis_id,
-                h.status.name(),
-                h.revision
-            ),
-            to_value(&h)?,
+        let summary = format!(
+            "hypothesis {} is {} at revision {}",
+            h.hypothesis_id,
+            h.status.name(),
+            h.revision
         );
-        answer.details.push(format!(
+        let next = format!(
             "next: revise with --hypothesis-id {} --expected-revision {} --status supported|refuted|inconclusive --evidence <run|comparison|analysis>",
             h.hypothesis_id, h.revision
-        ));
-        answer
-            .links
-            .push(format!("flameox://hypotheses/{}", h.hypothesis_id));
-        answer
-            .links
-            .push(format!("flameox://investigations/{}", h.investigation_id));
-        Ok(answer)
+        );
+        hypothesis_answer(summary, next, &h)
     })
+}
+
+/// A hypothesis as an answer: the line, the next step, and the links to it
+/// and its investigation.
+fn hypothesis_answer(
+    summary: String,
+    next: String,
+    h: &hypothesis::Hypothesis,
+) -> crate::error::Result<Answer> {
+    let mut answer = Answer::new(summary, to_value(h)?);
+    answer.details.push(next);
+    answer
+        .links
+        .push(format!("flameox://hypotheses/{}", h.hypothesis_id));
+    answer
+        .links
+        .push(format!("flameox://investigations/{}", h.investigation_id));
+    Ok(answer)
 }

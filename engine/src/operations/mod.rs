@@ -56,11 +56,28 @@ pub enum Group {
     ReadOnly,
     /// Adds runs or records; not idempotent.
     Additive,
-    /// Edits configuration; idempotent.
+    /// Edits configuration or creates the workspace; idempotent (the same
+    /// call twice changes nothing the second time).
     Configure,
     /// Runs programs; open world.
     Execute,
 }
+
+/// Command words the terminal also accepts, as (command, alias): the
+/// seed's spelling is the name (`investigations show`), and the word an
+/// earlier build used stays an alias, so scripts keep working.
+pub const CLI_ALIASES: &[(&[&str], &str)] = &[
+    (&["investigations", "show"], "get"),
+    (&["findings", "show"], "get"),
+];
+
+/// Flag spellings the terminal also accepts, as (operation, argument,
+/// alias): the seed's `trace window <artifact> --start NS --end NS` beside
+/// the argument's own `--start-ns`/`--end-ns`.
+pub const CLI_FLAG_ALIASES: &[(&str, &str, &str)] = &[
+    ("get_trace_window", "start_ns", "start"),
+    ("get_trace_window", "end_ns", "end"),
+];
 
 /// Arguments a global command-line option already sets, as (operation,
 /// argument, global flag): the command does not repeat them (one flag for

@@ -98,7 +98,9 @@ pub(super) static OPERATIONS: &[Operation] = &[
         cli: &["init"],
         title: "Initialize workspace",
         description: "Create the project's .flameox workspace (idempotent). Run once, before anything else.",
-        group: Group::Additive,
+        // The seed: additive and idempotent (a second call changes nothing),
+        // the annotations of the configure group.
+        group: Group::Configure,
         positional: &[],
         schema: input_schema::<InitArguments>,
         run: Body::Session(run_init),

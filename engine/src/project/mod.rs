@@ -22,7 +22,7 @@ use crate::error::{ErrorCode, FlameoxError, Result, closest, io_error};
 use crate::fsutil::{digest_json, sha256_hex};
 
 /// The file name, relative to the project root.
-pub const CONFIG_FILE: &str = "flameox.toml";
+pub const CONFIG_FILE: &str = crate::error::PROJECT_CONFIG_FILE;
 
 /// At most this many diagnostics are returned.
 pub const MAX_DIAGNOSTICS: usize = 20;

@@ -248,6 +248,21 @@ pub fn record(ws: &Workspace, req: &RecordHypothesisRequest) -> Result<Hypothesi
     )
 }
 
+/// One hypothesis.
+#[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct HypothesisRequest {
+    /// Hypothesis id (hyp_…).
+    #[schemars(length(min = 1, max = 80))]
+    pub hypothesis_id: String,
+}
+
+/// `get_hypothesis`: the current revision (statement, prediction, what
+/// refutes it, status with its history, evidence).
+pub fn get(ws: &Workspace, hypothesis_id: &str) -> Result<Hypothesis> {
+    revisions::read_current(ws, RevisionedKind::Hypotheses, hypothesis_id)
+}
+
 /// Every hypothesis's current revision, oldest first.
 pub fn all(ws: &Workspace) -> Result<Vec<Hypothesis>> {
     revisions::list_ids(ws, RevisionedKind::Hypotheses)

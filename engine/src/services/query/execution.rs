@@ -18,7 +18,7 @@ use super::measurements::{MeasurementsRequest, query_measurements};
 use super::views::{FrameDeltaRequest, frame_deltas};
 use crate::error::{FlameoxError, Result};
 use crate::runs;
-use crate::services::QueryContext;
+use crate::services::{EvidenceStatus, QueryContext};
 
 /// Rows read per section before ranking (a report with more tests or
 /// files is counted over these, and says so).
@@ -131,6 +131,11 @@ pub struct ExecutionResult {
     pub compare: Option<ExecutionDiff>,
     /// Reports the run does not hold, each with how to add one.
     pub missing: Vec<String>,
+    /// `available` with all three reports, `partial` with some (reason
+    /// `reports_missing`: `missing` says which), `unavailable` with none
+    /// (reason `no_execution_reports`) — never an empty answer read as a
+    /// negative one.
+    pub evidence: EvidenceStatus,
 }
 
 /// The run's artifacts of the three report kinds.
@@ -448,6 +453,11 @@ pub async fn analyze_execution(
         Some(base) => Some(diff(qc, &target, &read, &reports(qc, base)?, limit).await?),
         None => None,
     };
+    let evidence = match missing.len() {
+        0 => EvidenceStatus::available(),
+        3 => EvidenceStatus::new("unavailable", "no_execution_reports"),
+        _ => EvidenceStatus::new("partial", "reports_missing"),
+    };
     Ok(ExecutionResult {
         run_id: target.run_id,
         tests,
@@ -455,5 +465,6 @@ pub async fn analyze_execution(
         imports,
         compare,
         missing,
+        evidence,
     })
 }

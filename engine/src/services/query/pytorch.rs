@@ -62,7 +62,14 @@ async fn pytorch_of(qc: &QueryContext<'_>, req: &PytorchRequest) -> Result<Pytor
         .map(|g| g.summary.producer.clone())
         .collect();
     if !producers.is_empty() && !producers.iter().any(|p| p == TORCH_PRODUCER) {
-        return Err(FlameoxError::new(
+        // Seed, analyze_pytorch: "the tool returns the exact run_id and
+        // recovery action instead of an empty report". The run is named;
+        // the next call is the orientation that reads any trace.
+        let run = scope
+            .run_id
+            .clone()
+            .unwrap_or_else(|| scope.requested.clone());
+        let mut err = FlameoxError::new(
             ErrorCode::ComparisonInvalid,
             format!(
                 "{} is not a PyTorch profiler trace (producer {})",
@@ -74,7 +81,16 @@ async fn pytorch_of(qc: &QueryContext<'_>, req: &PytorchRequest) -> Result<Pytor
         .remedy("record with torch.profiler (Kineto) and import that trace")
         .remedy(
             "if it is one that was not recognized: flameox import <file> --producer torch.profiler",
-        ));
+        )
+        .recover_with(
+            "summarize_target",
+            serde_json::json!({ "target": run }),
+            format!("flameox analyze summary {run}"),
+        );
+        if let Some(run_id) = &scope.run_id {
+            err = err.with_run(run_id.clone());
+        }
+        return Err(err);
     }
     let artifacts = ArtifactScope {
         artifact_ids: scope.artifact_ids.clone(),

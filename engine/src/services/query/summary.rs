@@ -18,7 +18,7 @@ use crate::services::pytorch::{self, PytorchRequest};
 use crate::services::summary_gpu::gpu_of;
 pub use crate::services::summary_gpu::{GapSummary, GpuSummary};
 use crate::services::threads::{self, ThreadsRequest};
-use crate::services::{QueryContext, ResolvedScope};
+use crate::services::{EvidenceStatus, QueryContext, ResolvedScope};
 use flameox_recipes::time_accounting::frame_roles::{FrameRole, role};
 use flameox_recipes::time_accounting::{NamedSpan, SpanName};
 
@@ -166,6 +166,10 @@ pub struct SummaryResult {
     /// What the import could not read, and what that means, in words.
     pub caveats: Vec<String>,
     pub next: Vec<NextCall>,
+    /// Whether the target has events to orient on (the thread listing's
+    /// status: `empty` for a target with no threads, with its reason; its
+    /// limitations are `scope.limitations`).
+    pub evidence: EvidenceStatus,
 }
 
 /// Orients on a target in one bounded answer.
@@ -321,6 +325,12 @@ pub async fn summarize(qc: &QueryContext<'_>, req: &SummaryRequest) -> Result<Su
         pytorch_steps,
         caveats,
         next,
+        evidence: EvidenceStatus {
+            // Said once: `scope.limitations` lists them and `caveats`
+            // explains them (the answer's 6 KiB budget).
+            limitations: Vec::new(),
+            ..listed.evidence.clone()
+        },
     };
     result.headline = super::summary_headline::headline(&result);
     Ok(result)

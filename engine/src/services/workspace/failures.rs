@@ -12,6 +12,7 @@ use crate::error::{FlameoxError, Result};
 use crate::records::{self, RecordKind};
 use crate::revisions::newest_first_key;
 use crate::runs;
+use crate::services::EvidenceStatus;
 use crate::services::declared_experiments::experiment_records::TrialRecord;
 use crate::workspace::Workspace;
 
@@ -75,6 +76,11 @@ pub struct FailuresPage {
     pub page: ListPage<Failure>,
     /// `code` → how many (over every matching failure, not only this page).
     pub by_code: std::collections::BTreeMap<String, usize>,
+    /// Every run and trial record was read: `available` with failures,
+    /// `empty` (reason `no_failures`) when none matches — a complete
+    /// negative answer — and `partial` (reason `unreadable_trial_records`)
+    /// when a trial record could not be read.
+    pub evidence: EvidenceStatus,
 }
 
 const GOOD: [&str; 5] = ["completed", "not_applicable", "pending", "running", ""];
@@ -169,15 +175,20 @@ pub fn failures(ws: &Workspace, req: &FailuresRequest) -> Result<FailuresPage> {
             all.extend(run_failure(runs::with_live_status(ws, run)));
         }
     }
+    let mut unreadable = 0usize;
     if req.kind.is_none_or(|k| k == FailureKind::Trial) {
         for id in records::list_record_ids(ws, RecordKind::Trials) {
-            if let Ok(trial) = records::read_record::<TrialRecord>(ws, RecordKind::Trials, &id)
-                && req
-                    .experiment_id
-                    .as_ref()
-                    .is_none_or(|e| *e == trial.experiment_id)
-            {
-                all.extend(trial_failure(trial));
+            match records::read_record::<TrialRecord>(ws, RecordKind::Trials, &id) {
+                Ok(trial)
+                    if req
+                        .experiment_id
+                        .as_ref()
+                        .is_none_or(|e| *e == trial.experiment_id) =>
+                {
+                    all.extend(trial_failure(trial));
+                }
+                Ok(_) => {}
+                Err(_) => unreadable += 1,
             }
         }
     }
@@ -197,8 +208,16 @@ pub fn failures(ws: &Workspace, req: &FailuresRequest) -> Result<FailuresPage> {
         .map(|f| (newest_first_key(&format!("{}|{}", f.at, f.id)), f))
         .collect();
     rows.sort_by(|a, b| a.0.cmp(&b.0));
+    let evidence = if unreadable > 0 {
+        EvidenceStatus::new("partial", "unreadable_trial_records")
+    } else if rows.is_empty() {
+        EvidenceStatus::new("empty", "no_failures")
+    } else {
+        EvidenceStatus::available()
+    };
     Ok(FailuresPage {
         page: page(ws, "failures", rows, req.limit, req.cursor.as_deref())?,
         by_code,
+        evidence,
     })
 }

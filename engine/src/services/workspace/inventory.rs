@@ -192,21 +192,72 @@ pub(crate) fn page<T: Clone>(
     })
 }
 
-/// Runs, newest first.
+/// Which runs `list_runs` keeps, and in which order (the seed: "filtered,
+/// sorted, and paginated").
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct RunFilter {
+    /// `import` or `execution`.
+    pub run_type: Option<String>,
+    /// A status any of the run's execution, extraction or validation has
+    /// (`failed`, `interrupted`, `completed`, …).
+    pub status: Option<String>,
+    /// The declared workload a capture ran.
+    pub workload: Option<String>,
+    /// Oldest first instead of newest first.
+    pub oldest_first: bool,
+}
+
+impl RunFilter {
+    fn keeps(&self, run: &RunManifest) -> bool {
+        let status = &run.status;
+        self.run_type.as_ref().is_none_or(|t| *t == run.run_type)
+            && self.status.as_ref().is_none_or(|s| {
+                [&status.execution, &status.extraction, &status.validation]
+                    .iter()
+                    .any(|have| have.eq_ignore_ascii_case(s))
+            })
+            && self.workload.as_ref().is_none_or(|w| {
+                run.metadata.get("workload").and_then(|v| v.as_str()) == Some(w.as_str())
+            })
+    }
+
+    /// The cursor family: a cursor of one filter and order never pages
+    /// another (`STALE_CURSOR`). The unfiltered newest-first listing keeps
+    /// the family `runs` its cursors always had.
+    fn family(&self) -> String {
+        if *self == RunFilter::default() {
+            return "runs".to_owned();
+        }
+        let digest = crate::fsutil::digest_json(&json!([
+            self.run_type,
+            self.status,
+            self.workload,
+            self.oldest_first
+        ]));
+        format!("runs-{}", &digest[..16.min(digest.len())])
+    }
+}
+
+/// Runs that pass `filter`, newest first unless it says oldest.
 pub fn list_runs(
     ws: &Workspace,
+    filter: &RunFilter,
     limit: Option<usize>,
     cursor: Option<&str>,
 ) -> Result<ListPage<RunSummary>> {
     let mut all: Vec<(String, RunSummary)> = runs::list_runs(ws)?
         .into_iter()
         .map(|r| runs::with_live_status(ws, r))
+        .filter(|r| filter.keeps(r))
         .map(|r| (r.run_id.clone(), RunSummary::from(&r)))
         .collect();
-    all.reverse();
-    // Newest first: page keys descend, so invert them for the keyset filter.
-    let all = all.into_iter().map(|(k, v)| (invert(&k), v)).collect();
-    page(ws, "runs", all, limit, cursor)
+    if !filter.oldest_first {
+        all.reverse();
+        // Newest first: page keys descend, so invert them for the keyset
+        // filter.
+        all = all.into_iter().map(|(k, v)| (invert(&k), v)).collect();
+    }
+    page(ws, &filter.family(), all, limit, cursor)
 }
 
 fn invert(run_id: &str) -> String {
@@ -281,15 +332,6 @@ pub struct ArtifactRow {
     pub rank: Option<i64>,
 }
 
-/// An artifact with the runs that used it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct ArtifactDetail {
-    #[serde(flatten)]
-    pub record: ArtifactRecord,
-    pub run_ids: Vec<String>,
-    pub extracted: bool,
-}
-
 /// Stored artifacts by id, or one run's artifacts in run order (`run`).
 pub fn list_artifacts(
     ws: &Workspace,
@@ -341,23 +383,6 @@ pub fn list_artifacts(
     })
 }
 
-pub fn show_artifact(ws: &Workspace, artifact_id: &str) -> Result<ArtifactDetail> {
-    check_id("artifact_id", artifact_id)?;
-    let record = store::read_artifact(ws, artifact_id)?;
-    let run_ids = runs::list_runs(ws)?
-        .into_iter()
-        .filter(|r| r.artifacts.iter().any(|a| a.artifact_id == artifact_id))
-        .map(|r| r.run_id)
-        .collect();
-    let snapshot = catalog::pin_head(ws)?;
-    let extracted = snapshot.generations_for(artifact_id).next().is_some();
-    Ok(ArtifactDetail {
-        record,
-        run_ids,
-        extracted,
-    })
-}
-
 /// The kinds `evidence get` accepts.
 pub const EVIDENCE_KINDS: [&str; 9] = [
     "run",
@@ -387,7 +412,9 @@ pub fn evidence_get(ws: &Workspace, reference: &str) -> Result<serde_json::Value
     check_id("reference", id)?;
     let value = match kind {
         "run" => to_value(serde_json::to_value(show_run(ws, id)?))?,
-        "artifact" => to_value(serde_json::to_value(show_artifact(ws, id)?))?,
+        "artifact" => to_value(serde_json::to_value(super::artifact_detail::show_artifact(
+            ws, id, None, None, None,
+        )?))?,
         "generation" => {
             let snapshot = catalog::pin_head(ws)?;
             let generation = snapshot
