@@ -9,7 +9,7 @@ use super::inventory::{ListPage, page};
 use crate::catalog::{self, GenerationManifest};
 use crate::error::{ErrorCode, FlameoxError, Result};
 use crate::runs;
-use crate::services::check_id;
+use crate::services::{NextCall, check_id};
 use crate::store::{self, ArtifactRecord};
 use crate::workspace::Workspace;
 
@@ -38,7 +38,7 @@ pub struct Integrity {
     /// folder: only the full check reads its files).
     pub status: String,
     /// The call that re-hashes every stored byte against the id.
-    pub full_check: String,
+    pub full_check: NextCall,
 }
 
 /// The answer.
@@ -163,7 +163,11 @@ fn integrity(ws: &Workspace, record: &ArtifactRecord) -> Integrity {
     };
     Integrity {
         status: status.to_owned(),
-        full_check: "validate_workspace {\"full\": true} (flameox validate --full)".to_owned(),
+        full_check: NextCall {
+            operation: "validate_workspace".to_owned(),
+            arguments: serde_json::json!({ "full": true }),
+            why: "re-hash every stored byte against its id".to_owned(),
+        },
     }
 }
 
