@@ -3,7 +3,7 @@
 
 use flameox_engine::operations::command_line::command_line;
 use flameox_engine::services::inventory::WorkspaceStatus;
-use flameox_engine::validate::ValidationReport;
+use flameox_engine::services::stale_extractions::WorkspaceValidation;
 
 use crate::render::{self, thousands};
 
@@ -43,7 +43,8 @@ pub(crate) fn status(s: &WorkspaceStatus) -> String {
     out
 }
 
-pub(crate) fn validation(r: &ValidationReport) -> String {
+pub(crate) fn validation(v: &WorkspaceValidation) -> String {
+    let r = &v.report;
     let mut out = format!(
         "{}: {} commits, {} generations, {} files, {} artifacts checked{}\n",
         if r.ok { "valid" } else { "INVALID" },
@@ -61,6 +62,26 @@ pub(crate) fn validation(r: &ValidationReport) -> String {
             "  {} orphaned entries (run `flameox recover`)\n",
             r.orphans.len()
         );
+    }
+    let stale = &v.stale_extractions;
+    if stale.total > 0 {
+        out += &format!(
+            "  {} artifacts were extracted by an older extractor; `flameox extract <artifact>` refreshes each:\n",
+            stale.total
+        );
+        for s in &stale.items {
+            out += &format!(
+                "    {} ({} {} → {}; {})\n",
+                s.artifact_id,
+                s.extractor,
+                s.extractor_version,
+                s.current_version,
+                s.reasons.join(", ")
+            );
+        }
+        if stale.total > stale.items.len() {
+            out += &format!("    … and {} more\n", stale.total - stale.items.len());
+        }
     }
     out
 }

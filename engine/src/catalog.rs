@@ -140,6 +140,18 @@ impl Snapshot {
             .filter(move |g| g.inputs.artifact_id == artifact_id)
     }
 
+    /// The active generations a run reads: those it lists, and those that
+    /// superseded one it lists (a re-extraction the run was not yet
+    /// rewritten for, e.g. after a crash between the commit and the run).
+    pub fn generations_listed<'a>(
+        &'a self,
+        listed: &'a [String],
+    ) -> impl Iterator<Item = &'a GenerationManifest> {
+        self.generations.iter().filter(move |g| {
+            listed.contains(&g.generation_id) || g.superseded.iter().any(|s| listed.contains(s))
+        })
+    }
+
     pub fn find_operation(&self, digest: &str) -> Option<&GenerationManifest> {
         self.generations
             .iter()

@@ -69,6 +69,9 @@ pub struct Staged {
     run_id: String,
     summary: ExtractionSummary,
     files: Vec<(StagedFile, String, u64)>,
+    /// Generations this one replaces besides those of its supersede key
+    /// (a re-extraction with another extractor or options).
+    replaces: Vec<String>,
     _staging: StagingArea,
 }
 
@@ -79,6 +82,16 @@ impl StagedGeneration {
             StagedGeneration::AlreadyPublished(o) => &o.generation.summary,
             StagedGeneration::Staged(s) => &s.summary,
         }
+    }
+
+    /// Publishing it also takes `generations` out of HEAD (those still in
+    /// it): a re-extraction replaces what the artifact had, whatever the
+    /// operation that made it.
+    pub fn replacing(mut self, generations: Vec<String>) -> Self {
+        if let StagedGeneration::Staged(s) = &mut self {
+            s.replaces = generations;
+        }
+        self
     }
 }
 
@@ -198,6 +211,7 @@ fn finish_staging(
         run_id: run_id.to_owned(),
         summary,
         files,
+        replaces: Vec::new(),
         _staging: area,
     })))
 }
@@ -335,7 +349,7 @@ fn write_generation_files(
     let superseded: Vec<String> = current
         .generations
         .iter()
-        .filter(|g| g.supersede_key == supersede_key)
+        .filter(|g| g.supersede_key == supersede_key || s.replaces.contains(&g.generation_id))
         .map(|g| g.generation_id.clone())
         .collect();
     let manifest = GenerationManifest {

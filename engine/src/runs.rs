@@ -71,6 +71,23 @@ pub struct RunManifest {
     pub parameters: BTreeMap<String, String>,
     pub variant: Option<String>,
     pub error: Option<FlameoxError>,
+    /// Each time one of its artifacts was extracted again (`flameox
+    /// extract`), oldest first: the run then reads the new generation.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub extractions: Vec<ReExtraction>,
+}
+
+/// One re-extraction of a run's artifact.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ReExtraction {
+    pub at: String,
+    pub artifact_id: String,
+    /// The generation the run reads from now on.
+    pub generation_id: String,
+    /// The generations it replaced in HEAD.
+    pub replaced: Vec<String>,
+    /// The extractor (and version) that made it.
+    pub extractor: Collector,
 }
 
 impl RunManifest {
@@ -116,6 +133,7 @@ impl RunManifest {
             parameters: BTreeMap::new(),
             variant: None,
             error: None,
+            extractions: Vec::new(),
         }
     }
 

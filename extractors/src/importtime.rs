@@ -42,7 +42,7 @@ const MAX_LINE_BYTES: usize = 64 * 1024;
 
 pub static FORMAT: crate::format_descriptor::Format = crate::format_descriptor::Format {
     kind: FormatKind::PythonImportTime,
-    aliases: &["importtime"],
+    aliases: &["importtime", "python_startup"],
     description: "`python -X importtime` output (module import tree with self and cumulative µs)",
     sniff: Some(sniff),
     reading: crate::format_descriptor::Reading::Stream(

@@ -36,7 +36,7 @@ const MESSAGE_CHARS: usize = 2000;
 
 pub static FORMAT: crate::format_descriptor::Format = crate::format_descriptor::Format {
     kind: FormatKind::JunitXml,
-    aliases: &["junit", "junitxml", "pytest_junit"],
+    aliases: &["junit", "junitxml", "pytest_junit", "pytest"],
     description: "JUnit XML test report (pytest --junitxml and others): one slice per test, category = outcome",
     sniff: Some(sniff),
     reading: crate::format_descriptor::Reading::Stream(

@@ -58,6 +58,7 @@ mod publication;
 mod pytorch_view;
 mod query_budgets;
 mod rank_parallel_import;
+mod re_extraction;
 mod remote_import;
 mod run_sets;
 mod scaling;

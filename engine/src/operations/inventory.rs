@@ -9,6 +9,7 @@ use super::schema::input_schema;
 use super::{Answer, AnswerFuture, Body, Cell, Group, Operation, col, decode, to_value};
 use crate::error::{ErrorCode, FlameoxError};
 use crate::services::inventory::RunFilter;
+use crate::services::stale_extractions::{WorkspaceValidation, stale_extractions};
 use crate::services::{QueryContext, artifact_detail, inventory};
 
 /// No arguments.
@@ -140,7 +141,7 @@ pub(super) static OPERATIONS: &[Operation] = &[
         name: "validate_workspace",
         cli: &["validate"],
         title: "Validate workspace",
-        description: "Check manifests, row counts and schemas; full=true also verifies hashes. Never repairs.",
+        description: "Check manifests, row counts and schemas (full=true: hashes too); list evidence an older extractor made. Never repairs.",
         group: Group::ReadOnly,
         positional: &[],
         schema: input_schema::<ValidateRequest>,
@@ -244,14 +245,27 @@ fn run_validate<'a>(qc: &'a QueryContext<'a>, args: Value) -> AnswerFuture<'a> {
     Box::pin(async move {
         let req: ValidateRequest = decode(args)?;
         let report = crate::validate::validate(qc.ws, req.full.unwrap_or(false))?;
+        let stale = stale_extractions(&crate::catalog::pin_head(qc.ws)?);
+        let mut summary = if report.ok { "valid" } else { "INVALID" }.to_owned();
+        if stale.total > 0 {
+            summary += &format!(
+                "; {} artifacts extracted by an older extractor (extract_artifact refreshes each)",
+                stale.total
+            );
+        }
+        let ok = report.ok;
+        let errors = report.errors.len();
         let mut answer = Answer::new(
-            if report.ok { "valid" } else { "INVALID" },
-            to_value(&report)?,
+            summary,
+            to_value(&WorkspaceValidation {
+                report,
+                stale_extractions: stale,
+            })?,
         );
-        if !report.ok {
+        if !ok {
             answer.verdict = Some(
                 FlameoxError::new(ErrorCode::WorkspaceInvalid, "validation failed")
-                    .detail("errors", report.errors.len()),
+                    .detail("errors", errors),
             );
         }
         Ok(answer)

@@ -1,6 +1,7 @@
 //! Declarations of the first calls of a session: creating the workspace,
-//! what this build reads and runs, importing a trace, and how a person
-//! opens an artifact in its native viewer.
+//! what this build reads and runs, importing a trace (and extracting a
+//! stored one again), and how a person opens an artifact in its native
+//! viewer.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -13,7 +14,8 @@ use serde_json::Value;
 use super::schema::input_schema;
 use super::session::{IMPORT_PHASES, REMOTE_IMPORT_PHASES, Session};
 use super::{
-    Answer, AnswerFuture, Body, FlagValue, Group, Operation, TerminalFlag, decode, to_value,
+    Answer, AnswerFuture, Body, Cell, FlagValue, Group, Operation, TerminalFlag, col, decode,
+    to_value,
 };
 use crate::error::{FlameoxError, Result};
 use crate::object_location::looks_like_url;
@@ -21,6 +23,7 @@ use crate::services::adapters::ProbeMode;
 use crate::services::confine::confine_import_path;
 use crate::services::import::{ImportRequest, import_artifact};
 use crate::services::import_deadline::{ImportDeadline, deadline_error};
+use crate::services::re_extract::{ExtractRequest, extract_artifact};
 use crate::services::{capabilities, inventory};
 
 /// One path, or several imported as one run.
@@ -71,6 +74,24 @@ pub struct ImportArguments {
     #[schemars(extend("maxProperties" = 32, "additionalProperties" = { "type": "string", "maxLength": 200 }))]
     pub parameters: Option<BTreeMap<String, String>>,
     /// Stop after this many seconds (default import.timeout_seconds, 3600); nothing is published.
+    #[schemars(extend("exclusiveMinimum" = 0))]
+    pub timeout_seconds: Option<f64>,
+}
+
+/// What `extract_artifact` asks.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ExtractArguments {
+    /// Artifact id (sha256:…), or a run of one artifact (latest, a run id or its prefix).
+    #[schemars(length(min = 1, max = 200))]
+    pub artifact: String,
+    /// Read it as this format (an import kind); default: its stored kind.
+    #[schemars(length(max = 64))]
+    pub kind: Option<String>,
+    /// Force the producer; default: as it was extracted.
+    #[schemars(length(max = 64))]
+    pub producer: Option<String>,
+    /// Stop after this many seconds; nothing is replaced.
     #[schemars(extend("exclusiveMinimum" = 0))]
     pub timeout_seconds: Option<f64>,
 }
@@ -151,6 +172,25 @@ pub(super) static OPERATIONS: &[Operation] = &[
         run: Body::Session(run_import),
         rows: "",
         columns: &[],
+        terminal: &[],
+    },
+    Operation {
+        name: "extract_artifact",
+        cli: &["extract"],
+        title: "Extract artifact again",
+        description: "Read a stored artifact again with this build's extractor (or another kind or producer); the new evidence replaces the old for every run that reads it.",
+        group: Group::Additive,
+        positional: &["artifact"],
+        schema: input_schema::<ExtractArguments>,
+        run: Body::Session(run_extract),
+        rows: "extractions",
+        columns: &[
+            col("run", "run_id", Cell::Id),
+            col("generation", "generation_id", Cell::Id),
+            col("producer", "producer", Cell::Text),
+            col("rows", "rows_total", Cell::Integer),
+            col("rows before", "rows_before_total", Cell::Integer),
+        ],
         terminal: &[],
     },
     Operation {
@@ -302,23 +342,87 @@ fn import_paths(s: &Session<'_>, a: &ImportArguments) -> Result<Vec<PathBuf>> {
         .collect()
 }
 
+/// The answer of an import-like task. The task stops itself at its
+/// deadline; this only answers the call if an extractor missed its polls
+/// for much longer.
+async fn within_deadline<T>(
+    deadline: ImportDeadline,
+    task: tokio::task::JoinHandle<Result<T>>,
+    what: &str,
+) -> Result<T> {
+    match tokio::time::timeout(deadline.limit + IMPORT_STOP_GRACE, task).await {
+        Ok(joined) => {
+            joined.map_err(|e| FlameoxError::internal(format!("{what} task failed: {e}")))?
+        }
+        Err(_) => Err(deadline_error(deadline)
+            .detail("still_stopping", true)
+            .remedy(format!("the {what} did not stop in time; its staging folder is removed by the next import or `flameox recover`"))),
+    }
+}
+
+/// The call's time limit: `timeout_seconds`, lowered by the session's.
+fn call_timeout(s: &Session<'_>, seconds: Option<f64>) -> Result<Option<Duration>> {
+    let asked = match seconds {
+        Some(t) if t.is_finite() && t > 0.0 => Some(Duration::from_secs_f64(t.min(1e9))),
+        Some(_) => {
+            return Err(FlameoxError::invalid_argument(
+                "timeout_seconds",
+                "must be a positive number of seconds",
+            ));
+        }
+        None => None,
+    };
+    Ok(match (asked, s.options.timeout) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    })
+}
+
+fn run_extract<'a>(s: &'a Session<'a>, args: Value) -> AnswerFuture<'a> {
+    Box::pin(async move {
+        let a: ExtractArguments = decode(args)?;
+        let request = ExtractRequest {
+            artifact: a.artifact,
+            kind: a.kind,
+            producer: a.producer,
+            timeout: call_timeout(s, a.timeout_seconds)?,
+        };
+        let ws = s.workspace()?;
+        let deadline = ImportDeadline::of(&ws, request.timeout);
+        let reporter = s.progress.reporter(&IMPORT_PHASES);
+        let task = tokio::task::spawn_blocking(move || extract_artifact(&ws, &request, &*reporter));
+        let result = within_deadline(deadline, task, "extraction").await?;
+        let replaced: usize = result.extractions.iter().map(|e| e.replaced.len()).sum();
+        let summary = if result.reused_generation {
+            format!(
+                "{} is already extracted by {} {}: nothing changed",
+                result.artifact_id, result.extractor.name, result.extractor.version
+            )
+        } else {
+            format!(
+                "extracted {} again with {} {}: {} generation(s) replaced, {} run(s) now read the new evidence",
+                result.artifact_id,
+                result.extractor.name,
+                result.extractor.version,
+                replaced,
+                result.runs_updated.len()
+            )
+        };
+        let mut answer = Answer::new(summary, to_value(&result)?);
+        answer
+            .links
+            .push(format!("flameox://artifacts/{}", result.artifact_id));
+        for e in &result.extractions {
+            answer.links.push(format!("flameox://runs/{}", e.run_id));
+        }
+        Ok(answer)
+    })
+}
+
 fn run_import<'a>(s: &'a Session<'a>, args: Value) -> AnswerFuture<'a> {
     Box::pin(async move {
         let a: ImportArguments = decode(args)?;
-        let asked = match a.timeout_seconds {
-            Some(t) if t.is_finite() && t > 0.0 => Some(Duration::from_secs_f64(t.min(1e9))),
-            Some(_) => {
-                return Err(FlameoxError::invalid_argument(
-                    "timeout_seconds",
-                    "must be a positive number of seconds",
-                ));
-            }
-            None => None,
-        };
-        let timeout = match (asked, s.options.timeout) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        };
+        let timeout = call_timeout(s, a.timeout_seconds)?;
         let mut paths = import_paths(s, &a)?.into_iter();
         let request = ImportRequest {
             path: paths.next().unwrap_or_default(),
@@ -341,18 +445,7 @@ fn run_import<'a>(s: &'a Session<'a>, args: Value) -> AnswerFuture<'a> {
         };
         let reporter = s.progress.reporter(phases);
         let task = tokio::task::spawn_blocking(move || import_artifact(&ws, &request, &*reporter));
-        // The import stops itself at its deadline; this only answers the
-        // call if an extractor missed its polls for much longer.
-        let result = match tokio::time::timeout(deadline.limit + IMPORT_STOP_GRACE, task).await {
-            Ok(joined) => {
-                joined.map_err(|e| FlameoxError::internal(format!("import task failed: {e}")))??
-            }
-            Err(_) => {
-                return Err(deadline_error(deadline)
-                    .detail("still_stopping", true)
-                    .remedy("the import did not stop in time; its staging folder is removed by the next import or `flameox recover`"));
-            }
-        };
+        let result = within_deadline(deadline, task, "import").await?;
         let artifacts = result.artifacts.iter().map(|a| &a.artifact_id);
         let what = match result.artifacts_total {
             0 | 1 => result.kind.clone(),

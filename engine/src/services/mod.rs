@@ -25,7 +25,10 @@ pub use evidence::{
     analysis_records, analysis_requests, compare, compare_checks, run_set_samples, run_sets,
     scaling,
 };
-pub use ingest::{confine, import, import_deadline, import_plan, import_progress, import_totals};
+pub use ingest::{
+    confine, import, import_deadline, import_plan, import_progress, import_totals, re_extract,
+    stale_extractions,
+};
 pub(crate) use query::narrower;
 pub(crate) use query::summary_headline;
 pub use query::{

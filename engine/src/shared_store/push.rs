@@ -97,7 +97,8 @@ pub fn publish_commit(
 }
 
 /// The winner's generations plus ours, ours superseding theirs with the
-/// same operation (generations are independent, so this cannot conflict).
+/// same operation or the ones ours replace by name (a re-extraction);
+/// generations are independent, so this cannot conflict.
 fn rebase(winner: &Snapshot, written: &[(GenerationManifest, String)]) -> BTreeMap<String, String> {
     let mut active = winner
         .commit
@@ -105,11 +106,10 @@ fn rebase(winner: &Snapshot, written: &[(GenerationManifest, String)]) -> BTreeM
         .map(|c| c.generations.clone())
         .unwrap_or_default();
     for (manifest, sha) in written {
-        for old in winner
-            .generations
-            .iter()
-            .filter(|g| g.supersede_key == manifest.supersede_key)
-        {
+        for old in winner.generations.iter().filter(|g| {
+            g.supersede_key == manifest.supersede_key
+                || manifest.superseded.contains(&g.generation_id)
+        }) {
             active.remove(&old.generation_id);
         }
         active.insert(manifest.generation_id.clone(), sha.clone());

@@ -19,7 +19,7 @@ const EXPORT_COMMAND: &str = "nsys export --type sqlite --output report.sqlite r
 /// a plain `sqlite` match ([`super::sqlite_is_nsys_export`]).
 pub static SQLITE_EXPORT: Format = Format {
     kind: FormatKind::NsightSqlite,
-    aliases: &["nsys_sqlite", "nsight_sqlite"],
+    aliases: &["nsys_sqlite", "nsight_sqlite", "nsight_systems"],
     description: "Nsight Systems SQLite export (nsys export --type sqlite): CUDA kernels, runtime/driver API, memcpy/memset, synchronization, graph trace, NVTX ranges, OS runtime calls, CPU samples",
     sniff: Some(|head| {
         (head.bytes.starts_with(SQLITE_MAGIC)

@@ -96,12 +96,7 @@ impl MemberEvidence {
         let mut owners: BTreeMap<(String, String), Vec<String>> = BTreeMap::new();
         for member in members {
             let run = runs::read_run(ws, &member.run_id)?;
-            for g in session
-                .snapshot
-                .generations
-                .iter()
-                .filter(|g| run.generation_ids.contains(&g.generation_id))
-            {
+            for g in session.snapshot.generations_listed(&run.generation_ids) {
                 let key = (g.inputs.run_id.clone(), g.inputs.artifact_id.clone());
                 let runs = owners.entry(key).or_default();
                 if !runs.contains(&member.run_id) {

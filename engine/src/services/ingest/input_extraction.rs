@@ -64,7 +64,7 @@ impl ExtractObserver for ObserverAdapter<'_> {
 /// 2: a caller → callee edge counts each stack once under recursion, and
 /// async tracks' slices are a pseudo-thread of their own in
 /// `frame_totals` (never a thread's self time).
-const REDUCTIONS_VERSION: u32 = 2;
+pub(super) const REDUCTIONS_VERSION: u32 = 2;
 
 /// Where an extractor reads its input from.
 enum ExtractSource {

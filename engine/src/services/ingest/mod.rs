@@ -1,5 +1,6 @@
-//! Getting evidence in: the import and its plan, deadline, totals, and the
-//! path confinement MCP imports pass.
+//! Getting evidence in: the import and its plan, deadline, totals, the
+//! path confinement MCP imports pass, and extraction again of stored
+//! artifacts (and which ones need it).
 
 pub mod confine;
 pub mod import;
@@ -9,4 +10,6 @@ pub mod import_progress;
 pub mod import_totals;
 pub mod input_extraction;
 pub mod input_workers;
+pub mod re_extract;
 pub mod remote_fetch;
+pub mod stale_extractions;

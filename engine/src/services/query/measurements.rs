@@ -71,9 +71,7 @@ fn scope_of(
         return MeasurementScope::Artifacts(resolved.artifact_ids.clone());
     }
     let pairs = snapshot
-        .generations
-        .iter()
-        .filter(|g| run_generations.contains(&g.generation_id))
+        .generations_listed(run_generations)
         .map(|g| (g.inputs.run_id.clone(), g.inputs.artifact_id.clone()))
         .collect();
     MeasurementScope::Extractions(pairs)
