@@ -186,6 +186,12 @@ pub enum CaptureCommand {
         /// Trial id recorded on the run and its measurements.
         #[arg(long)]
         trial_id: Option<String>,
+        /// The adapter's options as one JSON object, e.g. '{"rate": 1000}' for py-spy (or NAME=VALUE, repeatable).
+        #[arg(long, value_name = "JSON")]
+        adapter_options: Vec<String>,
+        /// auto (default) or trusted_local: the workload runs directly as you; managed is refused (no enforced containment).
+        #[arg(long, value_name = "MODE")]
+        capture_mode: Option<String>,
     },
 }
 

@@ -176,13 +176,28 @@ pub(crate) fn capture_dispatch(g: &GlobalOptions, action: CaptureCommand) -> Res
         parameters,
         variant,
         trial_id,
+        adapter_options,
+        capture_mode,
     } = action;
+    let capture_mode = match capture_mode {
+        Some(mode) => serde_json::from_value(Value::String(mode.clone())).map_err(|_| {
+            FlameoxError::invalid_argument(
+                "capture_mode",
+                format!("`{mode}` is not one of auto, trusted_local, managed"),
+            )
+        })?,
+        None => Default::default(),
+    };
     let request = CaptureRequest {
         adapter,
         workload: workload_name,
         parameters: parse_param_pairs(&parameters)?,
         variant,
         trial_id,
+        adapter_options: crate::params::parse_object(&adapter_options, false)?
+            .into_iter()
+            .collect(),
+        capture_mode,
         ..Default::default()
     };
     capture_command(g, request)

@@ -22,6 +22,7 @@ mod params;
 mod render;
 mod retention_views;
 mod run_set_views;
+mod seed_forms;
 mod setup;
 mod stack_views;
 mod terminal;
@@ -44,7 +45,8 @@ fn main() -> ExitCode {
         ExitCode::from(code)
     };
     // The derived commands plus the engine's catalogued operations.
-    let matches = match operations::augment(Cli::command()).try_get_matches() {
+    let args = seed_forms::normalized(std::env::args_os().collect());
+    let matches = match operations::augment(Cli::command()).try_get_matches_from(args) {
         Ok(m) => m,
         Err(err) => return usage_error(err),
     };

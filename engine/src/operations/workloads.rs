@@ -18,7 +18,7 @@ use crate::error::{FlameoxError, Result};
 use crate::project::WorkloadDef;
 use crate::project::edit::{ConfigureRequest, Operation as Edit, configure_workload};
 use crate::services::QueryContext;
-use crate::services::capture::{CaptureRequest, PreflightMode, plan_capture};
+use crate::services::capture::{CaptureMode, CaptureRequest, PreflightMode, plan_capture};
 use crate::services::capture_run::{execute_capture, interrupted};
 use crate::services::dependencies::prepare_workload_dependencies;
 use crate::services::import_progress::ProgressSupervision;
@@ -86,6 +86,11 @@ pub struct PlanRequest {
     pub parameters: Option<BTreeMap<String, Value>>,
     /// auto (default): check declared python_distributions in the workload's interpreter; passive: run nothing.
     pub preflight_mode: Option<PreflightMode>,
+    /// The adapter's options, e.g. py-spy {"rate": 1000, "native": true}; nsys {"trace": ["cuda","nvtx"]}.
+    #[schemars(extend("maxProperties" = 16))]
+    pub adapter_options: Option<BTreeMap<String, Value>>,
+    /// auto (default) and trusted_local run it directly; managed (enforced containment) is refused.
+    pub capture_mode: Option<CaptureMode>,
 }
 
 /// What `prepare_workload_dependencies` asks.
@@ -330,6 +335,8 @@ fn run_plan<'a>(s: &'a Session<'a>, args: Value) -> AnswerFuture<'a> {
             workload: r.workload_name,
             parameters: r.parameters.unwrap_or_default(),
             preflight_mode: r.preflight_mode.unwrap_or_default(),
+            adapter_options: r.adapter_options.unwrap_or_default(),
+            capture_mode: r.capture_mode.unwrap_or_default(),
             ..Default::default()
         };
         let plan = plan_capture(&ws, &request)?;

@@ -95,6 +95,7 @@ fn run_trial(
         block_index: trial.block,
         warmup: trial.warmup,
         preflight_mode: PreflightMode::Auto,
+        ..CaptureRequest::default()
     };
     let outcome = plan_capture(ws, &request).and_then(|capture| {
         if capture.definition_hash != plan.definition_hash {

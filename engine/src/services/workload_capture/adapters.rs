@@ -17,6 +17,7 @@
 //! one bounded active probe: the declared interpreter with
 //! `-c "import viztracer"` (no workload code).
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -447,8 +448,16 @@ pub fn check_for_workload(adapter: &str, program: &Path, argv: &[String]) -> Res
     Ok(s)
 }
 
-/// How `argv` runs under `adapter`, writing its profile into `dir`.
-pub fn wrap(adapter: &str, program: &Path, argv: &[String], dir: &str) -> Result<Wrapped> {
+/// How `argv` runs under `adapter`, writing its profile into `dir`;
+/// `options` are the profiler arguments of its adapter options
+/// ([`super::adapter_options::arguments`]).
+pub fn wrap(
+    adapter: &str,
+    program: &Path,
+    argv: &[String],
+    dir: &str,
+    options: &[String],
+) -> Result<Wrapped> {
     let out = |name: &str| format!("{dir}/{name}");
     let tool = |name: &str| {
         find_program(name)
@@ -467,28 +476,18 @@ pub fn wrap(adapter: &str, program: &Path, argv: &[String], dir: &str) -> Result
                 "py-spy" => (
                     "profile.speedscope.json",
                     "speedscope_json",
-                    vec![
-                        "py-spy",
-                        "record",
-                        "--format",
-                        "speedscope",
-                        "--rate",
-                        "200",
-                        "--output",
-                    ],
+                    vec!["py-spy", "record", "--format", "speedscope"],
                 ),
-                "perf" => (
-                    "perf.data",
-                    "folded_stacks",
-                    vec!["perf", "record", "-g", "--output"],
-                ),
+                "perf" => ("perf.data", "folded_stacks", vec!["perf", "record", "-g"]),
                 _ => (
                     "profile",
                     "nsight_systems_sqlite",
-                    vec!["nsys", "profile", "--force-overwrite", "true", "--output"],
+                    vec!["nsys", "profile", "--force-overwrite", "true"],
                 ),
             };
             let mut full: Vec<String> = command.drain(..).map(str::to_owned).collect();
+            full.extend(options.iter().cloned());
+            full.push("--output".into());
             full.push(out(name));
             full.push("--".into());
             full.push(program.to_string_lossy().into_owned());
@@ -511,6 +510,7 @@ pub fn wrap(adapter: &str, program: &Path, argv: &[String], dir: &str) -> Result
                 "--output_file".into(),
                 out("trace.viztracer.json"),
             ];
+            full.extend(options.iter().cloned());
             match argv.get(1).map(String::as_str) {
                 Some("-m") => full.push("--module".into()),
                 Some("-c") => full.push("-c".into()),
@@ -654,10 +654,14 @@ pub fn wrap_in(
     program: &Path,
     argv: &[String],
     dir: &str,
+    options: &BTreeMap<String, serde_json::Value>,
 ) -> Result<Wrapped> {
     let Some((def, status)) = declared(ws, adapter)? else {
-        return wrap(adapter, program, argv, dir);
+        let options = super::adapter_options::arguments(adapter, options)?;
+        return wrap(adapter, program, argv, dir, &options);
     };
+    // A declared adapter's command is its declaration's: it takes none.
+    super::adapter_options::arguments(adapter, options)?;
     if !status.approved {
         return Err(unavailable(&third_party_status(&def, &status)));
     }
@@ -699,6 +703,7 @@ mod tests {
             python,
             &argv(&["python3", "-c", "print(1)"]),
             "D",
+            &[],
         )
         .unwrap();
         assert_eq!(c.command[0], "python3");
@@ -711,12 +716,30 @@ mod tests {
             python,
             &argv(&["python3", "-m", "pkg", "x"]),
             "D",
+            &[],
         )
         .unwrap();
         assert_eq!(&m.command[6..], &argv(&["--module", "pkg", "x"])[..]);
-        let s = wrap("viztracer", python, &argv(&["python3", "s.py", "1"]), "D").unwrap();
+        let s = wrap(
+            "viztracer",
+            python,
+            &argv(&["python3", "s.py", "1"]),
+            "D",
+            &[],
+        )
+        .unwrap();
         assert_eq!(&s.command[6..], &argv(&["s.py", "1"])[..]);
         assert_eq!(s.program, python);
+        // Adapter options go after the tool's own flags, before the program.
+        let o = wrap(
+            "viztracer",
+            python,
+            &argv(&["python3", "s.py"]),
+            "D",
+            &argv(&["--log_gc"]),
+        )
+        .unwrap();
+        assert_eq!(&o.command[6..], &argv(&["--log_gc", "s.py"])[..]);
     }
 
     #[test]

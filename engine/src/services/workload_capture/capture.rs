@@ -47,6 +47,35 @@ pub struct CaptureRequest {
     /// workload's interpreter; `passive`: run nothing to check them.
     #[serde(default, skip_serializing_if = "PreflightMode::is_auto")]
     pub preflight_mode: PreflightMode,
+    /// The adapter's declared options ([`super::adapter_options`]).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub adapter_options: BTreeMap<String, Value>,
+    /// How the workload is contained ([`CaptureMode`]).
+    #[serde(default, skip_serializing_if = "CaptureMode::is_auto")]
+    pub capture_mode: CaptureMode,
+}
+
+/// How a capture's workload is contained (the seed's `capture_mode`).
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema,
+)]
+#[serde(rename_all = "snake_case")]
+pub enum CaptureMode {
+    /// Run it directly (as `trusted_local`) and record that no enforced
+    /// descendant containment was used.
+    #[default]
+    Auto,
+    /// Run it directly as this user, explicitly.
+    TrustedLocal,
+    /// Enforced descendant containment; refused where flameox cannot
+    /// enforce it (this build never can).
+    Managed,
+}
+
+impl CaptureMode {
+    pub fn is_auto(&self) -> bool {
+        *self == CaptureMode::Auto
+    }
 }
 
 /// How much planning may run to check a workload's requirements.
@@ -226,10 +255,25 @@ pub fn plan_capture(ws: &Workspace, request: &CaptureRequest) -> Result<CaptureP
             required: decl.required.unwrap_or(true),
         });
     }
+    if request.capture_mode == CaptureMode::Managed {
+        return Err(FlameoxError::new(
+            ErrorCode::CapabilityUnavailable,
+            "capture_mode managed needs enforced descendant containment, which this build does not provide",
+        )
+        .detail("capture_mode", "managed")
+        .remedy("use capture_mode auto or trusted_local: the workload runs directly as this user, in its own process group, and the plan says so"));
+    }
     let adapter = adapters::check_in(ws, &request.adapter, &program, &argv)?;
     let Wrapped {
         command, profile, ..
-    } = adapters::wrap_in(ws, &request.adapter, &program, &argv, CAPTURE_DIR)?;
+    } = adapters::wrap_in(
+        ws,
+        &request.adapter,
+        &program,
+        &argv,
+        CAPTURE_DIR,
+        &request.adapter_options,
+    )?;
     let mut expected_artifacts = vec![
         "execution receipt (execution_receipt → measurements)".to_owned(),
         "stdout (text)".to_owned(),
@@ -286,9 +330,16 @@ pub fn plan_capture(ws: &Workspace, request: &CaptureRequest) -> Result<CaptureP
         expected_artifacts,
         outputs,
         writable_paths: def.writable_paths.clone(),
-        containment: "none: trusted_local — the workload runs directly as this user, in its own \
-                      process group, and may write files or use the network"
-            .to_owned(),
+        containment: format!(
+            "none: trusted_local{} — the workload runs directly as this user, in its own \
+             process group, and may write files or use the network; no enforced descendant \
+             containment was used",
+            if request.capture_mode.is_auto() {
+                " (capture_mode auto)"
+            } else {
+                ""
+            }
+        ),
         preflight,
         warnings,
         binding_digest: String::new(),

@@ -224,7 +224,14 @@ fn run_recorded(
     let dir = staging.dir().to_path_buf();
     let dir_text = dir.to_string_lossy().into_owned();
     let program = PathBuf::from(&plan.program);
-    let wrapped = adapters::wrap_in(ws, &plan.request.adapter, &program, &plan.argv, &dir_text)?;
+    let wrapped = adapters::wrap_in(
+        ws,
+        &plan.request.adapter,
+        &program,
+        &plan.argv,
+        &dir_text,
+        &plan.request.adapter_options,
+    )?;
     let mut spec = ProcessSpec::new(
         wrapped.program.clone(),
         wrapped.command.clone(),

@@ -1,6 +1,7 @@
 //! Running declared workloads under a profiler and recording what they
 //! produced.
 
+pub mod adapter_options;
 pub mod adapters;
 pub mod capture;
 pub mod capture_outputs;
