@@ -70,8 +70,12 @@ pub enum Command {
         #[command(subcommand)]
         action: CatalogAction,
     },
-    /// Clean up after a crashed writer. Example: `flameox recover`
-    Recover,
+    /// Clean up after a crashed writer and list the quarantine; --quarantine extracts a capture's quarantined profile into its run. Example: `flameox recover`, then `flameox recover --quarantine capture-<run>`
+    Recover {
+        /// A quarantine entry to salvage (an id `flameox recover` lists).
+        #[arg(long, value_name = "QUARANTINE_ID")]
+        quarantine: Option<String>,
+    },
     /// Collect what nothing retains (abandoned staging, superseded generations, unreferenced artifacts) into a restorable trash; dry-run unless --apply. Example: `flameox gc`, then `flameox gc --apply`
     Gc {
         /// List what would be collected and why, change nothing (the default).

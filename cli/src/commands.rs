@@ -5,8 +5,8 @@ use std::io::Write;
 
 use flameox_engine::error::Result;
 use flameox_engine::retention::{collect, trash};
-use flameox_engine::services::inventory;
-use flameox_engine::{FlameoxError, catalog_rebuild, repair, validate};
+use flameox_engine::services::{inventory, quarantine};
+use flameox_engine::{FlameoxError, catalog_rebuild, repair};
 
 use crate::args::{
     CatalogAction, Cli, ClusterCommand, Command, ConfigAction, GlobalOptions, McpCommand,
@@ -52,17 +52,24 @@ pub fn run(cli: Cli) -> Result<()> {
                 Some(path) => emit(g, &repair::apply(&ws, &path)?, retention_views::repaired),
             }
         }
-        Command::Recover => {
+        Command::Recover { quarantine } => {
             let ws = open(g)?;
-            let report = validate::recover(&ws)?;
-            emit(g, &report, |r| {
-                format!(
-                    "removed {} staging entries, moved {} orphans to trash, marked {} runs interrupted\n",
-                    r.staging_removed,
-                    r.orphans_moved_to_trash.len(),
-                    r.interrupted_runs.len()
-                )
-            })
+            match quarantine {
+                Some(id) => {
+                    use std::io::IsTerminal;
+                    let show = !g.json && !g.quiet && std::io::stderr().is_terminal();
+                    let progress = crate::terminal::CliProgress::new(show);
+                    let salvaged = quarantine::salvage(&ws, &id, &progress);
+                    progress.finish();
+                    let salvaged = salvaged?;
+                    emit(g, &salvaged, crate::retention_views::salvaged)
+                }
+                None => emit(
+                    g,
+                    &quarantine::recover(&ws)?,
+                    crate::retention_views::recovered,
+                ),
+            }
         }
         Command::Mcp { action } => mcp_command(g, action),
         Command::DetachedWorker { operation_id } => {

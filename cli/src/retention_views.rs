@@ -6,6 +6,7 @@ use flameox_engine::catalog_rebuild::RebuildReport;
 use flameox_engine::repair::{RepairOutcome, RepairPlan};
 use flameox_engine::retention::collect::CollectionPlan;
 use flameox_engine::retention::trash::{Collection, TrashOutcome};
+use flameox_engine::services::quarantine::{Recovered, Salvaged};
 
 use crate::render::bytes;
 
@@ -141,4 +142,47 @@ pub(crate) fn rebuilt(r: &RebuildReport) -> String {
         (true, false) => format!("HEAD is now {}\n", r.head.as_deref().unwrap_or("(none)")),
     };
     out
+}
+
+/// `flameox recover`: the clean-up, then what the quarantine holds.
+pub(crate) fn recovered(r: &Recovered) -> String {
+    let mut out = format!(
+        "removed {} staging entries, moved {} orphans to trash, marked {} runs interrupted\n",
+        r.report.staging_removed,
+        r.report.orphans_moved_to_trash.len(),
+        r.report.interrupted_runs.len()
+    );
+    for e in &r.quarantine {
+        out += &format!(
+            "quarantine {}: {} ({}, {})",
+            e.quarantine_id,
+            e.kind.replace('_', " "),
+            e.files.join(", "),
+            bytes(e.bytes)
+        );
+        if e.salvageable {
+            out += &format!(
+                "; salvage: flameox recover --quarantine {}\n",
+                e.quarantine_id
+            );
+        } else {
+            out += "; kept for inspection\n";
+        }
+    }
+    out
+}
+
+/// `flameox recover --quarantine ID`.
+pub(crate) fn salvaged(s: &Salvaged) -> String {
+    let mut out = format!(
+        "salvaged {} into run {}: {} artifact(s), commit {}\n",
+        s.quarantine_id,
+        s.run_id,
+        s.artifact_ids.len(),
+        s.commit_id
+    );
+    for l in &s.limitations {
+        out += &format!("  {}: {}\n", l.code, l.message);
+    }
+    out + &format!("the entry moved to {} (move it back to undo)\n", s.moved_to)
 }

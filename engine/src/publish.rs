@@ -39,6 +39,17 @@ pub struct PublishOutcome {
     pub reused: bool,
 }
 
+/// The commit a publication's outcomes landed in: the one that wrote
+/// something, else the commit that already held them all.
+pub fn commit_of(outcomes: &[PublishOutcome]) -> String {
+    outcomes
+        .iter()
+        .find(|o| !o.reused)
+        .or(outcomes.last())
+        .map(|o| o.commit_id.clone())
+        .unwrap_or_default()
+}
+
 /// Runs `extract` into staging and publishes its output as one generation.
 /// `extract` gets the sink and a private staging folder for spill files.
 pub fn publish_extraction(

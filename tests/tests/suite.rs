@@ -56,6 +56,7 @@ mod perfetto_import;
 mod pprof_import;
 mod publication;
 mod pytorch_view;
+mod quarantine_salvage;
 mod query_budgets;
 mod rank_parallel_import;
 mod re_extraction;

@@ -39,7 +39,7 @@ pub use workload_capture::{
     adapters, capture, capture_outputs, capture_run, dependencies, detached_capture, plans,
     workloads,
 };
-pub use workspace::{artifact_detail, capabilities, inventory, viewer};
+pub use workspace::{artifact_detail, capabilities, inventory, quarantine, viewer};
 
 use std::sync::Arc;
 use std::time::Duration;

@@ -423,12 +423,7 @@ fn complete_run(
         })
         .collect();
     let totals = crate::services::import_totals::RunTotals::of(&artifacts);
-    let commit_id = outcomes
-        .iter()
-        .find(|o| !o.reused)
-        .or(outcomes.last())
-        .map(|o| o.commit_id.clone())
-        .unwrap_or_default();
+    let commit_id = crate::publish::commit_of(&outcomes);
     run.status.extraction = "completed".into();
     run.status.validation = "passed".into();
     run.generation_ids = Vec::new();

@@ -175,12 +175,7 @@ fn extract_within(
     }
     progress.phase("publishing");
     let outcomes = commit_staged(ws, staged)?;
-    let commit_id = outcomes
-        .iter()
-        .find(|o| !o.reused)
-        .or(outcomes.last())
-        .map(|o| o.commit_id.clone())
-        .unwrap_or_default();
+    let commit_id = crate::publish::commit_of(&outcomes);
     let mut extractions = Vec::with_capacity(outcomes.len());
     for (target, outcome) in targets.iter().zip(&outcomes) {
         let g = &outcome.generation;
