@@ -81,8 +81,39 @@ pub(crate) fn render(r: &ExecutionResult) -> String {
             );
         }
     }
+    if let Some(c) = &r.configuration {
+        let h = &c.host;
+        out += &format!(
+            "\nconfiguration: {} CPUs ({}), governor {}, {} {}\n",
+            h.logical_cpus,
+            h.cpu_model.as_deref().unwrap_or("model unknown"),
+            h.frequency_governor.as_deref().unwrap_or("unknown"),
+            h.os,
+            h.kernel.as_deref().unwrap_or("")
+        );
+        if let Some(i) = &c.interpreter {
+            out += &format!("  {i}, {} packages\n", c.packages.unwrap_or(0));
+        }
+        if let Some(g) = &c.git {
+            out += &format!(
+                "  commit {}{}\n",
+                g.commit,
+                if g.dirty { " (dirty)" } else { "" }
+            );
+        }
+    }
     if let Some(d) = &r.compare {
         out += &format!("\nagainst {}:\n", d.base_run);
+        if d.configuration_changes_total > 0 {
+            out += &format!(
+                "  configuration changes ({} in all):\n",
+                d.configuration_changes_total
+            );
+            for c in &d.configuration_changes {
+                let v = |v: &Option<String>| v.clone().unwrap_or_else(|| "-".to_owned());
+                out += &format!("    {}: {} → {}\n", c.field, v(&c.base), v(&c.target));
+            }
+        }
         if !d.newly_failing.is_empty() {
             out += &format!("  newly failing: {}\n", d.newly_failing.join(", "));
         }

@@ -15,6 +15,7 @@ mod capability_setup;
 mod cli_contract;
 mod cli_tables;
 mod cluster;
+mod configuration_observations;
 mod corpus_hotspots;
 mod detached_capture;
 mod detached_experiment;

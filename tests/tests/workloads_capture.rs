@@ -183,7 +183,7 @@ fn a_workload_run_publishes_its_measurements_through_a_receipt() {
         .iter()
         .map(|a| a["role"].as_str().unwrap())
         .collect();
-    assert_eq!(roles, ["receipt", "stdout", "stderr"]);
+    assert_eq!(roles, ["receipt", "stdout", "stderr", "observations"]);
     assert_eq!(result["stdout_head"], "2666646666700000\n");
     assert_eq!(project.json(&["validate"])["ok"], true);
 

@@ -157,7 +157,7 @@ fn an_interrupted_profile_is_quarantined_not_imported() {
         .collect();
     assert_eq!(
         roles,
-        ["receipt", "stdout", "stderr"],
+        ["receipt", "stdout", "stderr", "observations"],
         "complete artifacts kept, no profile"
     );
     let run_id = result["run_id"].as_str().unwrap();

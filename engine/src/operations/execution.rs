@@ -43,13 +43,41 @@ fn run_execution<'a>(qc: &'a QueryContext<'a>, args: Value) -> AnswerFuture<'a> 
         if let Some(i) = &found.imports {
             parts.push(format!("imports {:.1} ms", i.total_ns as f64 / 1e6));
         }
+        if let Some(c) = &found.configuration {
+            let mut text = format!("captured on {} CPUs", c.host.logical_cpus);
+            if let Some(i) = &c.interpreter {
+                text += &format!(", {i}");
+            }
+            if let Some(g) = &c.git {
+                text += &format!(
+                    ", commit {}{}",
+                    &g.commit[..g.commit.len().min(8)],
+                    if g.dirty { " (dirty)" } else { "" }
+                );
+            }
+            parts.push(text);
+        }
         if let Some(d) = &found.compare {
-            parts.push(format!(
+            let mut text = format!(
                 "vs {}: {} newly failing, {} fixed",
                 &d.base_run[..d.base_run.len().min(8)],
                 d.newly_failing.len(),
                 d.fixed.len()
-            ));
+            );
+            if d.configuration_changes_total > 0 {
+                let fields: Vec<&str> = d
+                    .configuration_changes
+                    .iter()
+                    .take(3)
+                    .map(|c| c.field.as_str())
+                    .collect();
+                text += &format!(
+                    ", {} configuration changes ({})",
+                    d.configuration_changes_total,
+                    fields.join(", ")
+                );
+            }
+            parts.push(text);
         }
         let summary = if parts.is_empty() {
             format!(

@@ -423,7 +423,7 @@ fn complete_run(
         })
         .collect();
     let totals = crate::services::import_totals::RunTotals::of(&artifacts);
-    let commit_id = crate::publish::commit_of(&outcomes);
+    let commit_id = crate::publish::commit_of(outcomes);
     run.status.extraction = "completed".into();
     run.status.validation = "passed".into();
     run.generation_ids = Vec::new();

@@ -2,9 +2,11 @@
 //! say — its tests (pytest JUnit XML: outcomes, the slowest, the failing),
 //! its coverage (coverage.py JSON: the total and the least-covered files)
 //! and its import times (`python -X importtime`: the slowest modules) —
-//! and, with `compare`, how each changed against another run (tests newly
-//! failing or fixed, tests and modules that got slower, files whose
-//! coverage moved). It composes the read services (hotspots, frame
+//! — and the configuration a captured run was observed in (host, git,
+//! interpreter; [`crate::services::workload_capture::observations`]); with
+//! `compare`, how each changed against another run (tests newly failing or
+//! fixed, tests and modules that got slower, files whose coverage moved,
+//! configuration fields that differ). It composes the read services (hotspots, frame
 //! deltas, measurements) over the run's artifacts of those kinds; it adds
 //! no query of its own.
 
@@ -18,6 +20,10 @@ use super::measurements::{MeasurementsRequest, query_measurements};
 use super::views::{FrameDeltaRequest, frame_deltas};
 use crate::error::{FlameoxError, Result};
 use crate::runs;
+use crate::services::workload_capture::observations::{
+    ConfigurationChange, ConfigurationObservations, GitState, HostObservations, OBSERVATIONS_KIND,
+    changes,
+};
 use crate::services::{EvidenceStatus, QueryContext};
 
 /// Rows read per section before ranking (a report with more tests or
@@ -119,6 +125,31 @@ pub struct ExecutionDiff {
     pub slower_tests: Vec<TimeDelta>,
     pub coverage_changes: Vec<CoverageDelta>,
     pub slower_imports: Vec<TimeDelta>,
+    /// Configuration fields that differ (host and git first, packages
+    /// last), the first `limit`; both runs must have been captured.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub configuration_changes: Vec<ConfigurationChange>,
+    #[serde(default)]
+    pub configuration_changes_total: usize,
+}
+
+/// The configuration a captured run was observed in (its `observations`
+/// artifact; packages counted, not listed).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ConfigurationSection {
+    pub artifact_id: String,
+    pub host: HostObservations,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub git: Option<GitState>,
+    /// `CPython 3.11.7`, with the count of installed packages.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub interpreter: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub packages: Option<usize>,
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub environment: BTreeMap<String, String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub not_observed: Vec<String>,
 }
 
 /// The answer.
@@ -128,6 +159,10 @@ pub struct ExecutionResult {
     pub tests: Option<TestsSection>,
     pub coverage: Option<CoverageSection>,
     pub imports: Option<ImportsSection>,
+    /// The configuration observed when the run was captured (absent for
+    /// imports).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub configuration: Option<ConfigurationSection>,
     pub compare: Option<ExecutionDiff>,
     /// Reports the run does not hold, each with how to add one.
     pub missing: Vec<String>,
@@ -144,6 +179,7 @@ struct Reports {
     junit: Option<String>,
     coverage: Option<String>,
     importtime: Option<String>,
+    observations: Option<String>,
 }
 
 fn reports(qc: &QueryContext<'_>, target: &str) -> Result<Reports> {
@@ -159,8 +195,50 @@ fn reports(qc: &QueryContext<'_>, target: &str) -> Result<Reports> {
         junit: of("junit_xml"),
         coverage: of("coverage_json"),
         importtime: of("python_importtime"),
+        observations: of(OBSERVATIONS_KIND),
         run_id,
     })
+}
+
+/// Observations larger than this are not read (a capture writes ~10 KiB).
+const MOST_OBSERVATION_BYTES: u64 = 8 * 1024 * 1024;
+
+/// A run's configuration observations, read from the store.
+fn observations_of(qc: &QueryContext<'_>, artifact: &str) -> Result<ConfigurationObservations> {
+    let record = crate::store::read_artifact(qc.ws, artifact)?;
+    if record.bytes > MOST_OBSERVATION_BYTES {
+        return Err(FlameoxError::new(
+            crate::error::ErrorCode::ArtifactTooLarge,
+            format!(
+                "the observations artifact {artifact} is {} bytes",
+                record.bytes
+            ),
+        ));
+    }
+    crate::shared_store::ensure_payload(qc.ws, &record)?;
+    let bytes = std::fs::read(crate::store::payload_path(qc.ws, &record))
+        .map_err(|e| crate::error::io_error("reading observations", e))?;
+    serde_json::from_slice(&bytes).map_err(|e| {
+        FlameoxError::new(
+            crate::error::ErrorCode::ArtifactParseFailed,
+            format!("the observations artifact {artifact} does not read: {e}"),
+        )
+    })
+}
+
+fn configuration_section(artifact: &str, o: ConfigurationObservations) -> ConfigurationSection {
+    ConfigurationSection {
+        artifact_id: artifact.to_owned(),
+        host: o.host,
+        git: o.git,
+        interpreter: o
+            .interpreter
+            .as_ref()
+            .map(|i| format!("{} {}", i.implementation, i.version)),
+        packages: o.interpreter.as_ref().map(|i| i.packages_total),
+        environment: o.environment.declared,
+        not_observed: o.not_observed,
+    }
 }
 
 /// Every test of a JUnit artifact (at most [`READ_ROWS`]), slowest first,
@@ -308,6 +386,8 @@ async fn diff(
         slower_tests: Vec::new(),
         coverage_changes: Vec::new(),
         slower_imports: Vec::new(),
+        configuration_changes: Vec::new(),
+        configuration_changes_total: 0,
     };
     if let (Some(now), Some(b)) = (&read.tests, &base.junit) {
         let (before, _) = all_tests(qc, b).await?;
@@ -390,6 +470,12 @@ async fn diff(
             })
             .collect();
     }
+    if let (Some(t), Some(b)) = (&target.observations, &base.observations) {
+        let mut changes = changes(&observations_of(qc, b)?, &observations_of(qc, t)?);
+        out.configuration_changes_total = changes.len();
+        changes.truncate(limit);
+        out.configuration_changes = changes;
+    }
     Ok(out)
 }
 
@@ -449,13 +535,17 @@ pub async fn analyze_execution(
             None
         }
     };
+    let configuration = match &target.observations {
+        Some(a) => Some(configuration_section(a, observations_of(qc, a)?)),
+        None => None,
+    };
     let compare = match &req.compare {
         Some(base) => Some(diff(qc, &target, &read, &reports(qc, base)?, limit).await?),
         None => None,
     };
-    let evidence = match missing.len() {
-        0 => EvidenceStatus::available(),
-        3 => EvidenceStatus::new("unavailable", "no_execution_reports"),
+    let evidence = match (missing.len(), &configuration) {
+        (0, _) => EvidenceStatus::available(),
+        (3, None) => EvidenceStatus::new("unavailable", "no_execution_reports"),
         _ => EvidenceStatus::new("partial", "reports_missing"),
     };
     Ok(ExecutionResult {
@@ -463,6 +553,7 @@ pub async fn analyze_execution(
         tests,
         coverage,
         imports,
+        configuration,
         compare,
         missing,
         evidence,

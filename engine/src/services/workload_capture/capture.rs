@@ -278,6 +278,7 @@ pub fn plan_capture(ws: &Workspace, request: &CaptureRequest) -> Result<CaptureP
         "execution receipt (execution_receipt → measurements)".to_owned(),
         "stdout (text)".to_owned(),
         "stderr (text)".to_owned(),
+        "configuration observations (host, git, interpreter; observed before the run)".to_owned(),
     ];
     if let Some(p) = &profile {
         expected_artifacts.push(format!("{} ({})", p.file_name, p.kind));

@@ -32,6 +32,7 @@ use crate::services::capture_outputs::{Kept, keep_outputs, post_process};
 use crate::services::import::ImportProgress;
 use crate::services::import_plan::extract_error;
 use crate::services::import_progress::ProgressSupervision;
+use crate::services::workload_capture::observations;
 use crate::staging::StagingArea;
 use crate::store;
 use crate::workspace::Workspace;
@@ -240,6 +241,16 @@ fn run_recorded(
     );
     spec.env = child_environment(&plan.environment.declared);
     spec.output_limit = plan.output_limit_bytes as usize;
+    // Observed before the workload starts, never while it is measured.
+    let observed = observations::observe(
+        ws.project_root(),
+        &program,
+        &plan.argv,
+        cwd,
+        &plan.environment.declared,
+    );
+    let observed_bytes =
+        serde_json::to_vec_pretty(&observed).map_err(|e| FlameoxError::internal(e.to_string()))?;
     let started_at = now_rfc3339();
     progress.phase("capturing");
     let outcome = run_process(&spec, &ProgressSupervision(progress))?;
@@ -268,6 +279,14 @@ fn run_recorded(
             &outcome.stderr.bytes,
             "text",
             "stderr",
+        )?,
+        store_bytes(
+            ws,
+            &dir,
+            "observations.json",
+            &observed_bytes,
+            observations::OBSERVATIONS_KIND,
+            "observations",
         )?,
     ];
     let receipt = ExecutionReceipt {

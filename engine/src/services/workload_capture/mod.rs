@@ -8,5 +8,6 @@ pub mod capture_outputs;
 pub mod capture_run;
 pub mod dependencies;
 pub mod detached_capture;
+pub mod observations;
 pub mod plans;
 pub mod workloads;
