@@ -80,6 +80,15 @@ fn extract_reads_the_stored_bytes_again_and_replaces_the_evidence() {
     assert_eq!(top_self(&after), top_self(&before), "{after}");
     assert_eq!(after["total_self"], 100_000, "{after}");
     let artifact_view = project.json(&["artifacts", "show", &artifact]);
+    // `latest` (a run of one artifact) names the same artifact.
+    assert_eq!(
+        project.json(&["artifacts", "show", "latest"]),
+        artifact_view
+    );
+    assert!(
+        artifact_view.get("stale_extraction").is_none(),
+        "{artifact_view}"
+    );
     assert_eq!(
         artifact_view["integrity"]["status"], "size_matches",
         "{artifact_view}"

@@ -100,7 +100,7 @@ pub struct RunRequest {
 #[derive(Debug, Default, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ArtifactRequest {
-    /// Artifact id (sha256:…).
+    /// Artifact id (sha256:…), or a run of one artifact (latest, a run id or prefix).
     #[schemars(length(min = 1, max = 200))]
     pub target: String,
     /// One run's registration of it (run id, prefix or latest).
@@ -343,20 +343,23 @@ fn run_get_artifact<'a>(qc: &'a QueryContext<'a>, args: Value) -> AnswerFuture<'
             req.limit,
             req.cursor.as_deref(),
         )?;
-        let mut answer = Answer::new(
-            format!(
-                "artifact {} ({}, {}, used by {} runs; integrity {})",
-                &req.target[..req.target.len().min(15)],
-                detail.record.kind,
-                detail.sensitivity.replace('_', " "),
-                detail.registrations.total,
-                detail.integrity.status.replace('_', " ")
-            ),
-            to_value(&detail)?,
+        let id = detail.record.artifact_id.clone();
+        let mut summary = format!(
+            "artifact {} ({}, {}, used by {} runs; integrity {})",
+            &id[..id.len().min(15)],
+            detail.record.kind,
+            detail.sensitivity.replace('_', " "),
+            detail.registrations.total,
+            detail.integrity.status.replace('_', " ")
         );
-        answer
-            .links
-            .push(format!("flameox://artifacts/{}", req.target));
+        if let Some(s) = &detail.stale_extraction {
+            summary += &format!(
+                "; extracted by {} {} (this build: {}): extract_artifact refreshes it",
+                s.extractor, s.extractor_version, s.current_version
+            );
+        }
+        let mut answer = Answer::new(summary, to_value(&detail)?);
+        answer.links.push(format!("flameox://artifacts/{id}"));
         Ok(answer)
     })
 }

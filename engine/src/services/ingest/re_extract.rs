@@ -516,6 +516,14 @@ mod tests {
         assert_eq!(stale.items[0].artifact_id, artifact_id);
         assert_eq!(stale.items[0].reasons, vec!["extractor_version"]);
         assert_eq!(stale.items[0].refresh.operation, "extract_artifact");
+        let detail =
+            crate::services::artifact_detail::show_artifact(&ws, &run_id, None, None, None)
+                .expect("the artifact by its run");
+        assert_eq!(detail.record.artifact_id, artifact_id);
+        let said = detail
+            .stale_extraction
+            .expect("the artifact says it is stale");
+        assert_eq!(said.current_version, stale.items[0].current_version);
 
         let request = ExtractRequest {
             artifact: artifact_id.clone(),
@@ -542,6 +550,10 @@ mod tests {
             vec![one.replaced[0].generation_id.clone()]
         );
         assert_eq!(stale_extractions(&head).total, 0);
+        let detail =
+            crate::services::artifact_detail::show_artifact(&ws, &artifact_id, None, None, None)
+                .expect("artifact");
+        assert!(detail.stale_extraction.is_none());
         let run = runs::read_run(&ws, &run_id).expect("run");
         assert_eq!(run.generation_ids, vec![one.generation_id.clone()]);
         assert_eq!(run.rows.values().sum::<u64>(), rows);

@@ -55,7 +55,8 @@ pub fn stale_extractions(snapshot: &Snapshot) -> StaleExtractions {
     StaleExtractions { total, items: all }
 }
 
-fn stale(g: &GenerationManifest) -> Option<StaleExtraction> {
+/// The generation's entry when an older extractor made it.
+pub fn stale(g: &GenerationManifest) -> Option<StaleExtraction> {
     let current = flameox_extractors::formats::FORMATS
         .iter()
         .filter_map(|f| f.extractor())

@@ -9,6 +9,7 @@ use super::inventory::{ListPage, page};
 use crate::catalog::{self, GenerationManifest};
 use crate::error::{ErrorCode, FlameoxError, Result};
 use crate::runs;
+use crate::services::stale_extractions::{StaleExtraction, stale};
 use crate::services::{NextCall, check_id};
 use crate::store::{self, ArtifactRecord};
 use crate::workspace::Workspace;
@@ -57,6 +58,10 @@ pub struct ArtifactDetail {
     /// The extractor and version that made that evidence.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub extractor: Option<String>,
+    /// When an older extractor made that evidence: which, and the
+    /// `extract_artifact` call that refreshes it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stale_extraction: Option<StaleExtraction>,
     /// The analyses its evidence in HEAD supports (tool names).
     pub supported_analyses: Vec<String>,
     /// The runs that used it, newest first, paged.
@@ -75,6 +80,9 @@ pub fn show_artifact(
     cursor: Option<&str>,
 ) -> Result<ArtifactDetail> {
     check_id("artifact_id", artifact_id)?;
+    // A run of one artifact names it too (`latest`, a run id or prefix).
+    let resolved = crate::services::viewer::artifact_of(ws, artifact_id)?;
+    let artifact_id = resolved.as_str();
     let record = store::read_artifact(ws, artifact_id)?;
     let mut all = Vec::new();
     for run in runs::list_runs(ws)? {
@@ -126,12 +134,15 @@ pub fn show_artifact(
     let extractor = generations
         .first()
         .map(|g| format!("{} {}", g.summary.extractor, g.summary.extractor_version));
+    let stale_extraction = generations.iter().find_map(|g| stale(g));
+
     let supported_analyses = supported_analyses(&generations, &record.kind);
     let sensitivity = sensitivity(&all).to_owned();
     let integrity = integrity(ws, &record);
     Ok(ArtifactDetail {
         extracted: !generations.is_empty(),
         extractor,
+        stale_extraction,
         supported_analyses,
         sensitivity,
         integrity,
@@ -145,7 +156,7 @@ fn sensitivity(registrations: &[(String, Registration)]) -> &'static str {
     let role = registrations.first().map(|(_, r)| r.role.as_str());
     match role {
         Some("stdout" | "stderr") => "process_output",
-        Some("receipt") => "execution_metadata",
+        Some("receipt" | "observations") => "execution_metadata",
         _ => "profile",
     }
 }
