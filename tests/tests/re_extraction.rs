@@ -116,3 +116,73 @@ fn extract_reads_the_stored_bytes_again_and_replaces_the_evidence() {
     );
     assert_eq!(refused["details"]["closest"][0], "chrome_json", "{refused}");
 }
+
+/// Killed after its commit and before the runs were rewritten, an
+/// extraction leaves a valid workspace whose run already reads the new
+/// evidence (through the generation's `superseded`), and the same call
+/// again rewrites the run and records it.
+#[test]
+fn a_kill_between_the_commit_and_the_run_rewrite_loses_nothing() {
+    use std::io::{BufRead, BufReader};
+    use std::process::Stdio;
+    let project = Project::new();
+    let trace = project.path().join("t.json");
+    std::fs::write(&trace, TRACE).expect("trace");
+    let imported = project.json(&["import", trace.to_str().expect("utf-8")]);
+    let run = imported["run_id"].as_str().expect("run").to_owned();
+    let old = imported["generation_id"]
+        .as_str()
+        .expect("generation")
+        .to_owned();
+    let before = project.json(&["analyze", "hotspots", &run]);
+    let head = project.head();
+
+    let mut child = project
+        .command(&["extract", "latest", "--producer", "chromium"])
+        .env("FLAMEOX_TEST_PAUSE_AT", "published")
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    let mut reader = BufReader::new(child.stderr.take().expect("stderr"));
+    let mut line = String::new();
+    loop {
+        line.clear();
+        let n = reader.read_line(&mut line).expect("stderr line");
+        assert!(n > 0, "the extraction ended before its pause");
+        if line.contains("paused at published") {
+            break;
+        }
+    }
+    child.kill().expect("kill");
+    child.wait().expect("wait");
+
+    assert_ne!(project.head(), head, "the commit landed");
+    let shown = project.json(&["runs", "show", &run]);
+    assert_eq!(
+        shown["generation_ids"],
+        serde_json::json!([old]),
+        "not rewritten yet"
+    );
+    let after = project.json(&["analyze", "hotspots", &run]);
+    assert_eq!(after["rows"], before["rows"], "{after}");
+    assert_eq!(after["total_self"], before["total_self"]);
+    assert_eq!(project.json(&["validate", "--full"])["ok"], true);
+
+    let again = project.json(&["extract", "latest", "--producer", "chromium"]);
+    assert_eq!(again["reused_generation"], true, "{again}");
+    assert_eq!(again["runs_updated"], serde_json::json!([run]), "{again}");
+    let healed = project.json(&["runs", "show", &run]);
+    assert_eq!(
+        healed["generation_ids"],
+        serde_json::json!([again["extractions"][0]["generation_id"]]),
+        "{healed}"
+    );
+    assert_eq!(healed["extractions"].as_array().map(Vec::len), Some(1));
+    let once_more = project.json(&["extract", "latest", "--producer", "chromium"]);
+    assert_eq!(
+        once_more["runs_updated"],
+        serde_json::json!([]),
+        "{once_more}"
+    );
+}

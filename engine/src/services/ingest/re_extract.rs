@@ -212,14 +212,23 @@ fn extract_within(
         .iter()
         .zip(&outcomes)
         .map(|(t, o)| {
-            t.before
+            let mut olds: Vec<String> = t
+                .before
                 .iter()
                 .filter(|b| b.generation_id != o.generation.generation_id)
                 .flat_map(|b| std::iter::once(&b.generation_id).chain(&b.superseded))
+                .chain(&o.generation.superseded)
                 .cloned()
-                .collect()
+                .collect();
+            olds.sort();
+            olds.dedup();
+            olds
         })
         .collect();
+    // Published: a kill from here on leaves runs listing the replaced
+    // generation, which reads go through (`Snapshot::generations_listed`)
+    // and the next call of the same extraction rewrites.
+    crate::publish::pause_point("published");
     let runs_updated = rewrite_runs(ws, &record, &extractions, &predecessors, &extractor)?;
     progress.phase("completed");
     Ok(ExtractResult {
@@ -358,14 +367,8 @@ fn rewrite_runs(
     predecessors: &[Vec<String>],
     extractor: &Collector,
 ) -> Result<Vec<String>> {
-    let changed: Vec<(&ExtractionOutcome, &Vec<String>)> = extractions
-        .iter()
-        .zip(predecessors)
-        .filter(|(e, _)| !e.reused_generation || !e.replaced.is_empty())
-        .collect();
-    if changed.is_empty() {
-        return Ok(Vec::new());
-    }
+    let changed: Vec<(&ExtractionOutcome, &Vec<String>)> =
+        extractions.iter().zip(predecessors).collect();
     let head = catalog::pin_head(ws)?;
     let mut updated = Vec::new();
     for mut run in runs::list_runs(ws)? {
@@ -373,7 +376,8 @@ fn rewrite_runs(
         for (e, olds) in &changed {
             let owns = run.run_id == e.run_id;
             let listed = run.generation_ids.iter().any(|id| olds.contains(id));
-            if listed || (owns && !run.generation_ids.contains(&e.generation_id)) {
+            let rewrite = listed || (owns && !run.generation_ids.contains(&e.generation_id));
+            if rewrite {
                 // Each old id becomes the new one (a failed import's run
                 // gains it), once, in the place of the first.
                 let mut ids = Vec::with_capacity(run.generation_ids.len() + 1);
@@ -393,7 +397,8 @@ fn rewrite_runs(
                 run.generation_ids = ids;
                 touched = true;
             }
-            if owns {
+            // A call that changed nothing for this run records nothing.
+            if owns && (rewrite || !e.reused_generation || !e.replaced.is_empty()) {
                 run.extractions.push(ReExtraction {
                     at: now_rfc3339(),
                     artifact_id: record.artifact_id.clone(),
