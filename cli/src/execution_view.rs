@@ -81,6 +81,16 @@ pub(crate) fn render(r: &ExecutionResult) -> String {
             );
         }
     }
+    if let Some(x) = &r.resources {
+        let ns = |v: Option<f64>| v.map_or("-".to_owned(), |v| duration_ns(v as i64));
+        out += &format!(
+            "\nresources: wall {}, CPU {}, peak RSS {}\n",
+            ns(x.wall_time_ns),
+            ns(x.cpu_time_ns),
+            x.peak_rss_bytes
+                .map_or("-".to_owned(), |b| crate::render::bytes(b as u64))
+        );
+    }
     if let Some(c) = &r.configuration {
         let h = &c.host;
         out += &format!(
@@ -104,6 +114,20 @@ pub(crate) fn render(r: &ExecutionResult) -> String {
     }
     if let Some(d) = &r.compare {
         out += &format!("\nagainst {}:\n", d.base_run);
+        for x in &d.resources {
+            let show = |v: f64| match x.unit.as_str() {
+                "ns" => duration_ns(v as i64),
+                "bytes" => crate::render::bytes(v as u64),
+                _ => format!("{v}"),
+            };
+            out += &format!(
+                "  {}: {} → {}{}\n",
+                x.name.replace('_', " "),
+                show(x.base),
+                show(x.target),
+                x.ratio.map_or(String::new(), |r| format!(" (×{r:.2})"))
+            );
+        }
         if d.configuration_changes_total > 0 {
             out += &format!(
                 "  configuration changes ({} in all):\n",

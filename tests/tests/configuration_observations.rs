@@ -2,8 +2,9 @@
 //! reads "configuration observations"): every capture records the machine,
 //! the project's git commit and dirty state, the workload interpreter's
 //! version and packages, and the declared environment, before the workload
-//! starts; `analyze execution` shows them, and with `--compare` names the
-//! fields that changed between two runs. Checked against the project's own
+//! starts; `analyze execution` shows them with the run's wall time, CPU
+//! time and peak RSS, and with `--compare` both runs' resources and the
+//! fields that changed between them. Checked against the project's own
 //! git state and the interpreter's own answers.
 
 use std::process::Command;
@@ -73,12 +74,33 @@ fn captures_record_the_configuration_and_compare_names_what_changed() {
     );
     assert!(c["packages"].as_u64().is_some(), "{shown}");
     assert_ne!(shown["evidence"]["status"], "unavailable", "{shown}");
+    // The process's own resources, as its receipt recorded them.
+    let wall = |run: &serde_json::Value| run["result"]["wall_time_ns"].as_f64();
+    assert_eq!(
+        shown["resources"]["wall_time_ns"].as_f64(),
+        wall(&second),
+        "{shown}"
+    );
+    assert!(
+        shown["resources"]["peak_rss_bytes"].as_f64() > Some(0.0),
+        "{shown}"
+    );
 
     let compared = project.json(&["analyze", "execution", &target, "--compare", &base]);
     let changes = compared["compare"]["configuration_changes"]
         .as_array()
         .unwrap_or_else(|| panic!("{compared}"));
     let field = |name: &str| changes.iter().find(|c| c["field"] == name);
+    let resources = compared["compare"]["resources"]
+        .as_array()
+        .expect("resources");
+    let wall_delta = resources
+        .iter()
+        .find(|r| r["name"] == "wall_time")
+        .unwrap_or_else(|| panic!("{compared}"));
+    assert_eq!(wall_delta["base"].as_f64(), wall(&first), "{compared}");
+    assert_eq!(wall_delta["target"].as_f64(), wall(&second), "{compared}");
+    assert_eq!(wall_delta["unit"], "ns");
     let mode = field("environment.MODE").unwrap_or_else(|| panic!("{compared}"));
     assert_eq!(
         (mode["base"].as_str(), mode["target"].as_str()),

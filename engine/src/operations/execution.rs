@@ -43,6 +43,9 @@ fn run_execution<'a>(qc: &'a QueryContext<'a>, args: Value) -> AnswerFuture<'a> 
         if let Some(i) = &found.imports {
             parts.push(format!("imports {:.1} ms", i.total_ns as f64 / 1e6));
         }
+        if let Some(w) = found.resources.as_ref().and_then(|r| r.wall_time_ns) {
+            parts.push(format!("wall {:.3} s", w / 1e9));
+        }
         if let Some(c) = &found.configuration {
             let mut text = format!("captured on {} CPUs", c.host.logical_cpus);
             if let Some(i) = &c.interpreter {
@@ -64,6 +67,12 @@ fn run_execution<'a>(qc: &'a QueryContext<'a>, args: Value) -> AnswerFuture<'a> 
                 d.newly_failing.len(),
                 d.fixed.len()
             );
+            if let Some(w) = d.resources.iter().find(|r| r.name == "wall_time") {
+                text += &format!(", wall {:.3} s → {:.3} s", w.base / 1e9, w.target / 1e9);
+                if let Some(ratio) = w.ratio {
+                    text += &format!(" (×{ratio:.2})");
+                }
+            }
             if d.configuration_changes_total > 0 {
                 let fields: Vec<&str> = d
                     .configuration_changes

@@ -125,12 +125,37 @@ pub struct ExecutionDiff {
     pub slower_tests: Vec<TimeDelta>,
     pub coverage_changes: Vec<CoverageDelta>,
     pub slower_imports: Vec<TimeDelta>,
+    /// Wall time, CPU time and peak RSS of both runs (captured runs).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub resources: Vec<ResourceDelta>,
     /// Configuration fields that differ (host and git first, packages
     /// last), the first `limit`; both runs must have been captured.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub configuration_changes: Vec<ConfigurationChange>,
     #[serde(default)]
     pub configuration_changes_total: usize,
+}
+
+/// What a captured run's process used (its execution receipt).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ResourcesSection {
+    pub artifact_id: String,
+    pub wall_time_ns: Option<f64>,
+    pub cpu_time_ns: Option<f64>,
+    pub peak_rss_bytes: Option<f64>,
+}
+
+/// One resource of both runs.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ResourceDelta {
+    /// `wall_time`, `cpu_time` or `peak_rss`.
+    pub name: String,
+    pub unit: String,
+    pub base: f64,
+    pub target: f64,
+    /// target ÷ base (absent when base is 0).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ratio: Option<f64>,
 }
 
 /// The configuration a captured run was observed in (its `observations`
@@ -159,6 +184,9 @@ pub struct ExecutionResult {
     pub tests: Option<TestsSection>,
     pub coverage: Option<CoverageSection>,
     pub imports: Option<ImportsSection>,
+    /// Wall time, CPU time and peak RSS (absent for imports).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resources: Option<ResourcesSection>,
     /// The configuration observed when the run was captured (absent for
     /// imports).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -180,6 +208,7 @@ struct Reports {
     coverage: Option<String>,
     importtime: Option<String>,
     observations: Option<String>,
+    receipt: Option<String>,
 }
 
 fn reports(qc: &QueryContext<'_>, target: &str) -> Result<Reports> {
@@ -196,6 +225,7 @@ fn reports(qc: &QueryContext<'_>, target: &str) -> Result<Reports> {
         coverage: of("coverage_json"),
         importtime: of("python_importtime"),
         observations: of(OBSERVATIONS_KIND),
+        receipt: of("execution_receipt"),
         run_id,
     })
 }
@@ -224,6 +254,37 @@ fn observations_of(qc: &QueryContext<'_>, artifact: &str) -> Result<Configuratio
             format!("the observations artifact {artifact} does not read: {e}"),
         )
     })
+}
+
+/// A receipt's measurements: `wall_time`, `cpu_time`, `peak_rss` → (value, unit).
+async fn receipt_values(
+    qc: &QueryContext<'_>,
+    artifact: &str,
+) -> Result<BTreeMap<String, (f64, String)>> {
+    let page = query_measurements(
+        qc,
+        &MeasurementsRequest {
+            target: Some(artifact.to_owned()),
+            limit: Some(100),
+            ..MeasurementsRequest::default()
+        },
+    )
+    .await?;
+    Ok(page
+        .rows
+        .into_iter()
+        .map(|r| (r.name, (r.value, r.unit)))
+        .collect())
+}
+
+fn resources_section(artifact: &str, v: &BTreeMap<String, (f64, String)>) -> ResourcesSection {
+    let get = |name: &str| v.get(name).map(|(value, _)| *value);
+    ResourcesSection {
+        artifact_id: artifact.to_owned(),
+        wall_time_ns: get("wall_time"),
+        cpu_time_ns: get("cpu_time"),
+        peak_rss_bytes: get("peak_rss"),
+    }
 }
 
 fn configuration_section(artifact: &str, o: ConfigurationObservations) -> ConfigurationSection {
@@ -386,6 +447,7 @@ async fn diff(
         slower_tests: Vec::new(),
         coverage_changes: Vec::new(),
         slower_imports: Vec::new(),
+        resources: Vec::new(),
         configuration_changes: Vec::new(),
         configuration_changes_total: 0,
     };
@@ -470,6 +532,20 @@ async fn diff(
             })
             .collect();
     }
+    if let (Some(t), Some(b)) = (&target.receipt, &base.receipt) {
+        let (now, before) = (receipt_values(qc, t).await?, receipt_values(qc, b).await?);
+        for name in ["wall_time", "cpu_time", "peak_rss"] {
+            if let (Some((target, unit)), Some((base, _))) = (now.get(name), before.get(name)) {
+                out.resources.push(ResourceDelta {
+                    name: name.to_owned(),
+                    unit: unit.clone(),
+                    base: *base,
+                    target: *target,
+                    ratio: (*base > 0.0).then(|| target / base),
+                });
+            }
+        }
+    }
     if let (Some(t), Some(b)) = (&target.observations, &base.observations) {
         let mut changes = changes(&observations_of(qc, b)?, &observations_of(qc, t)?);
         out.configuration_changes_total = changes.len();
@@ -535,6 +611,10 @@ pub async fn analyze_execution(
             None
         }
     };
+    let resources = match &target.receipt {
+        Some(a) => Some(resources_section(a, &receipt_values(qc, a).await?)),
+        None => None,
+    };
     let configuration = match &target.observations {
         Some(a) => Some(configuration_section(a, observations_of(qc, a)?)),
         None => None,
@@ -553,6 +633,7 @@ pub async fn analyze_execution(
         tests,
         coverage,
         imports,
+        resources,
         configuration,
         compare,
         missing,
