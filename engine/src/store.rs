@@ -296,6 +296,17 @@ pub fn artifact_record_path(ws: &Workspace, artifact_id: &str) -> Option<PathBuf
     artifact_hex(artifact_id).map(|hex| artifact_dir(ws, hex).join("artifact.json"))
 }
 
+/// Records that the artifact is read as `kind` from now on (an extraction
+/// with another kind succeeded: `flameox extract --kind`).
+pub fn set_kind(ws: &Workspace, record: &ArtifactRecord, kind: &str) -> Result<()> {
+    let Some(path) = artifact_record_path(ws, &record.artifact_id) else {
+        return Err(FlameoxError::internal("an artifact id without its hex"));
+    };
+    let mut updated = record.clone();
+    updated.kind = kind.to_owned();
+    write_json_atomic(&path, &updated)
+}
+
 /// Where an artifact's bytes are (never shown to MCP clients).
 pub fn payload_path(ws: &Workspace, record: &ArtifactRecord) -> PathBuf {
     match artifact_hex(&record.artifact_id) {

@@ -186,3 +186,45 @@ fn a_kill_between_the_commit_and_the_run_rewrite_loses_nothing() {
         "{once_more}"
     );
 }
+
+/// An import that failed because it was read as the wrong kind is
+/// completed by extracting its stored bytes as the right one: the run
+/// reads the evidence, and the artifact is that kind from then on.
+#[test]
+fn a_failed_import_is_completed_by_extracting_it_as_the_right_kind() {
+    let project = Project::new();
+    let trace = project.path().join("t.json");
+    std::fs::write(&trace, TRACE).expect("trace");
+    let failed = project.run(&[
+        "import",
+        trace.to_str().expect("utf-8"),
+        "--kind",
+        "pyperf",
+        "--json",
+    ]);
+    assert!(!failed.status.success(), "{failed:?}");
+    let body: Value = serde_json::from_slice(&failed.stdout).expect("json");
+    let run = body["run_id"].as_str().expect("the failed run").to_owned();
+    assert_eq!(
+        project.json(&["runs", "show", &run])["status"]["extraction"],
+        "failed"
+    );
+    std::fs::remove_file(&trace).expect("the original is gone");
+
+    let fixed = project.json(&["extract", &run, "--kind", "chrome_json"]);
+    assert_eq!(fixed["runs_updated"], serde_json::json!([run]), "{fixed}");
+    let shown = project.json(&["runs", "show", &run]);
+    assert_eq!(shown["status"]["extraction"], "completed", "{shown}");
+    assert!(shown["error"].is_null(), "{shown}");
+    assert_eq!(shown["artifacts"][0]["kind"], "chrome_json", "{shown}");
+    let hot = project.json(&["analyze", "hotspots", &run]);
+    assert_eq!(hot["total_self"], 100_000, "{hot}");
+    let artifact = fixed["artifact_id"].as_str().expect("artifact");
+    assert_eq!(
+        project.json(&["artifacts", "show", artifact])["kind"],
+        "chrome_json"
+    );
+    // Its kind now: the same extraction again changes nothing.
+    let again = project.json(&["extract", artifact]);
+    assert_eq!(again["reused_generation"], true, "{again}");
+}

@@ -229,7 +229,18 @@ fn extract_within(
     // generation, which reads go through (`Snapshot::generations_listed`)
     // and the next call of the same extraction rewrites.
     crate::publish::pause_point("published");
-    let runs_updated = rewrite_runs(ws, &record, &extractions, &predecessors, &extractor)?;
+    if input.kind.name() != record.kind {
+        // Read as another kind, successfully: that is its kind from now on.
+        store::set_kind(ws, &record, input.kind.name())?;
+    }
+    let runs_updated = rewrite_runs(
+        ws,
+        &record,
+        input.kind.name(),
+        &extractions,
+        &predecessors,
+        &extractor,
+    )?;
     progress.phase("completed");
     Ok(ExtractResult {
         artifact_id,
@@ -363,6 +374,7 @@ fn targets_of(
 fn rewrite_runs(
     ws: &Workspace,
     record: &ArtifactRecord,
+    kind: &str,
     extractions: &[ExtractionOutcome],
     predecessors: &[Vec<String>],
     extractor: &Collector,
@@ -411,6 +423,13 @@ fn rewrite_runs(
             }
         }
         if touched {
+            for a in run
+                .artifacts
+                .iter_mut()
+                .filter(|a| a.artifact_id == record.artifact_id)
+            {
+                a.kind = kind.to_owned();
+            }
             run.rows = rows_of(ws, &head, &run.generation_ids);
             save_run(ws, &mut run)?;
             updated.push(run.run_id.clone());
