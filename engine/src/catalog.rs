@@ -159,6 +159,23 @@ impl Snapshot {
     }
 }
 
+/// Evidence rows per table of the generations a run lists (read from
+/// `head`, or from their manifests when HEAD no longer holds them).
+pub fn rows_of(ws: &Workspace, head: &Snapshot, listed: &[String]) -> BTreeMap<String, u64> {
+    let mut rows = BTreeMap::new();
+    for id in listed {
+        let manifest = match head.generations.iter().find(|g| &g.generation_id == id) {
+            Some(g) => Some(g.clone()),
+            None => read_generation(ws, id).ok(),
+        };
+        for (table, n) in manifest.iter().flat_map(|g| &g.summary.rows) {
+            *rows.entry(table.clone()).or_default() += n;
+        }
+    }
+    rows.retain(|_, n| *n > 0);
+    rows
+}
+
 /// The commit id HEAD names, if anything was ever published.
 pub fn read_head(ws: &Workspace) -> Result<Option<String>> {
     match fs::read_to_string(ws.head_path()) {

@@ -430,28 +430,12 @@ fn rewrite_runs(
             {
                 a.kind = kind.to_owned();
             }
-            run.rows = rows_of(ws, &head, &run.generation_ids);
+            run.rows = catalog::rows_of(ws, &head, &run.generation_ids);
             save_run(ws, &mut run)?;
             updated.push(run.run_id.clone());
         }
     }
     Ok(updated)
-}
-
-/// Evidence rows per table of the generations a run lists.
-fn rows_of(ws: &Workspace, head: &Snapshot, listed: &[String]) -> BTreeMap<String, u64> {
-    let mut rows = BTreeMap::new();
-    for id in listed {
-        let manifest = match head.generations.iter().find(|g| &g.generation_id == id) {
-            Some(g) => Some(g.clone()),
-            None => catalog::read_generation(ws, id).ok(),
-        };
-        for (table, n) in manifest.iter().flat_map(|g| &g.summary.rows) {
-            *rows.entry(table.clone()).or_default() += n;
-        }
-    }
-    rows.retain(|_, n| *n > 0);
-    rows
 }
 
 /// A run of one artifact takes the new extraction's extractor and

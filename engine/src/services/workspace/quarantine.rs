@@ -159,11 +159,8 @@ pub fn salvage(ws: &Workspace, id: &str, progress: &dyn ImportProgress) -> Resul
         if !run.generation_ids.contains(&o.generation.generation_id) {
             run.generation_ids.push(o.generation.generation_id.clone());
         }
-        for (table, rows) in &o.generation.summary.rows {
-            *run.rows.entry(table.clone()).or_default() += rows;
-        }
     }
-    run.rows.retain(|_, n| *n > 0);
+    run.rows = crate::catalog::rows_of(ws, &crate::catalog::pin_head(ws)?, &run.generation_ids);
     let artifact_ids: Vec<String> = artifacts.iter().map(|a| a.artifact_id.clone()).collect();
     for a in artifacts {
         if !run.artifacts.iter().any(|r| r.artifact_id == a.artifact_id) {
