@@ -1,8 +1,10 @@
 //! The terminal's view of `analyze execution`: a section per report the
-//! run holds (tests, coverage, imports), then the changes against the base
+//! run holds (tests, coverage, imports, configuration, SDK spans and
+//! metrics), then the changes against the base
 //! run, then what is missing and how to add it.
 
 use flameox_engine::services::query::execution::{ExecutionResult, TimeDelta};
+use flameox_engine::services::query::sdk_observations::SdkObservationsSection;
 
 use flameox_engine::units::duration_ns;
 
@@ -19,6 +21,39 @@ fn deltas(out: &mut String, heading: &str, rows: &[TimeDelta]) {
             duration_ns(d.base_ns),
             duration_ns(d.target_ns)
         );
+    }
+}
+
+fn sdk(out: &mut String, o: &SdkObservationsSection) {
+    *out += &format!(
+        "\nSDK spans: {} spans of {} names; by total time (self = not inside a child on its lane):\n",
+        o.spans, o.span_names
+    );
+    for s in &o.slowest_spans {
+        *out += &format!(
+            "    {:>10} total {:>10} self {:>6} ×  {}{}\n",
+            duration_ns(s.total_ns),
+            duration_ns(s.self_ns),
+            s.count,
+            s.name,
+            s.kind
+                .as_deref()
+                .map_or(String::new(), |k| format!(" ({k})"))
+        );
+    }
+    if o.metric_series > 0 {
+        *out += &format!("SDK metrics: {} series\n", o.metric_series);
+        for m in &o.metrics {
+            *out += &format!(
+                "    {}: last {} {} (min {}, max {}, {} points)\n",
+                m.series,
+                m.last,
+                m.unit.as_deref().unwrap_or(""),
+                m.min,
+                m.max,
+                m.points
+            );
+        }
     }
 }
 
@@ -112,6 +147,9 @@ pub(crate) fn render(r: &ExecutionResult) -> String {
             );
         }
     }
+    if let Some(o) = &r.sdk_observations {
+        sdk(&mut out, o);
+    }
     if let Some(d) = &r.compare {
         out += &format!("\nagainst {}:\n", d.base_run);
         for x in &d.resources {
@@ -153,6 +191,32 @@ pub(crate) fn render(r: &ExecutionResult) -> String {
             }
         }
         deltas(&mut out, "slower imports", &d.slower_imports);
+        if !d.span_changes.is_empty() {
+            out += "  span totals that moved most:\n";
+            for c in &d.span_changes {
+                out += &format!(
+                    "    {:>+11}  {}  ({} × {} → {} × {})\n",
+                    duration_ns(c.delta_total_ns),
+                    c.name,
+                    c.base_count,
+                    duration_ns(c.base_total_ns),
+                    c.target_count,
+                    duration_ns(c.target_total_ns)
+                );
+            }
+        }
+        if !d.metric_changes.is_empty() {
+            out += "  metrics whose last value changed:\n";
+            for m in &d.metric_changes {
+                let v = |v: Option<f64>| v.map_or("-".to_owned(), |v| format!("{v}"));
+                out += &format!(
+                    "    {}: {} → {}\n",
+                    m.series,
+                    v(m.base_last),
+                    v(m.target_last)
+                );
+            }
+        }
     }
     for m in &r.missing {
         out += &format!("\nno {m}");

@@ -37,12 +37,17 @@ pub enum FormatKind {
     CoverageJson,
     /// A JUnit XML test report (see [`crate::junit_xml`]).
     JunitXml,
+    /// OpenTelemetry OTLP/JSON traces and metrics (see [`crate::otlp`]).
+    OtlpJson,
+    /// flameox configuration observations (see
+    /// [`crate::configuration_observations`]).
+    ConfigurationObservations,
     Unknown,
 }
 
 impl FormatKind {
     /// Every kind, in a fixed order.
-    pub const ALL: [FormatKind; 20] = [
+    pub const ALL: [FormatKind; 22] = [
         FormatKind::ChromeJson,
         FormatKind::SpeedscopeJson,
         FormatKind::ChromeCpuProfile,
@@ -62,6 +67,8 @@ impl FormatKind {
         FormatKind::PythonImportTime,
         FormatKind::CoverageJson,
         FormatKind::JunitXml,
+        FormatKind::OtlpJson,
+        FormatKind::ConfigurationObservations,
         FormatKind::Unknown,
     ];
 
@@ -87,6 +94,8 @@ impl FormatKind {
             FormatKind::PythonImportTime => "python_importtime",
             FormatKind::CoverageJson => "coverage_json",
             FormatKind::JunitXml => "junit_xml",
+            FormatKind::OtlpJson => "otlp_json",
+            FormatKind::ConfigurationObservations => "configuration_observations",
             FormatKind::Unknown => "unknown",
         }
     }

@@ -14,7 +14,7 @@ use crate::format_kind::FormatKind;
 
 /// Every format, in detection order: a sniffer earlier in the list wins a
 /// tie (`Certain` answers first, then `Likely` ones).
-pub static FORMATS: [&Format; 19] = [
+pub static FORMATS: [&Format; 21] = [
     &crate::nsight::formats::SQLITE_EXPORT,
     &crate::nsight::formats::OTHER_SQLITE,
     &crate::nsight::formats::REPORT,
@@ -29,6 +29,8 @@ pub static FORMATS: [&Format; 19] = [
     &crate::benchmarks::formats::CRITERION,
     &crate::coverage_json::FORMAT,
     &crate::junit_xml::FORMAT,
+    &crate::otlp::FORMAT,
+    &crate::configuration_observations::FORMAT,
     &crate::gecko::FORMAT,
     &crate::importtime::FORMAT,
     &crate::folded::FORMAT,

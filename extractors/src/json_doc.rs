@@ -31,6 +31,18 @@ struct ObservedReader<'o, R> {
     cancelled: bool,
 }
 
+impl<'o, R> ObservedReader<'o, R> {
+    fn new(inner: R, observer: &'o dyn ExtractObserver) -> Self {
+        ObservedReader {
+            inner,
+            observer,
+            offset: 0,
+            next_poll: 0,
+            cancelled: false,
+        }
+    }
+}
+
 impl<R: BufRead> Read for ObservedReader<'_, R> {
     fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
         if self.offset >= self.next_poll {
@@ -59,13 +71,7 @@ pub(crate) fn read_document<T: DeserializeOwned, R: BufRead>(
     observer: &dyn ExtractObserver,
     what: &str,
 ) -> Result<(T, u64), ExtractError> {
-    let mut observed = ObservedReader {
-        inner: reader,
-        observer,
-        offset: 0,
-        next_poll: 0,
-        cancelled: false,
-    };
+    let mut observed = ObservedReader::new(reader, observer);
     let result = serde_json::from_reader::<_, T>(&mut observed);
     observer.bytes_read(observed.offset);
     match result {
@@ -77,6 +83,79 @@ pub(crate) fn read_document<T: DeserializeOwned, R: BufRead>(
             offset: Some(observed.offset),
         }),
     }
+}
+
+/// How a sequence of JSON documents ended.
+pub(crate) struct DocumentsRead {
+    /// Documents read whole.
+    pub documents: u64,
+    /// Bytes consumed.
+    pub bytes: u64,
+    /// Why reading stopped before the end, when a document after the first
+    /// one is cut off or malformed (the documents before it were kept).
+    pub stopped: Option<String>,
+}
+
+/// Reads the JSON documents of `reader` one after another — one document,
+/// JSON lines, or documents simply concatenated — handing each to `each`
+/// as soon as it is read. A first document that does not read is
+/// [`ExtractError::Parse`]; a later one ends the read with
+/// [`DocumentsRead::stopped`] set, the earlier ones kept.
+pub(crate) fn for_each_document<T: DeserializeOwned, R: BufRead>(
+    reader: R,
+    observer: &dyn ExtractObserver,
+    what: &str,
+    mut each: impl FnMut(T) -> Result<(), ExtractError>,
+) -> Result<DocumentsRead, ExtractError> {
+    let mut observed = ObservedReader::new(reader, observer);
+    let mut documents = 0u64;
+    let mut stopped = None;
+    let mut failure = None;
+    {
+        let stream = serde_json::Deserializer::from_reader(&mut observed).into_iter::<T>();
+        for doc in stream {
+            match doc {
+                Ok(doc) => {
+                    documents += 1;
+                    each(doc)?;
+                }
+                Err(e) => {
+                    failure = Some(e);
+                    break;
+                }
+            }
+        }
+    }
+    observer.bytes_read(observed.offset);
+    if let Some(e) = failure {
+        if observed.cancelled {
+            return Err(ExtractError::Cancelled);
+        }
+        if e.is_io() {
+            return Err(ExtractError::from(std::io::Error::from(e)));
+        }
+        if documents == 0 {
+            return Err(ExtractError::Parse {
+                message: format!("not a {what} document: {e}"),
+                offset: Some(observed.offset),
+            });
+        }
+        stopped = Some(format!(
+            "document #{} does not read ({e}); the {documents} before it were kept",
+            documents + 1
+        ));
+    }
+    if documents == 0 {
+        return Err(ExtractError::Parse {
+            message: format!("not a {what} document: the input is empty"),
+            offset: Some(0),
+        });
+    }
+    Ok(DocumentsRead {
+        documents,
+        bytes: observed.offset,
+        stopped,
+    })
 }
 
 /// A JSON number kept exactly as written: `mantissa × 10^exponent`.

@@ -12,6 +12,7 @@ pub mod accelerator;
 pub mod accelerator_answer;
 pub mod accelerator_reduced;
 pub mod common;
+pub mod counter_series;
 pub mod device_pass;
 pub mod drilldown;
 pub mod frame_deltas;

@@ -90,7 +90,11 @@ fn by_time() -> Vec<SortExpr> {
     ]
 }
 
-fn first_by(value: Expr, order: Vec<SortExpr>, filter: Option<Expr>) -> RecipeResult<Expr> {
+pub(crate) fn first_by(
+    value: Expr,
+    order: Vec<SortExpr>,
+    filter: Option<Expr>,
+) -> RecipeResult<Expr> {
     let f = first_value_udaf().call(vec![value]).order_by(order);
     Ok(match filter {
         Some(c) => f.filter(c).build()?,
@@ -98,7 +102,11 @@ fn first_by(value: Expr, order: Vec<SortExpr>, filter: Option<Expr>) -> RecipeRe
     })
 }
 
-fn last_by(value: Expr, order: Vec<SortExpr>, filter: Option<Expr>) -> RecipeResult<Expr> {
+pub(crate) fn last_by(
+    value: Expr,
+    order: Vec<SortExpr>,
+    filter: Option<Expr>,
+) -> RecipeResult<Expr> {
     let f = last_value_udaf().call(vec![value]).order_by(order);
     Ok(match filter {
         Some(c) => f.filter(c).build()?,

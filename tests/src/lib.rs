@@ -46,6 +46,37 @@ pub fn profilers_bin(tools: &[&str]) -> Option<PathBuf> {
     None
 }
 
+/// The profilers virtualenv's bin folder when its `python3` imports every
+/// one of `modules` (same rules as [`profilers_bin`]: required under `CI`
+/// or `FLAMEOX_PROFILERS_VENV`, else skipped with the reason).
+pub fn profilers_python(modules: &[&str]) -> Option<PathBuf> {
+    let configured = std::env::var_os("FLAMEOX_PROFILERS_VENV");
+    let required = configured.is_some() || std::env::var_os("CI").is_some();
+    let bin =
+        PathBuf::from(configured.unwrap_or_else(|| DEFAULT_PROFILERS_VENV.into())).join("bin");
+    let python = bin.join("python3");
+    let complete = python.is_file()
+        && modules.iter().all(|module| {
+            std::process::Command::new(&python)
+                .args(["-c", &format!("import {module}")])
+                .status()
+                .is_ok_and(|s| s.success())
+        });
+    if complete {
+        return Some(bin);
+    }
+    assert!(
+        !required,
+        "{modules:?} not importable in {}: .ci/run installs them and sets FLAMEOX_PROFILERS_VENV",
+        bin.display()
+    );
+    eprintln!(
+        "SKIPPED: {modules:?} not importable in {} (set FLAMEOX_PROFILERS_VENV; CI always does)",
+        bin.display()
+    );
+    None
+}
+
 /// The shared corpus folder: `$FLAMEOX_CORPUS` at build time, else
 /// `../shared/corpus` beside the repository (tests/build.rs decides; tests
 /// that read it are skipped when it is absent).

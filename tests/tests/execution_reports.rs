@@ -16,33 +16,8 @@ use std::process::Command;
 use flameox_tests::Project;
 use serde_json::Value;
 
-const DEFAULT_VENV: &str = "/var/tmp/flameox-profilers-venv";
-
 fn tools_bin() -> Option<PathBuf> {
-    let configured = std::env::var_os("FLAMEOX_PROFILERS_VENV");
-    let required = configured.is_some() || std::env::var_os("CI").is_some();
-    let bin = PathBuf::from(configured.unwrap_or_else(|| DEFAULT_VENV.into())).join("bin");
-    let python = bin.join("python3");
-    let complete = python.is_file()
-        && ["pytest", "coverage"].iter().all(|module| {
-            Command::new(&python)
-                .args(["-c", &format!("import {module}")])
-                .status()
-                .is_ok_and(|s| s.success())
-        });
-    if complete {
-        return Some(bin);
-    }
-    assert!(
-        !required,
-        "pytest / coverage not importable in {}: .ci/run installs them and sets FLAMEOX_PROFILERS_VENV",
-        bin.display()
-    );
-    eprintln!(
-        "SKIPPED: no pytest/coverage virtualenv at {} (set FLAMEOX_PROFILERS_VENV; CI always does)",
-        bin.display()
-    );
-    None
+    flameox_tests::profilers_python(&["pytest", "coverage"])
 }
 
 /// A package with a sorting module whose `unused` function only the

@@ -52,6 +52,7 @@ mod nsight_import;
 mod nsight_phases;
 mod open_viewer;
 mod operation_catalog;
+mod otlp_observations;
 mod paging;
 mod perfetto_import;
 mod pprof_import;

@@ -1,5 +1,6 @@
-//! Declaration of `analyze execution`: a run's tests, coverage and import
-//! times, and their changes against a base run.
+//! Declaration of `analyze execution`: a run's tests, coverage, import
+//! times, configuration and SDK observations, and their changes against a
+//! base run.
 
 use serde_json::Value;
 
@@ -12,7 +13,7 @@ pub(super) static OPERATIONS: &[Operation] = &[Operation {
     name: "analyze_execution",
     cli: &["analyze", "execution"],
     title: "Analyze execution",
-    description: "A run's tests (JUnit XML), coverage (coverage.py JSON) and import times (python -X importtime); with compare, what changed against a base run.",
+    description: "A run's tests (JUnit XML), coverage, import times, configuration and OpenTelemetry spans and metrics (OTLP JSON); with compare, what changed against a base run.",
     group: Group::ReadOnly,
     positional: &["target"],
     schema: input_schema::<ExecutionRequest>,
@@ -60,6 +61,18 @@ fn run_execution<'a>(qc: &'a QueryContext<'a>, args: Value) -> AnswerFuture<'a> 
             }
             parts.push(text);
         }
+        if let Some(o) = &found.sdk_observations {
+            let mut text = format!("{} SDK spans", o.spans);
+            if let Some(top) = o.slowest_spans.first() {
+                text += &format!(
+                    " (longest in total: {} {:.1} ms)",
+                    top.name,
+                    top.total_ns as f64 / 1e6
+                );
+            }
+            text += &format!(", {} metric series", o.metric_series);
+            parts.push(text);
+        }
         if let Some(d) = &found.compare {
             let mut text = format!(
                 "vs {}: {} newly failing, {} fixed",
@@ -86,11 +99,18 @@ fn run_execution<'a>(qc: &'a QueryContext<'a>, args: Value) -> AnswerFuture<'a> 
                     fields.join(", ")
                 );
             }
+            if let Some(top) = d.span_changes.first() {
+                text += &format!(
+                    ", span {} {:+.1} ms in total",
+                    top.name,
+                    top.delta_total_ns as f64 / 1e6
+                );
+            }
             parts.push(text);
         }
         let summary = if parts.is_empty() {
             format!(
-                "run {} holds no test, coverage or import-time report",
+                "run {} holds no test, coverage, import-time, configuration or OTLP report",
                 found.run_id
             )
         } else {

@@ -150,13 +150,7 @@ pub(crate) fn extract_chrome_json_spilling<R: BufRead + Send>(
     ]
     .iter()
     .any(|k| metadata.contains_key(*k));
-    let mut em = Emitter {
-        run_id: &options.run_id,
-        artifact_id: &options.artifact_id,
-        batch_rows: options.batch_rows.max(1),
-        sink,
-        rows: BTreeMap::new(),
-    };
+    let mut em = Emitter::new(options, sink);
     let events = match spill {
         Some(spill) => spill.finish(&mut p.trace, &mut em, observer, &[])?,
         None => in_memory_events(&mut p.trace, &mut em, observer, None)?,
@@ -166,10 +160,7 @@ pub(crate) fn extract_chrome_json_spilling<R: BufRead + Send>(
     if let Some(agg) = events.agg {
         emit::write_slice_reductions(&mut em, agg)?;
     }
-    let mut rows = em.rows;
-    for table in crate::schema::EvidenceTable::ALL {
-        rows.entry(table.name().to_string()).or_insert(0);
-    }
+    let rows = em.into_rows();
 
     let mut coverage = BTreeMap::new();
     coverage.insert("correlation_ids".to_string(), events.any_correlation);

@@ -63,7 +63,6 @@ use crate::api::{
     ExtractionSummary,
 };
 use crate::format_kind::FormatKind;
-use crate::schema::EvidenceTable;
 use crate::trace_events::args_arena::bound_args;
 use crate::trace_events::builder::TraceBuilder;
 use crate::trace_events::device_columns::DeviceFields;
@@ -694,13 +693,7 @@ fn extract_tables(
     let mut p = r.p;
 
     let thread_of_track = thread_of_track(&p.tracks, &range_tracks);
-    let mut em = Emitter {
-        run_id: &options.run_id,
-        artifact_id: &options.artifact_id,
-        batch_rows: options.batch_rows.max(1),
-        sink,
-        rows: BTreeMap::new(),
-    };
+    let mut em = Emitter::new(options, sink);
     let events = match spill {
         // The reductions come back unwritten: CPU samples may join them.
         Some(spill) => spill.finish_with(
@@ -735,10 +728,7 @@ fn extract_tables(
     }
     let (span, has_phases, spilled_events) =
         (events.span, events.has_phases, events.spilled_events);
-    let mut rows = em.rows;
-    for table in EvidenceTable::ALL {
-        rows.entry(table.name().to_string()).or_insert(0);
-    }
+    let rows = em.into_rows();
 
     let facts = ExportFacts {
         present: &present,

@@ -40,7 +40,6 @@ use crate::api::{
     BatchSink, CountingSink, ExtractError, ExtractObserver, ExtractOptions, ExtractionSummary,
 };
 use crate::format_kind::FormatKind;
-use crate::schema::EvidenceTable;
 use crate::sorted_runs::TimeOrderedRuns;
 use crate::stacks::{ReductionSpec, ThreadInfo};
 use crate::trace_events::emit;
@@ -213,13 +212,7 @@ fn write_tables(
     spill: Option<Spill>,
     (input_bytes, skipped_top_level): (u64, u64),
 ) -> Result<(ExtractionSummary, u64), ExtractError> {
-    let mut em = Emitter {
-        run_id: &options.run_id,
-        artifact_id: &options.artifact_id,
-        batch_rows: options.batch_rows.max(1),
-        sink,
-        rows: BTreeMap::new(),
-    };
+    let mut em = Emitter::new(options, sink);
     let mut agg = std::mem::take(&mut d.agg);
     let wall = agg.metric(ReductionSpec {
         metric: "trace.wall_ns".into(),
@@ -288,10 +281,7 @@ fn write_tables(
             &mut counting,
         )?;
     }
-    let mut rows = em.rows;
-    for table in EvidenceTable::ALL {
-        rows.entry(table.name().to_string()).or_insert(0);
-    }
+    let rows = em.into_rows();
     let span = time_span(&d, events.span, sample_span);
     let summary = summarize(
         d,

@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use arrow::array::ArrayRef;
 use arrow::record_batch::RecordBatch;
 
-use crate::api::{BatchSink, ExtractError};
+use crate::api::{BatchSink, ExtractError, ExtractOptions};
 use crate::arrow_util::const_dict;
 use crate::schema::EvidenceTable;
 
@@ -20,7 +20,27 @@ pub struct Emitter<'a> {
     pub rows: BTreeMap<String, u64>,
 }
 
-impl Emitter<'_> {
+impl<'a> Emitter<'a> {
+    /// An emitter for the run and artifact of `options`.
+    pub fn new(options: &'a ExtractOptions, sink: &'a mut dyn BatchSink) -> Self {
+        Emitter {
+            run_id: &options.run_id,
+            artifact_id: &options.artifact_id,
+            batch_rows: options.batch_rows.max(1),
+            sink,
+            rows: BTreeMap::new(),
+        }
+    }
+
+    /// Rows written per table, every table named (0 for none).
+    pub fn into_rows(self) -> BTreeMap<String, u64> {
+        let mut rows = self.rows;
+        for table in EvidenceTable::ALL {
+            rows.entry(table.name().to_string()).or_insert(0);
+        }
+        rows
+    }
+
     pub(crate) fn write(
         &mut self,
         table: EvidenceTable,

@@ -3,10 +3,13 @@
 //! its coverage (coverage.py JSON: the total and the least-covered files)
 //! and its import times (`python -X importtime`: the slowest modules) —
 //! — and the configuration a captured run was observed in (host, git,
-//! interpreter; [`crate::services::workload_capture::observations`]); with
+//! interpreter; [`crate::services::workload_capture::observations`]) and
+//! what the program reported through OpenTelemetry (spans and metrics of
+//! its `otlp_json` artifact; [`super::sdk_observations`]); with
 //! `compare`, how each changed against another run (tests newly failing or
 //! fixed, tests and modules that got slower, files whose coverage moved,
-//! configuration fields that differ). It composes the read services (hotspots, frame
+//! configuration fields that differ, span totals and metric values that
+//! moved). It composes the read services (hotspots, frame
 //! deltas, measurements) over the run's artifacts of those kinds; it adds
 //! no query of its own.
 
@@ -17,6 +20,9 @@ use serde::{Deserialize, Serialize};
 
 use super::analyze::{HotspotsRequest, analyze_hotspots};
 use super::measurements::{MeasurementsRequest, query_measurements};
+use super::sdk_observations::{
+    MetricDelta, SDK_OBSERVATIONS_KIND, SdkObservationsSection, SpanDelta, sdk_changes, sdk_section,
+};
 use super::views::{FrameDeltaRequest, frame_deltas};
 use crate::error::{FlameoxError, Result};
 use crate::runs;
@@ -134,6 +140,12 @@ pub struct ExecutionDiff {
     pub configuration_changes: Vec<ConfigurationChange>,
     #[serde(default)]
     pub configuration_changes_total: usize,
+    /// Span names whose total time moved most (both runs hold OTLP).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub span_changes: Vec<SpanDelta>,
+    /// Metric series whose last value differs (both runs hold OTLP).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub metric_changes: Vec<MetricDelta>,
 }
 
 /// What a captured run's process used (its execution receipt).
@@ -191,6 +203,10 @@ pub struct ExecutionResult {
     /// imports).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub configuration: Option<ConfigurationSection>,
+    /// Spans and metrics the program reported through OpenTelemetry (an
+    /// imported OTLP/JSON file).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sdk_observations: Option<SdkObservationsSection>,
     pub compare: Option<ExecutionDiff>,
     /// Reports the run does not hold, each with how to add one.
     pub missing: Vec<String>,
@@ -209,6 +225,7 @@ struct Reports {
     importtime: Option<String>,
     observations: Option<String>,
     receipt: Option<String>,
+    otlp: Option<String>,
 }
 
 fn reports(qc: &QueryContext<'_>, target: &str) -> Result<Reports> {
@@ -226,6 +243,7 @@ fn reports(qc: &QueryContext<'_>, target: &str) -> Result<Reports> {
         importtime: of("python_importtime"),
         observations: of(OBSERVATIONS_KIND),
         receipt: of("execution_receipt"),
+        otlp: of(SDK_OBSERVATIONS_KIND),
         run_id,
     })
 }
@@ -450,6 +468,8 @@ async fn diff(
         resources: Vec::new(),
         configuration_changes: Vec::new(),
         configuration_changes_total: 0,
+        span_changes: Vec::new(),
+        metric_changes: Vec::new(),
     };
     if let (Some(now), Some(b)) = (&read.tests, &base.junit) {
         let (before, _) = all_tests(qc, b).await?;
@@ -552,6 +572,9 @@ async fn diff(
         changes.truncate(limit);
         out.configuration_changes = changes;
     }
+    if let (Some(t), Some(b)) = (&target.otlp, &base.otlp) {
+        (out.span_changes, out.metric_changes) = sdk_changes(qc, t, b, limit).await?;
+    }
     Ok(out)
 }
 
@@ -619,13 +642,17 @@ pub async fn analyze_execution(
         Some(a) => Some(configuration_section(a, observations_of(qc, a)?)),
         None => None,
     };
+    let sdk_observations = match &target.otlp {
+        Some(a) => Some(sdk_section(qc, a, limit).await?),
+        None => None,
+    };
     let compare = match &req.compare {
         Some(base) => Some(diff(qc, &target, &read, &reports(qc, base)?, limit).await?),
         None => None,
     };
-    let evidence = match (missing.len(), &configuration) {
-        (0, _) => EvidenceStatus::available(),
-        (3, None) => EvidenceStatus::new("unavailable", "no_execution_reports"),
+    let evidence = match (missing.len(), &configuration, &sdk_observations) {
+        (0, _, _) => EvidenceStatus::available(),
+        (3, None, None) => EvidenceStatus::new("unavailable", "no_execution_reports"),
         _ => EvidenceStatus::new("partial", "reports_missing"),
     };
     Ok(ExecutionResult {
@@ -635,6 +662,7 @@ pub async fn analyze_execution(
         imports,
         resources,
         configuration,
+        sdk_observations,
         compare,
         missing,
         evidence,

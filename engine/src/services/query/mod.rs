@@ -14,6 +14,7 @@ pub mod memory;
 pub(crate) mod narrower;
 pub mod phase_window;
 pub mod pytorch;
+pub mod sdk_observations;
 pub mod summary;
 pub mod summary_gpu;
 pub(crate) mod summary_headline;

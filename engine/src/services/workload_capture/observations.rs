@@ -17,76 +17,14 @@ use serde::{Deserialize, Serialize};
 use crate::execution::env::{ALLOWED_VARIABLES, child_environment};
 use crate::execution::process::{ProcessSpec, Unsupervised, run_process};
 
-/// Bumped when the fields change meaning.
-pub const OBSERVATIONS_SCHEMA: &str = "flameox.configuration_observations/1";
-/// The artifact kind the observations are stored as.
-pub const OBSERVATIONS_KIND: &str = "configuration_observations";
+pub use flameox_extractors::configuration_observations::{
+    ConfigurationObservations, EnvironmentObservations, GitState, HostObservations,
+    InterpreterObservations, OBSERVATIONS_KIND, OBSERVATIONS_SCHEMA,
+};
 /// Most packages recorded (sorted by name; the count is always whole).
 const MOST_PACKAGES: usize = 5000;
 /// Each probe's time limit.
 const PROBE_SECONDS: u64 = 15;
-
-/// The machine.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct HostObservations {
-    pub os: String,
-    pub arch: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub kernel: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub cpu_model: Option<String>,
-    pub logical_cpus: usize,
-    /// `scaling_governor` of cpu0 (`performance`, `powersave`, …); absent
-    /// where the kernel exposes none (many VMs).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub frequency_governor: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub memory_total_bytes: Option<u64>,
-}
-
-/// The project's checkout.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct GitState {
-    pub commit: String,
-    /// Tracked files differ from the commit.
-    pub dirty: bool,
-}
-
-/// The workload's interpreter (Python only).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct InterpreterObservations {
-    pub implementation: String,
-    pub version: String,
-    pub virtualenv: bool,
-    /// Installed distributions, name (lower case) → version.
-    pub packages: BTreeMap<String, String>,
-    pub packages_total: usize,
-}
-
-/// The child's environment as policy.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct EnvironmentObservations {
-    /// The workload's declared variables and their values.
-    pub declared: BTreeMap<String, String>,
-    /// Inherited variables it got (names only).
-    pub inherited: Vec<String>,
-}
-
-/// Everything observed.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct ConfigurationObservations {
-    pub schema: String,
-    pub observed_at: String,
-    pub host: HostObservations,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub git: Option<GitState>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub interpreter: Option<InterpreterObservations>,
-    pub environment: EnvironmentObservations,
-    /// Probes that could not run, and why.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub not_observed: Vec<String>,
-}
 
 fn first_line(path: &str) -> Option<String> {
     std::fs::read_to_string(path)
