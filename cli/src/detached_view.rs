@@ -28,6 +28,7 @@ pub(crate) fn render(result: &Value) -> Result<String> {
         "capability_setup" => "capability setup",
         "capture" => "capture",
         "experiment" => "experiment",
+        "reduction" => "reduction",
         _ => "operation",
     };
     if running && text("phase") != status {

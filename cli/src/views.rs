@@ -54,7 +54,9 @@ pub(crate) fn render(operation: &str, result: &Value) -> Option<Result<String>> 
         | "cancel_capability_setup"
         | "start_detached_experiment"
         | "get_detached_experiment"
-        | "cancel_detached_experiment" => detached_view::render(result),
+        | "cancel_detached_experiment"
+        | "execute_reduction"
+        | "get_reduction" => detached_view::render(result),
         "plan_experiment" => typed(result, experiment::render_plan),
         "run_experiment" | "get_experiment" => typed(result, experiment::render_view),
         "list_experiment_trials" => typed(result, experiment::render_page),

@@ -42,12 +42,15 @@ pub enum FormatKind {
     /// flameox configuration observations (see
     /// [`crate::configuration_observations`]).
     ConfigurationObservations,
+    /// The output of a `merged_stacks` reduction (see
+    /// [`crate::reduced_stacks`]).
+    ReducedStacks,
     Unknown,
 }
 
 impl FormatKind {
     /// Every kind, in a fixed order.
-    pub const ALL: [FormatKind; 22] = [
+    pub const ALL: [FormatKind; 23] = [
         FormatKind::ChromeJson,
         FormatKind::SpeedscopeJson,
         FormatKind::ChromeCpuProfile,
@@ -69,6 +72,7 @@ impl FormatKind {
         FormatKind::JunitXml,
         FormatKind::OtlpJson,
         FormatKind::ConfigurationObservations,
+        FormatKind::ReducedStacks,
         FormatKind::Unknown,
     ];
 
@@ -96,6 +100,7 @@ impl FormatKind {
             FormatKind::JunitXml => "junit_xml",
             FormatKind::OtlpJson => "otlp_json",
             FormatKind::ConfigurationObservations => "configuration_observations",
+            FormatKind::ReducedStacks => "reduced_stacks",
             FormatKind::Unknown => "unknown",
         }
     }

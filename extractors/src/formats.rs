@@ -14,7 +14,7 @@ use crate::format_kind::FormatKind;
 
 /// Every format, in detection order: a sniffer earlier in the list wins a
 /// tie (`Certain` answers first, then `Likely` ones).
-pub static FORMATS: [&Format; 21] = [
+pub static FORMATS: [&Format; 22] = [
     &crate::nsight::formats::SQLITE_EXPORT,
     &crate::nsight::formats::OTHER_SQLITE,
     &crate::nsight::formats::REPORT,
@@ -31,6 +31,7 @@ pub static FORMATS: [&Format; 21] = [
     &crate::junit_xml::FORMAT,
     &crate::otlp::FORMAT,
     &crate::configuration_observations::FORMAT,
+    &crate::reduced_stacks::FORMAT,
     &crate::gecko::FORMAT,
     &crate::importtime::FORMAT,
     &crate::folded::FORMAT,

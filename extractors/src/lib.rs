@@ -33,6 +33,7 @@ pub mod nsight;
 pub mod otlp;
 pub mod perfetto;
 pub mod pprof;
+pub mod reduced_stacks;
 pub mod schema;
 pub mod sniff;
 mod sorted_runs;

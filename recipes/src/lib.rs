@@ -34,6 +34,7 @@ pub mod kernel_family;
 pub mod measurements;
 pub mod memory;
 pub mod memory_allocations;
+pub mod merged_stacks;
 pub mod operator_device_time;
 pub mod page_urls;
 pub mod phase_span;

@@ -14,7 +14,7 @@ use serde_json::{Value, json};
 
 /// Bytes of the whole tool list as a client receives it (compact JSON).
 /// 52 KB since investigation memory (issue 28): seven tools at 51,580.
-const SURFACE_CEILING: usize = 70_000;
+const SURFACE_CEILING: usize = 73_500;
 /// Bytes of the `initialize` instructions.
 const INSTRUCTIONS_CEILING: usize = 640;
 /// Characters of any one tool description.
@@ -67,6 +67,8 @@ const READ_ONLY: &[&str] = &[
     "summarize_evidence",
     "analyze_failures",
     "analyze_execution",
+    "plan_reduction",
+    "get_reduction",
 ];
 /// Mutating but non-executing and idempotent for an identical definition;
 /// `initialize_workspace` is the seed's "additive and idempotent": a second
@@ -97,6 +99,7 @@ const ADDITIVE: &[&str] = &[
     "create_investigation",
     "record_hypothesis",
     "record_finding",
+    "execute_reduction",
 ];
 
 fn advertised() -> Vec<Value> {

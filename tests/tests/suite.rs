@@ -62,6 +62,7 @@ mod quarantine_salvage;
 mod query_budgets;
 mod rank_parallel_import;
 mod re_extraction;
+mod reductions;
 mod remote_import;
 mod run_sets;
 mod scaling;

@@ -201,6 +201,7 @@ fn start_tool(kind: &str) -> &'static str {
     match kind {
         "experiment" => "start_detached_experiment",
         "capability_setup" => "start_capability_setup",
+        "reduction" => "execute_reduction",
         _ => "start_detached_capture",
     }
 }
@@ -210,6 +211,7 @@ pub fn get_tool(kind: &str) -> &'static str {
     match kind {
         "experiment" => "get_detached_experiment",
         "capability_setup" => "get_capability_setup",
+        "reduction" => "get_reduction",
         _ => "get_detached_capture",
     }
 }

@@ -175,6 +175,7 @@ fn kind_label(kind: &str) -> &'static str {
     match kind {
         SETUP_KIND => "capability setup",
         EXPERIMENT_KIND => "experiment",
+        crate::services::reductions::REDUCTION_KIND => "reduction",
         _ => "capture",
     }
 }
@@ -334,6 +335,12 @@ pub fn run_detached_worker(
             operation_id,
             &crate::services::capability_setup::setup::SETUP_PHASES,
             &crate::services::capability_setup::setup::run_setup_work,
+        ),
+        crate::services::reductions::REDUCTION_KIND => detached::run_worker(
+            ws,
+            operation_id,
+            &crate::services::reductions::REDUCTION_PHASES,
+            &crate::services::reductions::run_reduction_work,
         ),
         other => Err(FlameoxError::internal(format!(
             "no worker for detached operations of kind {other}"

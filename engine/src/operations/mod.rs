@@ -24,6 +24,7 @@ mod findings;
 mod gpu;
 mod inventory;
 mod investigations;
+mod reductions;
 mod reports;
 mod run_sets;
 pub mod schema;
@@ -384,6 +385,7 @@ pub fn catalog() -> &'static [Operation] {
             .chain(investigations::OPERATIONS)
             .chain(findings::OPERATIONS)
             .chain(reports::OPERATIONS)
+            .chain(reductions::OPERATIONS)
             .copied()
             .collect()
     });

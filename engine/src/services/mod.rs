@@ -15,6 +15,7 @@ pub mod evidence;
 pub mod ingest;
 pub mod investigations;
 pub mod query;
+pub mod reductions;
 pub mod workload_capture;
 pub mod workspace;
 
