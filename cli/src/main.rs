@@ -7,6 +7,7 @@ mod analyze;
 mod args;
 mod capture;
 mod commands;
+mod derived_views;
 mod detached_view;
 mod execution_view;
 mod experiment;

@@ -9,9 +9,9 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 use crate::{
-    analysis_views, capture, detached_view, execution_view, experiment, gaps_memory_view,
-    gpu_breakdown, import_view, inventory_views, investigation_views, open, run_set_views,
-    stack_views, workload,
+    analysis_views, capture, derived_views, detached_view, execution_view, experiment,
+    gaps_memory_view, gpu_breakdown, import_view, inventory_views, investigation_views, open,
+    run_set_views, stack_views, workload,
 };
 
 /// The operation's answer as a person reads it (None: no view of its own).
@@ -66,6 +66,9 @@ pub(crate) fn render(operation: &str, result: &Value) -> Option<Result<String>> 
         "record_finding" | "get_finding" => typed(result, investigation_views::finding),
         "summarize_evidence" => Ok(investigation_views::report(result)),
         "analyze_execution" => typed(result, execution_view::render),
+        "plan_reduction" => typed(result, derived_views::reduction_plan),
+        "compare_artifact_pipelines" => typed(result, derived_views::pipeline_comparison),
+        "register_artifact_pipeline" => Ok(inventory_views::record(result)),
         _ => return None,
     })
 }

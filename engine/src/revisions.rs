@@ -30,6 +30,9 @@ pub enum RevisionedKind {
     Investigations,
     Hypotheses,
     Findings,
+    /// Registered artifact pipelines (`services/pipelines/`): the id is the
+    /// pipeline's name.
+    Pipelines,
 }
 
 impl RevisionedKind {
@@ -39,6 +42,7 @@ impl RevisionedKind {
             RevisionedKind::Investigations => "investigations",
             RevisionedKind::Hypotheses => "hypotheses",
             RevisionedKind::Findings => "findings",
+            RevisionedKind::Pipelines => "pipelines",
         }
     }
 
@@ -48,6 +52,7 @@ impl RevisionedKind {
             RevisionedKind::Investigations => "investigation",
             RevisionedKind::Hypotheses => "hypothesis",
             RevisionedKind::Findings => "finding",
+            RevisionedKind::Pipelines => "pipeline",
         }
     }
 
@@ -58,6 +63,7 @@ impl RevisionedKind {
             RevisionedKind::Hypotheses | RevisionedKind::Findings => {
                 "`flameox investigations show <investigation-id>`"
             }
+            RevisionedKind::Pipelines => "`flameox pipelines register <name>`",
         }
     }
 }

@@ -9,6 +9,7 @@ mod accelerator_edges;
 mod accelerator_reductions;
 mod agent_budgets;
 mod agent_sessions;
+mod artifact_pipelines;
 mod benchmark_import;
 mod bounded_memory_import;
 mod capability_setup;

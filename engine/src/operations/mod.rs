@@ -24,6 +24,7 @@ mod findings;
 mod gpu;
 mod inventory;
 mod investigations;
+mod pipelines;
 mod reductions;
 mod reports;
 mod run_sets;
@@ -386,6 +387,7 @@ pub fn catalog() -> &'static [Operation] {
             .chain(findings::OPERATIONS)
             .chain(reports::OPERATIONS)
             .chain(reductions::OPERATIONS)
+            .chain(pipelines::OPERATIONS)
             .copied()
             .collect()
     });

@@ -14,6 +14,7 @@ pub mod declared_experiments;
 pub mod evidence;
 pub mod ingest;
 pub mod investigations;
+pub mod pipelines;
 pub mod query;
 pub mod reductions;
 pub mod workload_capture;
