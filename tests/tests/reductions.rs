@@ -144,6 +144,46 @@ fn a_64_rank_job_reduces_to_one_profile_equal_to_the_sum_of_its_ranks() {
         "the reduced profile is the sum of the 64 ranks"
     );
 
+    // A pipeline with the reduction in its chain reads the reduced run and
+    // agrees with the raw one everywhere; given the raw run it says to reduce.
+    project.json(&["pipelines", "register", "ranks_raw"]);
+    project.json(&[
+        "pipelines",
+        "register",
+        "ranks_merged",
+        "--reduction",
+        "merged_stacks",
+    ]);
+    let same = project.json(&[
+        "pipelines",
+        "compare",
+        &reduced,
+        &run,
+        "--pipeline",
+        "ranks_merged",
+        "--base-pipeline",
+        "ranks_raw",
+        "--tolerance-pp",
+        "0.000001",
+    ]);
+    assert_eq!(same["differing_total"], 0, "{same}");
+    assert_eq!(same["matched_frames"], summed.len(), "{same}");
+    let raw = project.json_err(
+        &[
+            "pipelines",
+            "compare",
+            &run,
+            &run,
+            "--pipeline",
+            "ranks_merged",
+            "--base-pipeline",
+            "ranks_raw",
+        ],
+        "INVALID_ARGUMENTS",
+        2,
+    );
+    assert_eq!(raw["details"]["next"]["tool"], "plan_reduction", "{raw}");
+
     // The reduced run names where it came from.
     let shown = project.json(&["runs", "show", &reduced]);
     let text = shown.to_string();

@@ -145,7 +145,38 @@ async fn read_side(qc: &QueryContext<'_>, side: &PipelineSide) -> Result<(SideSu
     let session = qc.session(None)?;
     let scope = resolve_scope(qc.ws, &session.snapshot, &side.target)?;
     let mut producers = Vec::new();
-    for artifact in &scope.artifact_ids {
+    if let Some(reduction) = pipeline.reduction {
+        let reduced = scope.artifact_ids.iter().all(|a| {
+            crate::store::read_artifact(qc.ws, a).is_ok_and(|r| r.kind == "reduced_stacks")
+        });
+        if !reduced {
+            return Err(FlameoxError::new(
+                ErrorCode::InvalidArguments,
+                format!(
+                    "pipeline {} reads the run a {} reduction makes; {} holds raw evidence",
+                    pipeline.name,
+                    reduction.name(),
+                    side.target
+                ),
+            )
+            .detail(
+                "next",
+                json!({
+                    "tool": "plan_reduction",
+                    "arguments": { "target": side.target, "kind": reduction.name() }
+                }),
+            )
+            .remedy("reduce the target (plan_reduction, execute_reduction), then compare the reduction's run"));
+        }
+    }
+    // A reduced pipeline's extraction describes the reduction's inputs;
+    // its target holds the reduction's output.
+    let checked: &[String] = if pipeline.reduction.is_some() {
+        &[]
+    } else {
+        &scope.artifact_ids
+    };
+    for artifact in checked {
         let record = crate::store::read_artifact(qc.ws, artifact)?;
         let producer = session
             .snapshot

@@ -26,6 +26,8 @@ pub struct RegisterPipelineRequest {
     /// Producer the extraction must name, e.g. py-spy.
     #[schemars(length(max = 64))]
     pub producer: Option<String>,
+    /// Reduction between extraction and analysis: its target must be that reduction's run.
+    pub reduction: Option<crate::services::reductions::ReductionKind>,
     /// Metric the analysis reads; default each side's primary one.
     #[schemars(length(max = 64))]
     pub metric: Option<String>,
@@ -48,6 +50,10 @@ pub struct ArtifactPipeline {
     pub kind: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub producer: Option<String>,
+    /// Reduction: the target is the run a reduction of this kind made
+    /// (`execute_reduction`), not the raw artifacts.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reduction: Option<crate::services::reductions::ReductionKind>,
     /// Analysis: hotspots (self value per frame) of this metric.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub metric: Option<String>,
@@ -63,13 +69,16 @@ crate::revisions::revisioned!(ArtifactPipeline);
 
 impl ArtifactPipeline {
     fn same_definition(&self, other: &ArtifactPipeline) -> bool {
-        (&self.kind, &self.producer, &self.metric, &self.description)
-            == (
-                &other.kind,
-                &other.producer,
-                &other.metric,
-                &other.description,
+        let definition = |p: &ArtifactPipeline| {
+            (
+                p.kind.clone(),
+                p.producer.clone(),
+                p.reduction,
+                p.metric.clone(),
+                p.description.clone(),
             )
+        };
+        definition(self) == definition(other)
     }
 }
 
@@ -104,6 +113,7 @@ pub fn register_artifact_pipeline(
         revision: 0,
         kind,
         producer: req.producer.clone(),
+        reduction: req.reduction,
         metric: req.metric.clone(),
         description: req.description.clone(),
         registered_at: now_rfc3339(),
