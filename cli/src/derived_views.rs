@@ -63,18 +63,26 @@ fn frames(out: &mut String, heading: &str, total: usize, rows: &[FrameShare]) {
 pub(crate) fn pipeline_comparison(c: &PipelineComparison) -> String {
     let side = |s: &flameox_engine::services::pipelines::comparison::SideSummary| {
         format!(
-            "{} rev {} over {} ({} artifacts, {}): {} {}, {} frames",
+            "{} rev {} over {} at commit {} ({} artifacts, {}; {}): {} {}, {} frames",
             s.pipeline,
             s.revision,
             s.run_id.as_deref().unwrap_or(&s.target),
+            &s.commit_id[..s.commit_id.len().min(12)],
             s.artifacts,
             s.producers.join(", "),
+            s.extractors.join(", "),
             s.metric,
             s.unit,
             s.frames
         )
     };
     let mut out = format!("target {}\nbase   {}\n", side(&c.target), side(&c.base));
+    for e in &c.evidence_changes {
+        out += &format!(
+            "evidence: {} rows {} → {}\n",
+            e.table, e.base_rows, e.target_rows
+        );
+    }
     out += &format!(
         "shares: % of each side's total self value; {} frames on both sides, {} of the top {} shared\n\n",
         c.matched_frames, c.top_frames.shared, c.top_frames.top

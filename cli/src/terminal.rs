@@ -94,7 +94,10 @@ pub(crate) fn call_options(g: &GlobalOptions) -> Result<CallOptions> {
         }
         None => None,
     };
-    Ok(CallOptions { timeout })
+    Ok(CallOptions {
+        timeout,
+        commit: None,
+    })
 }
 
 /// The terminal's progress: one bar per long call on a TTY (nothing on a

@@ -236,3 +236,90 @@ fn py_spy_and_viztracer_pipelines_name_the_frames_whose_shares_differ() {
             .unwrap_or(0)
     );
 }
+
+#[test]
+fn one_artifact_before_and_after_a_re_extraction_compares_through_a_retained_commit() {
+    let project = Project::new();
+    let dir = project.path().join("job");
+    std::fs::create_dir_all(&dir).expect("job");
+    flameox_tests::write_kineto_job(&dir, 1, 400, 11);
+    let imported = project.json(&["import", "job/rank0.pt.trace.json"]);
+    let run = imported["run_id"].as_str().expect("run").to_owned();
+    let before = imported["commit_id"].as_str().expect("commit").to_owned();
+    assert_eq!(imported["producer"], "torch.profiler", "{imported}");
+    project.json(&[
+        "pipelines",
+        "register",
+        "as_kineto",
+        "--producer",
+        "torch.profiler",
+    ]);
+    project.json(&["pipelines", "register", "as_chrome", "--producer", "chrome"]);
+    project.json(&["extract", &run, "--producer", "chrome"]);
+
+    // At HEAD the artifact holds only the new extraction.
+    let refused = project.json_err(
+        &[
+            "pipelines",
+            "compare",
+            &run,
+            &run,
+            "--pipeline",
+            "as_chrome",
+            "--base-pipeline",
+            "as_kineto",
+        ],
+        "INVALID_ARGUMENTS",
+        2,
+    );
+    assert_eq!(
+        refused["details"]["next"]["tool"], "extract_artifact",
+        "{refused}"
+    );
+    let c = project.json(&[
+        "pipelines",
+        "compare",
+        &run,
+        &run,
+        "--pipeline",
+        "as_chrome",
+        "--base-pipeline",
+        "as_kineto",
+        "--base-commit",
+        &before,
+    ]);
+    assert_eq!(c["base"]["commit_id"], before.as_str(), "{c}");
+    assert_ne!(c["target"]["commit_id"], before.as_str(), "{c}");
+    assert_eq!(
+        c["base"]["producers"],
+        serde_json::json!(["torch.profiler"])
+    );
+    assert_eq!(c["target"]["producers"], serde_json::json!(["chrome"]));
+    assert!(c["matched_frames"].as_u64().unwrap_or(0) > 0, "{c}");
+    assert_eq!(
+        c["differing_total"], 0,
+        "a producer label changes no number: {c}"
+    );
+    assert_eq!(c["evidence_changes"], serde_json::json!([]), "{c}");
+    assert_eq!(
+        c["base"]["evidence_rows"]["trace_events"], imported["rows"]["trace_events"],
+        "{c}"
+    );
+    let gone = "0".repeat(64);
+    project.json_err(
+        &[
+            "pipelines",
+            "compare",
+            &run,
+            &run,
+            "--pipeline",
+            "as_chrome",
+            "--base-pipeline",
+            "as_kineto",
+            "--base-commit",
+            &gone,
+        ],
+        "INVALID_ARGUMENTS",
+        2,
+    );
+}

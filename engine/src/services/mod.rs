@@ -147,6 +147,9 @@ impl Serialize for ResolvedScope {
 pub struct CallOptions {
     /// Lowers the configured deadline for this call.
     pub timeout: Option<Duration>,
+    /// Reads this retained commit instead of HEAD (when no cursor names
+    /// one): a side of a comparison as the evidence was before a change.
+    pub commit: Option<String>,
 }
 
 /// The context a query service runs in: a workspace and (optionally) a
@@ -169,15 +172,21 @@ impl<'a> QueryContext<'a> {
 
     /// Pins a commit (HEAD unless a cursor named one) and opens its session.
     pub fn session(&self, commit: Option<&str>) -> Result<PinnedSession> {
-        let snapshot = match commit {
-            Some(id) => catalog::load_snapshot(self.ws, Some(id)).map_err(|_| {
+        let snapshot = match (commit, self.options.commit.as_deref()) {
+            (Some(id), _) => catalog::load_snapshot(self.ws, Some(id)).map_err(|_| {
                 FlameoxError::new(
                     ErrorCode::StaleCursor,
                     "the cursor's commit is no longer retained",
                 )
                 .remedy("repeat the call without a cursor to start paging again")
             })?,
-            None => catalog::pin_head(self.ws)?,
+            (None, Some(id)) => catalog::load_snapshot(self.ws, Some(id)).map_err(|_| {
+                FlameoxError::invalid_argument(
+                    "commit",
+                    format!("commit {id} is not retained (never made, or collected by gc)"),
+                )
+            })?,
+            (None, None) => catalog::pin_head(self.ws)?,
         };
         let snapshot = Arc::new(snapshot);
         let budget = QueryBudget::from_config(self.ws, self.options.timeout);

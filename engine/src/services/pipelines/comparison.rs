@@ -23,11 +23,13 @@ use crate::services::{EvidenceStatus, QueryContext, resolve_scope};
 /// Top frames compared for rank agreement.
 const TOP: usize = 10;
 
-/// One side of a comparison: a pipeline and what it runs over.
+/// One side of a comparison: a pipeline, what it runs over, and the
+/// commit it reads (HEAD when none).
 #[derive(Debug, Clone, Default)]
 pub struct PipelineSide {
     pub pipeline: String,
     pub target: String,
+    pub commit: Option<String>,
 }
 
 /// What `compare_artifact_pipelines` asks.
@@ -43,9 +45,12 @@ pub struct ComparePipelinesRequest {
     /// Run or artifact the base pipeline runs over.
     #[schemars(length(min = 1, max = 200))]
     pub base: String,
-    /// The base side's pipeline (default: the target's, e.g. two extractions of one artifact).
+    /// The base side's pipeline (default: the target's).
     #[schemars(length(min = 1, max = 80))]
     pub base_pipeline: Option<String>,
+    /// Read the base side at this retained commit (e.g. the import's, before a re-extraction).
+    #[schemars(length(min = 64, max = 64))]
+    pub base_commit: Option<String>,
     /// Share difference that counts, percentage points of each side's total (default 5).
     #[schemars(range(min = 0, max = 100))]
     pub tolerance_pp: Option<f64>,
@@ -62,8 +67,14 @@ pub struct SideSummary {
     pub target: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub run_id: Option<String>,
+    /// The commit this side read.
+    pub commit_id: String,
     pub artifacts: usize,
     pub producers: Vec<String>,
+    /// `name version` of the extractors that made its evidence.
+    pub extractors: Vec<String>,
+    /// Rows per evidence table over its artifacts (tables with rows).
+    pub evidence_rows: BTreeMap<String, u64>,
     pub metric: String,
     pub unit: String,
     /// The denominator of this side's shares.
@@ -100,11 +111,21 @@ pub struct TopAgreement {
     pub target_top: Vec<String>,
 }
 
+/// An evidence table whose row count differs between the sides.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct EvidenceChange {
+    pub table: String,
+    pub base_rows: u64,
+    pub target_rows: u64,
+}
+
 /// The answer.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PipelineComparison {
     pub base: SideSummary,
     pub target: SideSummary,
+    /// Where the evidence itself differs (row counts per table).
+    pub evidence_changes: Vec<EvidenceChange>,
     pub tolerance_pp: f64,
     pub matched_frames: usize,
     /// Frames on both sides whose shares differ by more than the
@@ -142,8 +163,24 @@ type Shares = BTreeMap<String, (String, Option<String>, f64)>;
 
 async fn read_side(qc: &QueryContext<'_>, side: &PipelineSide) -> Result<(SideSummary, Shares)> {
     let pipeline: ArtifactPipeline = read_pipeline(qc.ws, &side.pipeline)?;
+    let mut pinned = qc.clone();
+    pinned.options.commit = side.commit.clone();
+    let qc = &pinned;
     let session = qc.session(None)?;
     let scope = resolve_scope(qc.ws, &session.snapshot, &side.target)?;
+    let mut extractors = Vec::new();
+    let mut evidence_rows: BTreeMap<String, u64> = BTreeMap::new();
+    for artifact in &scope.artifact_ids {
+        for g in session.snapshot.generations_for(artifact) {
+            let name = format!("{} {}", g.summary.extractor, g.summary.extractor_version);
+            if !extractors.contains(&name) {
+                extractors.push(name);
+            }
+            for f in &g.files {
+                *evidence_rows.entry(f.table.clone()).or_default() += f.rows;
+            }
+        }
+    }
     let mut producers = Vec::new();
     if let Some(reduction) = pipeline.reduction {
         let reduced = scope.artifact_ids.iter().all(|a| {
@@ -236,6 +273,9 @@ async fn read_side(qc: &QueryContext<'_>, side: &PipelineSide) -> Result<(SideSu
             pipeline: pipeline.name,
             revision: pipeline.revision,
             target: side.target.clone(),
+            commit_id: session.snapshot.commit_id().to_owned(),
+            extractors,
+            evidence_rows,
             run_id: scope.run_id,
             artifacts: scope.artifact_ids.len(),
             producers,
@@ -274,10 +314,12 @@ pub async fn compare_artifact_pipelines(
             .clone()
             .unwrap_or_else(|| req.pipeline.clone()),
         target: req.base.clone(),
+        commit: req.base_commit.clone(),
     };
     let target_side = PipelineSide {
         pipeline: req.pipeline.clone(),
         target: req.target.clone(),
+        commit: None,
     };
     let (base, base_shares) = read_side(qc, &base_side).await?;
     let (target, target_shares) = read_side(qc, &target_side).await?;
@@ -337,7 +379,27 @@ pub async fn compare_artifact_pipelines(
     } else {
         EvidenceStatus::available()
     };
+    let tables: std::collections::BTreeSet<&String> = base
+        .evidence_rows
+        .keys()
+        .chain(target.evidence_rows.keys())
+        .collect();
+    let evidence_changes = tables
+        .into_iter()
+        .filter_map(|t| {
+            let (b, n) = (
+                base.evidence_rows.get(t).copied().unwrap_or(0),
+                target.evidence_rows.get(t).copied().unwrap_or(0),
+            );
+            (b != n).then(|| EvidenceChange {
+                table: t.clone(),
+                base_rows: b,
+                target_rows: n,
+            })
+        })
+        .collect();
     Ok(PipelineComparison {
+        evidence_changes,
         base,
         target,
         tolerance_pp: tolerance,
