@@ -237,6 +237,25 @@ fn py_spy_and_viztracer_pipelines_name_the_frames_whose_shares_differ() {
     );
 }
 
+/// The run's new extraction (`as_chrome`) against its old one
+/// (`as_kineto`), the base read at `commit` when given.
+fn old_vs_new<'a>(run: &'a str, commit: Option<&'a str>) -> Vec<&'a str> {
+    let mut args = vec![
+        "pipelines",
+        "compare",
+        run,
+        run,
+        "--pipeline",
+        "as_chrome",
+        "--base-pipeline",
+        "as_kineto",
+    ];
+    if let Some(commit) = commit {
+        args.extend(["--base-commit", commit]);
+    }
+    args
+}
+
 #[test]
 fn one_artifact_before_and_after_a_re_extraction_compares_through_a_retained_commit() {
     let project = Project::new();
@@ -258,36 +277,12 @@ fn one_artifact_before_and_after_a_re_extraction_compares_through_a_retained_com
     project.json(&["extract", &run, "--producer", "chrome"]);
 
     // At HEAD the artifact holds only the new extraction.
-    let refused = project.json_err(
-        &[
-            "pipelines",
-            "compare",
-            &run,
-            &run,
-            "--pipeline",
-            "as_chrome",
-            "--base-pipeline",
-            "as_kineto",
-        ],
-        "INVALID_ARGUMENTS",
-        2,
-    );
+    let refused = project.json_err(&old_vs_new(&run, None), "INVALID_ARGUMENTS", 2);
     assert_eq!(
         refused["details"]["next"]["tool"], "extract_artifact",
         "{refused}"
     );
-    let c = project.json(&[
-        "pipelines",
-        "compare",
-        &run,
-        &run,
-        "--pipeline",
-        "as_chrome",
-        "--base-pipeline",
-        "as_kineto",
-        "--base-commit",
-        &before,
-    ]);
+    let c = project.json(&old_vs_new(&run, Some(&before)));
     assert_eq!(c["base"]["commit_id"], before.as_str(), "{c}");
     assert_ne!(c["target"]["commit_id"], before.as_str(), "{c}");
     assert_eq!(
@@ -306,20 +301,5 @@ fn one_artifact_before_and_after_a_re_extraction_compares_through_a_retained_com
         "{c}"
     );
     let gone = "0".repeat(64);
-    project.json_err(
-        &[
-            "pipelines",
-            "compare",
-            &run,
-            &run,
-            "--pipeline",
-            "as_chrome",
-            "--base-pipeline",
-            "as_kineto",
-            "--base-commit",
-            &gone,
-        ],
-        "INVALID_ARGUMENTS",
-        2,
-    );
+    project.json_err(&old_vs_new(&run, Some(&gone)), "INVALID_ARGUMENTS", 2);
 }
