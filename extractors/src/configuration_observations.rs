@@ -92,6 +92,11 @@ pub struct EnvironmentObservations {
     pub declared: BTreeMap<String, String>,
     /// Inherited variables it got (names only).
     pub inherited: Vec<String>,
+    /// Values of the inherited locale and time-zone variables (`LANG`,
+    /// `TZ`, `LC_*`): they change what a program does with text and time;
+    /// the others (`PATH`, `HOME`, `USER`, …) stay names.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub locale: BTreeMap<String, String>,
 }
 
 /// Everything observed.

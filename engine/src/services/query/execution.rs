@@ -183,6 +183,8 @@ pub struct ConfigurationSection {
     pub interpreter: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub packages: Option<usize>,
+    /// Declared variables and the inherited locale and time zone, with
+    /// their values (declared win).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub environment: BTreeMap<String, String>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -315,7 +317,11 @@ fn configuration_section(artifact: &str, o: ConfigurationObservations) -> Config
             .as_ref()
             .map(|i| format!("{} {}", i.implementation, i.version)),
         packages: o.interpreter.as_ref().map(|i| i.packages_total),
-        environment: o.environment.declared,
+        environment: {
+            let mut shown = o.environment.locale;
+            shown.extend(o.environment.declared);
+            shown
+        },
         not_observed: o.not_observed,
     }
 }

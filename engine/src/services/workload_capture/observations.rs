@@ -2,7 +2,8 @@
 //! like when a capture ran — CPU model, frequency governor, memory, kernel,
 //! the project's git commit and whether its tree was dirty, the workload
 //! interpreter's version and installed packages (Python), and the
-//! environment the child was given (declared values; inherited names only).
+//! environment the child was given (declared values; the inherited
+//! locale and time zone with their values, other inherited names only).
 //! Recorded with every capture as the run's `observations` artifact, before
 //! the workload starts (never while it is measured), each probe bounded, so
 //! `analyze_execution` can say what changed between two runs when their
@@ -14,7 +15,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use crate::execution::env::{ALLOWED_VARIABLES, child_environment};
+use crate::execution::env::{ALLOWED_PREFIX, child_environment, is_allowed};
 use crate::execution::process::{ProcessSpec, Unsupervised, run_process};
 
 pub use flameox_extractors::configuration_observations::{
@@ -153,11 +154,18 @@ pub fn observe(
     } else {
         None
     };
-    let inherited = ALLOWED_VARIABLES
-        .iter()
-        .filter(|name| std::env::var_os(name).is_some())
-        .map(|name| (*name).to_owned())
-        .collect();
+    let mut inherited: Vec<String> = Vec::new();
+    let mut locale = BTreeMap::new();
+    for (name, value) in std::env::vars() {
+        if !is_allowed(&name) || declared.contains_key(&name) {
+            continue;
+        }
+        if is_locale(&name) {
+            locale.insert(name.clone(), value);
+        }
+        inherited.push(name);
+    }
+    inherited.sort();
     ConfigurationObservations {
         schema: OBSERVATIONS_SCHEMA.into(),
         observed_at: crate::fsutil::now_rfc3339(),
@@ -167,9 +175,16 @@ pub fn observe(
         environment: EnvironmentObservations {
             declared: declared.clone(),
             inherited,
+            locale,
         },
         not_observed,
     }
+}
+
+/// Whether an inherited variable's value is recorded: the locale and the
+/// time zone.
+fn is_locale(name: &str) -> bool {
+    name == "LANG" || name == "TZ" || name.starts_with(ALLOWED_PREFIX)
 }
 
 /// One field that differs between two runs' observations.
@@ -237,17 +252,24 @@ pub fn changes(
         version(&base.interpreter),
         version(&target.interpreter),
     );
-    let names: std::collections::BTreeSet<&String> = base
-        .environment
-        .declared
-        .keys()
-        .chain(target.environment.declared.keys())
+    let value = |o: &ConfigurationObservations, name: &str| {
+        let e = &o.environment;
+        e.declared.get(name).or_else(|| e.locale.get(name)).cloned()
+    };
+    let names: std::collections::BTreeSet<&String> = [base, target]
+        .iter()
+        .flat_map(|o| {
+            o.environment
+                .declared
+                .keys()
+                .chain(o.environment.locale.keys())
+        })
         .collect();
     for name in names {
         push(
             format!("environment.{name}"),
-            base.environment.declared.get(name).cloned(),
-            target.environment.declared.get(name).cloned(),
+            value(base, name),
+            value(target, name),
         );
     }
     let empty = BTreeMap::new();
@@ -287,6 +309,9 @@ mod tests {
         let mut b = a.clone();
         b.host.frequency_governor = Some("powersave".into());
         b.environment.declared.insert("MODE".into(), "slow".into());
+        b.environment
+            .locale
+            .insert("LANG".into(), "tr_TR.UTF-8".into());
         if let Some(i) = b.interpreter.as_mut() {
             i.packages.insert("zzz-new".into(), "1.0".into());
         }
@@ -295,6 +320,12 @@ mod tests {
             fields.contains(&"environment.MODE".to_owned()),
             "{fields:?}"
         );
+        if a.environment.locale.get("LANG").map(String::as_str) != Some("tr_TR.UTF-8") {
+            assert!(
+                fields.contains(&"environment.LANG".to_owned()),
+                "a locale change is a change: {fields:?}"
+            );
+        }
         if a.host.frequency_governor.as_deref() != Some("powersave") {
             assert_eq!(fields[0], "host.frequency_governor", "{fields:?}");
         }
