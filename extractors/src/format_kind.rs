@@ -45,12 +45,14 @@ pub enum FormatKind {
     /// The output of a `merged_stacks` reduction (see
     /// [`crate::reduced_stacks`]).
     ReducedStacks,
+    /// XPlane / XSpace protobuf (see [`crate::xplane`]): recognised, refused.
+    XPlane,
     Unknown,
 }
 
 impl FormatKind {
     /// Every kind, in a fixed order.
-    pub const ALL: [FormatKind; 23] = [
+    pub const ALL: [FormatKind; 24] = [
         FormatKind::ChromeJson,
         FormatKind::SpeedscopeJson,
         FormatKind::ChromeCpuProfile,
@@ -73,6 +75,7 @@ impl FormatKind {
         FormatKind::OtlpJson,
         FormatKind::ConfigurationObservations,
         FormatKind::ReducedStacks,
+        FormatKind::XPlane,
         FormatKind::Unknown,
     ];
 
@@ -101,6 +104,7 @@ impl FormatKind {
             FormatKind::OtlpJson => "otlp_json",
             FormatKind::ConfigurationObservations => "configuration_observations",
             FormatKind::ReducedStacks => "reduced_stacks",
+            FormatKind::XPlane => "xplane",
             FormatKind::Unknown => "unknown",
         }
     }

@@ -14,7 +14,7 @@ use crate::format_kind::FormatKind;
 
 /// Every format, in detection order: a sniffer earlier in the list wins a
 /// tie (`Certain` answers first, then `Likely` ones).
-pub static FORMATS: [&Format; 22] = [
+pub static FORMATS: [&Format; 23] = [
     &crate::nsight::formats::SQLITE_EXPORT,
     &crate::nsight::formats::OTHER_SQLITE,
     &crate::nsight::formats::REPORT,
@@ -35,6 +35,7 @@ pub static FORMATS: [&Format; 22] = [
     &crate::gecko::FORMAT,
     &crate::importtime::FORMAT,
     &crate::folded::FORMAT,
+    &crate::xplane::FORMAT,
     &crate::perfetto::FORMAT,
     &crate::pprof::FORMAT,
 ];

@@ -50,6 +50,7 @@ mod timed_samples;
 pub mod trace_events;
 pub mod ustar;
 mod varint;
+pub mod xplane;
 
 /// The hash map of the extractors' per-event paths: foldhash (seeded per
 /// process) instead of SipHash, which took ~4 % of a JSON import.

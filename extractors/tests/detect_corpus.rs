@@ -75,6 +75,13 @@ fn every_corpus_file_is_detected_as_its_real_kind() {
             K::GeckoProfile,
         ),
         ("misc/rocprofv3_908_results.json.gz".to_string(), K::Unknown),
+        // XSpace starts with field-1 records as Perfetto does; the field
+        // walk tells them apart (issue 48: it was imported as 0 events).
+        ("misc/jax0.10_cpu_mlp.xplane.pb".to_string(), K::XPlane),
+        (
+            "misc/jax_te_fused_attn_934987a2fc2f.xplane.pb".to_string(),
+            K::XPlane,
+        ),
         ("misc/pyperf_bench.json".to_string(), K::PyperfJson),
         ("misc/coverage_workload.json".to_string(), K::CoverageJson),
         ("linux/ftrace_sched_raw.txt".to_string(), K::Unknown),
