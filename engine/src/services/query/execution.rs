@@ -21,7 +21,8 @@ use serde::{Deserialize, Serialize};
 use super::analyze::{HotspotsRequest, analyze_hotspots};
 use super::measurements::{MeasurementsRequest, query_measurements};
 use super::sdk_observations::{
-    MetricDelta, SDK_OBSERVATIONS_KIND, SdkObservationsSection, SpanDelta, sdk_changes, sdk_section,
+    MetricDelta, SDK_OBSERVATIONS_KIND, SdkObservationsSection, SdkReads, SpanDelta, read_sdk,
+    sdk_changes, sdk_section,
 };
 use super::views::{FrameDeltaRequest, frame_deltas};
 use crate::error::{FlameoxError, Result};
@@ -455,6 +456,7 @@ async fn imports_section(
 struct TargetReads {
     tests: Option<Vec<TestRow>>,
     coverage: Option<BTreeMap<String, f64>>,
+    sdk: Option<SdkReads>,
 }
 
 async fn diff(
@@ -578,7 +580,7 @@ async fn diff(
         changes.truncate(limit);
         out.configuration_changes = changes;
     }
-    if let (Some(t), Some(b)) = (&target.otlp, &base.otlp) {
+    if let (Some(t), Some(b)) = (&read.sdk, &base.otlp) {
         (out.span_changes, out.metric_changes) = sdk_changes(qc, t, b, limit).await?;
     }
     Ok(out)
@@ -599,6 +601,7 @@ pub async fn analyze_execution(
     let mut read = TargetReads {
         tests: None,
         coverage: None,
+        sdk: None,
     };
     let tests = match &target.junit {
         Some(a) => {
@@ -648,10 +651,10 @@ pub async fn analyze_execution(
         Some(a) => Some(configuration_section(a, observations_of(qc, a)?)),
         None => None,
     };
-    let sdk_observations = match &target.otlp {
-        Some(a) => Some(sdk_section(qc, a, limit).await?),
-        None => None,
-    };
+    if let Some(a) = &target.otlp {
+        read.sdk = Some(read_sdk(qc, a).await?);
+    }
+    let sdk_observations = read.sdk.as_ref().map(|r| sdk_section(r, limit));
     let compare = match &req.compare {
         Some(base) => Some(diff(qc, &target, &read, &reports(qc, base)?, limit).await?),
         None => None,

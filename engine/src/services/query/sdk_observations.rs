@@ -113,33 +113,48 @@ async fn series(
     run_budgeted(&session, counter_series(&session.ctx, &scope, limit)).await
 }
 
-/// The section for the run's OTLP artifact.
-pub async fn sdk_section(
-    qc: &QueryContext<'_>,
-    artifact: &str,
-    limit: usize,
-) -> Result<SdkObservationsSection> {
+/// What was read of one OTLP artifact: every span name and series (at
+/// most 1000 each), for its section and for a comparison.
+pub struct SdkReads {
+    artifact: String,
+    names: Vec<SpanName>,
+    series_total: u64,
+    series: Vec<CounterSeries>,
+}
+
+/// Reads an OTLP artifact's span names and metric series once.
+pub async fn read_sdk(qc: &QueryContext<'_>, artifact: &str) -> Result<SdkReads> {
     let names = span_names(qc, artifact).await?;
-    let (metric_series, metrics) = series(qc, artifact, limit).await?;
-    Ok(SdkObservationsSection {
-        artifact_id: artifact.to_owned(),
-        spans: names.iter().map(|n| n.count).sum(),
-        span_names: names.len(),
-        slowest_spans: names.into_iter().take(limit).collect(),
-        metric_series,
-        metrics,
+    let (series_total, series) = series(qc, artifact, READ_NAMES).await?;
+    Ok(SdkReads {
+        artifact: artifact.to_owned(),
+        names,
+        series_total,
+        series,
     })
 }
 
+/// The section for the run's OTLP artifact.
+pub fn sdk_section(reads: &SdkReads, limit: usize) -> SdkObservationsSection {
+    SdkObservationsSection {
+        artifact_id: reads.artifact.clone(),
+        spans: reads.names.iter().map(|n| n.count).sum(),
+        span_names: reads.names.len(),
+        slowest_spans: reads.names.iter().take(limit).cloned().collect(),
+        metric_series: reads.series_total,
+        metrics: reads.series.iter().take(limit).cloned().collect(),
+    }
+}
+
 /// Span names whose total time changed most, and series whose last value
-/// changed, between the base and target artifacts.
+/// changed, between the base artifact and the target already read.
 pub async fn sdk_changes(
     qc: &QueryContext<'_>,
-    target: &str,
+    target: &SdkReads,
     base: &str,
     limit: usize,
 ) -> Result<(Vec<SpanDelta>, Vec<MetricDelta>)> {
-    let now = span_names(qc, target).await?;
+    let now = &target.names;
     let before: BTreeMap<String, SpanName> = span_names(qc, base)
         .await?
         .into_iter()
@@ -167,12 +182,12 @@ pub async fn sdk_changes(
             .then(a.name.cmp(&b.name))
     });
     spans.truncate(limit);
-    let last = |s: Vec<CounterSeries>| -> BTreeMap<String, f64> {
-        s.into_iter().map(|c| (c.series, c.last)).collect()
+    let last = |s: &[CounterSeries]| -> BTreeMap<String, f64> {
+        s.iter().map(|c| (c.series.clone(), c.last)).collect()
     };
     let (now, before) = (
-        last(series(qc, target, READ_NAMES).await?.1),
-        last(series(qc, base, READ_NAMES).await?.1),
+        last(&target.series),
+        last(&series(qc, base, READ_NAMES).await?.1),
     );
     let mut names: Vec<&String> = now.keys().chain(before.keys()).collect();
     names.sort();
