@@ -222,6 +222,10 @@ fn broken_perfetto_inputs_publish_nothing() {
 /// now recognised and refused with what to import instead, and nothing is
 /// recorded.
 #[test]
+#[cfg_attr(
+    corpus_absent,
+    ignore = "needs the shared corpus: bash benches/corpus.sh fetch --from <mirror>, or set FLAMEOX_CORPUS"
+)]
 fn an_xspace_is_refused_not_imported_as_an_empty_perfetto_trace() {
     let project = Project::new();
     for name in [

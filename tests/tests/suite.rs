@@ -17,6 +17,7 @@ mod cli_contract;
 mod cli_tables;
 mod cluster;
 mod configuration_observations;
+mod corpus_gating;
 mod corpus_hotspots;
 mod detached_capture;
 mod detached_experiment;
