@@ -117,6 +117,13 @@ pub enum ExtractError {
     Sink(SinkError),
     #[error("extraction was cancelled")]
     Cancelled,
+    /// The format is recognised but this version of it is not read.
+    #[error("{format} version {found} is not supported (this build reads {supported})")]
+    UnsupportedVersion {
+        format: &'static str,
+        found: String,
+        supported: String,
+    },
 }
 
 /// A typed limitation: something in the input was handled by a rule rather

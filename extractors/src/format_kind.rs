@@ -47,12 +47,16 @@ pub enum FormatKind {
     ReducedStacks,
     /// XPlane / XSpace protobuf (see [`crate::xplane`]): recognised, refused.
     XPlane,
+    /// Linux ftrace text (see [`crate::ftrace_text`]).
+    FtraceText,
+    /// trace-cmd `.dat` (see [`crate::trace_cmd`]).
+    TraceCmd,
     Unknown,
 }
 
 impl FormatKind {
     /// Every kind, in a fixed order.
-    pub const ALL: [FormatKind; 24] = [
+    pub const ALL: [FormatKind; 26] = [
         FormatKind::ChromeJson,
         FormatKind::SpeedscopeJson,
         FormatKind::ChromeCpuProfile,
@@ -76,6 +80,8 @@ impl FormatKind {
         FormatKind::ConfigurationObservations,
         FormatKind::ReducedStacks,
         FormatKind::XPlane,
+        FormatKind::FtraceText,
+        FormatKind::TraceCmd,
         FormatKind::Unknown,
     ];
 
@@ -105,6 +111,8 @@ impl FormatKind {
             FormatKind::ConfigurationObservations => "configuration_observations",
             FormatKind::ReducedStacks => "reduced_stacks",
             FormatKind::XPlane => "xplane",
+            FormatKind::FtraceText => "ftrace_text",
+            FormatKind::TraceCmd => "trace_cmd",
             FormatKind::Unknown => "unknown",
         }
     }

@@ -14,7 +14,7 @@ use crate::format_kind::FormatKind;
 
 /// Every format, in detection order: a sniffer earlier in the list wins a
 /// tie (`Certain` answers first, then `Likely` ones).
-pub static FORMATS: [&Format; 23] = [
+pub static FORMATS: [&Format; 25] = [
     &crate::nsight::formats::SQLITE_EXPORT,
     &crate::nsight::formats::OTHER_SQLITE,
     &crate::nsight::formats::REPORT,
@@ -34,6 +34,8 @@ pub static FORMATS: [&Format; 23] = [
     &crate::reduced_stacks::FORMAT,
     &crate::gecko::FORMAT,
     &crate::importtime::FORMAT,
+    &crate::trace_cmd::FORMAT,
+    &crate::ftrace_text::FORMAT,
     &crate::folded::FORMAT,
     &crate::xplane::FORMAT,
     &crate::perfetto::FORMAT,

@@ -21,16 +21,21 @@ pub mod folded;
 pub mod format_descriptor;
 pub mod format_kind;
 pub mod formats;
+pub mod ftrace_text;
 pub mod gecko;
+pub mod go_trace;
 pub mod importtime;
 pub mod input;
 pub mod input_errors;
 mod json_doc;
 pub mod junit_xml;
+pub mod kernel_events;
 mod kernel_latencies;
 mod launch_starts;
+pub mod memray;
 pub mod nsight;
 pub mod otlp;
+pub mod perf_data;
 pub mod perfetto;
 pub mod pprof;
 pub mod reduced_stacks;
@@ -47,10 +52,12 @@ pub mod stream_gaps;
 pub mod stream_gaps_thread;
 mod timed_sample_runs;
 mod timed_samples;
+pub mod trace_cmd;
 pub mod trace_events;
 pub mod ustar;
 mod varint;
 pub mod xplane;
+pub mod xplane_model;
 
 /// The hash map of the extractors' per-event paths: foldhash (seeded per
 /// process) instead of SipHash, which took ~4 % of a JSON import.

@@ -75,6 +75,7 @@ fn every_corpus_file_is_detected_as_its_real_kind() {
             K::GeckoProfile,
         ),
         ("misc/rocprofv3_908_results.json.gz".to_string(), K::Unknown),
+        ("linux/tracecmd_sched.dat".to_string(), K::TraceCmd),
         // XSpace starts with field-1 records as Perfetto does; the field
         // walk tells them apart (issue 48: it was imported as 0 events).
         ("misc/jax0.10_cpu_mlp.xplane.pb".to_string(), K::XPlane),
@@ -84,7 +85,7 @@ fn every_corpus_file_is_detected_as_its_real_kind() {
         ),
         ("misc/pyperf_bench.json".to_string(), K::PyperfJson),
         ("misc/coverage_workload.json".to_string(), K::CoverageJson),
-        ("linux/ftrace_sched_raw.txt".to_string(), K::Unknown),
+        ("linux/ftrace_sched_raw.txt".to_string(), K::FtraceText),
     ]);
     let mut failures = Vec::new();
     for (rel, kind) in &expected {

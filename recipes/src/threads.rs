@@ -24,6 +24,7 @@ use crate::common::{
 };
 use crate::device_pass::DeviceOps;
 use crate::time_accounting::intervals::{total, union_segments};
+use crate::time_accounting::scheduler::scheduler_times;
 use crate::time_accounting::threads::track_times;
 
 /// What to list.
@@ -67,6 +68,14 @@ pub struct ThreadRow {
     /// Call-stack samples taken on it (`trace.*` weights, slices seen as
     /// stacks, are not samples).
     pub samples: i64,
+    /// Time it ran on a CPU, by the kernel scheduler (system traces only;
+    /// see [`crate::time_accounting::scheduler`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub on_cpu_ns: Option<i64>,
+    /// Time it was ready to run and waited for a CPU (runnable or
+    /// preempted), by the kernel scheduler.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub runnable_ns: Option<i64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub first_ts_ns: Option<i64>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -80,6 +89,17 @@ pub struct ThreadAnswer {
     /// First event start and last event end over the scope (the share
     /// denominator), when there are events.
     pub span_ns: Option<(i64, i64)>,
+    /// CPUs that ran a task, when the scope has scheduler evidence (the
+    /// capacity on-CPU time is a share of: CPUs × the span).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpus: Option<i64>,
+    /// Every thread's time on a CPU, summed, when there is scheduler
+    /// evidence.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub on_cpu_total_ns: Option<i64>,
+    /// Every thread's time ready and waiting for a CPU, summed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub runnable_total_ns: Option<i64>,
 }
 
 /// A row's identity: kind, pid, then tid (threads) or device and stream.
@@ -163,13 +183,16 @@ pub async fn threads(
     let samples = sample_counts(ctx, &query.scope).await?;
     let times = track_times(ctx, &query.scope).await?;
     let streams = stream_busy(ctx, &query.scope).await?;
+    let scheduler = scheduler_times(ctx, &query.scope).await?;
+    let mut counted_states = std::collections::BTreeSet::new();
 
     let tracks = table(ctx, "tracks").await?.filter(
         query.scope.filter().and(
             col("kind")
                 .eq(lit("thread"))
                 .or(col("kind").eq(lit("gpu_stream")))
-                .or(col("kind").eq(lit("async"))),
+                .or(col("kind").eq(lit("async")))
+                .or(col("kind").eq(lit("thread_state"))),
         ),
     )?;
     let mut rows: BTreeMap<RowKey, ThreadRow> = BTreeMap::new();
@@ -184,7 +207,10 @@ pub async fn threads(
             let device = i64_at(column(&batch, "device")?, i);
             let stream = i64_at(column(&batch, "stream")?, i);
             let process_name = string_at(column(&batch, "process_name")?, i);
-            let track_name = string_at(column(&batch, "name")?, i).filter(|_| kind != "async");
+            // Async and thread-state tracks are named for what they hold,
+            // not for the thread.
+            let track_name = string_at(column(&batch, "name")?, i)
+                .filter(|_| kind == "thread" || kind == "gpu_stream");
             let thread_name = string_at(column(&batch, "thread_name")?, i).or(track_name);
             let gpu = kind == "gpu_stream";
             if kind == "async" && tid.is_none() {
@@ -218,10 +244,20 @@ pub async fn threads(
                 busy_ns: None,
                 waiting_ns: None,
                 samples: 0,
+                on_cpu_ns: None,
+                runnable_ns: None,
                 first_ts_ns: None,
                 last_end_ns: None,
             });
             row.events += t.events;
+            if kind == "thread_state"
+                && let Some(tid) = tid
+                && counted_states.insert((artifact.clone(), tid))
+                && let Some(st) = scheduler.threads.get(&(artifact.clone(), tid))
+            {
+                row.on_cpu_ns = Some(row.on_cpu_ns.unwrap_or(0).saturating_add(st.on_cpu_ns));
+                row.runnable_ns = Some(row.runnable_ns.unwrap_or(0).saturating_add(st.runnable_ns));
+            }
             // Async tracks overlap the thread's own slices: their events
             // count, their time does not. A stream's time is its device
             // activity's union, not its annotations'.
@@ -234,7 +270,7 @@ pub async fn threads(
                     0
                 };
                 row.busy_ns = Some(row.busy_ns.unwrap_or(0).saturating_add(busy));
-            } else if kind != "async" {
+            } else if kind == "thread" {
                 row.busy_ns = Some(row.busy_ns.unwrap_or(0).saturating_add(time.busy_ns));
                 if time.waiting_ns > 0 {
                     row.waiting_ns =
@@ -244,6 +280,8 @@ pub async fn threads(
             row.first_ts_ns = merge_span(row.first_ts_ns, t.first, i64::min);
             row.last_end_ns = merge_span(row.last_end_ns, t.last, i64::max);
             if row.thread_name.is_none() && kind != "async" {
+                // A thread-state track carries the thread's name only in
+                // its `thread_name` column.
                 row.thread_name = thread_name;
             }
             if row.process_name.is_none() {
@@ -256,7 +294,14 @@ pub async fn threads(
                     _ => "GPU".to_owned(),
                 }
             } else {
-                let process = short_process_name(row.process_name.as_deref().unwrap_or("process"));
+                // A thread known only from the scheduler (no process) is
+                // labelled by its own name.
+                let process = short_process_name(
+                    row.process_name
+                        .as_deref()
+                        .or(row.thread_name.as_deref().filter(|_| pid.is_none()))
+                        .unwrap_or("process"),
+                );
                 match pid {
                     Some(p) => format!("{process} (pid {p})"),
                     None => process,
@@ -278,11 +323,14 @@ pub async fn threads(
             busy_ns: None,
             waiting_ns: None,
             samples: 0,
+            on_cpu_ns: None,
+            runnable_ns: None,
             first_ts_ns: None,
             last_end_ns: None,
         });
         row.samples += n;
     }
+    merge_pidless_threads(&mut rows);
     let urls = crate::page_urls::page_urls(ctx, &query.scope).await?;
     for row in rows.values_mut().filter(|r| r.kind == "thread") {
         if let Some(url) = row.pid.and_then(|p| urls.get(&p)) {
@@ -303,21 +351,96 @@ pub async fn threads(
         .collect();
     // Busiest first by time that is work (waiting counts last), then by
     // samples and events.
+    // then by time on CPU (system traces), samples and events.
     let working = |r: &ThreadRow| r.busy_ns.unwrap_or(0) - r.waiting_ns.unwrap_or(0);
     rows.sort_by(|a, b| {
-        (working(b), b.busy_ns, b.samples, b.events, a.pid, a.tid).cmp(&(
-            working(a),
-            a.busy_ns,
-            a.samples,
-            a.events,
-            b.pid,
-            b.tid,
-        ))
+        (
+            working(b),
+            b.busy_ns,
+            b.on_cpu_ns,
+            b.samples,
+            b.events,
+            a.pid,
+            a.tid,
+        )
+            .cmp(&(
+                working(a),
+                a.busy_ns,
+                a.on_cpu_ns,
+                a.samples,
+                a.events,
+                b.pid,
+                b.tid,
+            ))
     });
     Ok(ThreadAnswer {
         rows,
         span_ns: span_first.zip(span_last),
+        cpus: scheduler.cpus(),
+        on_cpu_total_ns: (!scheduler.threads.is_empty())
+            .then(|| scheduler.threads.values().map(|t| t.on_cpu_ns).sum()),
+        runnable_total_ns: (!scheduler.threads.is_empty())
+            .then(|| scheduler.threads.values().map(|t| t.runnable_ns).sum()),
     })
+}
+
+/// A thread whose scheduler track has no pid (ftrace without tgids) is the
+/// thread of the same tid that has one, when exactly one row has it; else,
+/// when a process has that tid as its pid, that process's main thread.
+fn merge_pidless_threads(rows: &mut BTreeMap<RowKey, ThreadRow>) {
+    let pidless: Vec<RowKey> = rows
+        .keys()
+        .filter(|k| k.0 == "thread" && k.1.is_none() && k.2.is_some())
+        .cloned()
+        .collect();
+    for key in pidless {
+        let mut owners = rows
+            .keys()
+            .filter(|k| k.0 == "thread" && k.1.is_some() && k.2 == key.2);
+        let owner = match (owners.next().cloned(), owners.next()) {
+            (Some(owner), None) => owner,
+            (None, _) if rows.keys().any(|k| k.0 == "thread" && k.1 == key.2) => {
+                // No thread row of that tid, but a process of that pid: its
+                // main thread (tid = pid) known only to the scheduler.
+                let Some(mut row) = rows.remove(&key) else {
+                    continue;
+                };
+                row.pid = key.2;
+                let process = rows
+                    .iter()
+                    .find(|(k, _)| k.0 == "thread" && k.1 == key.2)
+                    .and_then(|(_, r)| r.process_name.clone());
+                if let Some(name) = process {
+                    row.label = match row.pid {
+                        Some(p) => format!("{} (pid {p})", short_process_name(&name)),
+                        None => short_process_name(&name),
+                    };
+                    row.process_name = Some(name);
+                }
+                rows.insert(("thread".to_owned(), key.2, key.2, None), row);
+                continue;
+            }
+            _ => continue,
+        };
+        let Some(from) = rows.remove(&key) else {
+            continue;
+        };
+        if let Some(into) = rows.get_mut(&owner) {
+            into.events += from.events;
+            into.samples += from.samples;
+            let add = |a: Option<i64>, b: Option<i64>| match (a, b) {
+                (None, None) => None,
+                (a, b) => Some(a.unwrap_or(0).saturating_add(b.unwrap_or(0))),
+            };
+            into.on_cpu_ns = add(into.on_cpu_ns, from.on_cpu_ns);
+            into.runnable_ns = add(into.runnable_ns, from.runnable_ns);
+            into.first_ts_ns = merge_span(into.first_ts_ns, from.first_ts_ns, i64::min);
+            into.last_end_ns = merge_span(into.last_end_ns, from.last_end_ns, i64::max);
+            if into.thread_name.is_none() {
+                into.thread_name = from.thread_name;
+            }
+        }
+    }
 }
 
 /// Longest process name kept in a label (a command line is not a name).

@@ -43,6 +43,7 @@ mod hostile_environments;
 mod import_deadline;
 mod importtime_import;
 mod investigations;
+mod kernel_traces;
 mod mcp_conformance;
 mod mcp_load;
 mod mcp_stdio;

@@ -12,7 +12,7 @@ pub(super) static OPERATIONS: &[Operation] = &[
         name: "list_threads",
         cli: &["threads"],
         title: "List threads",
-        description: "Processes, threads and GPU streams with busy (in traced calls) and waiting time and share of the trace, busiest first; names shared by several threads are listed.",
+        description: "Processes, threads and GPU streams: busy (in traced calls) and waiting time, on-CPU and runnable time (system traces), share of the trace; busiest first; shared names listed.",
         group: Group::ReadOnly,
         positional: &["target"],
         schema: input_schema::<ThreadsRequest>,
@@ -33,6 +33,21 @@ pub(super) static OPERATIONS: &[Operation] = &[
             Column {
                 header: "waiting",
                 field: "waiting_ns",
+                cell: Cell::Duration,
+            },
+            Column {
+                header: "on CPU",
+                field: "on_cpu_ns",
+                cell: Cell::Duration,
+            },
+            Column {
+                header: "% trace",
+                field: "on_cpu_pct_of_trace",
+                cell: Cell::Percent,
+            },
+            Column {
+                header: "runnable",
+                field: "runnable_ns",
                 cell: Cell::Duration,
             },
             Column {
@@ -177,6 +192,25 @@ fn run_threads<'a>(qc: &'a QueryContext<'a>, args: serde_json::Value) -> AnswerF
                     "; busiest: {name}, in traced calls {} = {pct} % of the trace's span{waited}",
                     crate::units::duration_ns(busy)
                 ));
+            } else if let (Some(on_cpu), Some(pct)) = (
+                top.thread.on_cpu_ns.filter(|b| *b > 0),
+                top.on_cpu_pct_of_trace,
+            ) {
+                let runnable = top
+                    .thread
+                    .runnable_ns
+                    .filter(|w| *w > 0)
+                    .map(|w| {
+                        format!(
+                            ", {} runnable (waiting for a CPU)",
+                            crate::units::duration_ns(w)
+                        )
+                    })
+                    .unwrap_or_default();
+                summary.push_str(&format!(
+                    "; most on CPU: {name}, {} = {pct} % of the trace's span{runnable}",
+                    crate::units::duration_ns(on_cpu)
+                ));
             } else if top.thread.samples > 0 {
                 summary.push_str(&format!(
                     "; most sampled: {name}, {} % of the samples",
@@ -187,7 +221,7 @@ fn run_threads<'a>(qc: &'a QueryContext<'a>, args: serde_json::Value) -> AnswerF
         if !r.shared_names.is_empty() {
             summary.push_str(&format!(
                 "; {} thread names are shared by several threads",
-                r.shared_names.len()
+                r.shared_names_total
             ));
         }
         Ok(Answer::new(summary, to_value(&r)?).scoped(&r.scope))

@@ -35,6 +35,16 @@ pub(super) static OPERATIONS: &[Operation] = &[Operation {
             cell: Cell::Duration,
         },
         Column {
+            header: "on CPU",
+            field: "on_cpu_ns",
+            cell: Cell::Duration,
+        },
+        Column {
+            header: "runnable",
+            field: "runnable_ns",
+            cell: Cell::Duration,
+        },
+        Column {
             header: "samples",
             field: "samples",
             cell: Cell::Integer,

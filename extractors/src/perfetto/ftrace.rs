@@ -189,9 +189,19 @@ impl Decoder {
                     if let Some(open) = sched.running.remove(r.cpu) {
                         if prev_pid.is_some_and(|p| p != open.tid) {
                             self.p.log.note("sched_switch_mismatch", || {
-                                "a switch's previous task is not the one that was running"
+                                "a switch's previous task is not the one that was running; \
+                                 that task's run ends there, its state after is unknown"
                                     .to_string()
                             });
+                            // Its own switch-out was lost: it stopped running
+                            // here at the latest, in a state nobody recorded.
+                            if sched
+                                .states
+                                .get(&open.tid)
+                                .is_some_and(|s| s.name == "Running")
+                            {
+                                self.close_state(&mut sched, open.tid, r.ts);
+                            }
                         }
                         self.sched_slice(r.cpu, &open, r.ts, prev_state);
                     }

@@ -26,6 +26,7 @@ pub mod proto;
 pub mod reader;
 pub mod samples;
 pub mod sequence;
+pub mod session;
 pub mod spill;
 #[cfg(test)]
 mod spill_tests;
@@ -40,7 +41,6 @@ use crate::api::{
     BatchSink, CountingSink, ExtractError, ExtractObserver, ExtractOptions, ExtractionSummary,
 };
 use crate::format_kind::FormatKind;
-use crate::sorted_runs::TimeOrderedRuns;
 use crate::stacks::{ReductionSpec, ThreadInfo};
 use crate::trace_events::emit;
 use crate::trace_events::emitter::Emitter;
@@ -57,20 +57,6 @@ pub const PERFETTO_EXTRACTOR_NAME: &str = "perfetto_protobuf";
 pub const PERFETTO_EXTRACTOR_VERSION: &str = "2";
 
 const POLL_EVERY: u64 = 4096;
-
-/// Callstack samples held per event of the in-memory budget, both while
-/// they wait for thread names and in the aggregator: 16 bytes each where
-/// an event takes about 130, so the default budget holds 2 M samples
-/// (32 MiB) in each place and the rest goes to spill files.
-const SAMPLES_PER_EVENT_OF_BUDGET: usize = 4;
-
-/// Ftrace records held per event of the budget until their replay: about
-/// 48 bytes each, so the default holds 1 M (48 MiB).
-const FTRACE_RECORDS_PER_EVENT_OF_BUDGET: usize = 2;
-
-/// Counter values held per event of the budget: 32 bytes each, so the
-/// default holds 1 M (32 MiB).
-const COUNTERS_PER_EVENT_OF_BUDGET: usize = 2;
 
 /// Extracts a Perfetto protobuf trace from `reader`.
 pub fn extract_perfetto<R: BufRead>(
@@ -91,24 +77,7 @@ pub(crate) fn extract_perfetto_spilling<R: BufRead>(
     observer: &dyn ExtractObserver,
 ) -> Result<(ExtractionSummary, u64), ExtractError> {
     let mut packets = PacketReader::new(reader);
-    let mut d = Decoder::new(options.max_args_bytes, options.spill_dir.clone());
-    if let Some(dir) = options.spill_dir.as_deref() {
-        let held = options
-            .spill_after_events
-            .saturating_mul(SAMPLES_PER_EVENT_OF_BUDGET);
-        d.samples.spill_to(dir, held);
-        d.agg.spill_samples_to(dir, held);
-        let records = options
-            .spill_after_events
-            .saturating_mul(FTRACE_RECORDS_PER_EVENT_OF_BUDGET);
-        d.ftrace.spill_to(dir, records);
-        let counters = options
-            .spill_after_events
-            .saturating_mul(COUNTERS_PER_EVENT_OF_BUDGET);
-        d.counter_runs = Some(TimeOrderedRuns::new(dir, "counters", counters));
-    }
-    let mut spilling =
-        spill::Spilling::new(options.spill_dir.as_deref(), options.spill_after_events);
+    let mut session = session::SystemTrace::new(options);
     let mut framed: u64 = 0;
     loop {
         if framed.is_multiple_of(POLL_EVERY) {
@@ -121,16 +90,14 @@ pub(crate) fn extract_perfetto_spilling<R: BufRead>(
             Next::Packet => {
                 framed += 1;
                 let bytes = std::mem::take(&mut packets.packet);
-                d.packet(&bytes);
+                session.d.packet(&bytes);
                 packets.packet = bytes;
-                if let Some(spill) = spilling.due(&d.p.store)? {
-                    d.spill_finished(spill)?;
-                }
+                session.spill_if_due()?;
             }
             Next::End => break,
             Next::Truncated if framed > 0 => {
                 let at = packets.offset();
-                d.p.log.note("truncated_input", || {
+                session.d.p.log.note("truncated_input", || {
                     format!(
                         "input ends at byte {at} inside a packet; the complete packets were kept"
                     )
@@ -153,7 +120,7 @@ pub(crate) fn extract_perfetto_spilling<R: BufRead>(
                 });
             }
             Next::Corrupt(why) => {
-                d.p.log.note("truncated_input", || {
+                session.d.p.log.note("truncated_input", || {
                     format!("the trace is corrupt after {framed} packets ({why}); the packets before were kept")
                 });
                 break;
@@ -167,35 +134,8 @@ pub(crate) fn extract_perfetto_spilling<R: BufRead>(
             offset: Some(0),
         });
     }
-    // Begins still open are final now: unterminated.
-    let open: u64 = d.open.values().map(|v| v.len() as u64).sum();
-    d.open.clear();
-    d.replay_ftrace(&mut spilling)?;
-    d.p.log.note_n("unterminated_slice", open, || {
-        "a slice begin has no matching end; kept with dur_ns = -1".to_string()
-    });
-    // Once some counters were spilled, the held ones go out as the last run
-    // while every row still carries its slot.
-    if let Some(runs) = &mut d.counter_runs
-        && runs.spilled()
-        && !d.p.counters.is_empty()
-    {
-        runs.write(&mut d.p.counters);
-        d.p.counters = Vec::new();
-    }
-    let mut spill = spilling.spill;
-    match &mut spill {
-        Some(spill) => d.spill_rest_and_resolve(spill)?,
-        None => {
-            d.resolve_tracks();
-        }
-    }
-    d.p.store.arena.finish_writes()?;
-    if observer.cancelled() {
-        return Err(ExtractError::Cancelled);
-    }
     let input = (packets.offset(), packets.skipped_fields);
-    write_tables(d, options, sink, observer, spill, input)
+    session.finish(options, sink, observer, input, None)
 }
 
 /// Kinds whose slices go into the call-stack reductions: scheduling rows
@@ -211,6 +151,7 @@ fn write_tables(
     observer: &dyn ExtractObserver,
     spill: Option<Spill>,
     (input_bytes, skipped_top_level): (u64, u64),
+    source: Option<session::ForeignSource>,
 ) -> Result<(ExtractionSummary, u64), ExtractError> {
     let mut em = Emitter::new(options, sink);
     let mut agg = std::mem::take(&mut d.agg);
@@ -292,6 +233,7 @@ fn write_tables(
         symbolized,
         input_bytes,
         skipped_top_level,
+        source,
     );
     Ok((summary, events.spilled_events))
 }
@@ -386,8 +328,10 @@ fn summarize(
     symbolized: bool,
     input_bytes: u64,
     skipped_top_level: u64,
+    source: Option<session::ForeignSource>,
 ) -> ExtractionSummary {
     let packet_counts = d.packet_counts();
+    let producer_hint = d.producer_hint;
     let count = |name: &str| packet_counts.get(name).copied().unwrap_or(0);
     let has_kind = |k: EventKind| d.kinds_seen & (1 << (k as u8)) != 0;
     let mut coverage = BTreeMap::new();
@@ -426,26 +370,12 @@ fn summarize(
             serde_json::json!(skipped_top_level),
         );
     }
-    let unknown: u64 = packet_counts
-        .iter()
-        .filter(|(k, _)| !proto::packet_field_name_known(k))
-        .map(|(_, v)| *v)
-        .sum();
-    metadata.insert("packets_not_read".to_string(), serde_json::json!(unknown));
-    let producer = options.producer.clone().unwrap_or_else(|| {
-        if count("ftrace_events") > 0 {
-            "perfetto.system".to_string()
-        } else if let Some(hint) = d.producer_hint {
-            hint.to_string()
-        } else {
-            "perfetto.track_event".to_string()
-        }
-    });
-    ExtractionSummary {
+    let input_events = d.packets;
+    let mut summary = ExtractionSummary {
         extractor: PERFETTO_EXTRACTOR_NAME.to_string(),
         extractor_version: PERFETTO_EXTRACTOR_VERSION.to_string(),
         format: FormatKind::PerfettoProtobuf.name().to_string(),
-        producer,
+        producer: String::new(),
         rows,
         time_span_ns: span,
         tracks: d.p.tracks.list.len() as u64,
@@ -453,9 +383,43 @@ fn summarize(
         limitations: d.p.log.into_limitations(),
         metadata,
         input_bytes,
-        input_events: d.packets,
+        input_events,
         max_event_dur_ns: None,
+    };
+    if let Some(source) = source {
+        // Another format's reader fed the decoder: packets mean nothing.
+        summary.metadata.remove("packets_by_type");
+        summary.metadata.remove("sequences");
+        summary.metadata.remove("trace_clock");
+        summary.coverage.remove("track_events");
+        summary.coverage.remove("clock_snapshots");
+        summary.coverage.remove("compressed_packets");
+        summary.metadata.extend(source.metadata);
+        summary.extractor = source.extractor.to_string();
+        summary.extractor_version = source.extractor_version.to_string();
+        summary.format = source.format.name().to_string();
+        summary.producer = options.producer.clone().unwrap_or(source.producer);
+        summary.input_events = source.input_events;
+        return summary;
     }
+    let unknown: u64 = packet_counts
+        .iter()
+        .filter(|(k, _)| !proto::packet_field_name_known(k))
+        .map(|(_, v)| *v)
+        .sum();
+    summary
+        .metadata
+        .insert("packets_not_read".to_string(), serde_json::json!(unknown));
+    summary.producer = options.producer.clone().unwrap_or_else(|| {
+        if count("ftrace_events") > 0 {
+            "perfetto.system".to_string()
+        } else if let Some(hint) = producer_hint {
+            hint.to_string()
+        } else {
+            "perfetto.track_event".to_string()
+        }
+    });
+    summary
 }
 
 impl Decoder {

@@ -15,10 +15,15 @@
 //!   a device's streams; **idle** = span − busy, split into before the
 //!   first activity, starved, stalled and unlinked gaps, and after the last
 //!   activity ([`devices`]). Per-stream figures are never summed.
+//! - **On CPU** and **runnable**: the kernel scheduler's view of a thread
+//!   in system traces ([`scheduler`]): it ran on a CPU, or was ready and
+//!   waited for one. Not busy: a thread may run without a traced call and
+//!   sit in a traced call while off CPU.
 
 pub mod devices;
 pub mod frame_roles;
 pub mod intervals;
+pub mod scheduler;
 pub mod spans;
 pub mod threads;
 

@@ -317,6 +317,18 @@ pub fn extract_error(err: ExtractError, kind: &str) -> FlameoxError {
         ExtractError::Cancelled => {
             FlameoxError::new(ErrorCode::OperationCancelled, "the import was cancelled")
         }
+        ExtractError::UnsupportedVersion {
+            format,
+            found,
+            supported,
+        } => FlameoxError::new(
+            ErrorCode::CapabilityUnavailable,
+            format!("{format} version {found} is not supported: this build reads {supported}"),
+        )
+        .detail("kind", format)
+        .detail("version_found", found)
+        .detail("versions_supported", supported)
+        .remedy("record with a supported version of the tool, or convert the file with the tool's own exporter"),
         ExtractError::Io(e) => input_io_error("path", None, "reading the input failed", e),
         ExtractError::Sink(e) => wrapped_io_error("writing evidence failed", &*e),
     }

@@ -33,6 +33,8 @@ pub struct SummaryRequest {
 
 /// Threads listed, busiest first.
 const THREADS: usize = 5;
+/// Shared thread names listed (most-shared first; `list_threads` has all).
+const SHARED_NAMES: usize = 3;
 /// Busiest host threads whose hotspots are shown.
 const HOT_THREADS: usize = 2;
 /// Frames per hot thread.
@@ -74,6 +76,28 @@ pub struct ThreadSummary {
     /// Call-stack samples taken on it (left out when none).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub samples: i64,
+    /// Time it ran on a CPU, by the kernel scheduler (system traces).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub on_cpu_ns: Option<i64>,
+    /// `on_cpu_ns` as a percentage of the trace's span.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub on_cpu_pct_of_trace: Option<f64>,
+    /// Time it was ready and waited for a CPU (runnable or preempted).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub runnable_ns: Option<i64>,
+}
+
+/// The CPUs of a system trace, by the kernel scheduler.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CpuSummary {
+    /// CPUs that ran a task.
+    pub cpus: i64,
+    /// Every thread's time on a CPU, summed.
+    pub on_cpu_ns: i64,
+    /// `on_cpu_ns` as a percentage of the capacity: CPUs × the trace's span.
+    pub on_cpu_pct_of_capacity: f64,
+    /// Every thread's time ready and waiting for a CPU, summed.
+    pub runnable_ns: i64,
 }
 
 fn is_zero(n: &i64) -> bool {
@@ -161,6 +185,9 @@ pub struct SummaryResult {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub page: Option<PageSummary>,
     pub hot_threads: Vec<HotThread>,
+    /// CPU use by the kernel scheduler, when the target has it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu: Option<CpuSummary>,
     pub gpu: Option<GpuSummary>,
     pub pytorch_steps: Option<StepsSummary>,
     /// What the import could not read, and what that means, in words.
@@ -196,7 +223,11 @@ pub async fn summarize(qc: &QueryContext<'_>, req: &SummaryRequest) -> Result<Su
     let threads: Vec<ThreadSummary> = listed
         .rows
         .iter()
-        .filter(|t| t.thread.busy_ns.unwrap_or(0) > 0 || t.thread.samples > 0)
+        .filter(|t| {
+            t.thread.busy_ns.unwrap_or(0) > 0
+                || t.thread.samples > 0
+                || t.thread.on_cpu_ns.unwrap_or(0) > 0
+        })
         .take(THREADS)
         .map(|t| ThreadSummary {
             label: short_label(&t.thread),
@@ -207,8 +238,12 @@ pub async fn summarize(qc: &QueryContext<'_>, req: &SummaryRequest) -> Result<Su
             busy_pct_of_trace: t.busy_pct_of_trace,
             waiting_ns: t.thread.waiting_ns,
             samples: t.thread.samples,
+            on_cpu_ns: t.thread.on_cpu_ns,
+            on_cpu_pct_of_trace: t.on_cpu_pct_of_trace,
+            runnable_ns: t.thread.runnable_ns,
         })
         .collect();
+    let cpu = cpu_of(&listed, duration_ns);
     let mut page = page_of(&listed.rows);
     if let Some(p) = page.as_mut() {
         p.milestones = milestones_of(qc, &scope, &p.url).await;
@@ -239,6 +274,12 @@ pub async fn summarize(qc: &QueryContext<'_>, req: &SummaryRequest) -> Result<Su
         .filter(busy)
         .filter(|t| !with_tid || t.thread.tid.is_some())
         .collect();
+    // Frames explain traced calls and samples: the threads with most of
+    // those first (the listing puts time on CPU before samples).
+    host.sort_by_key(|t| {
+        let working = t.thread.busy_ns.unwrap_or(0) - t.thread.waiting_ns.unwrap_or(0);
+        std::cmp::Reverse((working, t.thread.samples))
+    });
     if let Some(p) = &page {
         host.sort_by_key(|t| !(t.thread.pid == p.pid && t.thread.tid == p.tid));
     }
@@ -288,14 +329,14 @@ pub async fn summarize(qc: &QueryContext<'_>, req: &SummaryRequest) -> Result<Su
     } else {
         None
     };
-    let caveats = caveats_of(qc, &scope, &listed.shared_names, span.is_some());
+    let caveats = caveats_of(qc, &scope, listed.shared_names_total, span.is_some());
     let shared_thread_names = listed
         .shared_names
         .iter()
-        .take(5)
+        .take(SHARED_NAMES)
         .map(|s| {
-            let shown: Vec<&str> = s.threads.iter().take(3).map(String::as_str).collect();
-            let more = s.threads.len().saturating_sub(shown.len());
+            let shown: Vec<&str> = s.threads.iter().take(2).map(String::as_str).collect();
+            let more = s.threads_total.saturating_sub(shown.len());
             if more > 0 {
                 format!("{}: {} and {more} more", s.thread_name, shown.join(", "))
             } else {
@@ -309,6 +350,7 @@ pub async fn summarize(qc: &QueryContext<'_>, req: &SummaryRequest) -> Result<Su
         gpu.as_ref(),
         &listed.shared_names,
         span.is_some(),
+        cpu.is_some(),
     );
     let mut result = SummaryResult {
         scope,
@@ -321,6 +363,7 @@ pub async fn summarize(qc: &QueryContext<'_>, req: &SummaryRequest) -> Result<Su
         shared_thread_names,
         page,
         hot_threads,
+        cpu,
         gpu,
         pytorch_steps,
         caveats,
@@ -410,14 +453,17 @@ async fn hot_thread(
     who: Who,
 ) -> Option<HotThread> {
     let hot = analyze::analyze_hotspots(qc, request).await.ok()?;
-    if hot.rows.is_empty() {
+    if hot.rows.iter().all(|r| r.self_value <= 0) {
         return None;
     }
     // The meaningful frames first kept, then waits and wrappers, up to
     // FRAMES in the heaviest-first order.
+    // A frame with no self value is on the thread's stacks but no top
+    // frame: its callers and callees say more (the drill-downs give them).
     let mut frames: Vec<FrameSummary> = hot
         .rows
         .iter()
+        .filter(|r| r.self_value > 0)
         .map(|r| FrameSummary {
             frame: r.frame.clone(),
             function: shorten(&r.function),
@@ -560,7 +606,7 @@ async fn steps_of(qc: &QueryContext<'_>, target: &str) -> Option<(StepsSummary, 
 fn caveats_of(
     qc: &QueryContext<'_>,
     scope: &ResolvedScope,
-    shared: &[threads::SharedName],
+    shared: usize,
     has_span: bool,
 ) -> Vec<String> {
     let mut out = Vec::new();
@@ -580,10 +626,9 @@ fn caveats_of(
             }
         }
     }
-    if !shared.is_empty() {
+    if shared > 0 {
         out.push(format!(
-            "{} thread name(s) are carried by several threads: filter by tid (or process) to keep them apart",
-            shared.len()
+            "{shared} thread name(s) are carried by several threads: filter by tid (or process) to keep them apart"
         ));
     }
     if !has_span {
@@ -593,12 +638,30 @@ fn caveats_of(
     out
 }
 
+/// CPU use over the trace, when the target has scheduler evidence.
+fn cpu_of(listed: &threads::ThreadsResult, duration_ns: i64) -> Option<CpuSummary> {
+    let cpus = listed.cpus?;
+    let capacity = (cpus as f64) * (duration_ns as f64);
+    let on_cpu_ns = listed.on_cpu_total_ns?;
+    Some(CpuSummary {
+        cpus,
+        on_cpu_ns,
+        on_cpu_pct_of_capacity: if capacity > 0.0 {
+            (on_cpu_ns as f64 * 10_000.0 / capacity).round() / 100.0
+        } else {
+            0.0
+        },
+        runnable_ns: listed.runnable_total_ns.unwrap_or(0),
+    })
+}
+
 fn next_calls(
     target: &str,
     hot: &[HotThread],
     gpu: Option<&GpuSummary>,
     shared: &[threads::SharedName],
     timed: bool,
+    cpu: bool,
 ) -> Vec<NextCall> {
     let mut next = Vec::new();
     // The GPU's idle time first on a GPU trace: it is the headline there.
@@ -640,6 +703,14 @@ fn next_calls(
                 why: format!("the same ranking by {m}"),
             });
         }
+    }
+    if hot.iter().all(|t| t.frames.is_empty()) && cpu {
+        next.push(NextCall {
+            operation: "list_threads".into(),
+            arguments: json!({ "target": target }),
+            why: "every thread's time on CPU and time waiting for a CPU (runnable)".into(),
+        });
+        return next;
     }
     if !shared.is_empty() || hot.len() > 1 {
         next.push(NextCall {

@@ -73,11 +73,49 @@ pub(crate) fn headline(r: &SummaryResult) -> String {
             line.push_str(&format!(" ({} after navigation)", marks.join(", ")));
         }
     }
-    if let Some(t) = r.hot_threads.first() {
+    let framed = r.hot_threads.iter().any(|t| !t.frames.is_empty());
+    if let Some(t) = r.hot_threads.first().filter(|_| framed) {
         line.push_str("; ");
         line.push_str(&thread_words(r, t));
+    } else if let Some(cpu) = &r.cpu {
+        // A scheduler-only trace: no traced calls, so where the CPUs went.
+        line.push_str("; ");
+        line.push_str(&cpu_words(r, cpu));
     }
     line
+}
+
+/// `2 CPUs on CPU 3.83 s = 62 % of 2 × 3.08 s; busiest rustc (tid 1) …`.
+fn cpu_words(r: &SummaryResult, cpu: &super::summary::CpuSummary) -> String {
+    let mut out = format!(
+        "threads on CPU {} = {} % of {} CPUs × the trace, {} runnable (waiting for a CPU)",
+        duration_ns(cpu.on_cpu_ns),
+        cpu.on_cpu_pct_of_capacity,
+        cpu.cpus,
+        duration_ns(cpu.runnable_ns)
+    );
+    let busiest = r
+        .threads
+        .iter()
+        .filter(|t| t.on_cpu_ns.unwrap_or(0) > 0)
+        .max_by_key(|t| (t.on_cpu_ns, std::cmp::Reverse(t.tid)));
+    if let Some(t) = busiest {
+        let who = match (&t.thread, t.tid) {
+            (Some(name), Some(tid)) => format!("{name} (tid {tid})"),
+            (Some(name), None) => name.clone(),
+            (None, Some(tid)) => format!("tid {tid}"),
+            (None, None) => t.label.clone(),
+        };
+        out.push_str(&format!(
+            "; most on CPU: {who} {} = {} % of the trace",
+            duration_ns(t.on_cpu_ns.unwrap_or(0)),
+            t.on_cpu_pct_of_trace.unwrap_or(0.0)
+        ));
+        if let Some(wait) = t.runnable_ns.filter(|w| *w > 0) {
+            out.push_str(&format!(", {} runnable", duration_ns(wait)));
+        }
+    }
+    out
 }
 
 /// The busiest meaningful frame of a hot thread, with its share.

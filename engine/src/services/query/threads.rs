@@ -38,15 +38,26 @@ pub struct ThreadEntry {
     pub busy_pct_of_trace: Option<f64>,
     /// `samples` as a percentage of every sample in scope.
     pub samples_pct_of_scope: f64,
+    /// `on_cpu_ns` as a percentage of the trace's span (system traces).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub on_cpu_pct_of_trace: Option<f64>,
 }
 
 /// A name shared by several threads (in different processes, or one).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SharedName {
     pub thread_name: String,
-    /// The threads that carry it, as `label` / tid.
+    /// The threads that carry it, as `label` / tid (the first
+    /// [`SHARED_THREADS_SHOWN`]).
     pub threads: Vec<String>,
+    /// How many threads carry it.
+    pub threads_total: usize,
 }
+
+/// Shared names listed, most-shared first (a system trace has hundreds).
+pub const SHARED_NAMES_SHOWN: usize = 8;
+/// Threads named per shared name.
+pub const SHARED_THREADS_SHOWN: usize = 4;
 
 /// The answer.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -56,6 +67,16 @@ pub struct ThreadsResult {
     /// First event start to last event end over the target, ns.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub span_ns: Option<(i64, i64)>,
+    /// CPUs that ran a task (system traces): on-CPU time's capacity is
+    /// CPUs × the span.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpus: Option<i64>,
+    /// Every thread's time on a CPU, summed (system traces).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub on_cpu_total_ns: Option<i64>,
+    /// Every thread's time ready and waiting for a CPU, summed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub runnable_total_ns: Option<i64>,
     pub rows: Vec<ThreadEntry>,
     /// Threads and streams in scope (all, not only the rows).
     pub total: u64,
@@ -65,7 +86,15 @@ pub struct ThreadsResult {
     /// name merges them (use the tid instead).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub shared_names: Vec<SharedName>,
+    /// Names shared by several threads, all of them (`shared_names` lists
+    /// the most-shared [`SHARED_NAMES_SHOWN`]).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub shared_names_total: usize,
     pub evidence: EvidenceStatus,
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
 }
 
 /// Rows when the request names no limit.
@@ -100,12 +129,20 @@ pub async fn list_threads(qc: &QueryContext<'_>, req: &ThreadsRequest) -> Result
             by_name.entry(name).or_default().push(who);
         }
     }
-    let shared_names = by_name
+    let mut shared: Vec<(&str, Vec<String>)> =
+        by_name.into_iter().filter(|(_, t)| t.len() > 1).collect();
+    let shared_names_total = shared.len();
+    shared.sort_by(|a, b| b.1.len().cmp(&a.1.len()).then(a.0.cmp(b.0)));
+    let shared_names = shared
         .into_iter()
-        .filter(|(_, t)| t.len() > 1)
-        .map(|(name, threads)| SharedName {
+        .take(SHARED_NAMES_SHOWN)
+        .map(|(name, mut threads)| SharedName {
             thread_name: name.to_owned(),
-            threads,
+            threads_total: threads.len(),
+            threads: {
+                threads.truncate(SHARED_THREADS_SHOWN);
+                threads
+            },
         })
         .collect();
     let total = answer.rows.len() as u64;
@@ -123,6 +160,7 @@ pub async fn list_threads(qc: &QueryContext<'_>, req: &ThreadsRequest) -> Result
         .take(limit)
         .map(|thread| ThreadEntry {
             busy_pct_of_trace: thread.busy_ns.map(|b| pct(b, span)),
+            on_cpu_pct_of_trace: thread.on_cpu_ns.map(|b| pct(b, span)),
             samples_pct_of_scope: pct(thread.samples, all_samples),
             thread,
         })
@@ -137,11 +175,15 @@ pub async fn list_threads(qc: &QueryContext<'_>, req: &ThreadsRequest) -> Result
         commit_id: session.snapshot.commit_id().to_owned(),
         scope,
         span_ns: answer.span_ns,
+        cpus: answer.cpus,
+        on_cpu_total_ns: answer.on_cpu_total_ns,
+        runnable_total_ns: answer.runnable_total_ns,
         returned: rows.len(),
         truncated: (rows.len() as u64) < total,
         rows,
         total,
         shared_names,
+        shared_names_total,
         evidence,
     })
 }
