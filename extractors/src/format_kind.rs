@@ -51,12 +51,20 @@ pub enum FormatKind {
     FtraceText,
     /// trace-cmd `.dat` (see [`crate::trace_cmd`]).
     TraceCmd,
+    /// Linux `perf record` output (see [`crate::perf_data`]).
+    PerfData,
+    /// A memray capture (see [`crate::memray`]).
+    Memray,
+    /// A Go execution trace (see [`crate::go_trace`]).
+    GoTrace,
+    /// AMD rocprofiler-sdk JSON (see [`crate::rocprof`]).
+    RocprofJson,
     Unknown,
 }
 
 impl FormatKind {
     /// Every kind, in a fixed order.
-    pub const ALL: [FormatKind; 26] = [
+    pub const ALL: [FormatKind; 30] = [
         FormatKind::ChromeJson,
         FormatKind::SpeedscopeJson,
         FormatKind::ChromeCpuProfile,
@@ -82,6 +90,10 @@ impl FormatKind {
         FormatKind::XPlane,
         FormatKind::FtraceText,
         FormatKind::TraceCmd,
+        FormatKind::PerfData,
+        FormatKind::Memray,
+        FormatKind::GoTrace,
+        FormatKind::RocprofJson,
         FormatKind::Unknown,
     ];
 
@@ -113,6 +125,10 @@ impl FormatKind {
             FormatKind::XPlane => "xplane",
             FormatKind::FtraceText => "ftrace_text",
             FormatKind::TraceCmd => "trace_cmd",
+            FormatKind::PerfData => "perf_data",
+            FormatKind::Memray => "memray",
+            FormatKind::GoTrace => "go_trace",
+            FormatKind::RocprofJson => "rocprofv3_json",
             FormatKind::Unknown => "unknown",
         }
     }

@@ -14,7 +14,7 @@ use crate::format_kind::FormatKind;
 
 /// Every format, in detection order: a sniffer earlier in the list wins a
 /// tie (`Certain` answers first, then `Likely` ones).
-pub static FORMATS: [&Format; 25] = [
+pub static FORMATS: [&Format; 29] = [
     &crate::nsight::formats::SQLITE_EXPORT,
     &crate::nsight::formats::OTHER_SQLITE,
     &crate::nsight::formats::REPORT,
@@ -30,11 +30,15 @@ pub static FORMATS: [&Format; 25] = [
     &crate::coverage_json::FORMAT,
     &crate::junit_xml::FORMAT,
     &crate::otlp::FORMAT,
+    &crate::rocprof::FORMAT,
     &crate::configuration_observations::FORMAT,
     &crate::reduced_stacks::FORMAT,
     &crate::gecko::FORMAT,
     &crate::importtime::FORMAT,
     &crate::trace_cmd::FORMAT,
+    &crate::perf_data::FORMAT,
+    &crate::memray::FORMAT,
+    &crate::go_trace::FORMAT,
     &crate::ftrace_text::FORMAT,
     &crate::folded::FORMAT,
     &crate::xplane::FORMAT,

@@ -39,6 +39,7 @@ pub mod perf_data;
 pub mod perfetto;
 pub mod pprof;
 pub mod reduced_stacks;
+pub mod rocprof;
 pub mod schema;
 pub mod sniff;
 mod sorted_runs;

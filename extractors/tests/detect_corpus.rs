@@ -74,8 +74,19 @@ fn every_corpus_file_is_detected_as_its_real_kind() {
             "stacks/speedscope_firefox59_devtools_recording.json".to_string(),
             K::GeckoProfile,
         ),
-        ("misc/rocprofv3_908_results.json.gz".to_string(), K::Unknown),
+        (
+            "misc/rocprofv3_908_results.json.gz".to_string(),
+            K::RocprofJson,
+        ),
         ("linux/tracecmd_sched.dat".to_string(), K::TraceCmd),
+        (
+            "linux/perf_mixed_cpuclock_callchains.perf.data".to_string(),
+            K::PerfData,
+        ),
+        (
+            "linux/perf_sched_tracepoints.perf.data".to_string(),
+            K::PerfData,
+        ),
         // XSpace starts with field-1 records as Perfetto does; the field
         // walk tells them apart (issue 48: it was imported as 0 events).
         ("misc/jax0.10_cpu_mlp.xplane.pb".to_string(), K::XPlane),
@@ -86,6 +97,11 @@ fn every_corpus_file_is_detected_as_its_real_kind() {
         ("misc/pyperf_bench.json".to_string(), K::PyperfJson),
         ("misc/coverage_workload.json".to_string(), K::CoverageJson),
         ("linux/ftrace_sched_raw.txt".to_string(), K::FtraceText),
+        (
+            "linux/go1.19_runtime_execution.trace".to_string(),
+            K::GoTrace,
+        ),
+        ("misc/memray_workload_native.bin".to_string(), K::Memray),
     ]);
     let mut failures = Vec::new();
     for (rel, kind) in &expected {

@@ -282,13 +282,16 @@ pub async fn accelerator_launches_from_events(
     overall.launch_latency = percentiles(&all_values);
 
     let streams = stream_use(&base, phase).await?;
-    Ok(AcceleratorAnswer {
+    let mut answer = AcceleratorAnswer {
         overall,
         regions: regions.into_values().collect(),
         streams,
+        streams_total: 0,
         has_launches,
         has_kernels,
-    })
+    };
+    answer.keep_busiest_streams();
+    Ok(answer)
 }
 
 /// One row per host launch among `calls` (rows matching `filter`; when

@@ -86,13 +86,51 @@ pub struct StreamUse {
     pub gap_histogram: Vec<i64>,
 }
 
+/// Streams an answer lists (a ROCm run may use hundreds).
+pub const STREAMS_SHOWN: usize = 16;
+
+impl AcceleratorAnswer {
+    /// Keeps the [`STREAMS_SHOWN`] busiest streams, counting all of them.
+    pub fn keep_busiest_streams(&mut self) {
+        self.streams_total = self.streams.len();
+        let streams = std::mem::take(&mut self.streams);
+        self.streams = keep_top(streams, STREAMS_SHOWN, |s| s.busy_ns);
+    }
+}
+
+/// The `n` rows with the largest `key`, in their original order (ties:
+/// the earlier row); all rows when there are at most `n`.
+pub fn keep_top<T>(rows: Vec<T>, n: usize, key: impl Fn(&T) -> i64) -> Vec<T> {
+    if rows.len() <= n {
+        return rows;
+    }
+    let mut order: Vec<(usize, i64)> = rows.iter().map(&key).enumerate().collect();
+    order.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+    let mut keep: Vec<usize> = order.into_iter().take(n).map(|(i, _)| i).collect();
+    keep.sort_unstable();
+    let mut keep = keep.into_iter().peekable();
+    rows.into_iter()
+        .enumerate()
+        .filter_map(|(i, row)| {
+            (keep.peek() == Some(&i)).then(|| {
+                keep.next();
+                row
+            })
+        })
+        .collect()
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct AcceleratorAnswer {
     /// Every region together (`(all regions)`): sums, and coverage and
     /// latency percentiles over all kernels.
     pub overall: Region,
     pub regions: Vec<Region>,
+    /// The busiest streams (all of them up to [`STREAMS_SHOWN`]).
     pub streams: Vec<StreamUse>,
+    /// Streams with kernels, all of them (`streams` lists the busiest).
+    #[serde(default)]
+    pub streams_total: usize,
     /// Whether host launches and device kernels were both present.
     pub has_launches: bool,
     pub has_kernels: bool,
@@ -147,4 +185,16 @@ pub(crate) fn stream_uses(batches: &[RecordBatch]) -> RecipeResult<Vec<StreamUse
         }
     }
     Ok(out)
+}
+
+#[cfg(test)]
+mod keep_top_tests {
+    use super::keep_top;
+
+    #[test]
+    fn the_largest_rows_stay_in_their_order() {
+        assert_eq!(keep_top(vec![5, 1, 9, 3, 9], 3, |v| *v), vec![5, 9, 9]);
+        assert_eq!(keep_top(vec![1, 2], 3, |v| *v), vec![1, 2]);
+        assert_eq!(keep_top(vec![4, 4, 4], 2, |v| *v), vec![4, 4]);
+    }
 }

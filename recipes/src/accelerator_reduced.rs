@@ -133,13 +133,16 @@ pub async fn accelerator_launches_reduced(
         .values()
         .any(|r| r.direct_launches.count + r.graph_launches.count > 0);
     let has_kernels = regions.values().any(|r| r.kernels.count > 0);
-    Ok(AcceleratorAnswer {
+    let mut answer = AcceleratorAnswer {
         overall,
         regions: regions.into_values().collect(),
         streams: stream_use(ctx, scope, phase).await?,
+        streams_total: 0,
         has_launches,
         has_kernels,
-    })
+    };
+    answer.keep_busiest_streams();
+    Ok(answer)
 }
 
 /// Per region: kernels seen, and the latencies of those with a launch.

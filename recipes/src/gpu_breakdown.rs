@@ -112,7 +112,12 @@ pub struct BreakdownAnswer {
     pub artifacts_with_device_work: Vec<String>,
     /// Sections not asked for are null.
     pub temporal: Option<Vec<TemporalRow>>,
+    /// The most idle streams, up to
+    /// [`crate::accelerator_answer::STREAMS_SHOWN`].
     pub idle: Option<Vec<StreamIdle>>,
+    /// Streams in the idle section, all of them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub idle_streams_total: Option<usize>,
     pub overlap: Option<Vec<OverlapRow>>,
     pub kernels: Option<Vec<KernelBreakdown>>,
     pub launches: Option<Vec<LaunchStats>>,
@@ -217,12 +222,20 @@ pub async fn gpu_breakdown(
         true => Some(copy_bandwidth(ctx, scope, params).await?),
         false => None,
     };
+    // The most idle streams only (a ROCm run may use hundreds), all counted.
+    let idle_streams_total = idle.as_ref().map(Vec::len);
+    let idle = idle.map(|rows| {
+        crate::accelerator_answer::keep_top(rows, crate::accelerator_answer::STREAMS_SHOWN, |r| {
+            r.idle_ns
+        })
+    });
     Ok(BreakdownAnswer {
         sections: params.sections.clone(),
         thresholds: params.thresholds,
         artifacts_with_device_work,
         temporal,
         idle,
+        idle_streams_total,
         overlap,
         kernels,
         launches,

@@ -5,7 +5,9 @@
 //! growth over each phase (`ProfilerStep#N`); and Kineto's allocation
 //! events (`[memory]` instants, `bytes` = signed size) with the totals per
 //! device and the sites (enclosing slice) that allocated the most
-//! ([`crate::memory_allocations`]).
+//! ([`crate::memory_allocations`]); and the heap of heap profiles (memray
+//! captures, pprof heap profiles): peak, still allocated at the end, total
+//! allocated, and the sites holding the most ([`crate::memory_sites`]).
 //!
 //! Samples at one timestamp are ordered by value, so `first` / `last` are
 //! deterministic (counters have no sequence column to break the tie).
@@ -25,6 +27,8 @@ use crate::device_pass::{Interner, for_each_batch, ints};
 
 pub use crate::memory_allocations::{ALLOCATION_EVENT, AllocationSite, AllocationTotals};
 use crate::memory_allocations::{allocation_sites, allocation_totals};
+use crate::memory_sites::heap_sites;
+pub use crate::memory_sites::{HeapAnswer, HeapSite, HeapSiteList, HeapTotals};
 
 /// Value over one phase of a series.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -81,6 +85,9 @@ pub struct MemoryAnswer {
     pub sites_found: u64,
     /// The `limit` sites that allocated the most bytes.
     pub sites: Vec<AllocationSite>,
+    /// Heap profiles' peak, leaks and sites (absent without one).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub heap: Option<HeapAnswer>,
 }
 
 fn by_time() -> Vec<SortExpr> {
@@ -128,10 +135,13 @@ async fn samples(ctx: &SessionContext, scope: &ArtifactScope) -> RecipeResult<Da
         ])?)
 }
 
+/// The memory answer: `limit` series and Kineto sites, `heap_limit` heap
+/// sites per list.
 pub async fn memory(
     ctx: &SessionContext,
     scope: &ArtifactScope,
     limit: usize,
+    heap_limit: usize,
 ) -> RecipeResult<MemoryAnswer> {
     let (series_found, mut series) = series_stats(ctx, scope, limit).await?;
     if !series.is_empty() {
@@ -154,12 +164,14 @@ pub async fn memory(
     } else {
         allocation_sites(ctx, scope, limit).await?
     };
+    let heap = heap_sites(ctx, scope, heap_limit).await?;
     Ok(MemoryAnswer {
         series_found,
         series,
         allocations,
         sites_found,
         sites,
+        heap,
     })
 }
 

@@ -22,8 +22,9 @@ use serde::{Deserialize, Serialize};
 use crate::common::{
     ArtifactScope, RecipeResult, collect, column, i64_at, string_at, table, u64_at,
 };
-use crate::device_pass::DeviceOps;
-use crate::time_accounting::intervals::{total, union_segments};
+use crate::thread_sources::{
+    merge_pidless_threads, sample_counts, sample_span, sample_thread_names, stream_busy,
+};
 use crate::time_accounting::scheduler::scheduler_times;
 use crate::time_accounting::threads::track_times;
 
@@ -87,7 +88,8 @@ pub struct ThreadRow {
 pub struct ThreadAnswer {
     pub rows: Vec<ThreadRow>,
     /// First event start and last event end over the scope (the share
-    /// denominator), when there are events.
+    /// denominator), when there are events; else the first and last timed
+    /// sample.
     pub span_ns: Option<(i64, i64)>,
     /// CPUs that ran a task, when the scope has scheduler evidence (the
     /// capacity on-CPU time is a share of: CPUs × the span).
@@ -103,7 +105,7 @@ pub struct ThreadAnswer {
 }
 
 /// A row's identity: kind, pid, then tid (threads) or device and stream.
-type RowKey = (String, Option<i64>, Option<i64>, Option<i64>);
+pub(crate) type RowKey = (String, Option<i64>, Option<i64>, Option<i64>);
 
 /// Totals per track from `trace_events`.
 #[derive(Default, Clone, Copy)]
@@ -120,7 +122,7 @@ struct TrackTotals {
     last: Option<i64>,
 }
 
-fn merge_span(a: Option<i64>, b: Option<i64>, pick: fn(i64, i64) -> i64) -> Option<i64> {
+pub(crate) fn merge_span(a: Option<i64>, b: Option<i64>, pick: fn(i64, i64) -> i64) -> Option<i64> {
     match (a, b) {
         (Some(x), Some(y)) => Some(pick(x, y)),
         (x, None) => x,
@@ -309,15 +311,30 @@ pub async fn threads(
             };
         }
     }
+    let sampled_names = if samples.is_empty() {
+        BTreeMap::new()
+    } else {
+        sample_thread_names(ctx, &query.scope).await?
+    };
     for ((pid, tid), n) in samples {
         let key = ("thread".to_owned(), pid, tid, None);
+        // A thread known only from samples is named by its stacks' rows.
+        let (thread_name, process_name) =
+            sampled_names.get(&(pid, tid)).cloned().unwrap_or_default();
+        let process = process_name.as_deref().map(short_process_name);
+        let label = match (process, pid) {
+            (Some(name), Some(p)) => format!("{name} (pid {p})"),
+            (Some(name), None) => name,
+            (None, Some(p)) => format!("process (pid {p})"),
+            (None, None) => "process".to_owned(),
+        };
         let row = rows.entry(key).or_insert_with(|| ThreadRow {
             kind: "thread".to_owned(),
             pid,
             tid,
-            process_name: None,
-            thread_name: None,
-            label: pid.map_or_else(|| "process".to_owned(), |p| format!("process (pid {p})")),
+            process_name,
+            thread_name,
+            label,
             url: None,
             events: 0,
             busy_ns: None,
@@ -375,72 +392,16 @@ pub async fn threads(
     });
     Ok(ThreadAnswer {
         rows,
-        span_ns: span_first.zip(span_last),
+        span_ns: match span_first.zip(span_last) {
+            Some(span) => Some(span),
+            None => sample_span(ctx, &query.scope).await?,
+        },
         cpus: scheduler.cpus(),
         on_cpu_total_ns: (!scheduler.threads.is_empty())
             .then(|| scheduler.threads.values().map(|t| t.on_cpu_ns).sum()),
         runnable_total_ns: (!scheduler.threads.is_empty())
             .then(|| scheduler.threads.values().map(|t| t.runnable_ns).sum()),
     })
-}
-
-/// A thread whose scheduler track has no pid (ftrace without tgids) is the
-/// thread of the same tid that has one, when exactly one row has it; else,
-/// when a process has that tid as its pid, that process's main thread.
-fn merge_pidless_threads(rows: &mut BTreeMap<RowKey, ThreadRow>) {
-    let pidless: Vec<RowKey> = rows
-        .keys()
-        .filter(|k| k.0 == "thread" && k.1.is_none() && k.2.is_some())
-        .cloned()
-        .collect();
-    for key in pidless {
-        let mut owners = rows
-            .keys()
-            .filter(|k| k.0 == "thread" && k.1.is_some() && k.2 == key.2);
-        let owner = match (owners.next().cloned(), owners.next()) {
-            (Some(owner), None) => owner,
-            (None, _) if rows.keys().any(|k| k.0 == "thread" && k.1 == key.2) => {
-                // No thread row of that tid, but a process of that pid: its
-                // main thread (tid = pid) known only to the scheduler.
-                let Some(mut row) = rows.remove(&key) else {
-                    continue;
-                };
-                row.pid = key.2;
-                let process = rows
-                    .iter()
-                    .find(|(k, _)| k.0 == "thread" && k.1 == key.2)
-                    .and_then(|(_, r)| r.process_name.clone());
-                if let Some(name) = process {
-                    row.label = match row.pid {
-                        Some(p) => format!("{} (pid {p})", short_process_name(&name)),
-                        None => short_process_name(&name),
-                    };
-                    row.process_name = Some(name);
-                }
-                rows.insert(("thread".to_owned(), key.2, key.2, None), row);
-                continue;
-            }
-            _ => continue,
-        };
-        let Some(from) = rows.remove(&key) else {
-            continue;
-        };
-        if let Some(into) = rows.get_mut(&owner) {
-            into.events += from.events;
-            into.samples += from.samples;
-            let add = |a: Option<i64>, b: Option<i64>| match (a, b) {
-                (None, None) => None,
-                (a, b) => Some(a.unwrap_or(0).saturating_add(b.unwrap_or(0))),
-            };
-            into.on_cpu_ns = add(into.on_cpu_ns, from.on_cpu_ns);
-            into.runnable_ns = add(into.runnable_ns, from.runnable_ns);
-            into.first_ts_ns = merge_span(into.first_ts_ns, from.first_ts_ns, i64::min);
-            into.last_end_ns = merge_span(into.last_end_ns, from.last_end_ns, i64::max);
-            if into.thread_name.is_none() {
-                into.thread_name = from.thread_name;
-            }
-        }
-    }
 }
 
 /// Longest process name kept in a label (a command line is not a name).
@@ -464,58 +425,4 @@ pub fn short_process_name(name: &str) -> String {
         short.push('…');
     }
     short
-}
-
-/// (artifact, device, stream).
-type StreamKey = (String, Option<i64>, Option<i64>);
-
-/// Busy time of each (artifact, device, stream): the union of its kernels,
-/// copies and memsets.
-async fn stream_busy(
-    ctx: &datafusion::prelude::SessionContext,
-    scope: &ArtifactScope,
-) -> RecipeResult<BTreeMap<StreamKey, i64>> {
-    let ops = DeviceOps::read(ctx, scope).await?;
-    let mut intervals: BTreeMap<StreamKey, Vec<(i64, i64)>> = BTreeMap::new();
-    for op in &ops.rows {
-        intervals
-            .entry((
-                ops.strings.get(op.artifact).to_owned(),
-                op.device,
-                op.stream,
-            ))
-            .or_default()
-            .push((op.ts, op.end));
-    }
-    Ok(intervals
-        .into_iter()
-        .map(|(k, list)| (k, total(&union_segments(list))))
-        .collect())
-}
-
-/// Samples per (pid, tid).
-async fn sample_counts(
-    ctx: &datafusion::prelude::SessionContext,
-    scope: &ArtifactScope,
-) -> RecipeResult<BTreeMap<(Option<i64>, Option<i64>), i64>> {
-    let df = table(ctx, "samples")
-        .await?
-        // `trace.*` weights are slices seen as stacks, not samples taken.
-        .filter(scope.filter().and(col("metric").not_like(lit("trace.%"))))?
-        .aggregate(
-            vec![col("pid"), col("tid"), col("metric")],
-            vec![sum(col("count")).alias("n")],
-        )?;
-    // Each metric of a profile counts the same samples: take the largest.
-    let mut out: BTreeMap<(Option<i64>, Option<i64>), i64> = BTreeMap::new();
-    for batch in collect(df).await? {
-        for i in 0..batch.num_rows() {
-            let pid = i64_at(column(&batch, "pid")?, i);
-            let tid = i64_at(column(&batch, "tid")?, i);
-            let n = i64_at(column(&batch, "n")?, i).unwrap_or(0);
-            let slot = out.entry((pid, tid)).or_insert(0);
-            *slot = (*slot).max(n);
-        }
-    }
-    Ok(out)
 }

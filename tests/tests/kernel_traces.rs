@@ -62,6 +62,22 @@ fn walk(text: &str) -> Oracle {
     o
 }
 
+/// The import's counts by tracepoint name agree with the walk's.
+fn assert_counts(meta: &serde_json::Value, oracle: &Oracle) {
+    assert_eq!(
+        meta["events_by_name"]["sched_switch"].as_u64(),
+        Some(oracle.switches as u64),
+        "{meta}"
+    );
+    let counted: u64 = meta["events_by_name"]
+        .as_object()
+        .expect("events by name")
+        .values()
+        .filter_map(|v| v.as_u64())
+        .sum();
+    assert_eq!(counted, oracle.events as u64, "{meta}");
+}
+
 #[test]
 #[cfg_attr(
     corpus_absent,
@@ -75,18 +91,7 @@ fn ftrace_text_imports_as_scheduling_and_the_summary_says_where_the_cpus_went() 
     let imported = project.json(&["import", file.to_str().expect("utf-8 path")]);
     assert_eq!(imported["kind"], "ftrace_text", "{imported}");
     let meta = &imported["artifacts"][0]["metadata"];
-    assert_eq!(
-        meta["events_by_name"]["sched_switch"].as_u64(),
-        Some(oracle.switches as u64),
-        "{meta}"
-    );
-    let counted: u64 = meta["events_by_name"]
-        .as_object()
-        .expect("events by name")
-        .values()
-        .filter_map(|v| v.as_u64())
-        .sum();
-    assert_eq!(counted, oracle.events as u64, "{meta}");
+    assert_counts(meta, &oracle);
     assert_eq!(meta["cpus"], 2, "{meta}");
 
     // Every thread's time on a CPU equals the walk's.
@@ -209,18 +214,7 @@ fn a_trace_cmd_file_of_the_same_ring_buffer_gives_the_same_scheduling() {
     assert_eq!(imported["kind"], "trace_cmd", "{imported}");
     let meta = &imported["artifacts"][0]["metadata"];
     assert_eq!(meta["file_version"], 7, "{meta}");
-    assert_eq!(
-        meta["events_by_name"]["sched_switch"].as_u64(),
-        Some(oracle.switches as u64),
-        "{meta}"
-    );
-    let counted: u64 = meta["events_by_name"]
-        .as_object()
-        .expect("events by name")
-        .values()
-        .filter_map(|v| v.as_u64())
-        .sum();
-    assert_eq!(counted, oracle.events as u64, "{meta}");
+    assert_counts(meta, &oracle);
     let threads = project.json(&["threads", "latest", "--limit", "1000"]);
     for row in threads["rows"].as_array().expect("rows") {
         let Some(tid) = row["tid"].as_i64() else {

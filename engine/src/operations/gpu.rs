@@ -84,7 +84,7 @@ pub(super) static OPERATIONS: &[Operation] = &[
         name: "analyze_memory",
         cli: &["analyze", "memory"],
         title: "Memory",
-        description: "Memory counters (Kineto allocated/reserved, RSS): first, peak, retained at end, growth per step; allocation totals and top sites.",
+        description: "Memory counters (Kineto allocated/reserved, RSS): first, peak, retained at end, growth per step; allocation totals and top sites; heap profiles (memray, pprof): peak, leaks, top sites.",
         group: Group::ReadOnly,
         positional: &["target"],
         schema: input_schema::<MemoryRequest>,
@@ -250,10 +250,15 @@ fn run_memory<'a>(qc: &'a QueryContext<'a>, args: Value) -> AnswerFuture<'a> {
     Box::pin(async move {
         let req: MemoryRequest = decode(args)?;
         let r = memory::memory(qc, &req).await?;
-        let summary = format!(
-            "{} memory series and {} allocation sites in {}",
-            r.answer.series_found, r.answer.sites_found, r.scope.requested
-        );
-        Ok(Answer::new(summary, to_value(&r)?).scoped(&r.scope))
+        // A heap profile leads with its peak and leaks.
+        let summary = memory::heap_headline(&r).unwrap_or_else(|| {
+            format!(
+                "{} memory series and {} allocation sites in {}",
+                r.answer.series_found, r.answer.sites_found, r.scope.requested
+            )
+        });
+        let mut answer = Answer::new(summary, to_value(&r)?).scoped(&r.scope);
+        answer.details = memory::heap_details(&r);
+        Ok(answer)
     })
 }

@@ -10,7 +10,7 @@ use super::{FTRACE_TEXT_EXTRACTOR_NAME, FTRACE_TEXT_EXTRACTOR_VERSION, extract_f
 pub static FORMAT: Format = Format {
     kind: crate::format_kind::FormatKind::FtraceText,
     aliases: &["ftrace", "systrace_text"],
-    description: "Linux ftrace text (/sys/kernel/tracing/trace, trace_pipe, trace-cmd report) → per-CPU sched_slice and per-thread thread_state rows, CPU idle/frequency counters, atrace markers",
+    description: "Linux ftrace text (/sys/kernel/tracing/trace, trace_pipe, trace-cmd report; any kernel) → per-CPU sched_slice and per-thread thread_state rows, CPU idle/frequency counters, atrace markers; not read: irq/softirq and other tracepoints (counted by name)",
     sniff: Some(sniff),
     reading: Reading::Stream(
         Extractor {

@@ -28,3 +28,16 @@ pub use decode::{decode_go_trace, decode_go_trace_into};
 pub use error::{DecodeLimits, GoTraceError};
 pub use header::{TraceFormat, TraceVersion, looks_like_go_trace, parse_header};
 pub use model::*;
+mod format;
+pub use format::FORMAT;
+mod cpu_samples;
+mod evidence_sink;
+pub mod extract;
+#[cfg(test)]
+mod extract_corpus_tests;
+#[cfg(test)]
+mod extract_tests;
+mod placement;
+mod tables;
+mod task_lanes;
+pub use extract::extract_go_trace;

@@ -5,13 +5,18 @@
 //! extractor writing evidence is [`extract`].
 
 pub mod aggregated;
+pub mod capture_report;
 pub mod error;
 pub mod events;
+pub mod extract;
+mod format;
 pub mod header;
 pub mod linetable;
 pub mod mapped_ranges;
+pub mod memory_counters;
 pub mod reader;
 pub mod records;
+pub mod site_stacks;
 pub mod site_tables;
 pub mod source;
 pub mod stacks;
@@ -19,3 +24,4 @@ pub mod summary;
 #[cfg(test)]
 mod test_capture;
 pub mod wire;
+pub use format::FORMAT;

@@ -10,7 +10,7 @@ use super::{TRACE_CMD_EXTRACTOR_NAME, TRACE_CMD_EXTRACTOR_VERSION, extract_trace
 pub static FORMAT: Format = Format {
     kind: crate::format_kind::FormatKind::TraceCmd,
     aliases: &["trace_cmd_dat", "tracecmd"],
-    description: "trace-cmd .dat (file versions 6 and 7; zstd/zlib pages; trace-cmd record/extract) → per-CPU sched_slice and per-thread thread_state rows, CPU idle/frequency counters",
+    description: "trace-cmd .dat (trace-cmd record/extract; file versions 6 and 7, zstd/zlib pages) → per-CPU sched_slice and per-thread thread_state rows, CPU idle/frequency counters; not read: instance buffers, irq/softirq",
     sniff: Some(sniff),
     reading: Reading::StoredFile(
         Extractor {

@@ -237,6 +237,7 @@ pub async fn gpu_breakdown(
         }
     }
     let mut answer = answer;
+    readable_names(&mut answer);
     let target = serde_json::to_value(&req.target)
         .map_err(|e| FlameoxError::internal(format!("serializing the target: {e}")))?;
     let ranks = digest(&mut labels, &mut answer, req.ranks.as_deref(), &target)?;
@@ -257,4 +258,26 @@ pub async fn gpu_breakdown(
         idle_definition: IDLE_DEFINITION.to_owned(),
         evidence,
     })
+}
+
+/// Kernel names as their readable form (a ck_tile or CUTLASS instantiation
+/// runs to kilobytes; `get_trace_window` with `full_names` gives it whole).
+fn readable_names(answer: &mut flameox_recipes::gpu_breakdown::BreakdownAnswer) {
+    use flameox_recipes::kernel_family::readable_name;
+    for k in answer.kernels.iter_mut().flatten() {
+        for row in &mut k.rows {
+            row.name = readable_name(&row.name);
+        }
+    }
+    for l in answer.launches.iter_mut().flatten() {
+        for outliers in [
+            &mut l.short_kernels,
+            &mut l.runtime_outliers,
+            &mut l.launch_delay_outliers,
+        ] {
+            for e in &mut outliers.examples {
+                e.name = readable_name(&e.name);
+            }
+        }
+    }
 }

@@ -1,16 +1,13 @@
-//! XPlane (`*.xplane.pb`, the XSpace protobuf `jax.profiler` and
-//! `tf.profiler` write under `plugins/profile/<run>/`): recognised and
-//! refused with what to do instead, until it is read (issue 48).
-//!
-//! XSpace and a Perfetto trace both start with field-1 LEN records, so the
-//! Perfetto sniffer alone took an XSpace for a trace and imported it as
-//! zero events — a silent wrong answer. The field walk decides: an
-//! XSpace's first record is an `XPlane`, whose first fields are its id
-//! (field 1, varint; absent when 0) and its name (field 2, a string such as
-//! `/host:CPU`, `/device:GPU:0`, `/host:metadata`, `Task Environment`).
-//! This descriptor comes before Perfetto's in the registry.
+//! XPlane in the format registry. XSpace and a Perfetto trace both start
+//! with field-1 LEN records, so the Perfetto sniffer alone took an XSpace
+//! for a trace and imported it as zero events — a silent wrong answer. The
+//! field walk decides: an XSpace's first record is an `XPlane`, whose
+//! first fields are its id (field 1, varint; absent when 0) and its name
+//! (field 2, a string such as `/host:CPU`, `/device:GPU:0`,
+//! `/host:metadata`, `Task Environment`). This descriptor comes before
+//! Perfetto's in the registry.
 
-use crate::format_descriptor::{Format, Reading, Refusal};
+use crate::format_descriptor::{Extractor, Format, Reading};
 use crate::format_kind::FormatKind;
 use crate::sniff::{Head, Sniffed};
 use crate::varint::get_u64;
@@ -18,16 +15,15 @@ use crate::varint::get_u64;
 pub static FORMAT: Format = Format {
     kind: FormatKind::XPlane,
     aliases: &["xspace", "jax_profile"],
-    description: "XPlane / XSpace protobuf (jax.profiler, tf.profiler *.xplane.pb): recognised, not read yet; import the Chrome trace the profiler writes beside it",
+    description: "XPlane / XSpace protobuf (jax.profiler, tf.profiler *.xplane.pb) → host slices, runtime launches, GPU kernels/copies/memsets with correlation ids, XLA ops and modules, steps as phases; not read: aggregated events, Launch Stats, counter lines",
     sniff: Some(sniff),
-    reading: Reading::Refused(Refusal {
-        argument: None,
-        message: "an XPlane (XSpace) profile is recognised but this build does not read it yet",
-        remedies: &[
-            "jax: profile with jax.profiler.trace(log_dir, create_perfetto_trace=True) and import the perfetto_trace.json.gz it writes beside the .xplane.pb",
-            "TensorBoard's profile plugin: import the *.trace.json.gz of the same run",
-        ],
-    }),
+    reading: Reading::Stream(
+        Extractor {
+            name: super::XPLANE_EXTRACTOR_NAME,
+            version: super::XPLANE_EXTRACTOR_VERSION,
+        },
+        super::extract_xplane,
+    ),
     measurements: false,
 };
 

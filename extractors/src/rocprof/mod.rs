@@ -1,0 +1,372 @@
+//! AMD rocprofiler-sdk tool JSON (`rocprofv3 --output-format json`, e.g.
+//! `908_results.json`): kernel dispatches, memory copies and HIP / HSA /
+//! marker / RCCL API calls with their correlation ids, read into the same
+//! device evidence as a CUDA trace — kernels and copies on GPU stream
+//! tracks (device = the agent's GPU index, stream = the HIP stream), API
+//! calls on their host threads — so `analyze_gpu_summary`,
+//! `analyze_gpu_gaps` and the breakdown answer for AMD GPUs.
+//!
+//! The document is one JSON object, parsed whole ([`model`] keeps only
+//! what becomes evidence); the decompressed-input bound caps it. Times
+//! are the tool's nanoseconds.
+
+mod format;
+pub mod model;
+
+use std::collections::BTreeMap;
+use std::io::BufRead;
+
+use serde_json::json;
+
+use crate::api::{BatchSink, ExtractError, ExtractObserver, ExtractOptions, ExtractionSummary};
+use crate::format_kind::FormatKind;
+use crate::trace_events::builder::TraceBuilder;
+use crate::trace_events::device_columns::DeviceFields;
+use crate::trace_events::emit;
+use crate::trace_events::emitter::Emitter;
+use crate::trace_events::ids::NONE;
+use crate::trace_events::in_memory::in_memory_events;
+use crate::trace_events::kinds::EventKind;
+use crate::trace_events::store::NewEvent;
+use crate::trace_events::tracks::Ident;
+use model::{Correlation, Document, ToolOutput};
+
+pub use format::FORMAT;
+
+pub const ROCPROF_EXTRACTOR_NAME: &str = "rocprofv3_json";
+/// Bumped whenever the rows produced for the same input change.
+pub const ROCPROF_EXTRACTOR_VERSION: &str = "1";
+
+/// One event to push, before its strings are interned.
+struct Pending<'a> {
+    start: Option<u64>,
+    end: Option<u64>,
+    name: &'a str,
+    category: &'a str,
+    kind: EventKind,
+    fields: DeviceFields,
+    args: Option<String>,
+}
+
+/// Counts by record type, for the summary.
+#[derive(Default)]
+struct Counts {
+    by_type: BTreeMap<&'static str, u64>,
+    events: u64,
+}
+
+fn correlation(c: Correlation) -> (i64, i64) {
+    let internal = i64::try_from(c.internal).unwrap_or(NONE);
+    let external = match c.external {
+        0 => NONE,
+        e => i64::try_from(e).unwrap_or(NONE),
+    };
+    (internal, external)
+}
+
+fn push(trace: &mut TraceBuilder, track: u32, p: Pending<'_>, counts: &mut Counts) {
+    let (Some(start), Some(end)) = (p.start, p.end) else {
+        trace.log.note("record_without_times", || {
+            "a record has no start or end timestamp; skipped".to_owned()
+        });
+        return;
+    };
+    let (Ok(start), Ok(end)) = (i64::try_from(start), i64::try_from(end)) else {
+        trace.log.note("timestamp_overflow", || {
+            "a record's timestamp does not fit in i64 ns; skipped".to_owned()
+        });
+        return;
+    };
+    if end < start {
+        trace.log.note("record_ends_before_start", || {
+            "a record ends before it starts; skipped".to_owned()
+        });
+        return;
+    }
+    let name = trace.strings.intern(p.name);
+    let cat = trace.strings.intern(p.category);
+    let event_id = trace.store.len() as u64;
+    let device_activity = matches!(p.kind, EventKind::Kernel | EventKind::Memcpy);
+    trace.store.push(
+        NewEvent {
+            event_id,
+            ts: start,
+            dur: end - start,
+            name,
+            cat,
+            kind: p.kind,
+            track,
+            device_activity,
+            fields: p.fields,
+        },
+        false,
+        p.args.as_deref(),
+    );
+    counts.events += 1;
+}
+
+/// The GPU stream track of `(device, stream)`.
+fn stream_track(trace: &mut TraceBuilder, device: i64, stream: i64) -> u32 {
+    let label = trace.strings.intern(&format!("GPU {device}"));
+    let pid = Ident::Label(label);
+    trace.tracks.process_names.insert(pid, label);
+    let track = trace.tracks.thread(pid, Ident::Int(stream));
+    trace.tracks.mark_gpu(track, device, stream);
+    track
+}
+
+fn add_tool(trace: &mut TraceBuilder, tool: &ToolOutput, counts: &mut Counts) {
+    let gpu_of = tool.gpu_of();
+    let kernels = tool.kernel_names();
+    let pid = tool.metadata.pid.unwrap_or(0);
+    let host = Ident::Int(pid);
+    let command = tool
+        .metadata
+        .command
+        .iter()
+        .take(3)
+        .cloned()
+        .collect::<Vec<_>>()
+        .join(" ");
+    if !command.is_empty() {
+        let name = trace.strings.intern(&command);
+        trace.tracks.process_names.insert(host, name);
+    }
+    for d in &tool.buffer_records.kernel_dispatch {
+        let info = &d.dispatch_info;
+        let Some(&device) = gpu_of.get(&info.agent_id) else {
+            trace.log.note("dispatch_on_unknown_agent", || {
+                "a kernel dispatch names an agent that is not a GPU of the document; skipped"
+                    .to_owned()
+            });
+            continue;
+        };
+        let stream = i64::try_from(d.stream_id.handle).unwrap_or(NONE);
+        let track = stream_track(trace, device, stream);
+        let (correlation, external) = correlation(d.correlation_id);
+        let name = kernels
+            .get(&info.kernel_id)
+            .copied()
+            .filter(|n| !n.is_empty());
+        let unnamed;
+        let name = match name {
+            Some(n) => n,
+            None => {
+                unnamed = format!("kernel {}", info.kernel_id);
+                &unnamed
+            }
+        };
+        let args = json!({
+            "kernel_id": info.kernel_id,
+            "dispatch_id": info.dispatch_id,
+            "queue": info.queue_id.handle,
+            "grid": [info.grid_size.x, info.grid_size.y, info.grid_size.z],
+            "workgroup": [info.workgroup_size.x, info.workgroup_size.y, info.workgroup_size.z],
+            "lds_bytes": info.group_segment_size,
+            "scratch_bytes": info.private_segment_size,
+            "thread_id": d.thread_id,
+        })
+        .to_string();
+        push(
+            trace,
+            track,
+            Pending {
+                start: d.start_timestamp,
+                end: d.end_timestamp,
+                name,
+                category: "kernel_dispatch",
+                kind: EventKind::Kernel,
+                fields: DeviceFields {
+                    device,
+                    stream,
+                    correlation,
+                    external,
+                    ..DeviceFields::ABSENT
+                },
+                args: Some(args),
+            },
+            counts,
+        );
+    }
+    *counts.by_type.entry("kernel_dispatch").or_default() +=
+        tool.buffer_records.kernel_dispatch.len() as u64;
+    for c in &tool.buffer_records.memory_copy {
+        // A copy belongs to the GPU it touches (the destination first).
+        let device = gpu_of
+            .get(&c.dst_agent_id)
+            .or_else(|| gpu_of.get(&c.src_agent_id))
+            .copied()
+            .unwrap_or(NONE);
+        let stream = i64::try_from(c.stream_id.handle).unwrap_or(NONE);
+        let track = stream_track(trace, device, stream);
+        let (correlation, external) = correlation(c.correlation_id);
+        let name = tool
+            .operation_name(c.kind, c.operation)
+            .unwrap_or("MEMORY_COPY");
+        push(
+            trace,
+            track,
+            Pending {
+                start: c.start_timestamp,
+                end: c.end_timestamp,
+                name,
+                category: "memory_copy",
+                kind: EventKind::Memcpy,
+                fields: DeviceFields {
+                    device,
+                    stream,
+                    correlation,
+                    external,
+                    bytes: i64::try_from(c.bytes).unwrap_or(NONE),
+                    ..DeviceFields::ABSENT
+                },
+                args: None,
+            },
+            counts,
+        );
+    }
+    *counts.by_type.entry("memory_copy").or_default() +=
+        tool.buffer_records.memory_copy.len() as u64;
+    let apis = [
+        (
+            "hip_api",
+            &tool.buffer_records.hip_api,
+            EventKind::RuntimeApi,
+        ),
+        (
+            "hsa_api",
+            &tool.buffer_records.hsa_api,
+            EventKind::DriverApi,
+        ),
+        (
+            "marker_api",
+            &tool.buffer_records.marker_api,
+            EventKind::UserAnnotation,
+        ),
+        (
+            "rccl_api",
+            &tool.buffer_records.rccl_api,
+            EventKind::Communication,
+        ),
+    ];
+    for (category, calls, kind) in apis {
+        for call in calls.iter() {
+            let tid = call.thread_id.unwrap_or(pid);
+            let track = trace.tracks.thread(host, Ident::Int(tid));
+            let (correlation, external) = correlation(call.correlation_id);
+            let name = tool
+                .operation_name(call.kind, call.operation)
+                .unwrap_or(category);
+            push(
+                trace,
+                track,
+                Pending {
+                    start: call.start_timestamp,
+                    end: call.end_timestamp,
+                    name,
+                    category,
+                    kind,
+                    fields: DeviceFields {
+                        correlation,
+                        external,
+                        ..DeviceFields::ABSENT
+                    },
+                    args: None,
+                },
+                counts,
+            );
+        }
+        *counts.by_type.entry(category).or_default() += calls.len() as u64;
+    }
+}
+
+/// Extracts a rocprofiler-sdk JSON document.
+pub fn extract_rocprof_json<R: BufRead>(
+    reader: R,
+    options: &ExtractOptions,
+    sink: &mut dyn BatchSink,
+    observer: &dyn ExtractObserver,
+) -> Result<ExtractionSummary, ExtractError> {
+    let doc: Document = serde_json::from_reader(reader).map_err(|e| ExtractError::Parse {
+        message: format!("not a rocprofiler-sdk tool document: {e}"),
+        offset: None,
+    })?;
+    if observer.cancelled() {
+        return Err(ExtractError::Cancelled);
+    }
+    let mut trace = TraceBuilder::default();
+    trace.store.arena = crate::trace_events::args_arena::ArgsArena::new(options.spill_dir.clone());
+    let mut counts = Counts::default();
+    for tool in &doc.tool {
+        add_tool(&mut trace, tool, &mut counts);
+    }
+    if counts.events == 0 {
+        return Err(ExtractError::Parse {
+            message: "the rocprofiler-sdk document holds no kernel dispatch, memory copy or API call with times".to_owned(),
+            offset: None,
+        });
+    }
+    let host_calls: u64 = ["hip_api", "hsa_api", "marker_api", "rccl_api"]
+        .iter()
+        .filter_map(|k| counts.by_type.get(k))
+        .sum();
+    if host_calls == 0 {
+        trace.log.note("no_host_api_records", || {
+            "the document has no HIP/HSA API records: kernels cannot be linked to their launches (record with rocprofv3 --hip-trace or --runtime-trace)".to_owned()
+        });
+    }
+    trace.store.arena.finish_writes()?;
+    let mut em = Emitter::new(options, sink);
+    let emitted = in_memory_events(&mut trace, &mut em, observer, None)?;
+    emit::emit_tracks(&mut em, &trace)?;
+    emit::emit_counters(&mut em, &trace)?;
+    if let Some(agg) = emitted.agg {
+        emit::write_slice_reductions(&mut em, agg)?;
+    }
+    let rows = em.into_rows();
+    let first = doc.tool.first();
+    let mut coverage = BTreeMap::new();
+    coverage.insert(
+        "kernels".to_owned(),
+        counts
+            .by_type
+            .get("kernel_dispatch")
+            .is_some_and(|n| *n > 0),
+    );
+    coverage.insert("host_api".to_owned(), host_calls > 0);
+    let mut metadata = BTreeMap::new();
+    metadata.insert("records_by_type".to_owned(), json!(counts.by_type));
+    metadata.insert("pid".to_owned(), json!(first.and_then(|t| t.metadata.pid)));
+    metadata.insert(
+        "hostname".to_owned(),
+        json!(first.and_then(|t| t.metadata.node.hostname.clone())),
+    );
+    metadata.insert(
+        "gpus".to_owned(),
+        json!(first.map(|t| {
+            t.agents
+                .iter()
+                .filter(|a| a.kind == 2)
+                .map(|a| a.product_name.clone().or_else(|| a.name.clone()))
+                .collect::<Vec<_>>()
+        })),
+    );
+    Ok(ExtractionSummary {
+        extractor: ROCPROF_EXTRACTOR_NAME.to_owned(),
+        extractor_version: ROCPROF_EXTRACTOR_VERSION.to_owned(),
+        format: FormatKind::RocprofJson.name().to_owned(),
+        producer: options
+            .producer
+            .clone()
+            .unwrap_or_else(|| "rocprofv3".to_owned()),
+        rows,
+        time_span_ns: emitted.span,
+        tracks: trace.tracks.list.len() as u64,
+        coverage,
+        limitations: trace.log.into_limitations(),
+        metadata,
+        input_bytes: 0,
+        input_events: counts.events,
+        max_event_dur_ns: None,
+    })
+}
