@@ -112,10 +112,11 @@ pub struct BreakdownAnswer {
     pub artifacts_with_device_work: Vec<String>,
     /// Sections not asked for are null.
     pub temporal: Option<Vec<TemporalRow>>,
-    /// The most idle streams, up to
-    /// [`crate::accelerator_answer::STREAMS_SHOWN`].
+    /// Idle per stream; the answer keeps each artifact's most idle
+    /// [`crate::accelerator_answer::STREAMS_SHOWN`] (ranks are digested
+    /// from all of them first).
     pub idle: Option<Vec<StreamIdle>>,
-    /// Streams in the idle section, all of them.
+    /// Streams in the idle section, all of them, when some were left out.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub idle_streams_total: Option<usize>,
     pub overlap: Option<Vec<OverlapRow>>,
@@ -222,20 +223,13 @@ pub async fn gpu_breakdown(
         true => Some(copy_bandwidth(ctx, scope, params).await?),
         false => None,
     };
-    // The most idle streams only (a ROCm run may use hundreds), all counted.
-    let idle_streams_total = idle.as_ref().map(Vec::len);
-    let idle = idle.map(|rows| {
-        crate::accelerator_answer::keep_top(rows, crate::accelerator_answer::STREAMS_SHOWN, |r| {
-            r.idle_ns
-        })
-    });
     Ok(BreakdownAnswer {
         sections: params.sections.clone(),
         thresholds: params.thresholds,
         artifacts_with_device_work,
         temporal,
         idle,
-        idle_streams_total,
+        idle_streams_total: None,
         overlap,
         kernels,
         launches,

@@ -184,7 +184,14 @@ fn every_corpus_kineto_trace_matches_an_independent_model() {
             .into_owned();
         let trace = model::read(path);
         let run = import(&project, path);
-        let answer = project.json(&["analyze", "gpu-breakdown", &run, "--limit", "1000"]);
+        let answer = project.json(&[
+            "analyze",
+            "gpu-breakdown",
+            &run,
+            "--limit",
+            "1000",
+            "--full-names",
+        ]);
         if trace.ops.is_empty() {
             // The only allowed skip: no device events, answered as partial.
             assert_eq!(answer["evidence"]["status"], "partial", "{label}");
@@ -314,7 +321,14 @@ fn edge_cases_built_by_hand() {
     ];
     let path = kineto(dir.path(), "edge.json", events, 1);
     let run = import(&project, &path);
-    let a = project.json(&["analyze", "gpu-breakdown", &run, "--limit", "100"]);
+    let a = project.json(&[
+        "analyze",
+        "gpu-breakdown",
+        &run,
+        "--limit",
+        "100",
+        "--full-names",
+    ]);
     assert_eq!(a["artifacts"][0]["rank"], 1);
     assert_eq!(a["artifacts"][0]["world_size"], 2);
     let t = &a["temporal"][0];
@@ -542,7 +556,14 @@ fn nsight_export_matches_plain_sql() {
 
     let project = Project::new();
     let run = import(&project, &path);
-    let a = project.json(&["analyze", "gpu-breakdown", &run, "--limit", "1000"]);
+    let a = project.json(&[
+        "analyze",
+        "gpu-breakdown",
+        &run,
+        "--limit",
+        "1000",
+        "--full-names",
+    ]);
     assert_eq!(a["evidence"]["status"], "available");
     assert!(
         a["artifacts"][0]["rank"].is_null(),

@@ -46,6 +46,9 @@ pub struct GpuBreakdownRequest {
     /// Launch delays longer than this (µs) are outliers (HTA: 100).
     #[schemars(range(min = 0))]
     pub launch_delay_outlier_us: Option<f64>,
+    /// Names over 160 characters in full (default: as their kernel family).
+    #[serde(default)]
+    pub full_names: bool,
     /// Ranks shown in full (default: the 4 most idle past 8 artifacts).
     #[schemars(length(min = 1, max = 64))]
     pub ranks: Option<Vec<i64>>,
@@ -237,10 +240,13 @@ pub async fn gpu_breakdown(
         }
     }
     let mut answer = answer;
-    readable_names(&mut answer);
+    if !req.full_names {
+        readable_names(&mut answer);
+    }
     let target = serde_json::to_value(&req.target)
         .map_err(|e| FlameoxError::internal(format!("serializing the target: {e}")))?;
     let ranks = digest(&mut labels, &mut answer, req.ranks.as_deref(), &target)?;
+    keep_most_idle_streams(&mut answer);
     if ranks.is_some() {
         // The scopes name the artifacts shown; `ranks` counts them all.
         for scope in &mut targets {
@@ -280,4 +286,35 @@ fn readable_names(answer: &mut flameox_recipes::gpu_breakdown::BreakdownAnswer) 
             }
         }
     }
+}
+
+/// Each artifact's most idle streams (a ROCm run may use hundreds), all of
+/// them counted in `idle_streams_total`.
+fn keep_most_idle_streams(answer: &mut flameox_recipes::gpu_breakdown::BreakdownAnswer) {
+    use flameox_recipes::accelerator_answer::{STREAMS_SHOWN, keep_top};
+    let Some(rows) = answer.idle.take() else {
+        return;
+    };
+    let total = rows.len();
+    let mut by_artifact: std::collections::BTreeMap<String, Vec<_>> = Default::default();
+    let mut order = Vec::new();
+    for row in rows {
+        if !by_artifact.contains_key(&row.key.artifact_id) {
+            order.push(row.key.artifact_id.clone());
+        }
+        by_artifact
+            .entry(row.key.artifact_id.clone())
+            .or_default()
+            .push(row);
+    }
+    let mut kept = Vec::new();
+    for artifact in order {
+        if let Some(rows) = by_artifact.remove(&artifact) {
+            kept.extend(keep_top(rows, STREAMS_SHOWN, |r| r.idle_ns));
+        }
+    }
+    if kept.len() < total {
+        answer.idle_streams_total = Some(total);
+    }
+    answer.idle = Some(kept);
 }

@@ -54,7 +54,8 @@ pub struct SharedName {
     pub threads_total: usize,
 }
 
-/// Shared names listed, most-shared first (a system trace has hundreds).
+/// Shared names listed, those of the busiest threads first (a system
+/// trace has hundreds).
 pub const SHARED_NAMES_SHOWN: usize = 8;
 /// Threads named per shared name.
 pub const SHARED_THREADS_SHOWN: usize = 4;
@@ -120,8 +121,12 @@ pub async fn list_threads(qc: &QueryContext<'_>, req: &ThreadsRequest) -> Result
         .map(|(a, b)| b.saturating_sub(a))
         .unwrap_or(0);
     let mut by_name: BTreeMap<&str, Vec<String>> = BTreeMap::new();
-    for row in &answer.rows {
+    // Where each name first appears in the busiest-first listing: the
+    // names of the threads an answer is about come first.
+    let mut first_at: BTreeMap<&str, usize> = BTreeMap::new();
+    for (at, row) in answer.rows.iter().enumerate() {
         if let Some(name) = row.thread_name.as_deref() {
+            first_at.entry(name).or_insert(at);
             let who = match row.tid {
                 Some(tid) => format!("{} tid {tid}", row.label),
                 None => row.label.clone(),
@@ -132,7 +137,7 @@ pub async fn list_threads(qc: &QueryContext<'_>, req: &ThreadsRequest) -> Result
     let mut shared: Vec<(&str, Vec<String>)> =
         by_name.into_iter().filter(|(_, t)| t.len() > 1).collect();
     let shared_names_total = shared.len();
-    shared.sort_by(|a, b| b.1.len().cmp(&a.1.len()).then(a.0.cmp(b.0)));
+    shared.sort_by_key(|(name, _)| first_at.get(name).copied().unwrap_or(usize::MAX));
     let shared_names = shared
         .into_iter()
         .take(SHARED_NAMES_SHOWN)
