@@ -174,7 +174,7 @@ def compare(trace: Path, flameox: str) -> int:
     fx("init")
     imported, t_import, m_import = fx("import", str(trace))
     run = json.loads(imported)["run_id"]
-    breakdown_text, t_breakdown, m_breakdown = fx("analyze", "gpu-breakdown", run, "--limit", "1000")
+    breakdown_text, t_breakdown, m_breakdown = fx("analyze", "gpu-breakdown", run, "--limit", "1000", "--full-names")
     summary_text, t_summary, m_summary = fx(
         "analyze", "gpu-summary", run, "--report", "kernels", "--limit", "1000")
     breakdown, summary = json.loads(breakdown_text), json.loads(summary_text)
