@@ -59,12 +59,17 @@ pub enum FormatKind {
     GoTrace,
     /// AMD rocprofiler-sdk JSON (see [`crate::rocprof`]).
     RocprofJson,
+    /// One rocprofv3 CSV table (see [`crate::rocprof::csv_output`]).
+    RocprofCsv,
+    /// A rocprofv3 CSV output folder (found by
+    /// [`crate::rocprof::csv_tables::is_rocprof_csv_folder`]).
+    RocprofCsvDir,
     Unknown,
 }
 
 impl FormatKind {
     /// Every kind, in a fixed order.
-    pub const ALL: [FormatKind; 30] = [
+    pub const ALL: [FormatKind; 32] = [
         FormatKind::ChromeJson,
         FormatKind::SpeedscopeJson,
         FormatKind::ChromeCpuProfile,
@@ -94,6 +99,8 @@ impl FormatKind {
         FormatKind::Memray,
         FormatKind::GoTrace,
         FormatKind::RocprofJson,
+        FormatKind::RocprofCsv,
+        FormatKind::RocprofCsvDir,
         FormatKind::Unknown,
     ];
 
@@ -129,6 +136,8 @@ impl FormatKind {
             FormatKind::Memray => "memray",
             FormatKind::GoTrace => "go_trace",
             FormatKind::RocprofJson => "rocprofv3_json",
+            FormatKind::RocprofCsv => "rocprofv3_csv",
+            FormatKind::RocprofCsvDir => "rocprofv3_csv_dir",
             FormatKind::Unknown => "unknown",
         }
     }

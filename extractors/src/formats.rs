@@ -14,7 +14,7 @@ use crate::format_kind::FormatKind;
 
 /// Every format, in detection order: a sniffer earlier in the list wins a
 /// tie (`Certain` answers first, then `Likely` ones).
-pub static FORMATS: [&Format; 29] = [
+pub static FORMATS: [&Format; 31] = [
     &crate::nsight::formats::SQLITE_EXPORT,
     &crate::nsight::formats::OTHER_SQLITE,
     &crate::nsight::formats::REPORT,
@@ -31,6 +31,8 @@ pub static FORMATS: [&Format; 29] = [
     &crate::junit_xml::FORMAT,
     &crate::otlp::FORMAT,
     &crate::rocprof::FORMAT,
+    &crate::rocprof::CSV_FORMAT,
+    &crate::rocprof::CSV_DIR_FORMAT,
     &crate::configuration_observations::FORMAT,
     &crate::reduced_stacks::FORMAT,
     &crate::gecko::FORMAT,

@@ -12,6 +12,7 @@ use datafusion::logical_expr::{
     Expr, ExprFunctionExt, SortExpr, WindowFrame, WindowFrameBound, WindowFrameUnits, col, lit,
 };
 use datafusion::prelude::{DataFrame, SessionContext, cast};
+use flameox_extractors::trace_events::kinds::EventKind;
 
 /// The artifacts a question is about (a run resolves to its artifacts).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -174,16 +175,26 @@ pub fn as_int64(array: &dyn Array) -> RecipeResult<ArrayRef> {
         .map_err(|e| RecipeError::DataFusion(DataFusionError::ArrowError(Box::new(e), None)))
 }
 
-/// Event kinds that are no frame of a call stack: instants, scheduling rows
-/// (Perfetto: where a thread ran, not what it did) and the profiler's own
-/// recording span (Kineto's `PyTorch Profiler (N)`). The extractors leave
-/// the same kinds out of `frame_totals`, so windowed and whole-trace stack
-/// answers add up alike.
-pub const NOT_STACK_KINDS: [&str; 4] = ["instant", "sched_slice", "thread_state", "profiler_span"];
+/// Event kinds that are no frame of a call stack: instants, and the kinds
+/// [`EventKind::in_stacks`] leaves out — scheduling rows (where a thread
+/// ran, not what it did), interrupts and the profiler's own recording span
+/// (Kineto's `PyTorch Profiler (N)`). The extractors leave the same kinds
+/// out of `frame_totals`, so windowed and whole-trace stack answers add up
+/// alike.
+pub fn not_stack_kinds() -> Vec<&'static str> {
+    std::iter::once(EventKind::Instant.name())
+        .chain(
+            EventKind::ALL
+                .iter()
+                .filter(|k| !k.in_stacks())
+                .map(|k| k.name()),
+        )
+        .collect()
+}
 
-/// `kind NOT IN` [`NOT_STACK_KINDS`].
+/// `kind NOT IN` [`not_stack_kinds`].
 pub fn stack_kinds_only() -> Expr {
-    col("kind").in_list(NOT_STACK_KINDS.iter().map(|k| lit(*k)).collect(), true)
+    col("kind").in_list(not_stack_kinds().into_iter().map(lit).collect(), true)
 }
 
 /// A string-like column as plain Utf8 (dictionary columns join and compare

@@ -10,7 +10,8 @@ use datafusion::prelude::{SessionContext, lower};
 use serde::{Deserialize, Serialize};
 
 use crate::common::{
-    ArtifactScope, RecipeResult, collect, column, i64_at, max_end_before, string_at, table, u64_at,
+    ArtifactScope, RecipeResult, collect, column, i64_at, max_end_before, stack_kinds_only,
+    string_at, table, u64_at,
 };
 use crate::hotspots::{name_or_id, on_tracks};
 
@@ -86,8 +87,7 @@ pub async fn frame_instances(
         .scope
         .filter()
         .and(col("name").eq(lit(query.name.as_str())))
-        .and(col("kind").not_eq(lit("sched_slice")))
-        .and(col("kind").not_eq(lit("thread_state")));
+        .and(stack_kinds_only());
     if let Some((start, end)) = query.window {
         filter = filter
             .and(col("ts_ns").lt(lit(end)))

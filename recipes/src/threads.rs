@@ -102,6 +102,14 @@ pub struct ThreadAnswer {
     /// Every thread's time ready and waiting for a CPU, summed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub runnable_total_ns: Option<i64>,
+    /// The CPUs' time in hard interrupt handlers, when the scope has
+    /// interrupt evidence (it is inside the interrupted tasks' on-CPU
+    /// time, not added to it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub irq_total_ns: Option<i64>,
+    /// The CPUs' time in softirqs, likewise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub softirq_total_ns: Option<i64>,
 }
 
 /// A row's identity: kind, pid, then tid (threads) or device and stream.
@@ -401,6 +409,8 @@ pub async fn threads(
             .then(|| scheduler.threads.values().map(|t| t.on_cpu_ns).sum()),
         runnable_total_ns: (!scheduler.threads.is_empty())
             .then(|| scheduler.threads.values().map(|t| t.runnable_ns).sum()),
+        irq_total_ns: scheduler.interrupts.map(|i| i.irq_ns),
+        softirq_total_ns: scheduler.interrupts.map(|i| i.softirq_ns),
     })
 }
 

@@ -46,6 +46,18 @@ pub fn profilers_bin(tools: &[&str]) -> Option<PathBuf> {
     None
 }
 
+/// Says that a kernel tracer (`perf record`, an ftrace instance) does not
+/// run here and the test is skipped — or fails it when
+/// `FLAMEOX_REQUIRE_KERNEL_TRACING` is set (`.ci/run` sets it: CI runs as
+/// root with perf installed).
+pub fn skip_without_kernel_tracing(what: &str) {
+    assert!(
+        std::env::var_os("FLAMEOX_REQUIRE_KERNEL_TRACING").is_none(),
+        "{what} does not run here, and FLAMEOX_REQUIRE_KERNEL_TRACING is set"
+    );
+    eprintln!("SKIPPED: {what} does not run here (needs root and a kernel that traces)");
+}
+
 /// The profilers virtualenv's bin folder when its `python3` imports every
 /// one of `modules` (same rules as [`profilers_bin`]: required under `CI`
 /// or `FLAMEOX_PROFILERS_VENV`, else skipped with the reason).
@@ -245,6 +257,41 @@ impl Project {
         let mut all = args.to_vec();
         all.push("--json");
         success_json(&mut self.command(&all), args)
+    }
+
+    /// Every `trace_events` row of `kind` in the latest run, page by page
+    /// (`trace window`, the whole clock range), with `fields`.
+    pub fn window_events(&self, kind: &str, fields: &[&str]) -> Vec<serde_json::Value> {
+        let mut args = vec![
+            "trace",
+            "window",
+            "latest",
+            "--start-ns",
+            "0",
+            "--end-ns",
+            "9000000000000000000",
+            "--kind",
+            kind,
+            "--limit",
+            "1000",
+        ];
+        for field in fields {
+            args.extend(["--fields", field]);
+        }
+        let mut rows = Vec::new();
+        let mut cursor: Option<String> = None;
+        loop {
+            let mut page_args = args.clone();
+            if let Some(c) = &cursor {
+                page_args.extend(["--cursor", c.as_str()]);
+            }
+            let page = self.json(&page_args);
+            rows.extend(page["events"].as_array().into_iter().flatten().cloned());
+            match page["next_cursor"].as_str() {
+                Some(c) => cursor = Some(c.to_owned()),
+                None => return rows,
+            }
+        }
     }
 
     /// Runs with `--json`, expects failure with `code` and `exit`; returns the error object.

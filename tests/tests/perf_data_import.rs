@@ -8,7 +8,7 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use flameox_tests::{Project, corpus};
+use flameox_tests::{Project, corpus, skip_without_kernel_tracing};
 
 /// One sample of `perf script` text: its thread, its name at the sample,
 /// and its leaf frame as `(address, symbol, module file name)`.
@@ -64,7 +64,7 @@ fn perf(args: &[&str]) -> Option<Vec<u8>> {
     match out {
         Ok(out) if out.status.success() && !out.stdout.is_empty() => Some(out.stdout),
         _ => {
-            eprintln!("SKIPPED: `perf {}` does not run here", args.join(" "));
+            skip_without_kernel_tracing(&format!("`perf {}`", args.join(" ")));
             None
         }
     }
@@ -386,7 +386,7 @@ fn one_recording_with_samples_and_sched_tracepoints_gives_both() {
         .then(|| perf(&["script", "-F", "event", "-i", utf8(&file)]))
         .flatten();
     let Some(script) = script.map(|s| String::from_utf8_lossy(&s).into_owned()) else {
-        eprintln!("SKIPPED: `perf record` of cpu-clock and sched_switch does not run here");
+        skip_without_kernel_tracing("`perf record` of cpu-clock and sched_switch");
         return;
     };
     let count = |event: &str| script.lines().filter(|l| l.trim() == event).count() as u64;

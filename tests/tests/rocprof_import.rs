@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use flameox_tests::{Project, corpus, corpus_json};
 
 /// Per GPU index: dispatches, and the union of their [start, end) in ns.
-fn walk() -> BTreeMap<i64, (usize, i64, (i64, i64))> {
+pub(crate) fn walk() -> BTreeMap<i64, (usize, i64, (i64, i64))> {
     let doc = corpus_json("misc/rocprofv3_908_results.json.gz");
     let tool = &doc["rocprofiler-sdk-tool"][0];
     let gpu_of: BTreeMap<u64, i64> = tool["agents"]

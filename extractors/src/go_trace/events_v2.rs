@@ -24,11 +24,14 @@ pub(super) const EV_FREQUENCY: u8 = 8;
 pub(super) const EV_EXPERIMENTAL_BATCH: u8 = 49;
 pub(super) const EV_SYNC: u8 = 50;
 pub(super) const EV_CLOCK_SNAPSHOT: u8 = 51;
+/// 1.26+: a lone byte between two generations (the next batch's
+/// generation number says the same; it is counted and skipped).
+pub(super) const EV_END_OF_GENERATION: u8 = 52;
 /// Largest batch payload the runtime writes.
 const MAX_BATCH: u64 = 64 << 10;
 
-/// The runtime's event names, by type (1.22–1.25).
-pub(super) const EVENT_NAMES: [&str; 52] = [
+/// The runtime's event names, by type (1.22–1.26).
+pub(super) const EVENT_NAMES: [&str; 53] = [
     "None",
     "EventBatch",
     "Stacks",
@@ -81,6 +84,7 @@ pub(super) const EVENT_NAMES: [&str; 52] = [
     "ExperimentalBatch",
     "Sync",
     "ClockSnapshot",
+    "EndOfGeneration",
 ];
 
 /// Values on the wire (time delta included) of a timed event type in a
@@ -125,17 +129,28 @@ fn read_varint(r: &mut impl BufRead) -> Result<u64, String> {
 }
 
 /// Reads the next batch. Ok(None) at a clean end of input.
+/// 1.26's end-of-generation markers before it are skipped and counted in
+/// `end_markers`.
 pub(super) fn read_batch(
     r: &mut impl BufRead,
     minor: u32,
     offset: &mut u64,
+    end_markers: &mut u64,
 ) -> Result<Option<RawBatch>, String> {
-    let at = *offset;
     let mut head = [0u8; 1];
-    match r.read(&mut head) {
-        Ok(0) => return Ok(None),
-        Ok(_) => {}
-        Err(e) => return Err(format!("reading at byte {at}: {e}")),
+    let mut at = *offset;
+    loop {
+        match r.read(&mut head) {
+            Ok(0) => return Ok(None),
+            Ok(_) => {}
+            Err(e) => return Err(format!("reading at byte {at}: {e}")),
+        }
+        if head[0] != EV_END_OF_GENERATION || minor < 26 {
+            break;
+        }
+        *end_markers = end_markers.saturating_add(1);
+        at = at.saturating_add(1);
+        *offset = at;
     }
     let experimental = match head[0] {
         EV_EVENT_BATCH => false,
@@ -333,7 +348,7 @@ mod tests {
         let mut r = bytes.as_slice();
         let mut off = 0;
         let (mut tables, mut notes) = (GenTables::default(), NoteLog::default());
-        while let Some(b) = read_batch(&mut r, 22, &mut off).unwrap() {
+        while let Some(b) = read_batch(&mut r, 22, &mut off, &mut 0).unwrap() {
             assert!(read_structural(&b, 22, &mut tables, &mut notes));
         }
         assert_eq!(tables.strings.get(&2).map(String::as_str), Some("main.go"));
@@ -347,20 +362,24 @@ mod tests {
         let mut off = 0;
         let mut big: &[u8] = &[1, 1, 0, 0, 0x80, 0x80, 0x08];
         assert!(
-            read_batch(&mut big, 22, &mut off)
+            read_batch(&mut big, 22, &mut off, &mut 0)
                 .unwrap_err()
                 .contains("maximum")
         );
         let mut cut: &[u8] = &[1, 1, 0, 0, 5, 1];
         assert!(
-            read_batch(&mut cut, 22, &mut off)
+            read_batch(&mut cut, 22, &mut off, &mut 0)
                 .unwrap_err()
                 .contains("cut")
         );
         let mut foreign: &[u8] = &[9];
-        assert!(read_batch(&mut foreign, 22, &mut off).is_err());
+        assert!(read_batch(&mut foreign, 22, &mut off, &mut 0).is_err());
         let mut empty: &[u8] = &[];
-        assert!(read_batch(&mut empty, 22, &mut off).unwrap().is_none());
+        assert!(
+            read_batch(&mut empty, 22, &mut off, &mut 0)
+                .unwrap()
+                .is_none()
+        );
     }
 
     #[test]

@@ -31,7 +31,7 @@ pub const GO_TRACE_EXTRACTOR_NAME: &str = "go_trace";
 pub const GO_TRACE_EXTRACTOR_VERSION: &str = "1";
 
 /// The versions read, as the unsupported-version answer names them.
-const SUPPORTED: &str = "go1.11–go1.25";
+const SUPPORTED: &str = "go1.11–go1.26";
 
 /// Bytes between two progress reports.
 const REPORT_EVERY_BYTES: u64 = 1 << 20;

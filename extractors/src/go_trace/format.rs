@@ -13,7 +13,7 @@ use super::header::looks_like_go_trace;
 pub static FORMAT: Format = Format {
     kind: crate::format_kind::FormatKind::GoTrace,
     aliases: &["go_execution_trace", "gotrace"],
-    description: "Go execution trace (runtime/trace, go test -trace; go1.11–go1.25) → goroutines as threads with thread_state rows, their runs as sched_slice rows on one cpu track per P, GC cycles, stop-the-world and sweeps, user tasks and regions, CPU samples (cpu.samples), heap counters",
+    description: "Go execution trace (runtime/trace, go test -trace; go1.11–go1.26) → goroutines as threads with thread_state rows, their runs as sched_slice rows on one cpu track per P, GC cycles, stop-the-world and sweeps, user tasks and regions, CPU samples (cpu.samples), heap counters",
     sniff: Some(sniff),
     reading: Reading::Stream(
         Extractor {

@@ -13,7 +13,9 @@ use std::io::BufRead;
 
 use super::convert_v2::{GenConverter, MCtx, abs_ns, pid};
 use super::error::{DecodeLimits, GoTraceError, NoteLog};
-use super::events_v2::{GenTables, RawBatch, V2Event, read_batch, read_structural, read_timed};
+use super::events_v2::{
+    EV_END_OF_GENERATION, GenTables, RawBatch, V2Event, read_batch, read_structural, read_timed,
+};
 use super::model::TimelineSink;
 use super::sched_event::SchedEvent;
 use super::states::TimelineBuilder;
@@ -60,12 +62,13 @@ pub(super) fn decode_v2<S: TimelineSink>(
     };
     let mut offset = 16u64;
     let mut spill: Option<RawBatch> = None;
+    let mut end_markers = 0u64;
     loop {
         let mut batches: Vec<RawBatch> = spill.take().into_iter().collect();
         let mut size: u64 = batches.iter().map(|b| b.data.len() as u64).sum();
         let mut failure: Option<String> = None;
         loop {
-            match read_batch(r, minor, &mut offset) {
+            match read_batch(r, minor, &mut offset, &mut end_markers) {
                 Ok(None) => break,
                 Ok(Some(b)) => {
                     if batches
@@ -112,6 +115,9 @@ pub(super) fn decode_v2<S: TimelineSink>(
         if failure.is_some() || spill.is_none() {
             break;
         }
+    }
+    if end_markers > 0 {
+        *st.out.counts.entry(EV_END_OF_GENERATION).or_default() += end_markers;
     }
     if st.out.generations == 0 || st.freq.is_none() {
         return Err(GoTraceError::MissingFrequency);

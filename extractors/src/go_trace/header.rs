@@ -10,7 +10,7 @@ pub const HEADER_LEN: usize = 16;
 
 /// The versions this decoder reads, for error messages.
 pub const SUPPORTED_VERSIONS: &str =
-    "go1.11–go1.21 (per-P batch format) and go1.22–go1.25 (generation format)";
+    "go1.11–go1.21 (per-P batch format) and go1.22–go1.26 (generation format)";
 
 /// The trace format version: the `NN` of `go 1.NN trace`. Go writes the
 /// version of the format, not of the toolchain (1.19 and 1.20 both write
@@ -80,7 +80,7 @@ pub fn parse_header(head: &[u8]) -> Result<TraceVersion, GoTraceError> {
             found: String::from_utf8_lossy(bytes).into_owned(),
         });
     };
-    if (11..=25).contains(&minor) {
+    if (11..=26).contains(&minor) {
         Ok(TraceVersion { minor })
     } else {
         Err(GoTraceError::UnsupportedVersion {
@@ -131,7 +131,7 @@ mod tests {
 
     #[test]
     fn old_and_future_versions_are_named_in_the_error() {
-        for (text, found) in [("go 1.5 trace", "1.5"), ("go 1.26 trace", "1.26")] {
+        for (text, found) in [("go 1.5 trace", "1.5"), ("go 1.27 trace", "1.27")] {
             match parse_header(&header(text)) {
                 Err(GoTraceError::UnsupportedVersion { found: f, .. }) => assert_eq!(f, found),
                 other => panic!("{text}: {other:?}"),

@@ -242,7 +242,7 @@ fn v2_trace(minor: u32) -> Vec<u8> {
 
 #[test]
 fn v2_generations_decode_into_the_same_timeline() {
-    for minor in [22, 23, 25] {
+    for minor in [22, 23, 25, 26] {
         let t = decode(&v2_trace(minor));
         let s = &t.summary;
         assert!(s.notes.is_empty(), "go1.{minor}: {:?}", s.notes);
@@ -251,6 +251,8 @@ fn v2_generations_decode_into_the_same_timeline() {
             (2, 1, 1_000_000_000)
         );
         assert_eq!(s.events_by_type.get("GoStart"), Some(&2));
+        let markers = s.events_by_type.get("EndOfGeneration").copied();
+        assert_eq!(markers, (minor >= 26).then_some(1), "go1.{minor}");
         let g1: Vec<_> = states(&t, 1)
             .into_iter()
             .map(|s| (s.0, s.1, s.2, s.3))

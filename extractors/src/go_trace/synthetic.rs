@@ -94,6 +94,7 @@ impl V1Writer {
 pub(super) struct V2Writer {
     minor: u32,
     buf: Vec<u8>,
+    generation: Option<u64>,
 }
 
 impl V2Writer {
@@ -101,11 +102,17 @@ impl V2Writer {
         V2Writer {
             minor,
             buf: header(minor),
+            generation: None,
         }
     }
 
-    /// A batch of generation `gen` written by thread `m` at `ticks`.
+    /// A batch of generation `gen` written by thread `m` at `ticks` (from
+    /// 1.26, after an end-of-generation marker when the generation is new).
     pub(super) fn batch(&mut self, generation: u64, m: u64, ticks: u64, data: &[u8]) {
+        if self.minor >= 26 && self.generation.is_some_and(|g| g != generation) {
+            self.buf.push(52);
+        }
+        self.generation = Some(generation);
         self.buf.push(1);
         for v in [generation, m, ticks, data.len() as u64] {
             put_u64(&mut self.buf, v);

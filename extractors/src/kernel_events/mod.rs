@@ -20,7 +20,8 @@ pub mod tracing_data;
 use std::collections::BTreeMap;
 
 use crate::perfetto::proto::{
-    CpuState, FtraceEvent, FtraceEventBundle, PrintEvent, SchedSwitch, SchedWaking,
+    CpuState, FtraceEvent, FtraceEventBundle, IrqHandlerEntry, IrqHandlerExit, PrintEvent,
+    SchedSwitch, SchedWaking, Softirq,
 };
 use crate::perfetto::session::SystemTrace;
 use model::{FieldValue, KernelEvent};
@@ -73,6 +74,10 @@ pub fn to_ftrace_event(ev: &KernelEvent) -> Option<FtraceEvent> {
         sched_waking: None,
         cpu_frequency: None,
         cpu_idle: None,
+        softirq_entry: None,
+        softirq_exit: None,
+        irq_handler_entry: None,
+        irq_handler_exit: None,
     };
     match ev.name.as_str() {
         "sched_switch" => {
@@ -116,9 +121,48 @@ pub fn to_ftrace_event(ev: &KernelEvent) -> Option<FtraceEvent> {
                 buf: text(ev, "buf"),
             });
         }
+        "irq_handler_entry" => {
+            out.irq_handler_entry = Some(IrqHandlerEntry {
+                irq: leading_int(ev, "irq").and_then(|v| i32::try_from(v).ok()),
+                name: text(ev, "name"),
+            });
+        }
+        "irq_handler_exit" => {
+            // Binary formats record `ret` (1 = handled); ftrace text
+            // prints it as `handled` / `unhandled`.
+            let ret = match ev.field("ret").map(FieldValue::as_text).as_deref() {
+                Some("handled") => Some(1),
+                Some("unhandled") => Some(0),
+                _ => leading_int(ev, "ret").and_then(|v| i32::try_from(v).ok()),
+            };
+            out.irq_handler_exit = Some(IrqHandlerExit {
+                irq: leading_int(ev, "irq").and_then(|v| i32::try_from(v).ok()),
+                ret,
+            });
+        }
+        "softirq_entry" | "softirq_exit" => {
+            let vec = Softirq {
+                vec: leading_int(ev, "vec").and_then(|v| u32::try_from(v).ok()),
+            };
+            if ev.name == "softirq_entry" {
+                out.softirq_entry = Some(vec);
+            } else {
+                out.softirq_exit = Some(vec);
+            }
+        }
         _ => return None,
     }
     Some(out)
+}
+
+/// An integer field, or the number its text starts with (ftrace text
+/// prints `vec=4 [action=BLOCK]`).
+fn leading_int(ev: &KernelEvent, name: &str) -> Option<i64> {
+    let value = ev.field(name)?;
+    value.as_i64().or_else(|| {
+        let text = value.as_text();
+        text.split_whitespace().next().and_then(|t| t.parse().ok())
+    })
 }
 
 impl KernelEventFeed {

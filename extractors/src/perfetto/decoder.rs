@@ -35,6 +35,8 @@ pub enum SlotKey {
     Thread(i32, i32),
     /// One CPU's scheduling slices.
     Cpu(u32),
+    /// One CPU's hard interrupt (`false`) or softirq (`true`) handlers.
+    Interrupts(u32, bool),
     /// One thread's scheduling states.
     ThreadState(i32),
     /// A named counter of a process (pid 0 = system-wide).

@@ -44,6 +44,13 @@ impl Decoder {
                         .tracks
                         .add_named(TrackKind::Cpu, Ident::None, Ident::None, name)
                 }
+                SlotKey::Interrupts(cpu, soft) => {
+                    let what = if soft { "softirq" } else { "irq" };
+                    let name = self.p.strings.intern(&format!("cpu {cpu} {what}"));
+                    self.p
+                        .tracks
+                        .add_named(TrackKind::Interrupt, Ident::None, Ident::None, name)
+                }
                 SlotKey::ThreadState(tid) => {
                     let pid = self.thread_pid(tid, None);
                     let name = self.p.strings.intern("thread state");

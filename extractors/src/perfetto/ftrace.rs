@@ -8,7 +8,8 @@
 //! would see effects before causes.
 //!
 //! Output: one `sched_slice` row per task run on a CPU track (named by the
-//! task, with its pid/tid; the idle task is not a slice), and per-thread
+//! task, with its pid/tid; the idle task is not a slice), `interrupt` rows
+//! on per-CPU interrupt tracks ([`super::interrupts`]), and per-thread
 //! `thread_state` rows — Running, Runnable (woken or preempted, waiting for
 //! a CPU), Sleeping, Uninterruptible Sleep, … — on a thread-state track.
 
@@ -17,7 +18,8 @@ use crate::api::LimitationLog;
 
 use super::decoder::{Decoder, EventRow, SlotKey};
 use super::ftrace_records::{FtraceRecord, Record};
-use super::proto::{CompactSched, FtraceEventBundle};
+use super::interrupts::{Interrupts, softirq_action};
+use super::proto::{CompactSched, FtraceEvent, FtraceEventBundle};
 use super::sequence::lossy;
 use super::spill::Spilling;
 use crate::trace_events::ids::NONE;
@@ -79,6 +81,8 @@ impl Decoder {
                     cpu,
                     what: Record::Print { tid, text },
                 });
+            } else if let Some(what) = self.interrupt_record(event) {
+                self.ftrace.push(FtraceRecord { ts, cpu, what });
             } else if let Some(c) = event.cpu_frequency.as_ref().or(event.cpu_idle.as_ref()) {
                 let frequency = event.cpu_frequency.is_some();
                 let Some(state) = c.state else { continue };
@@ -98,6 +102,36 @@ impl Decoder {
         if let Some(compact) = &bundle.compact_sched {
             self.compact_sched(cpu, compact);
         }
+    }
+
+    /// The record of an interrupt or softirq entry or exit.
+    fn interrupt_record(&mut self, event: &FtraceEvent) -> Option<Record> {
+        let (soft, enter, number, name, ret) = if let Some(e) = &event.irq_handler_entry {
+            let irq = e.irq.unwrap_or(-1);
+            let name = e.name.as_deref().map(lossy).unwrap_or_default();
+            let name = if name.is_empty() {
+                format!("irq {irq}")
+            } else {
+                name.chars().take(MAX_COMM_NAME_BYTES).collect()
+            };
+            (false, true, irq, self.p.strings.intern(&name), -1)
+        } else if let Some(e) = &event.irq_handler_exit {
+            (false, false, e.irq.unwrap_or(-1), 0, e.ret.unwrap_or(-1))
+        } else if let Some(v) = event.softirq_entry.as_ref().or(event.softirq_exit.as_ref()) {
+            let vec = v.vec.unwrap_or(u32::MAX);
+            let name = self.p.strings.intern(&softirq_action(vec));
+            let number = i32::try_from(vec).unwrap_or(-1);
+            (true, event.softirq_entry.is_some(), number, name, -1)
+        } else {
+            return None;
+        };
+        Some(Record::Interrupt {
+            soft,
+            enter,
+            number,
+            name,
+            ret,
+        })
     }
 
     fn compact_sched(&mut self, cpu: u32, c: &CompactSched) {
@@ -170,6 +204,7 @@ impl Decoder {
         let mut records = std::mem::take(&mut self.ftrace);
         let mut sched = Sched::default();
         let mut atrace = super::atrace::Atrace::default();
+        let mut interrupts = Interrupts::default();
         let mut last = 0;
         for r in records.sorted()? {
             let r = r?;
@@ -254,6 +289,20 @@ impl Decoder {
                 Record::Print { tid, ref text } => {
                     atrace.handle(self, r.ts, tid, text);
                 }
+                Record::Interrupt {
+                    soft,
+                    enter: true,
+                    number,
+                    name,
+                    ret: _,
+                } => interrupts.enter(self, r.cpu, r.ts, soft, number, name),
+                Record::Interrupt {
+                    soft,
+                    enter: false,
+                    number,
+                    name: _,
+                    ret,
+                } => interrupts.exit(self, r.cpu, r.ts, soft, number, ret),
             }
         }
         // In CPU and thread order, not the maps' (seeded per process):
@@ -273,6 +322,7 @@ impl Decoder {
             self.close_state(&mut sched, tid, NONE);
         }
         atrace.finish(self, last);
+        interrupts.finish(self);
         Ok(())
     }
 

@@ -34,11 +34,23 @@ pub enum Record {
     },
     /// An atrace marker written by thread `tid`.
     Print { tid: i32, text: Box<str> },
+    /// A hard interrupt handler (`irq_handler_entry/exit`, `number` the
+    /// irq) or a softirq (`softirq_entry/exit`, `number` the vector) enters
+    /// or leaves the record's CPU. `name` is interned (the handler's or
+    /// the action's); `ret` is the handler's return (-1 when not said).
+    Interrupt {
+        soft: bool,
+        enter: bool,
+        number: i32,
+        name: u32,
+        ret: i32,
+    },
 }
 
 const SWITCH: u8 = 0;
 const WAKING: u8 = 1;
 const PRINT: u8 = 2;
+const INTERRUPT: u8 = 3;
 
 /// A pid or tid that may be absent: a presence byte, then the value.
 fn encode_optional(value: Option<i32>, out: &mut Vec<u8>) {
@@ -112,6 +124,19 @@ impl TimedRecord for FtraceRecord {
                 out.extend_from_slice(&tid.to_le_bytes());
                 out.extend_from_slice(text.as_bytes());
             }
+            Record::Interrupt {
+                soft,
+                enter,
+                number,
+                name,
+                ret,
+            } => {
+                out.push(INTERRUPT);
+                out.push(u8::from(*soft) | u8::from(*enter) << 1);
+                out.extend_from_slice(&number.to_le_bytes());
+                out.extend_from_slice(&name.to_le_bytes());
+                out.extend_from_slice(&ret.to_le_bytes());
+            }
         }
     }
 
@@ -140,6 +165,19 @@ impl TimedRecord for FtraceRecord {
                 Record::Print {
                     tid,
                     text: text.into(),
+                }
+            }
+            INTERRUPT => {
+                let [flags] = f.take()?;
+                if flags > 3 {
+                    return None;
+                }
+                Record::Interrupt {
+                    soft: flags & 1 != 0,
+                    enter: flags & 2 != 0,
+                    number: f.i32()?,
+                    name: f.u32()?,
+                    ret: f.i32()?,
                 }
             }
             _ => return None,
@@ -204,7 +242,7 @@ mod tests {
             .map(|i| FtraceRecord {
                 ts: (i * 37) % 50,
                 cpu: (i % 4) as u32,
-                what: match i % 4 {
+                what: match i % 5 {
                     0 => Record::Switch {
                         prev_pid: (i % 8 == 0).then_some(-(i as i32)),
                         prev_state: i64::MIN + i,
@@ -221,6 +259,13 @@ mod tests {
                     2 => Record::Print {
                         tid: i as i32,
                         text: format!("B|{i}|slice ünïcode {i}").into(),
+                    },
+                    3 => Record::Interrupt {
+                        soft: i % 2 == 0,
+                        enter: i % 3 == 0,
+                        number: i as i32,
+                        name: 9,
+                        ret: -1,
                     },
                     _ => Record::Print {
                         tid: 0,
@@ -260,7 +305,7 @@ mod tests {
     #[test]
     fn damaged_bytes_are_refused() {
         let mut bytes = Vec::new();
-        for record in records().into_iter().take(4) {
+        for record in records().into_iter().take(5) {
             bytes.clear();
             record.encode(&mut bytes);
             let back = FtraceRecord::decode(&bytes).expect("decodes");

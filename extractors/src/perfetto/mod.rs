@@ -20,6 +20,7 @@ pub mod finish;
 mod format;
 pub mod ftrace;
 pub mod ftrace_records;
+pub mod interrupts;
 mod legacy_event;
 pub mod pending_samples;
 pub mod proto;
@@ -138,12 +139,6 @@ pub(crate) fn extract_perfetto_spilling<R: BufRead>(
     session.finish(options, sink, observer, input, None)
 }
 
-/// Kinds whose slices go into the call-stack reductions: scheduling rows
-/// describe CPUs and threads, not code.
-fn reduced_kind(kind: EventKind) -> bool {
-    !matches!(kind, EventKind::SchedSlice | EventKind::ThreadState)
-}
-
 fn write_tables(
     mut d: Decoder,
     options: &ExtractOptions,
@@ -165,7 +160,7 @@ fn write_tables(
             let into = SliceReductions {
                 agg,
                 metric: wall,
-                include: reduced_kind,
+                include: EventKind::in_stacks,
             };
             let events = spill.finish_with(&mut d.p, &mut em, observer, &[], Some(into))?;
             emit::emit_tracks(&mut em, &d.p)?;
@@ -267,7 +262,7 @@ fn in_memory_events(
     emit::emit_trace_events(em, &d.p, &derived)?;
     emit::emit_tracks(em, &d.p)?;
     emit_counters(em, d)?;
-    emit::aggregate_slices_into(&mut agg, wall, &d.p, &derived, reduced_kind);
+    emit::aggregate_slices_into(&mut agg, wall, &d.p, &derived, EventKind::in_stacks);
     let s = &d.p.store;
     let span = (0..s.len())
         .map(|i| {

@@ -500,6 +500,41 @@ pub struct FtraceEvent {
     pub cpu_frequency: Option<CpuState>,
     #[prost(message, optional, tag = "13")]
     pub cpu_idle: Option<CpuState>,
+    #[prost(message, optional, tag = "24")]
+    pub softirq_entry: Option<Softirq>,
+    #[prost(message, optional, tag = "25")]
+    pub softirq_exit: Option<Softirq>,
+    #[prost(message, optional, tag = "36")]
+    pub irq_handler_entry: Option<IrqHandlerEntry>,
+    #[prost(message, optional, tag = "37")]
+    pub irq_handler_exit: Option<IrqHandlerExit>,
+}
+
+/// `SoftirqEntryFtraceEvent` / `SoftirqExitFtraceEvent`: the softirq
+/// vector (0 HI, 1 TIMER, 2 NET_TX, 3 NET_RX, 4 BLOCK, 5 IRQ_POLL,
+/// 6 TASKLET, 7 SCHED, 8 HRTIMER, 9 RCU).
+#[derive(Clone, PartialEq, Message)]
+pub struct Softirq {
+    #[prost(uint32, optional, tag = "1")]
+    pub vec: Option<u32>,
+}
+
+/// `IrqHandlerEntryFtraceEvent`: a hard interrupt handler starts.
+#[derive(Clone, PartialEq, Message)]
+pub struct IrqHandlerEntry {
+    #[prost(int32, optional, tag = "1")]
+    pub irq: Option<i32>,
+    #[prost(bytes = "vec", optional, tag = "2")]
+    pub name: Option<Vec<u8>>,
+}
+
+/// `IrqHandlerExitFtraceEvent`: it returns (`ret` 1 = handled).
+#[derive(Clone, PartialEq, Message)]
+pub struct IrqHandlerExit {
+    #[prost(int32, optional, tag = "1")]
+    pub irq: Option<i32>,
+    #[prost(int32, optional, tag = "2")]
+    pub ret: Option<i32>,
 }
 
 /// `CpuFrequencyFtraceEvent` (state in kHz) and `CpuIdleFtraceEvent`

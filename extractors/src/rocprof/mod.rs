@@ -8,8 +8,12 @@
 //!
 //! The document is one JSON object, parsed whole ([`model`] keeps only
 //! what becomes evidence); the decompressed-input bound caps it. Times
-//! are the tool's nanoseconds.
+//! are the tool's nanoseconds. rocprofv3's CSV tables (its default
+//! output) are read by [`csv_output`] into the same evidence ([`evidence`]).
 
+pub mod csv_output;
+pub mod csv_tables;
+pub mod evidence;
 mod format;
 pub mod model;
 
@@ -22,38 +26,17 @@ use crate::api::{BatchSink, ExtractError, ExtractObserver, ExtractOptions, Extra
 use crate::format_kind::FormatKind;
 use crate::trace_events::builder::TraceBuilder;
 use crate::trace_events::device_columns::DeviceFields;
-use crate::trace_events::emit;
-use crate::trace_events::emitter::Emitter;
 use crate::trace_events::ids::NONE;
-use crate::trace_events::in_memory::in_memory_events;
 use crate::trace_events::kinds::EventKind;
-use crate::trace_events::store::NewEvent;
 use crate::trace_events::tracks::Ident;
+use evidence::{Counts, Pending, RunFacts, finish, push, stream_track};
 use model::{Correlation, Document, ToolOutput};
 
-pub use format::FORMAT;
+pub use format::{CSV_DIR_FORMAT, CSV_FORMAT, FORMAT};
 
 pub const ROCPROF_EXTRACTOR_NAME: &str = "rocprofv3_json";
 /// Bumped whenever the rows produced for the same input change.
 pub const ROCPROF_EXTRACTOR_VERSION: &str = "1";
-
-/// One event to push, before its strings are interned.
-struct Pending<'a> {
-    start: Option<u64>,
-    end: Option<u64>,
-    name: &'a str,
-    category: &'a str,
-    kind: EventKind,
-    fields: DeviceFields,
-    args: Option<String>,
-}
-
-/// Counts by record type, for the summary.
-#[derive(Default)]
-struct Counts {
-    by_type: BTreeMap<&'static str, u64>,
-    events: u64,
-}
 
 fn correlation(c: Correlation) -> (i64, i64) {
     let internal = i64::try_from(c.internal).unwrap_or(NONE);
@@ -62,57 +45,6 @@ fn correlation(c: Correlation) -> (i64, i64) {
         e => i64::try_from(e).unwrap_or(NONE),
     };
     (internal, external)
-}
-
-fn push(trace: &mut TraceBuilder, track: u32, p: Pending<'_>, counts: &mut Counts) {
-    let (Some(start), Some(end)) = (p.start, p.end) else {
-        trace.log.note("record_without_times", || {
-            "a record has no start or end timestamp; skipped".to_owned()
-        });
-        return;
-    };
-    let (Ok(start), Ok(end)) = (i64::try_from(start), i64::try_from(end)) else {
-        trace.log.note("timestamp_overflow", || {
-            "a record's timestamp does not fit in i64 ns; skipped".to_owned()
-        });
-        return;
-    };
-    if end < start {
-        trace.log.note("record_ends_before_start", || {
-            "a record ends before it starts; skipped".to_owned()
-        });
-        return;
-    }
-    let name = trace.strings.intern(p.name);
-    let cat = trace.strings.intern(p.category);
-    let event_id = trace.store.len() as u64;
-    let device_activity = matches!(p.kind, EventKind::Kernel | EventKind::Memcpy);
-    trace.store.push(
-        NewEvent {
-            event_id,
-            ts: start,
-            dur: end - start,
-            name,
-            cat,
-            kind: p.kind,
-            track,
-            device_activity,
-            fields: p.fields,
-        },
-        false,
-        p.args.as_deref(),
-    );
-    counts.events += 1;
-}
-
-/// The GPU stream track of `(device, stream)`.
-fn stream_track(trace: &mut TraceBuilder, device: i64, stream: i64) -> u32 {
-    let label = trace.strings.intern(&format!("GPU {device}"));
-    let pid = Ident::Label(label);
-    trace.tracks.process_names.insert(pid, label);
-    let track = trace.tracks.thread(pid, Ident::Int(stream));
-    trace.tracks.mark_gpu(track, device, stream);
-    track
 }
 
 fn add_tool(trace: &mut TraceBuilder, tool: &ToolOutput, counts: &mut Counts) {
@@ -300,42 +232,8 @@ pub fn extract_rocprof_json<R: BufRead>(
     for tool in &doc.tool {
         add_tool(&mut trace, tool, &mut counts);
     }
-    if counts.events == 0 {
-        return Err(ExtractError::Parse {
-            message: "the rocprofiler-sdk document holds no kernel dispatch, memory copy or API call with times".to_owned(),
-            offset: None,
-        });
-    }
-    let host_calls: u64 = ["hip_api", "hsa_api", "marker_api", "rccl_api"]
-        .iter()
-        .filter_map(|k| counts.by_type.get(k))
-        .sum();
-    if host_calls == 0 {
-        trace.log.note("no_host_api_records", || {
-            "the document has no HIP/HSA API records: kernels cannot be linked to their launches (record with rocprofv3 --hip-trace or --runtime-trace)".to_owned()
-        });
-    }
-    trace.store.arena.finish_writes()?;
-    let mut em = Emitter::new(options, sink);
-    let emitted = in_memory_events(&mut trace, &mut em, observer, None)?;
-    emit::emit_tracks(&mut em, &trace)?;
-    emit::emit_counters(&mut em, &trace)?;
-    if let Some(agg) = emitted.agg {
-        emit::write_slice_reductions(&mut em, agg)?;
-    }
-    let rows = em.into_rows();
     let first = doc.tool.first();
-    let mut coverage = BTreeMap::new();
-    coverage.insert(
-        "kernels".to_owned(),
-        counts
-            .by_type
-            .get("kernel_dispatch")
-            .is_some_and(|n| *n > 0),
-    );
-    coverage.insert("host_api".to_owned(), host_calls > 0);
     let mut metadata = BTreeMap::new();
-    metadata.insert("records_by_type".to_owned(), json!(counts.by_type));
     metadata.insert("pid".to_owned(), json!(first.and_then(|t| t.metadata.pid)));
     metadata.insert(
         "hostname".to_owned(),
@@ -351,22 +249,11 @@ pub fn extract_rocprof_json<R: BufRead>(
                 .collect::<Vec<_>>()
         })),
     );
-    Ok(ExtractionSummary {
-        extractor: ROCPROF_EXTRACTOR_NAME.to_owned(),
-        extractor_version: ROCPROF_EXTRACTOR_VERSION.to_owned(),
-        format: FormatKind::RocprofJson.name().to_owned(),
-        producer: options
-            .producer
-            .clone()
-            .unwrap_or_else(|| "rocprofv3".to_owned()),
-        rows,
-        time_span_ns: emitted.span,
-        tracks: trace.tracks.list.len() as u64,
-        coverage,
-        limitations: trace.log.into_limitations(),
+    let facts = RunFacts {
+        extractor: ROCPROF_EXTRACTOR_NAME,
+        version: ROCPROF_EXTRACTOR_VERSION,
+        format: FormatKind::RocprofJson,
         metadata,
-        input_bytes: 0,
-        input_events: counts.events,
-        max_event_dur_ns: None,
-    })
+    };
+    finish(trace, counts, facts, options, sink, observer)
 }

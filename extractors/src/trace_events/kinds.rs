@@ -36,11 +36,14 @@ pub enum EventKind {
     /// category `Trace`): it covers the whole trace and is no work, so it
     /// stays out of the call-stack reductions.
     ProfilerSpan,
+    /// A hard interrupt handler or softirq running on a CPU ahead of its
+    /// task (ftrace `irq_handler_*`, `softirq_*`): no thread's, no frame.
+    Interrupt,
 }
 
 impl EventKind {
     /// Every kind, in code order (`kind as u8` is the index).
-    pub const ALL: [EventKind; 19] = [
+    pub const ALL: [EventKind; 20] = [
         EventKind::CpuSlice,
         EventKind::PythonFunction,
         EventKind::CpuOp,
@@ -60,6 +63,7 @@ impl EventKind {
         EventKind::NvtxRange,
         EventKind::OsRuntime,
         EventKind::ProfilerSpan,
+        EventKind::Interrupt,
     ];
 
     /// The kind whose `kind as u8` is `code` (a new variant must join
@@ -90,6 +94,7 @@ impl EventKind {
             EventKind::NvtxRange => "nvtx_range",
             EventKind::OsRuntime => "os_runtime",
             EventKind::ProfilerSpan => "profiler_span",
+            EventKind::Interrupt => "interrupt",
         }
     }
 
@@ -102,10 +107,17 @@ impl EventKind {
         )
     }
 
-    /// Whether slices of this kind are frames of the stack reductions (the
-    /// profiler's own span is not).
+    /// Whether slices of this kind are frames of the stack reductions:
+    /// the profiler's own span is not, nor are the rows that say where a
+    /// thread ran or what interrupted a CPU rather than what code did.
     pub fn in_stacks(self) -> bool {
-        self != EventKind::ProfilerSpan
+        !matches!(
+            self,
+            EventKind::ProfilerSpan
+                | EventKind::SchedSlice
+                | EventKind::ThreadState
+                | EventKind::Interrupt
+        )
     }
 
     /// Frame language for the stack reductions.
@@ -231,7 +243,7 @@ pub fn classify(category: Option<&str>, name: &str, instant: bool) -> Classified
     }
 }
 
-const _: () = assert!(EventKind::ProfilerSpan as usize + 1 == EventKind::ALL.len());
+const _: () = assert!(EventKind::Interrupt as usize + 1 == EventKind::ALL.len());
 
 #[cfg(test)]
 mod tests {

@@ -39,6 +39,8 @@ pub enum TrackKind {
     Cpu,
     /// One thread's scheduling states.
     ThreadState,
+    /// One CPU's hard interrupt or softirq handlers.
+    Interrupt,
 }
 
 impl TrackKind {
@@ -50,6 +52,7 @@ impl TrackKind {
             TrackKind::Counter => "counter",
             TrackKind::Cpu => "cpu",
             TrackKind::ThreadState => "thread_state",
+            TrackKind::Interrupt => "interrupt",
         }
     }
 }

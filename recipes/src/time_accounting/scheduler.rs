@@ -9,6 +9,10 @@
 //! calls); both are reported, each under its own name. An open state
 //! (`dur_ns` = -1, still running at the end) counts nothing.
 //!
+//! Interrupt handlers (`interrupt` rows: hard irq and softirq) run ahead
+//! of the CPU's task, inside its `sched_slice`; their time is summed on
+//! its own, never taken from a thread's.
+//!
 //! The CPUs are the scope's `cpu` tracks (one per CPU that ran a task), so
 //! on-CPU time has a capacity to be a share of: CPUs × the trace's span.
 
@@ -28,11 +32,22 @@ pub struct SchedulerTime {
     pub runnable_ns: i64,
 }
 
-/// Scheduler time per `(artifact, tid)`, and the CPUs seen per artifact.
+/// Time the CPUs spent in interrupt handlers, ns (closed handlers only).
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct InterruptTime {
+    /// Hard interrupt handlers (`irq_handler_entry` to `_exit`).
+    pub irq_ns: i64,
+    /// Softirqs (`softirq_entry` to `_exit`).
+    pub softirq_ns: i64,
+}
+
+/// Scheduler time per `(artifact, tid)`, the CPUs seen per artifact, and
+/// the interrupt time over the scope (None without `interrupt` rows).
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct SchedulerTimes {
     pub threads: BTreeMap<(String, i64), SchedulerTime>,
     pub cpus: BTreeMap<String, i64>,
+    pub interrupts: Option<InterruptTime>,
 }
 
 impl SchedulerTimes {
@@ -95,6 +110,7 @@ pub async fn scheduler_times(
         Ok(())
     })
     .await?;
+    out.interrupts = interrupt_time(ctx, scope).await?;
     if out.threads.is_empty() {
         return Ok(out);
     }
@@ -112,6 +128,38 @@ pub async fn scheduler_times(
                 i64_at(column(batch, "cpus")?, i),
             ) {
                 out.cpus.insert(artifact, n);
+            }
+        }
+        Ok(())
+    })
+    .await?;
+    Ok(out)
+}
+
+/// The scope's hard-irq and softirq time: the `interrupt` rows by
+/// category (an open handler, `dur_ns` -1, counts nothing).
+async fn interrupt_time(
+    ctx: &SessionContext,
+    scope: &ArtifactScope,
+) -> RecipeResult<Option<InterruptTime>> {
+    let rows = table(ctx, "trace_events")
+        .await?
+        .filter(scope.filter().and(col("kind").eq(lit("interrupt"))))?
+        .aggregate(
+            vec![col("category")],
+            vec![
+                sum(when(col("dur_ns").gt(lit(0i64)), col("dur_ns")).otherwise(lit(0i64))?)
+                    .alias("ns"),
+            ],
+        )?;
+    let mut out: Option<InterruptTime> = None;
+    for_each_batch(rows, |batch| {
+        for i in 0..batch.num_rows() {
+            let time = out.get_or_insert_with(InterruptTime::default);
+            let ns = i64_at(column(batch, "ns")?, i).unwrap_or(0);
+            match string_at(column(batch, "category")?, i).as_deref() {
+                Some("softirq") => time.softirq_ns += ns,
+                _ => time.irq_ns += ns,
             }
         }
         Ok(())

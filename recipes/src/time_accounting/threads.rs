@@ -15,7 +15,7 @@ use datafusion::prelude::SessionContext;
 use super::frame_roles::{FrameRole, role};
 use super::intervals::{total, union_segments};
 use crate::common::{
-    ArtifactScope, NOT_STACK_KINDS, RecipeResult, column, i64_at, string_at, table, u64_at,
+    ArtifactScope, RecipeResult, column, i64_at, stack_kinds_only, string_at, table, u64_at,
 };
 use crate::device_pass::for_each_batch;
 
@@ -33,9 +33,7 @@ pub struct TrackTime {
 /// Rows that are a thread's work: terminated slices of every kind but
 /// instants, scheduling rows and the profiler's own span.
 fn work_rows() -> datafusion::logical_expr::Expr {
-    col("dur_ns")
-        .gt(lit(0i64))
-        .and(col("kind").in_list(NOT_STACK_KINDS.iter().map(|k| lit(*k)).collect(), true))
+    col("dur_ns").gt(lit(0i64)).and(stack_kinds_only())
 }
 
 /// Busy (Σ self) per `(artifact, track)` and, for the tracks in `tracks`

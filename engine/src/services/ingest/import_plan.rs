@@ -17,6 +17,7 @@ use flameox_extractors::input::{InputLimits, read_head};
 use flameox_extractors::nsight::export_dir::{
     TableFileFormat, is_nsys_table_set, table_file_format, table_of_file,
 };
+use flameox_extractors::rocprof::csv_tables::is_rocprof_csv_folder;
 
 use crate::error::{ErrorCode, FlameoxError, Result, input_io_error, wrapped_io_error};
 use crate::store::check_regular_file;
@@ -145,10 +146,10 @@ pub fn plan_inputs(
     for (shape, folder_kind) in planned {
         let (name, kind, producer_hint) = match (&shape, folder_kind) {
             (InputShape::ExportDir { dir, .. }, Some(kind)) => {
-                let producer = if kind == FormatKind::CriterionDir {
-                    "criterion"
-                } else {
-                    "nsys"
+                let producer = match kind {
+                    FormatKind::CriterionDir => "criterion",
+                    FormatKind::RocprofCsvDir => "rocprofv3",
+                    _ => "nsys",
                 };
                 (display_name(dir), kind, Some(producer.to_owned()))
             }
@@ -252,8 +253,9 @@ fn list_folder(dir: &Path) -> Result<Vec<String>> {
 
 /// `Some(kind)` when the folder is an nsys parquetdir/arrowdir export
 /// (table files by content, with StringIds plus a CUPTI/NVTX/OSRT/
-/// TARGET_INFO table); `None` for a folder of other files; an error for a
-/// folder of table files that is not an nsys export.
+/// TARGET_INFO table) or a rocprofv3 CSV output (`.csv` files, one a
+/// trace table by its header); `None` for a folder of other files; an
+/// error for a folder of table files that is not an nsys export.
 fn classify_folder(dir: &Path, files: &[String]) -> Result<Option<FormatKind>> {
     let mut tables = Vec::new();
     let mut parquet = false;
@@ -275,6 +277,9 @@ fn classify_folder(dir: &Path, files: &[String]) -> Result<Option<FormatKind>> {
         } else {
             FormatKind::NsightArrowDir
         }));
+    }
+    if is_rocprof_csv_folder(dir, files) {
+        return Ok(Some(FormatKind::RocprofCsvDir));
     }
     if !tables.is_empty() && tables.len() == files.len() {
         return Err(FlameoxError::new(

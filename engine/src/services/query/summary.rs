@@ -98,6 +98,21 @@ pub struct CpuSummary {
     pub on_cpu_pct_of_capacity: f64,
     /// Every thread's time ready and waiting for a CPU, summed.
     pub runnable_ns: i64,
+    /// The CPUs' time in hard interrupt handlers and in softirqs (inside
+    /// `on_cpu_ns`: the interrupted tasks' runs), when the trace records
+    /// interrupts.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub interrupts: Option<InterruptSummary>,
+}
+
+/// Interrupt time over the trace.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct InterruptSummary {
+    pub irq_ns: i64,
+    pub softirq_ns: i64,
+    /// `irq_ns + softirq_ns` as a percentage of the capacity: CPUs × the
+    /// trace's span.
+    pub total_pct_of_capacity: f64,
 }
 
 fn is_zero(n: &i64) -> bool {
@@ -642,16 +657,29 @@ fn caveats_of(
 fn cpu_of(listed: &threads::ThreadsResult, duration_ns: i64) -> Option<CpuSummary> {
     let cpus = listed.cpus?;
     let capacity = (cpus as f64) * (duration_ns as f64);
+    let pct = |ns: i64| {
+        if capacity > 0.0 {
+            (ns as f64 * 10_000.0 / capacity).round() / 100.0
+        } else {
+            0.0
+        }
+    };
     let on_cpu_ns = listed.on_cpu_total_ns?;
+    let interrupts =
+        listed
+            .irq_total_ns
+            .zip(listed.softirq_total_ns)
+            .map(|(irq_ns, softirq_ns)| InterruptSummary {
+                irq_ns,
+                softirq_ns,
+                total_pct_of_capacity: pct(irq_ns + softirq_ns),
+            });
     Some(CpuSummary {
         cpus,
         on_cpu_ns,
-        on_cpu_pct_of_capacity: if capacity > 0.0 {
-            (on_cpu_ns as f64 * 10_000.0 / capacity).round() / 100.0
-        } else {
-            0.0
-        },
+        on_cpu_pct_of_capacity: pct(on_cpu_ns),
         runnable_ns: listed.runnable_total_ns.unwrap_or(0),
+        interrupts,
     })
 }
 

@@ -94,6 +94,20 @@ fn cpu_words(r: &SummaryResult, cpu: &super::summary::CpuSummary) -> String {
         cpu.cpus,
         duration_ns(cpu.runnable_ns)
     );
+    if let Some(i) = cpu
+        .interrupts
+        .as_ref()
+        .filter(|i| i.irq_ns + i.softirq_ns > 0)
+    {
+        out.push_str(&format!(
+            "; interrupts {} (irq {} + softirq {}) = {} % of {} CPUs × the trace",
+            duration_ns(i.irq_ns + i.softirq_ns),
+            duration_ns(i.irq_ns),
+            duration_ns(i.softirq_ns),
+            i.total_pct_of_capacity,
+            cpu.cpus
+        ));
+    }
     let busiest = r
         .threads
         .iter()

@@ -78,6 +78,13 @@ pub struct ThreadsResult {
     /// Every thread's time ready and waiting for a CPU, summed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub runnable_total_ns: Option<i64>,
+    /// The CPUs' time in hard interrupt handlers (inside the interrupted
+    /// tasks' on-CPU time), when the trace records interrupts.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub irq_total_ns: Option<i64>,
+    /// The CPUs' time in softirqs, likewise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub softirq_total_ns: Option<i64>,
     pub rows: Vec<ThreadEntry>,
     /// Threads and streams in scope (all, not only the rows).
     pub total: u64,
@@ -183,6 +190,8 @@ pub async fn list_threads(qc: &QueryContext<'_>, req: &ThreadsRequest) -> Result
         cpus: answer.cpus,
         on_cpu_total_ns: answer.on_cpu_total_ns,
         runnable_total_ns: answer.runnable_total_ns,
+        irq_total_ns: answer.irq_total_ns,
+        softirq_total_ns: answer.softirq_total_ns,
         returned: rows.len(),
         truncated: (rows.len() as u64) < total,
         rows,
