@@ -219,13 +219,9 @@ pub fn extract_rocprof_json<R: BufRead>(
     sink: &mut dyn BatchSink,
     observer: &dyn ExtractObserver,
 ) -> Result<ExtractionSummary, ExtractError> {
-    let doc: Document = serde_json::from_reader(reader).map_err(|e| ExtractError::Parse {
-        message: format!("not a rocprofiler-sdk tool document: {e}"),
-        offset: None,
-    })?;
-    if observer.cancelled() {
-        return Err(ExtractError::Cancelled);
-    }
+    // Progress is reported and cancellation polled while serde reads.
+    let (doc, _): (Document, u64) =
+        crate::json_doc::read_document(reader, observer, "rocprofiler-sdk tool")?;
     let mut trace = TraceBuilder::default();
     trace.store.arena = crate::trace_events::args_arena::ArgsArena::new(options.spill_dir.clone());
     let mut counts = Counts::default();
