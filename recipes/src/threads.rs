@@ -103,8 +103,8 @@ pub struct ThreadAnswer {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub runnable_total_ns: Option<i64>,
     /// The CPUs' time in hard interrupt handlers, when the scope has
-    /// interrupt evidence (it is inside the interrupted tasks' on-CPU
-    /// time, not added to it).
+    /// interrupt evidence (it cut into a task's time on CPU or an idle
+    /// CPU's; neither added to nor taken from any thread's time).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub irq_total_ns: Option<i64>,
     /// The CPUs' time in softirqs, likewise.

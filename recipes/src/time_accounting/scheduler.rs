@@ -10,8 +10,9 @@
 //! (`dur_ns` = -1, still running at the end) counts nothing.
 //!
 //! Interrupt handlers (`interrupt` rows: hard irq and softirq) run ahead
-//! of the CPU's task, inside its `sched_slice`; their time is summed on
-//! its own, never taken from a thread's.
+//! of whatever the CPU was doing — inside a task's `sched_slice`, or on
+//! an idle CPU; their time is summed on its own, never taken from a
+//! thread's.
 //!
 //! The CPUs are the scope's `cpu` tracks (one per CPU that ran a task), so
 //! on-CPU time has a capacity to be a share of: CPUs × the trace's span.

@@ -98,9 +98,9 @@ pub struct CpuSummary {
     pub on_cpu_pct_of_capacity: f64,
     /// Every thread's time ready and waiting for a CPU, summed.
     pub runnable_ns: i64,
-    /// The CPUs' time in hard interrupt handlers and in softirqs (inside
-    /// `on_cpu_ns`: the interrupted tasks' runs), when the trace records
-    /// interrupts.
+    /// The CPUs' time in hard interrupt handlers and in softirqs (cutting
+    /// into a task's run or an idle CPU's time; not part of `on_cpu_ns`'s
+    /// arithmetic), when the trace records interrupts.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub interrupts: Option<InterruptSummary>,
 }

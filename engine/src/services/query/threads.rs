@@ -78,8 +78,8 @@ pub struct ThreadsResult {
     /// Every thread's time ready and waiting for a CPU, summed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub runnable_total_ns: Option<i64>,
-    /// The CPUs' time in hard interrupt handlers (inside the interrupted
-    /// tasks' on-CPU time), when the trace records interrupts.
+    /// The CPUs' time in hard interrupt handlers (cutting into a task's
+    /// time on CPU or an idle CPU's), when the trace records interrupts.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub irq_total_ns: Option<i64>,
     /// The CPUs' time in softirqs, likewise.
