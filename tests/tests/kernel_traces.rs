@@ -1,4 +1,4 @@
-//! Linux kernel traces (issue 48): ftrace text imports by content into the
+//! Linux kernel traces: ftrace text imports by content into the
 //! same scheduling evidence a Perfetto system trace gives, and the answers
 //! an agent reads first (the summary's headline, the thread list) say
 //! where the CPUs went — checked against this test's own walk over the

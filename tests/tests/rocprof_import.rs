@@ -1,4 +1,4 @@
-//! rocprofv3 (issue 48): AMD's rocprofiler-sdk JSON imports by content
+//! rocprofv3: AMD's rocprofiler-sdk JSON imports by content
 //! into the same device evidence as a CUDA trace, and the GPU answers hold
 //! what this test computes with its own walk over the JSON: kernel
 //! dispatches per GPU and the union of their intervals (busy time).

@@ -1,4 +1,4 @@
-//! XPlane (issue 48): a JAX profile's `*.xplane.pb` imports by content
+//! XPlane: a JAX profile's `*.xplane.pb` imports by content
 //! into host threads and GPU streams, and the answers an agent reads first
 //! hold the same events this test counts with its own protobuf walk over
 //! the file (planes → lines → events), which knows nothing of flameox.
