@@ -4,6 +4,8 @@
 
 use std::path::{Path, PathBuf};
 
+use arrow::array::{Array, Int64Array, StringArray};
+use arrow::datatypes::DataType;
 use arrow::record_batch::RecordBatch;
 
 use crate::api::{ExtractOptions, ExtractionSummary};
@@ -83,4 +85,22 @@ pub fn assert_same_tables(name: &str, got: &Collect, want: &Collect) {
 pub fn assert_no_spill_files_left(dir: &Path) {
     assert_eq!(std::fs::read_dir(dir).unwrap().count(), 0);
     std::fs::remove_dir_all(dir).unwrap();
+}
+
+/// A column as text (any type cast to Utf8), nulls kept.
+pub fn texts(b: &RecordBatch, name: &str) -> Vec<Option<String>> {
+    let c = arrow::compute::cast(b.column_by_name(name).unwrap(), &DataType::Utf8).unwrap();
+    let c = c.as_any().downcast_ref::<StringArray>().unwrap();
+    (0..c.len())
+        .map(|i| c.is_valid(i).then(|| c.value(i).to_owned()))
+        .collect()
+}
+
+/// A column as i64 (any integer type cast), nulls kept.
+pub fn ints(b: &RecordBatch, name: &str) -> Vec<Option<i64>> {
+    let c = arrow::compute::cast(b.column_by_name(name).unwrap(), &DataType::Int64).unwrap();
+    let c = c.as_any().downcast_ref::<Int64Array>().unwrap();
+    (0..c.len())
+        .map(|i| c.is_valid(i).then(|| c.value(i)))
+        .collect()
 }

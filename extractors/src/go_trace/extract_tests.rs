@@ -8,32 +8,15 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use arrow::array::{Array, Int64Array, StringArray, UInt64Array};
-use arrow::datatypes::DataType;
+use arrow::array::{Array, UInt64Array};
 use arrow::record_batch::RecordBatch;
 
 use super::extract::extract_go_trace_spilling;
 use super::synthetic::V1Writer;
 use crate::api::{ExtractError, ExtractObserver, ExtractionSummary, NoObserver};
 use crate::schema::EvidenceTable;
-use crate::spill_compare::{Extracted, batches_of, options};
+use crate::spill_compare::{Extracted, batches_of, ints, options, texts};
 use crate::stream_gaps::tests::Collect;
-
-fn texts(b: &RecordBatch, name: &str) -> Vec<Option<String>> {
-    let c = arrow::compute::cast(b.column_by_name(name).unwrap(), &DataType::Utf8).unwrap();
-    let c = c.as_any().downcast_ref::<StringArray>().unwrap();
-    (0..c.len())
-        .map(|i| c.is_valid(i).then(|| c.value(i).to_owned()))
-        .collect()
-}
-
-fn ints(b: &RecordBatch, name: &str) -> Vec<Option<i64>> {
-    let c = arrow::compute::cast(b.column_by_name(name).unwrap(), &DataType::Int64).unwrap();
-    let c = c.as_any().downcast_ref::<Int64Array>().unwrap();
-    (0..c.len())
-        .map(|i| c.is_valid(i).then(|| c.value(i)))
-        .collect()
-}
 
 fn ids(b: &RecordBatch, name: &str) -> Vec<u64> {
     let c = b.column_by_name(name).unwrap();

@@ -6,7 +6,7 @@
 
 use std::collections::BTreeMap;
 
-use arrow::array::{Array, Int64Array, StringArray};
+use arrow::array::Array;
 use arrow::datatypes::DataType;
 use arrow::record_batch::RecordBatch;
 
@@ -16,6 +16,7 @@ use crate::memray::events::Allocator;
 use crate::memray::header::sample_header;
 use crate::memray::test_capture::CaptureWriter;
 use crate::schema::EvidenceTable;
+use crate::spill_compare::{ints, texts};
 
 #[derive(Default)]
 struct Collect(Vec<(EvidenceTable, RecordBatch)>);
@@ -25,22 +26,6 @@ impl BatchSink for Collect {
         self.0.push((table, batch));
         Ok(())
     }
-}
-
-fn texts(b: &RecordBatch, name: &str) -> Vec<Option<String>> {
-    let c = arrow::compute::cast(b.column_by_name(name).unwrap(), &DataType::Utf8).unwrap();
-    let c = c.as_any().downcast_ref::<StringArray>().unwrap();
-    (0..c.len())
-        .map(|i| c.is_valid(i).then(|| c.value(i).to_owned()))
-        .collect()
-}
-
-fn ints(b: &RecordBatch, name: &str) -> Vec<Option<i64>> {
-    let c = arrow::compute::cast(b.column_by_name(name).unwrap(), &DataType::Int64).unwrap();
-    let c = c.as_any().downcast_ref::<Int64Array>().unwrap();
-    (0..c.len())
-        .map(|i| c.is_valid(i).then(|| c.value(i)))
-        .collect()
 }
 
 fn floats(b: &RecordBatch, name: &str) -> Vec<f64> {
