@@ -75,10 +75,27 @@ fn us(ns: u64) -> String {
     format!("{}.{:03}", ns / 1000, ns % 1000)
 }
 
+/// How much each event's `args` holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum KinetoArgs {
+    /// `External id`, correlation and input dimensions: ~180 bytes per
+    /// event.
+    Compact,
+    /// What `record_shapes=True` and CUPTI's kernel attributes add in a
+    /// real profile (input types, strides, concrete inputs, sequence
+    /// numbers; registers, shared memory, occupancy): ~300 bytes per event.
+    Rich,
+}
+
 /// Writes the trace of a one-process job; returns the number of events
 /// written.
 pub fn write_kineto<W: Write>(spec: &KinetoSpec, out: W) -> io::Result<u64> {
     write_kineto_rank(spec, 0, 1, out)
+}
+
+/// [`write_kineto`] with the given `args` shape.
+pub fn write_kineto_args<W: Write>(spec: &KinetoSpec, args: KinetoArgs, out: W) -> io::Result<u64> {
+    write_kineto_shaped(spec, 0, 1, args, out)
 }
 
 /// Writes rank `rank` of a `world_size`-process job: its own seed (the
@@ -90,6 +107,17 @@ pub fn write_kineto_rank<W: Write>(
     world_size: u64,
     out: W,
 ) -> io::Result<u64> {
+    write_kineto_shaped(spec, rank, world_size, KinetoArgs::Compact, out)
+}
+
+fn write_kineto_shaped<W: Write>(
+    spec: &KinetoSpec,
+    rank: u64,
+    world_size: u64,
+    args: KinetoArgs,
+    out: W,
+) -> io::Result<u64> {
+    let rich = args == KinetoArgs::Rich;
     let mut rng = SeededRng::new(spec.seed.wrapping_add(rank.wrapping_mul(0x9E37_79B9)));
     let mut w = Writer {
         out,
@@ -129,7 +157,7 @@ pub fn write_kineto_rank<W: Write>(
             for child in children.iter() {
                 let c_start = inner;
                 let c_dur = rng.range(3_000, 20_000);
-                body.push(format!("{{\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"{child}\", \"pid\": {pid}, \"tid\": {tid}, \"ts\": {}, \"dur\": {}, \"args\": {{\"External id\": {}, \"Input Dims\": [[64, 1024]]}}}}", us(c_start), us(c_dur), external));
+                body.push(format!("{{\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"{child}\", \"pid\": {pid}, \"tid\": {tid}, \"ts\": {}, \"dur\": {}, \"args\": {{\"External id\": {}, \"Input Dims\": [[64, 1024]]{}}}}}", us(c_start), us(c_dur), external, op_extra(rich, external, tid, 1)));
                 external += 1;
                 inner = c_start + c_dur + rng.range(500, 2_000);
             }
@@ -148,11 +176,11 @@ pub fn write_kineto_rank<W: Write>(
             let k_start = stream_free[s].max(launch_start + 5_000) + gap;
             let k_dur = rng.range(10_000, 400_000);
             stream_free[s] = k_start + k_dur;
-            body.push(format!("{{\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"{kernel}\", \"pid\": {device}, \"tid\": {}, \"ts\": {}, \"dur\": {}, \"args\": {{\"External id\": {ext}, \"correlation\": {corr}, \"device\": {device}, \"stream\": {}, \"grid\": [128, 1, 1], \"block\": [256, 1, 1]}}}}", 7 + s, us(k_start), us(k_dur), 7 + s));
+            body.push(format!("{{\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"{kernel}\", \"pid\": {device}, \"tid\": {}, \"ts\": {}, \"dur\": {}, \"args\": {{\"External id\": {ext}, \"correlation\": {corr}, \"device\": {device}, \"stream\": {}, \"grid\": [128, 1, 1], \"block\": [256, 1, 1]{}}}}}", 7 + s, us(k_start), us(k_dur), 7 + s, kernel_extra(rich, k_start - launch_start)));
             body.push(format!("{{\"ph\": \"s\", \"id\": {corr}, \"pid\": {pid}, \"tid\": {tid}, \"ts\": {}, \"cat\": \"ac2g\", \"name\": \"ac2g\"}}", us(launch_start)));
             body.push(format!("{{\"ph\": \"f\", \"id\": {corr}, \"pid\": {device}, \"tid\": {}, \"ts\": {}, \"cat\": \"ac2g\", \"name\": \"ac2g\", \"bp\": \"e\"}}", 7 + s, us(k_start)));
             let op_end = launch_start + launch_dur + rng.range(500, 3_000);
-            body.push(format!("{{\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"{name}\", \"pid\": {pid}, \"tid\": {tid}, \"ts\": {}, \"dur\": {}, \"args\": {{\"External id\": {ext}, \"Input Dims\": [[64, 1024], [1024, 1024]]}}}}", us(op_start), us(op_end - op_start)));
+            body.push(format!("{{\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"{name}\", \"pid\": {pid}, \"tid\": {tid}, \"ts\": {}, \"dur\": {}, \"args\": {{\"External id\": {ext}, \"Input Dims\": [[64, 1024], [1024, 1024]]{}}}}}", us(op_start), us(op_end - op_start), op_extra(rich, ext, tid, 2)));
             if rng.chance(10) {
                 let bytes = rng.range(1 << 10, 1 << 24);
                 allocated += bytes;
@@ -177,6 +205,30 @@ pub fn write_kineto_rank<W: Write>(
     w.out.write_all(b"\n],\n\"traceName\": \"generated\"}\n")?;
     w.out.flush()?;
     Ok(w.written)
+}
+
+/// The args `record_shapes=True` adds to a `cpu_op` with `inputs` inputs.
+fn op_extra(rich: bool, seq: u64, tid: u64, inputs: usize) -> String {
+    if !rich {
+        return String::new();
+    }
+    let types = vec!["\"c10::Half\""; inputs].join(", ");
+    let strides = ["[1024, 1]"; 2][..inputs].join(", ");
+    let concrete = vec!["\"\""; inputs].join(", ");
+    format!(
+        ", \"Record function id\": 0, \"Ev Idx\": {seq}, \"Input type\": [{types}], \"Input Strides\": [{strides}], \"Concrete Inputs\": [{concrete}], \"Sequence number\": {seq}, \"Fwd thread id\": {tid}"
+    )
+}
+
+/// The attributes CUPTI gives a kernel in a real profile.
+fn kernel_extra(rich: bool, queued_ns: u64) -> String {
+    if !rich {
+        return String::new();
+    }
+    format!(
+        ", \"queued\": {}, \"registers per thread\": 168, \"shared memory\": 49152, \"blocks per SM\": 1.185185, \"warps per SM\": 9.481482, \"est. achieved occupancy %\": 13",
+        queued_ns / 1000
+    )
 }
 
 #[cfg(test)]

@@ -3,6 +3,7 @@
 //! same bytes. See `docs/performance.md`.
 
 pub mod calltree;
+pub mod chromium;
 pub mod folded;
 pub mod kineto;
 pub mod nsight;
@@ -11,3 +12,4 @@ pub mod pprof;
 pub mod rng;
 #[cfg(test)]
 mod testing;
+pub mod viztracer;

@@ -5,6 +5,7 @@
 //! removed by [`clean_abandoned`] (run by the next writer and by `recover`).
 //! Evidence batches become Parquet files here through [`ParquetStagingSink`].
 
+use flameox_extractors::phase_cpu::{self, Phase};
 use std::collections::BTreeMap;
 use std::fs::{self, File};
 use std::path::{Path, PathBuf};
@@ -264,6 +265,7 @@ impl BackgroundParquetSink {
         let worker = std::thread::Builder::new()
             .name("parquet-writer".into())
             .spawn(move || {
+                let _phase = phase_cpu::enter(Phase::Write);
                 for (table, batch) in batches {
                     sink.write_batch(table, batch)?;
                 }

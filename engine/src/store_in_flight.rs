@@ -19,6 +19,7 @@
 //! read-only hash pass comes first instead, so bytes already stored are
 //! neither copied nor extracted again; the copier's hash must then equal it.
 
+use flameox_extractors::phase_cpu::{self, Phase};
 use std::fs::File;
 use std::io::{self, Read, Write};
 use std::path::{Path, PathBuf};
@@ -210,7 +211,10 @@ pub fn begin_store_file(
     let announce = late.as_ref().map(|l| ResolveOnDrop(l.id.clone()));
     let thread = std::thread::Builder::new()
         .name("flameox-store-copy".into())
-        .spawn(move || copy_and_forward(input, out, full_tx, empty_rx, announce))
+        .spawn(move || {
+            let _phase = phase_cpu::enter(Phase::Hash);
+            copy_and_forward(input, out, full_tx, empty_rx, announce)
+        })
         .map_err(|e| io_error("starting the artifact copier", e))?;
     Ok(StoringFile::Copying(Box::new(Copying {
         record,

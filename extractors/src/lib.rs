@@ -37,6 +37,7 @@ pub mod nsight;
 pub mod otlp;
 pub mod perf_data;
 pub mod perfetto;
+pub mod phase_cpu;
 pub mod pprof;
 pub mod reduced_stacks;
 pub mod rocprof;

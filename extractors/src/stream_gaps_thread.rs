@@ -55,6 +55,7 @@ impl<'s> ThreadedReducingSink<'s> {
         let thread = std::thread::Builder::new()
             .name("flameox-reduce".into())
             .spawn(move || {
+                let _phase = crate::phase_cpu::enter(crate::phase_cpu::Phase::Nest);
                 let mut out = SendBack(send_back);
                 for batch in batches {
                     reducer.observe(&batch, &mut out)?;

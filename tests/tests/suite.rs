@@ -43,6 +43,7 @@ mod gpu_gaps_host;
 mod gpu_summary;
 mod hostile_environments;
 mod import_deadline;
+mod import_phase_cpu;
 mod importtime_import;
 mod interrupts;
 mod investigations;

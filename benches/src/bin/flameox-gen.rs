@@ -4,6 +4,13 @@
 //! - `kineto --seed S --events N --streams K [--ops-per-step M]`:
 //!   Kineto-shaped Chrome JSON (M: mean operators per `ProfilerStep`,
 //!   default 20..60 per step).
+//!   `--rich-args`: the args `record_shapes=True` and CUPTI add (~300
+//!   bytes per event instead of ~180).
+//! - `chromium --seed S --events N [--renderers R]`: a Chromium browser
+//!   session in Chrome JSON (nested tasks, begin/end pairs, async loads,
+//!   instants, counters, flows).
+//! - `viztracer --seed S --events N [--threads K]`: viztracer's JSON of a
+//!   Python program (deep call trees, children written before parents).
 //! - `kineto-job --ranks R [kineto options] --out DIR`: one Kineto file
 //!   per rank of an R-process job (`rank<r>.pt.trace.json`, each with its
 //!   own seed, GPU and `distributedInfo`), as a multi-GPU run leaves them.
@@ -21,13 +28,17 @@ use std::io::{BufWriter, Write};
 use std::path::Path;
 use std::process::ExitCode;
 
+use flameox_benches::chromium::{ChromiumSpec, write_chromium};
 use flameox_benches::folded::{FoldedSpec, write_folded};
-use flameox_benches::kineto::{KinetoSpec, write_kineto, write_kineto_rank};
+use flameox_benches::kineto::{KinetoArgs, KinetoSpec, write_kineto_args, write_kineto_rank};
 use flameox_benches::nsight::{NsightSpec, write_nsight};
 use flameox_benches::perfetto::{PerfettoSpec, write_perfetto};
 use flameox_benches::pprof::{PprofKind, PprofSpec, write_pprof};
+use flameox_benches::viztracer::{VizTracerSpec, write_viztracer};
 
-const USAGE: &str = "usage: flameox-gen kineto [--seed S] [--events N] [--streams K] [--ops-per-step M] --out FILE\n       \
+const USAGE: &str = "usage: flameox-gen kineto [--seed S] [--events N] [--streams K] [--ops-per-step M] [--rich-args] --out FILE\n       \
+     flameox-gen chromium [--seed S] [--events N] [--renderers R] --out FILE\n       \
+     flameox-gen viztracer [--seed S] [--events N] [--threads K] --out FILE\n       \
      flameox-gen kineto-job --ranks R [--seed S] [--events N] [--streams K] [--ops-per-step M] --out DIR\n       \
      flameox-gen perfetto [--seed S] [--bytes N] [--threads K] [--samples M] --out FILE\n       \
      flameox-gen nsys [--seed S] [--events N] [--threads K] [--streams M] [--gpus G] --out FILE\n       \
@@ -48,6 +59,8 @@ struct Options {
     depth: u64,
     heap: bool,
     ranks: u64,
+    rich_args: bool,
+    renderers: u64,
     out: Option<String>,
 }
 
@@ -65,10 +78,17 @@ fn parse(args: &[String]) -> Result<Options, String> {
         depth: 40,
         heap: false,
         ranks: 8,
+        rich_args: false,
+        renderers: 3,
         out: None,
     };
     let mut i = 0;
     while i < args.len() {
+        if args[i] == "--rich-args" {
+            o.rich_args = true;
+            i += 1;
+            continue;
+        }
         let value = args.get(i + 1).cloned().unwrap_or_default();
         let parsed = value.parse::<u64>();
         match (args[i].as_str(), parsed) {
@@ -83,6 +103,7 @@ fn parse(args: &[String]) -> Result<Options, String> {
             ("--roots", Ok(v)) => o.roots = v,
             ("--depth", Ok(v)) => o.depth = v,
             ("--ranks", Ok(v)) if v > 0 => o.ranks = v,
+            ("--renderers", Ok(v)) if v > 0 => o.renderers = v,
             ("--kind", _) if value == "cpu" || value == "heap" => o.heap = value == "heap",
             ("--out", _) => o.out = Some(value),
             (flag, _) => return Err(format!("unknown or malformed option {flag}")),
@@ -103,12 +124,37 @@ fn create(path: &str) -> std::io::Result<BufWriter<std::fs::File>> {
 fn generate(format: &str, o: &Options, path: &str) -> Result<String, String> {
     let fail = |e: std::io::Error| format!("writing {path} failed: {e}");
     match format {
-        "kineto" => write_kineto(
+        "kineto" => write_kineto_args(
             &KinetoSpec {
                 seed: o.seed,
                 events: o.events,
                 streams: o.streams,
                 ops_per_step: o.ops_per_step,
+            },
+            if o.rich_args {
+                KinetoArgs::Rich
+            } else {
+                KinetoArgs::Compact
+            },
+            create(path).map_err(fail)?,
+        )
+        .map(|n| format!("{n} events"))
+        .map_err(fail),
+        "chromium" => write_chromium(
+            &ChromiumSpec {
+                seed: o.seed,
+                events: o.events,
+                renderers: o.renderers,
+            },
+            create(path).map_err(fail)?,
+        )
+        .map(|n| format!("{n} events"))
+        .map_err(fail),
+        "viztracer" => write_viztracer(
+            &VizTracerSpec {
+                seed: o.seed,
+                events: o.events,
+                threads: o.threads.unwrap_or(3),
             },
             create(path).map_err(fail)?,
         )

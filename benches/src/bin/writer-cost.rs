@@ -5,6 +5,8 @@
 //!
 //! `writer-cost FILE.parquet [scope]`: `scope` also turns `run_id` and
 //! `artifact_id` into keys. Output files go to the system temp folder.
+//! `STATS=none|chunk|page` sets the statistics level (flameox writes
+//! `page`); `NO_STATS=a,b` turns them off for the named columns.
 
 use std::error::Error;
 use std::fs::File;
@@ -24,9 +26,14 @@ type Result<T> = std::result::Result<T, Box<dyn Error>>;
 /// The `trace_events` properties of `engine/src/staging.rs`, with
 /// statistics off for the `ids` columns.
 fn props(ids: &[String]) -> Result<WriterProperties> {
+    let level = match std::env::var("STATS").as_deref() {
+        Ok("none") => EnabledStatistics::None,
+        Ok("chunk") => EnabledStatistics::Chunk,
+        _ => EnabledStatistics::Page,
+    };
     let mut b = WriterProperties::builder()
         .set_compression(Compression::ZSTD(ZstdLevel::try_new(1)?))
-        .set_statistics_enabled(EnabledStatistics::Page)
+        .set_statistics_enabled(level)
         .set_max_row_group_row_count(Some(64 * 1024));
     for name in ["ts_ns", "dur_ns", "self_ns"] {
         let c = ColumnPath::from(name);
@@ -44,7 +51,12 @@ fn props(ids: &[String]) -> Result<WriterProperties> {
     ] {
         b = b.set_column_dictionary_enabled(ColumnPath::from(name), false);
     }
-    for name in ids {
+    let unstated = std::env::var("NO_STATS").unwrap_or_default();
+    let unstated = unstated
+        .split(',')
+        .filter(|n| !n.is_empty())
+        .map(str::to_string);
+    for name in ids.iter().cloned().chain(unstated) {
         b = b.set_column_statistics_enabled(
             ColumnPath::from(name.as_str()),
             EnabledStatistics::None,

@@ -23,6 +23,7 @@ use std::io::BufRead;
 use std::sync::mpsc::{Receiver, Sender, channel, sync_channel};
 
 use crate::api::{BatchSink, ExtractError, ExtractObserver, ExtractOptions, ExtractionSummary};
+use crate::phase_cpu::{self, Phase};
 use crate::trace_events::args_arena;
 use crate::trace_events::emit;
 use crate::trace_events::emitter::Emitter;
@@ -76,7 +77,10 @@ pub(crate) fn extract_chrome_json_spilling<R: BufRead + Send>(
     let (full_tx, full_rx) = sync_channel(scan_thread::BATCHES_IN_FLIGHT);
     let (empty_tx, empty_rx) = channel();
     let (processed, scanned) = std::thread::scope(|threads| {
-        let scanning = threads.spawn(move || scan_thread::scan_batches(scanner, full_tx, empty_rx));
+        let scanning = threads.spawn(move || {
+            let _phase = phase_cpu::enter(Phase::Decode);
+            scan_thread::scan_batches(scanner, full_tx, empty_rx)
+        });
         // Owns the receiver: returning (even early) hangs up on the scanner.
         let processed = process_batches(
             &mut p,
@@ -151,7 +155,10 @@ pub(crate) fn extract_chrome_json_spilling<R: BufRead + Send>(
     .iter()
     .any(|k| metadata.contains_key(*k));
     let mut em = Emitter::new(options, sink);
+    let _phase = phase_cpu::enter(Phase::Nest);
     let events = match spill {
+        // The merges and sorts charge their own threads to `Spill`; the
+        // walk over them here is nesting.
         Some(spill) => spill.finish(&mut p.trace, &mut em, observer, &[])?,
         None => in_memory_events(&mut p.trace, &mut em, observer, None)?,
     };

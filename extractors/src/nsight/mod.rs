@@ -692,6 +692,8 @@ fn extract_tables(
     let spill = r.spill.take();
     let mut p = r.p;
 
+    // Reading is over: what follows is nesting and emission.
+    let _phase = crate::phase_cpu::enter(crate::phase_cpu::Phase::Nest);
     let thread_of_track = thread_of_track(&p.tracks, &range_tracks);
     let mut em = Emitter::new(options, sink);
     let events = match spill {

@@ -116,6 +116,7 @@ pub fn for_each_row_read_ahead(
         let reader = std::thread::Builder::new()
             .name("nsight-sqlite".into())
             .spawn_scoped(scope, move || {
+                let _phase = crate::phase_cpu::enter(crate::phase_cpu::Phase::Decode);
                 read_batches(path, interrupts, sql, width, full_tx, empty_rx)
             })?;
         let mut consumed = Ok(());

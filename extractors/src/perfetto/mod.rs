@@ -148,6 +148,8 @@ fn write_tables(
     (input_bytes, skipped_top_level): (u64, u64),
     source: Option<session::ForeignSource>,
 ) -> Result<(ExtractionSummary, u64), ExtractError> {
+    // Reading is over: what follows is nesting and emission.
+    let _phase = crate::phase_cpu::enter(crate::phase_cpu::Phase::Nest);
     let mut em = Emitter::new(options, sink);
     let mut agg = std::mem::take(&mut d.agg);
     let wall = agg.metric(ReductionSpec {

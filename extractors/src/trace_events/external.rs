@@ -115,6 +115,7 @@ impl Spill {
     /// Writes the store's finished events as one run and keeps only the
     /// open begins (all events when `all`); flows go to their file.
     pub fn write_run(&mut self, p: &mut TraceBuilder, all: bool) -> io::Result<()> {
+        let _phase = crate::phase_cpu::enter(crate::phase_cpu::Phase::Spill);
         let kept = if all { Vec::new() } else { p.open_rows() };
         self.write_run_keeping(p, &kept)?;
         p.renumber_open(&kept);
@@ -126,6 +127,7 @@ impl Spill {
     /// move to the front in order, so the caller renumbers what points at
     /// them (`kept[k]` is now row `k`).
     pub fn write_run_keeping(&mut self, p: &mut TraceBuilder, kept: &[usize]) -> io::Result<()> {
+        let _phase = crate::phase_cpu::enter(crate::phase_cpu::Phase::Spill);
         self.writer.hand_over(p, kept)?;
         self.next_at = p.store.len() + self.chunk;
         Ok(())

@@ -90,7 +90,10 @@ impl RunWriter {
         let (spare_tx, spares) = channel::<Spare>();
         let thread = std::thread::Builder::new()
             .name("flameox-runs".into())
-            .spawn(move || write_runs(written, job_rx, spare_tx, chunk))?;
+            .spawn(move || {
+                let _phase = crate::phase_cpu::enter(crate::phase_cpu::Phase::Spill);
+                write_runs(written, job_rx, spare_tx, chunk)
+            })?;
         Ok(RunWriter {
             state: State::Running { jobs, thread },
             spares,

@@ -152,6 +152,7 @@ impl RunFile {
             let merging = std::thread::Builder::new()
                 .name("flameox-merge".into())
                 .spawn_scoped(scope, move || -> io::Result<()> {
+                    let _phase = crate::phase_cpu::enter(crate::phase_cpu::Phase::Spill);
                     let mut chunk = Vec::with_capacity(MERGED_CHUNK);
                     for record in merge {
                         chunk.push(record?);
@@ -214,6 +215,7 @@ impl RunSorter {
         let thread = std::thread::Builder::new()
             .name("flameox-sort".into())
             .spawn(move || -> io::Result<RunFile> {
+                let _phase = crate::phase_cpu::enter(crate::phase_cpu::Phase::Spill);
                 // The keys are sorted, not the records: moving 136-byte
                 // records through a sort was most of pass 2's `memmove`.
                 let mut order: Vec<(K, u32)> = Vec::new();

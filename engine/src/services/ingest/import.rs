@@ -190,6 +190,7 @@ fn import_within(
     progress: &DeadlineProgress<'_>,
 ) -> Result<ImportResult> {
     progress.phase("validating_artifact");
+    super::phase_profile::start();
     check_run_labels(request.variant.as_deref(), &request.parameters)?;
     let mut paths = vec![request.path.clone()];
     paths.extend(request.more_paths.iter().cloned());
@@ -334,6 +335,7 @@ fn import_within(
     result.sources = fetched.sources.clone();
     save_run(ws, &mut run)?;
     progress.phase("completed");
+    super::phase_profile::write();
     Ok(result)
 }
 

@@ -5,6 +5,7 @@
 //! The import ([`super::import`]) decides which inputs, when, and how many
 //! at once.
 
+use flameox_extractors::phase_cpu::{self, Phase};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -118,6 +119,8 @@ fn run_format_extractor(
     sink: &mut dyn BatchSink,
     mut observer: ObserverAdapter<'_>,
 ) -> Result<ExtractionSummary> {
+    // What an extractor does not charge elsewhere is reading its input.
+    let _phase = phase_cpu::enter(Phase::Decode);
     let reading = format(kind).map(|f| f.reading);
     let result = match (reading, payload) {
         (
@@ -149,6 +152,8 @@ fn run_format_extractor(
 /// extractor reads it ([`crate::store_in_flight`]); a SQLite export (read
 /// by path) and an export folder (archived) are stored before extraction.
 pub(super) fn store_input(ws: &Workspace, input: &PlannedInput) -> Result<StoringFile> {
+    // A copy made here (not streamed) is hashed on this thread.
+    let _phase = phase_cpu::enter(Phase::Hash);
     match &input.shape {
         InputShape::File(path) if !streamed(input.kind) => Ok(StoringFile::Placed(
             store::store_file(ws, path, input.kind.name())?,

@@ -10,6 +10,7 @@ pub mod import_progress;
 pub mod import_totals;
 pub mod input_extraction;
 pub mod input_workers;
+pub mod phase_profile;
 pub mod re_extract;
 pub mod remote_fetch;
 pub mod stale_extractions;
