@@ -239,6 +239,20 @@ impl Project {
         self.dir.path()
     }
 
+    /// Sets `import.events_in_memory` in the workspace's config (from its
+    /// default), so a small trace goes through spill runs.
+    pub fn set_events_in_memory(&self, limit: u64) {
+        let path = self.path().join(".flameox/config.toml");
+        let config = std::fs::read_to_string(&path).expect("config");
+        let default = format!(
+            "events_in_memory = {}",
+            flameox_extractors::api::DEFAULT_SPILL_AFTER_EVENTS
+        );
+        assert!(config.contains(&default), "{config}");
+        let changed = config.replace(&default, &format!("events_in_memory = {limit}"));
+        std::fs::write(&path, changed).expect("config written");
+    }
+
     pub fn command(&self, args: &[&str]) -> Command {
         let mut cmd = Command::new(flameox_bin());
         cmd.args(args)

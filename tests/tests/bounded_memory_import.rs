@@ -34,18 +34,7 @@ fn import_measured(
 ) -> (Project, Value, u64) {
     let project = Project::new();
     if let Some(limit) = events_in_memory {
-        let path = project.path().join(".flameox/config.toml");
-        let config = std::fs::read_to_string(&path).unwrap();
-        let default = format!(
-            "events_in_memory = {}",
-            flameox_extractors::api::DEFAULT_SPILL_AFTER_EVENTS
-        );
-        assert!(config.contains(&default), "{config}");
-        std::fs::write(
-            &path,
-            config.replace(&default, &format!("events_in_memory = {limit}")),
-        )
-        .unwrap();
+        project.set_events_in_memory(limit);
     }
     let mut child = project
         .command(&["import", trace.to_str().unwrap(), "--json"])

@@ -69,14 +69,7 @@ fn an_import_names_the_cpu_of_each_phase_and_spill_only_when_it_spills() {
     }
 
     let spilling = Project::new();
-    let config = spilling.path().join(".flameox/config.toml");
-    let text = std::fs::read_to_string(&config).expect("config");
-    let default = format!(
-        "events_in_memory = {}",
-        flameox_extractors::api::DEFAULT_SPILL_AFTER_EVENTS
-    );
-    assert!(text.contains(&default), "{text}");
-    std::fs::write(&config, text.replace(&default, "events_in_memory = 4000")).expect("config");
+    spilling.set_events_in_memory(4000);
     let (spilled, profile) = profiled_import(&spilling, &trace);
     assert_eq!(spilled["rows"], imported["rows"]);
     assert!(ns(&profile, "spill") > 0, "no spill CPU counted: {profile}");

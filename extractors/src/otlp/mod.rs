@@ -31,9 +31,7 @@ use crate::api::{BatchSink, ExtractError, ExtractObserver, ExtractOptions, Extra
 use crate::format_kind::FormatKind;
 use crate::json_doc::for_each_document;
 use crate::trace_events::builder::TraceBuilder;
-use crate::trace_events::emit;
-use crate::trace_events::emitter::Emitter;
-use crate::trace_events::in_memory::in_memory_events;
+use crate::trace_events::in_memory::emit_held_trace;
 use model::ExportRequest;
 
 pub use format::FORMAT;
@@ -116,15 +114,7 @@ pub fn extract_otlp_json<R: BufRead>(
             offset: Some(read.bytes),
         });
     }
-    trace.store.arena.finish_writes()?;
-    let mut em = Emitter::new(options, sink);
-    let events = in_memory_events(&mut trace, &mut em, observer, None)?;
-    emit::emit_tracks(&mut em, &trace)?;
-    emit::emit_counters(&mut em, &trace)?;
-    if let Some(agg) = events.agg {
-        emit::write_slice_reductions(&mut em, agg)?;
-    }
-    let rows = em.into_rows();
+    let (events, rows) = emit_held_trace(&mut trace, options, sink, observer)?;
     let mut coverage = BTreeMap::new();
     coverage.insert("spans".to_owned(), laid_out.spans > 0);
     coverage.insert("counters".to_owned(), !trace.counters.is_empty());

@@ -10,9 +10,7 @@ use crate::api::{BatchSink, ExtractError, ExtractObserver, ExtractOptions, Extra
 use crate::format_kind::FormatKind;
 use crate::trace_events::builder::TraceBuilder;
 use crate::trace_events::device_columns::DeviceFields;
-use crate::trace_events::emit;
-use crate::trace_events::emitter::Emitter;
-use crate::trace_events::in_memory::in_memory_events;
+use crate::trace_events::in_memory::emit_held_trace;
 use crate::trace_events::kinds::EventKind;
 use crate::trace_events::store::NewEvent;
 use crate::trace_events::tracks::Ident;
@@ -123,15 +121,7 @@ pub fn finish(
             "no HIP/HSA API records: kernels cannot be linked to their launches (record with rocprofv3 --hip-trace or --runtime-trace, and import the whole output folder)".to_owned()
         });
     }
-    trace.store.arena.finish_writes()?;
-    let mut em = Emitter::new(options, sink);
-    let emitted = in_memory_events(&mut trace, &mut em, observer, None)?;
-    emit::emit_tracks(&mut em, &trace)?;
-    emit::emit_counters(&mut em, &trace)?;
-    if let Some(agg) = emitted.agg {
-        emit::write_slice_reductions(&mut em, agg)?;
-    }
-    let rows = em.into_rows();
+    let (emitted, rows) = emit_held_trace(&mut trace, options, sink, observer)?;
     let mut coverage = BTreeMap::new();
     coverage.insert(
         "kernels".to_owned(),

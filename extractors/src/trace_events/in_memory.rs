@@ -1,6 +1,10 @@
 //! The end of the in-memory path: events held in the [`TraceBuilder`] are
 //! nested, linked to their flows, labelled with phases and written as
-//! `trace_events`, with their slice reductions kept for the caller.
+//! `trace_events`, with their slice reductions kept for the caller
+//! ([`in_memory_events`]), or written too, with the tracks and counters, for
+//! a format that never spills ([`emit_held_trace`]).
+
+use std::collections::BTreeMap;
 
 use super::builder::TraceBuilder;
 use super::emit;
@@ -9,7 +13,8 @@ use super::external::EventsOutcome;
 use super::ids::NONE;
 use super::kinds::EventKind;
 use super::nesting;
-use crate::api::{ExtractError, ExtractObserver};
+use crate::api::{BatchSink, ExtractError, ExtractObserver, ExtractOptions};
+use crate::phase_cpu::{self, Phase};
 
 /// Slices of one kind that give phases when a trace has no
 /// `ProfilerStep#N`, and each track's thread
@@ -64,4 +69,26 @@ pub fn in_memory_events(
         flow_endpoints: p.flows.len() as u64,
         spilled_events: 0,
     })
+}
+
+/// Writes every table of a trace held whole (events, tracks, counters and
+/// the slice reductions): the end of an extractor that never spills.
+/// Returns what the events left for the summary (its `agg` taken) and the
+/// rows written per table.
+pub fn emit_held_trace(
+    trace: &mut TraceBuilder,
+    options: &ExtractOptions,
+    sink: &mut dyn BatchSink,
+    observer: &dyn ExtractObserver,
+) -> Result<(EventsOutcome, BTreeMap<String, u64>), ExtractError> {
+    trace.store.arena.finish_writes()?;
+    let _phase = phase_cpu::enter(Phase::Nest);
+    let mut em = Emitter::new(options, sink);
+    let mut events = in_memory_events(trace, &mut em, observer, None)?;
+    emit::emit_tracks(&mut em, trace)?;
+    emit::emit_counters(&mut em, trace)?;
+    if let Some(agg) = events.agg.take() {
+        emit::write_slice_reductions(&mut em, agg)?;
+    }
+    Ok((events, em.into_rows()))
 }

@@ -19,9 +19,7 @@ use std::io::BufRead;
 use crate::api::{BatchSink, ExtractError, ExtractObserver, ExtractOptions, ExtractionSummary};
 use crate::format_kind::FormatKind;
 use crate::trace_events::builder::TraceBuilder;
-use crate::trace_events::emit;
-use crate::trace_events::emitter::Emitter;
-use crate::trace_events::in_memory::in_memory_events;
+use crate::trace_events::in_memory::emit_held_trace;
 use crate::xplane_model::decode::{XSpaceError, decode_space};
 
 pub use format::FORMAT;
@@ -69,15 +67,7 @@ pub fn extract_xplane<R: BufRead>(
             offset: None,
         });
     }
-    trace.store.arena.finish_writes()?;
-    let mut em = Emitter::new(options, sink);
-    let emitted = in_memory_events(&mut trace, &mut em, observer, None)?;
-    emit::emit_tracks(&mut em, &trace)?;
-    emit::emit_counters(&mut em, &trace)?;
-    if let Some(agg) = emitted.agg {
-        emit::write_slice_reductions(&mut em, agg)?;
-    }
-    let rows = em.into_rows();
+    let (emitted, rows) = emit_held_trace(&mut trace, options, sink, observer)?;
     let mut coverage = BTreeMap::new();
     coverage.insert("host_slices".to_owned(), counts.host > 0);
     coverage.insert("device_activity".to_owned(), counts.device > 0);
