@@ -63,16 +63,18 @@ def measure(flameox, path, rounds):
             phases = os.path.join(ws, "phase_cpu.json")
             env = dict(os.environ, FLAMEOX_PHASE_CPU=phases)
             out_path = os.path.join(ws, "import.json")
-            with open(out_path, "wb") as out:
+            err_path = os.path.join(ws, "import.err")
+            # Files, not pipes: a child blocked on a full pipe would never
+            # end, and wait4 reads its CPU and peak RSS alone.
+            with open(out_path, "wb") as out, open(err_path, "wb") as err:
                 start = time.monotonic()
                 child = subprocess.Popen([flameox, "--json", "import", path], cwd=ws, env=env,
-                                         stdout=out, stderr=subprocess.PIPE)
+                                         stdout=out, stderr=err)
                 _, status, usage = os.wait4(child.pid, 0)
                 wall = time.monotonic() - start
-                err = child.stderr.read()
-                child.stderr.close()
             if status != 0:
-                sys.exit(f"import of {path} failed ({status}): {err.decode(errors='replace')[-2000:]}")
+                with open(err_path, errors="replace") as f:
+                    sys.exit(f"import of {path} failed ({status}): {f.read()[-2000:]}")
             with open(out_path) as f:
                 result = json.load(f)
             with open(phases) as f:
