@@ -6,6 +6,7 @@ pub mod calltree;
 pub mod chromium;
 pub mod folded;
 pub mod kineto;
+pub mod nccl_job;
 pub mod nsight;
 pub mod perfetto;
 pub mod pprof;

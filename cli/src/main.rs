@@ -14,6 +14,7 @@ mod experiment;
 mod frame_cells;
 mod gaps_memory_view;
 mod gpu_breakdown;
+mod gpu_diagnosis;
 mod import_view;
 mod inventory_views;
 mod investigation_views;

@@ -3,24 +3,7 @@
 
 use std::fmt::Write;
 
-pub use flameox_engine::units::duration_ns;
-use flameox_engine::units::sig3;
-
-/// `1.2 KiB`, `12.4 GiB`.
-pub fn bytes(n: u64) -> String {
-    const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
-    let mut v = n as f64;
-    let mut unit = 0;
-    while v >= 1024.0 && unit < UNITS.len() - 1 {
-        v /= 1024.0;
-        unit += 1;
-    }
-    if unit == 0 {
-        format!("{n} B")
-    } else {
-        format!("{} {}", sig3(v), UNITS[unit])
-    }
-}
+pub use flameox_engine::units::{bytes, duration_ns};
 
 /// A value in its metric's unit.
 pub fn value(v: i64, unit: &str) -> String {

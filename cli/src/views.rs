@@ -10,8 +10,8 @@ use serde_json::Value;
 
 use crate::{
     analysis_views, capture, derived_views, detached_view, execution_view, experiment,
-    gaps_memory_view, gpu_breakdown, import_view, inventory_views, investigation_views, open,
-    run_set_views, stack_views, workload,
+    gaps_memory_view, gpu_breakdown, gpu_diagnosis, import_view, inventory_views,
+    investigation_views, open, run_set_views, stack_views, workload,
 };
 
 /// The operation's answer as a person reads it (None: no view of its own).
@@ -26,6 +26,7 @@ pub(crate) fn render(operation: &str, result: &Value) -> Option<Result<String>> 
         "analyze_accelerator_launches" => typed(result, analysis_views::accelerator),
         "analyze_pytorch" => typed(result, analysis_views::pytorch),
         "analyze_gpu_breakdown" => typed(result, gpu_breakdown::render),
+        "analyze_gpu_diagnosis" => typed(result, gpu_diagnosis::render),
         "analyze_gpu_gaps" => typed(result, gaps_memory_view::render_gpu_gaps),
         "analyze_memory" => typed(result, gaps_memory_view::render_memory),
         "workspace_status" => typed(result, inventory_views::status),

@@ -1,4 +1,4 @@
-//! How people read numbers: durations with three significant digits. Shared
+//! How people read numbers: durations and sizes with three significant digits. Shared
 //! by the terminal's tables and the one-line summaries both transports show.
 
 /// `1.53 ms`, `12 ns`, `2.10 s` — three significant digits.
@@ -15,6 +15,22 @@ pub fn duration_ns(ns: i64) -> String {
         return format!("{sign}{} ns", ns.unsigned_abs());
     };
     format!("{sign}{} {unit}", sig3(value))
+}
+
+/// `1.2 KiB`, `12.4 GiB`.
+pub fn bytes(n: u64) -> String {
+    const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
+    let mut v = n as f64;
+    let mut unit = 0;
+    while v >= 1024.0 && unit < UNITS.len() - 1 {
+        v /= 1024.0;
+        unit += 1;
+    }
+    if unit == 0 {
+        format!("{n} B")
+    } else {
+        format!("{} {}", sig3(v), UNITS[unit])
+    }
 }
 
 /// Three significant digits.

@@ -23,6 +23,7 @@ pub mod gap_stalls;
 pub mod gpu_breakdown;
 pub mod gpu_breakdown_ops;
 pub mod gpu_breakdown_params;
+pub mod gpu_diagnosis;
 pub mod gpu_gaps;
 pub mod gpu_summary;
 pub mod host_activity;

@@ -14,6 +14,15 @@
 //! - `kineto-job --ranks R [kineto options] --out DIR`: one Kineto file
 //!   per rank of an R-process job (`rank<r>.pt.trace.json`, each with its
 //!   own seed, GPU and `distributedInfo`), as a multi-GPU run leaves them.
+//! - `nccl-job --ranks R [--steps S] [--slow-rank K] [--slow-factor F]
+//!   [--slow-cause compute|host] [--seed N] --out DIR`: one data-parallel
+//!   PyTorch/NCCL job, one Kineto file per rank on one shared clock
+//!   (`rank<r>.pt.trace.json`): S steps of forward/backward kernels and a
+//!   gradient all-reduce that ends on every rank together, so every rank
+//!   waits in it for the slowest. Rank K (none by default) is F× slower
+//!   (default 1.6): its GPU kernels (`compute`, the default) or its host,
+//!   stalled in the DataLoader before each step (`host`). The exact
+//!   timing model is in `flameox_benches::nccl_job`.
 //! - `perfetto --seed S --bytes N --threads K --samples M`: Perfetto
 //!   SDK-shaped protobuf; M `perf_sample`s per round of K × 64 thread packets.
 //! - `nsys --seed S --events N --threads K --streams M --gpus G`: an Nsight
@@ -31,6 +40,7 @@ use std::process::ExitCode;
 use flameox_benches::chromium::{ChromiumSpec, write_chromium};
 use flameox_benches::folded::{FoldedSpec, write_folded};
 use flameox_benches::kineto::{KinetoArgs, KinetoSpec, write_kineto_args, write_kineto_rank};
+use flameox_benches::nccl_job::{NcclJobSpec, SlowCause, write_nccl_job};
 use flameox_benches::nsight::{NsightSpec, write_nsight};
 use flameox_benches::perfetto::{PerfettoSpec, write_perfetto};
 use flameox_benches::pprof::{PprofKind, PprofSpec, write_pprof};
@@ -40,6 +50,7 @@ const USAGE: &str = "usage: flameox-gen kineto [--seed S] [--events N] [--stream
      flameox-gen chromium [--seed S] [--events N] [--renderers R] --out FILE\n       \
      flameox-gen viztracer [--seed S] [--events N] [--threads K] --out FILE\n       \
      flameox-gen kineto-job --ranks R [--seed S] [--events N] [--streams K] [--ops-per-step M] --out DIR\n       \
+     flameox-gen nccl-job --ranks R [--steps S] [--slow-rank K] [--slow-factor F] [--slow-cause compute|host] [--seed N] --out DIR\n       \
      flameox-gen perfetto [--seed S] [--bytes N] [--threads K] [--samples M] --out FILE\n       \
      flameox-gen nsys [--seed S] [--events N] [--threads K] [--streams M] [--gpus G] --out FILE\n       \
      flameox-gen folded [--seed S] [--events N] [--roots R] [--depth D] --out FILE\n       \
@@ -61,6 +72,10 @@ struct Options {
     ranks: u64,
     rich_args: bool,
     renderers: u64,
+    steps: u64,
+    slow_rank: Option<u64>,
+    slow_factor: f64,
+    slow_cause: SlowCause,
     out: Option<String>,
 }
 
@@ -80,6 +95,10 @@ fn parse(args: &[String]) -> Result<Options, String> {
         ranks: 8,
         rich_args: false,
         renderers: 3,
+        steps: 4,
+        slow_rank: None,
+        slow_factor: 1.6,
+        slow_cause: SlowCause::Compute,
         out: None,
     };
     let mut i = 0;
@@ -90,6 +109,18 @@ fn parse(args: &[String]) -> Result<Options, String> {
             continue;
         }
         let value = args.get(i + 1).cloned().unwrap_or_default();
+        if args[i] == "--slow-factor" {
+            match value.parse::<f64>() {
+                Ok(f) if f.is_finite() && (1.0..=100.0).contains(&f) => o.slow_factor = f,
+                _ => {
+                    return Err(format!(
+                        "--slow-factor needs a number in 1..=100, not {value:?}"
+                    ));
+                }
+            }
+            i += 2;
+            continue;
+        }
         let parsed = value.parse::<u64>();
         match (args[i].as_str(), parsed) {
             ("--seed", Ok(v)) => o.seed = v,
@@ -104,6 +135,10 @@ fn parse(args: &[String]) -> Result<Options, String> {
             ("--depth", Ok(v)) => o.depth = v,
             ("--ranks", Ok(v)) if v > 0 => o.ranks = v,
             ("--renderers", Ok(v)) if v > 0 => o.renderers = v,
+            ("--steps", Ok(v)) if v > 0 => o.steps = v,
+            ("--slow-rank", Ok(v)) => o.slow_rank = Some(v),
+            ("--slow-cause", _) if value == "compute" => o.slow_cause = SlowCause::Compute,
+            ("--slow-cause", _) if value == "host" => o.slow_cause = SlowCause::Host,
             ("--kind", _) if value == "cpu" || value == "heap" => o.heap = value == "heap",
             ("--out", _) => o.out = Some(value),
             (flag, _) => return Err(format!("unknown or malformed option {flag}")),
@@ -161,6 +196,7 @@ fn generate(format: &str, o: &Options, path: &str) -> Result<String, String> {
         .map(|n| format!("{n} events"))
         .map_err(fail),
         "kineto-job" => write_job(o, Path::new(path)),
+        "nccl-job" => write_nccl(o, Path::new(path)),
         "perfetto" => write_perfetto(
             &PerfettoSpec {
                 seed: o.seed,
@@ -245,6 +281,33 @@ fn write_job(o: &Options, dir: &Path) -> Result<String, String> {
         events += write_kineto_rank(&spec, rank, o.ranks, out).map_err(fail)?;
     }
     Ok(format!("{} rank files, {events} events", o.ranks))
+}
+
+/// Writes the per-rank files of an NCCL job into `dir` (created if
+/// missing) and summarises its ground truth.
+fn write_nccl(o: &Options, dir: &Path) -> Result<String, String> {
+    let spec = NcclJobSpec {
+        seed: o.seed,
+        ranks: o.ranks,
+        steps: o.steps,
+        slow_rank: o.slow_rank,
+        slow_factor: o.slow_factor,
+        slow_cause: o.slow_cause,
+    };
+    let job =
+        write_nccl_job(&spec, dir).map_err(|e| format!("writing {} failed: {e}", dir.display()))?;
+    let waits = job.truth.per_rank.iter().flatten().map(|s| s.wait_ns);
+    let max_wait = waits.clone().max().unwrap_or(0);
+    let mean_wait = waits.sum::<u64>() / (job.truth.ranks * job.truth.steps).max(1);
+    Ok(format!(
+        "{} rank files, {} events, {} bytes (all-reduce transfer {:.3} ms, wait per rank-step max {:.3} ms, mean {:.3} ms)",
+        job.files,
+        job.events,
+        job.bytes,
+        job.truth.transfer_ns as f64 / 1e6,
+        max_wait as f64 / 1e6,
+        mean_wait as f64 / 1e6,
+    ))
 }
 
 fn main() -> ExitCode {

@@ -9,6 +9,7 @@ use super::{Answer, AnswerFuture, Body, Group, Operation, decode, summary_name, 
 use crate::services::QueryContext;
 use crate::services::gpu::{self, AcceleratorRequest, GpuSummaryRequest};
 use crate::services::gpu_breakdown::{self, GpuBreakdownRequest};
+use crate::services::gpu_diagnosis::{self, GpuDiagnosisRequest};
 use crate::services::gpu_gaps::{self, GpuGapsRequest};
 use crate::services::memory::{self, MemoryRequest};
 use crate::services::pytorch::{self, PytorchRequest};
@@ -63,6 +64,19 @@ pub(super) static OPERATIONS: &[Operation] = &[
         positional: &["target"],
         schema: input_schema::<GpuBreakdownRequest>,
         run: Body::Query(run_breakdown),
+        rows: "",
+        columns: &[],
+        terminal: &[],
+    },
+    Operation {
+        name: "analyze_gpu_diagnosis",
+        cli: &["analyze", "gpu-diagnosis"],
+        title: "GPU diagnosis",
+        description: "Launch geometry vs SMs, copies by memory kind and host syncs per launch, collectives (bus bandwidth, exposed time), ranks side by side: who arrives last at collectives and why.",
+        group: Group::ReadOnly,
+        positional: &["target"],
+        schema: input_schema::<GpuDiagnosisRequest>,
+        run: Body::Query(run_diagnosis),
         rows: "",
         columns: &[],
         terminal: &[],
@@ -259,6 +273,19 @@ fn run_memory<'a>(qc: &'a QueryContext<'a>, args: Value) -> AnswerFuture<'a> {
         });
         let mut answer = Answer::new(summary, to_value(&r)?).scoped(&r.scope);
         answer.details = memory::heap_details(&r);
+        Ok(answer)
+    })
+}
+
+fn run_diagnosis<'a>(qc: &'a QueryContext<'a>, args: Value) -> AnswerFuture<'a> {
+    Box::pin(async move {
+        let req: GpuDiagnosisRequest = decode(args)?;
+        let r = gpu_diagnosis::gpu_diagnosis(qc, &req).await?;
+        let summary = gpu_diagnosis::headline(&r);
+        let mut answer = Answer::new(summary, to_value(&r)?);
+        for scope in &r.targets {
+            answer = answer.scoped(scope);
+        }
         Ok(answer)
     })
 }

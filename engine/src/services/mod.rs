@@ -34,8 +34,8 @@ pub use ingest::{
 pub(crate) use query::narrower;
 pub(crate) use query::summary_headline;
 pub use query::{
-    analyze, frame_instances, gpu, gpu_breakdown, gpu_gaps, measurements, memory, phase_window,
-    pytorch, summary, summary_gpu, threads, views, window_count,
+    analyze, frame_instances, gpu, gpu_breakdown, gpu_diagnosis, gpu_gaps, measurements, memory,
+    phase_window, pytorch, summary, summary_gpu, threads, views, window_count,
 };
 pub use workload_capture::{
     adapters, capture, capture_outputs, capture_run, dependencies, detached_capture, plans,

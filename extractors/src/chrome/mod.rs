@@ -312,6 +312,19 @@ fn handle_element(
     }
 }
 
+/// Fields of each Kineto `deviceProperties` entry kept in the metadata.
+const DEVICE_PROPERTIES_KEPT: &[&str] = &[
+    "id",
+    "name",
+    "numSms",
+    "maxThreadsPerMultiprocessor",
+    "regsPerMultiprocessor",
+    "sharedMemPerMultiprocessor",
+    "totalGlobalMem",
+    "computeMajor",
+    "computeMinor",
+];
+
 /// Keeps the small, useful top-level values (`distributedInfo`,
 /// `deviceProperties` count and names, `traceName`, …); large values are
 /// recorded by size only.
@@ -327,9 +340,20 @@ fn summarize_metadata(
         match (key.as_str(), value) {
             ("deviceProperties", Some(Value::Array(devices))) => {
                 out.insert("deviceProperties_count".to_string(), json!(devices.len()));
+                // Identity and the SM resources launch geometry is judged
+                // against (`analyze_gpu_diagnosis`).
                 let names: Vec<Value> = devices
                     .iter()
-                    .map(|d| json!({"id": d.get("id"), "name": d.get("name")}))
+                    .map(|d| {
+                        let mut kept = serde_json::Map::new();
+                        for key in DEVICE_PROPERTIES_KEPT {
+                            if let Some(v) = d.get(*key).filter(|v| v.is_number() || v.is_string())
+                            {
+                                kept.insert((*key).to_owned(), v.clone());
+                            }
+                        }
+                        Value::Object(kept)
+                    })
                     .collect();
                 out.insert("deviceProperties".to_string(), Value::Array(names));
             }

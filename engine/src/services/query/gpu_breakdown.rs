@@ -123,7 +123,7 @@ fn threshold(field: &str, us: Option<f64>, default: i64) -> Result<i64> {
 }
 
 /// A number in `distributedInfo` (Kineto writes integers; accept strings).
-fn distributed_number(snapshot: &Snapshot, artifact_id: &str, key: &str) -> Option<i64> {
+pub(crate) fn distributed_number(snapshot: &Snapshot, artifact_id: &str, key: &str) -> Option<i64> {
     snapshot.generations_for(artifact_id).find_map(|g| {
         let v = g.summary.metadata.get("distributedInfo")?.get(key)?;
         match v {

@@ -8,6 +8,7 @@ pub mod frame_instances;
 pub mod gpu;
 pub mod gpu_breakdown;
 pub mod gpu_breakdown_ranks;
+pub mod gpu_diagnosis;
 pub mod gpu_gaps;
 pub mod measurements;
 pub mod memory;

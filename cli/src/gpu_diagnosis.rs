@@ -1,0 +1,204 @@
+//! Text rendering of `flameox analyze gpu-diagnosis`: the headline, then
+//! one table per section (ranks, geometry, copies and host waits,
+//! collectives). Presentation only; `--json` prints the service result.
+
+use flameox_engine::services::gpu_diagnosis::{GpuDiagnosisResult, headline};
+
+use crate::render::{self, Table, cut, thousands};
+
+fn ns(v: i64) -> String {
+    render::value(v, "ns")
+}
+
+fn id(v: Option<i64>) -> String {
+    v.map_or("-".to_owned(), |v| v.to_string())
+}
+
+fn short(artifact_id: &str) -> String {
+    let hex = artifact_id.strip_prefix("sha256:").unwrap_or(artifact_id);
+    hex.chars().take(12).collect()
+}
+
+fn gbps(v: Option<f64>) -> String {
+    v.map_or("-".to_owned(), |v| format!("{v:.1} GB/s"))
+}
+
+fn dims(d: &[i64; 3]) -> String {
+    format!("{}×{}×{}", d[0], d[1], d[2])
+}
+
+pub(crate) fn render(r: &GpuDiagnosisResult) -> String {
+    let a = &r.answer;
+    let mut out = format!("{}\n", headline(r));
+    if let Some(k) = a.ranks.as_ref().filter(|k| k.ranks_total >= 2) {
+        out += &format!(
+            "\nranks ({} of {} shown; {} collectives matched)\n",
+            k.rows.len(),
+            k.ranks_total,
+            k.matched_collectives
+        );
+        let mut tb = Table::new(
+            &[
+                "rank", "artifact", "span", "compute", "comm", "idle", "waited", "last at",
+            ],
+            &[2, 3, 4, 5, 6, 7],
+        );
+        for row in &k.rows {
+            tb.row(vec![
+                id(row.rank),
+                short(&row.artifact_id),
+                ns(row.span_ns),
+                ns(row.compute_ns),
+                ns(row.communication_ns),
+                ns(row.idle_ns),
+                ns(row.wait_ns),
+                thousands(row.times_last),
+            ]);
+        }
+        out += &tb.render();
+        for h in &k.holders {
+            out += &format!(
+                "rank {} arrived last {} times, {} late in all: {} (compute +{}, idle +{} vs the median rank)\n",
+                id(h.rank),
+                h.times_last,
+                ns(h.late_ns),
+                h.cause,
+                ns(h.compute_excess_ns),
+                ns(h.idle_excess_ns)
+            );
+            for d in &h.kernel_differences {
+                out += &format!(
+                    "  {}: {} against {} on the median rank\n",
+                    cut(&d.name, 80),
+                    ns(d.rank_ns),
+                    ns(d.median_rank_ns)
+                );
+            }
+        }
+    }
+    for d in a.geometry.iter().flatten() {
+        out += &format!(
+            "\ngeometry of rank {} {} device {}: {} SMs ({}); {} compute kernels, {} in kernels with fewer blocks than SMs ({:.1} % of compute time)\n",
+            id(d.key.rank),
+            short(&d.key.artifact_id),
+            id(d.key.device),
+            id(d.sm_count),
+            d.sm_count_source.as_deref().unwrap_or("unknown"),
+            thousands(d.compute_kernels),
+            ns(d.underfilled_ns),
+            d.underfilled_pct_of_compute
+        );
+        let mut tb = Table::new(
+            &[
+                "kernel",
+                "count",
+                "total",
+                "% compute",
+                "grid",
+                "block",
+                "regs",
+                "smem",
+                "blocks/SM",
+            ],
+            &[1, 2, 3, 6, 7, 8],
+        )
+        .shorten(&[0]);
+        for s in &d.shapes {
+            tb.row(vec![
+                s.name.clone(),
+                thousands(s.count),
+                ns(s.total_ns),
+                format!("{:.1}", s.time_pct_of_compute),
+                dims(&s.grid),
+                dims(&s.block),
+                id(s.registers_per_thread),
+                id(s.shared_memory_bytes),
+                s.blocks_per_sm.map_or("-".into(), |b| format!("{b:.2}")),
+            ]);
+        }
+        out += &tb.render();
+    }
+    if let Some(c) = &a.copies {
+        if !c.rows.is_empty() {
+            out += "\ncopies\n";
+            let mut tb = Table::new(
+                &[
+                    "rank",
+                    "device",
+                    "direction",
+                    "memory",
+                    "count",
+                    "bytes",
+                    "time",
+                    "rate",
+                ],
+                &[4, 5, 6, 7],
+            );
+            for row in &c.rows {
+                tb.row(vec![
+                    id(row.key.rank),
+                    id(row.key.device),
+                    row.direction.clone(),
+                    format!(
+                        "{} → {}",
+                        row.src_kind.as_deref().unwrap_or("?"),
+                        row.dst_kind.as_deref().unwrap_or("?")
+                    ),
+                    thousands(row.count),
+                    render::bytes(row.bytes.max(0) as u64),
+                    ns(row.time_ns),
+                    gbps(row.gb_per_s),
+                ]);
+            }
+            out += &tb.render();
+        }
+        for w in &c.host_waits {
+            out += &format!(
+                "\nhost waits of rank {} {}: {} synchronize calls ({}), {} synchronous copies ({}), {} kernel launches\n",
+                id(w.rank),
+                short(&w.artifact_id),
+                thousands(w.sync_calls),
+                ns(w.sync_ns),
+                thousands(w.synchronous_copies),
+                ns(w.synchronous_copy_ns),
+                thousands(w.kernel_launches)
+            );
+        }
+    }
+    if let Some(c) = a.collectives.as_ref().filter(|c| !c.rows.is_empty()) {
+        out += "\ncollectives\n";
+        let mut tb = Table::new(
+            &[
+                "rank",
+                "collective",
+                "dtype",
+                "ranks",
+                "bytes",
+                "count",
+                "time",
+                "median",
+                "exposed",
+                "busbw",
+            ],
+            &[3, 4, 5, 6, 7, 8, 9],
+        )
+        .shorten(&[1]);
+        for row in &c.rows {
+            tb.row(vec![
+                id(row.rank),
+                row.collective.clone(),
+                row.dtype.clone().unwrap_or_else(|| "-".into()),
+                id(row.group_size),
+                row.bytes
+                    .map_or("-".into(), |b| render::bytes(b.max(0) as u64)),
+                thousands(row.count),
+                ns(row.time_ns),
+                ns(row.median_ns),
+                ns(row.exposed_ns),
+                gbps(row.busbw_gb_per_s),
+            ]);
+        }
+        out += &tb.render();
+    }
+    out
+}

@@ -1,0 +1,268 @@
+//! `analyze gpu-diagnosis`: launch geometry against the device's SMs,
+//! copies by memory kind with the host's synchronizing calls, collectives
+//! with bandwidth and exposed time, and ranks side by side (who arrives
+//! last at the collectives, and why) over one or several targets — one
+//! per rank when a job left one trace per rank.
+
+use std::collections::BTreeMap;
+
+use flameox_recipes::ArtifactScope;
+use flameox_recipes::gpu_diagnosis::{
+    self, ArtifactFacts, DiagnosisAnswer, DiagnosisParams, DiagnosisSection,
+};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+
+use crate::catalog::Snapshot;
+use crate::error::{FlameoxError, Result};
+use crate::query::{recipe_error, run_budgeted};
+use crate::services::gpu_breakdown::{Targets, distributed_number};
+use crate::services::phase_window::{TimeScope, time_scope};
+use crate::services::{EvidenceStatus, QueryContext, ResolvedScope, answer_status, resolve_scope};
+
+/// Rows per section when the request names no limit.
+pub const DEFAULT_LIMIT: usize = 5;
+
+/// At most this many targets side by side.
+const MAX_TARGETS: usize = 64;
+
+/// What counts inside a phase: device work that starts in its host span.
+const WINDOW_RULE: &str = "device work starting inside the window";
+
+/// What `analyze_gpu_diagnosis` asks.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct GpuDiagnosisRequest {
+    /// Run or artifact id, or a list of them (one per rank).
+    pub target: Targets,
+    /// One section; default all.
+    #[schemars(extend("enum" = ["geometry", "copies", "collectives", "ranks"]))]
+    pub section: Option<String>,
+    /// Rows per artifact and section; ranks shown (default 5).
+    #[schemars(range(min = 1, max = 1000))]
+    pub limit: Option<usize>,
+    /// Geometry of kernels whose name contains this only.
+    #[schemars(length(min = 1, max = 200))]
+    pub kernel: Option<String>,
+    /// Device work starting in this phase's host span only (ProfilerStep#5).
+    #[schemars(length(min = 1, max = 200))]
+    pub phase: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct GpuDiagnosisResult {
+    pub targets: Vec<ResolvedScope>,
+    pub commit_id: String,
+    #[serde(flatten)]
+    pub answer: DiagnosisAnswer,
+    pub time: TimeScope,
+    pub evidence: EvidenceStatus,
+}
+
+/// SMs per device id from the artifact's metadata: Kineto
+/// `deviceProperties[].numSms`, Nsight `gpus[].sm_count` (by id and by
+/// CUDA device number).
+fn sm_counts(snapshot: &Snapshot, artifact_id: &str) -> BTreeMap<i64, i64> {
+    let mut out = BTreeMap::new();
+    for g in snapshot.generations_for(artifact_id) {
+        let m = &g.summary.metadata;
+        for (list, count, ids) in [
+            ("deviceProperties", "numSms", &["id"][..]),
+            ("gpus", "sm_count", &["id", "cuda_device"][..]),
+        ] {
+            let Some(Value::Array(devices)) = m.get(list) else {
+                continue;
+            };
+            for d in devices {
+                let Some(sms) = d.get(count).and_then(Value::as_i64) else {
+                    continue;
+                };
+                for key in ids {
+                    if let Some(id) = d.get(*key).and_then(Value::as_i64) {
+                        out.entry(id).or_insert(sms);
+                    }
+                }
+            }
+        }
+    }
+    out
+}
+
+pub async fn gpu_diagnosis(
+    qc: &QueryContext<'_>,
+    req: &GpuDiagnosisRequest,
+) -> Result<GpuDiagnosisResult> {
+    let targets_asked = req.target.as_slice();
+    if targets_asked.is_empty() || targets_asked.len() > MAX_TARGETS {
+        return Err(FlameoxError::invalid_argument(
+            "target",
+            format!("give 1..={MAX_TARGETS} run or artifact ids"),
+        ));
+    }
+    let limit = qc
+        .ws
+        .config
+        .row_limit(Some(req.limit.unwrap_or(DEFAULT_LIMIT)))?;
+    let session = qc.session(None)?;
+    let sections = match &req.section {
+        None => DiagnosisSection::ALL.to_vec(),
+        Some(name) => {
+            vec![DiagnosisSection::parse(name).map_err(|e| recipe_error(e, &session.budget))?]
+        }
+    };
+    let mut targets = Vec::new();
+    let mut facts: BTreeMap<String, ArtifactFacts> = BTreeMap::new();
+    let mut order: Vec<String> = Vec::new();
+    for target in targets_asked {
+        let scope = resolve_scope(qc.ws, &session.snapshot, target)?;
+        for id in &scope.artifact_ids {
+            if !facts.contains_key(id) {
+                order.push(id.clone());
+                facts.insert(
+                    id.clone(),
+                    ArtifactFacts {
+                        rank: distributed_number(&session.snapshot, id, "rank"),
+                        world_size: distributed_number(&session.snapshot, id, "world_size"),
+                        sm_counts: sm_counts(&session.snapshot, id),
+                    },
+                );
+            }
+        }
+        targets.push(scope);
+    }
+    let combined = ResolvedScope {
+        requested: targets_asked.join(" "),
+        run_id: targets.iter().find_map(|t| t.run_id.clone()),
+        artifact_ids: order.clone(),
+        limitations: targets
+            .iter()
+            .flat_map(|t| t.limitations.iter().cloned())
+            .fold(Vec::new(), |mut all, l| {
+                if !all.contains(&l) {
+                    all.push(l);
+                }
+                all
+            }),
+    };
+    let (window, phase) = time_scope(&session, &combined, req.phase.as_deref(), None).await?;
+    let params = DiagnosisParams {
+        sections,
+        limit,
+        facts,
+        kernel: req.kernel.clone(),
+        window,
+    };
+    let artifacts = ArtifactScope {
+        artifact_ids: order,
+    };
+    let answer = run_budgeted(
+        &session,
+        gpu_diagnosis::gpu_diagnosis(&session.ctx, &artifacts, &params),
+    )
+    .await?;
+    let found = !answer.artifacts_with_device_work.is_empty();
+    let mut evidence = answer_status(&session.snapshot, &combined, found, false);
+    if (evidence.status == "available" || evidence.status == "empty")
+        && let Some(missing) = artifacts
+            .artifact_ids
+            .iter()
+            .find(|a| !answer.artifacts_with_device_work.contains(a))
+    {
+        evidence = EvidenceStatus::new("partial", "accelerator_tracks_missing")
+            .with_next("get_run", json!({ "target": missing }));
+    }
+    Ok(GpuDiagnosisResult {
+        commit_id: session.snapshot.commit_id().to_owned(),
+        targets,
+        answer,
+        time: TimeScope::new(window, phase, WINDOW_RULE),
+        evidence,
+    })
+}
+
+/// The answer's first line: the ranks' verdict when several ranks were
+/// compared, then what each section found worst, with its numbers.
+pub fn headline(r: &GpuDiagnosisResult) -> String {
+    use crate::units::{bytes, duration_ns};
+    let a = &r.answer;
+    let mut parts: Vec<String> = Vec::new();
+    if let Some(ranks) = a.ranks.as_ref().filter(|k| k.ranks_total >= 2) {
+        parts.push(ranks.verdict.clone());
+    }
+    if let Some(d) = a
+        .geometry
+        .iter()
+        .flatten()
+        .filter(|d| d.underfilled_ns > 0)
+        .max_by(|x, y| x.underfilled_ns.cmp(&y.underfilled_ns))
+    {
+        let top = d
+            .underfilled_heaviest
+            .as_ref()
+            .map(|s| {
+                format!(
+                    " (most: {} with grid {:?}, {} blocks)",
+                    s.name, s.grid, s.blocks
+                )
+            })
+            .unwrap_or_default();
+        parts.push(format!(
+            "{:.0} % of compute kernel time on device {} in kernels with fewer blocks than its {} SMs{top}",
+            d.underfilled_pct_of_compute,
+            d.key.device.map_or("?".into(), |x| x.to_string()),
+            d.sm_count.unwrap_or(0)
+        ));
+    }
+    if let Some(c) = &a.copies {
+        if c.pageable_copies > 0 {
+            parts.push(format!(
+                "{} copies from/to pageable host memory ({}, {})",
+                c.pageable_copies,
+                bytes(c.pageable_bytes.max(0) as u64),
+                duration_ns(c.pageable_ns)
+            ));
+        }
+        if let Some(w) = c.host_waits.first().filter(|w| w.sync_calls > 0) {
+            parts.push(format!(
+                "{} synchronize calls ({}) against {} kernel launches{}",
+                w.sync_calls,
+                duration_ns(w.sync_ns),
+                w.kernel_launches,
+                w.syncs_per_launch
+                    .map(|s| format!(": {s:.2} per launch"))
+                    .unwrap_or_default()
+            ));
+        }
+        if let Some(w) = c.host_waits.first().filter(|w| w.synchronous_copies > 0) {
+            parts.push(format!(
+                "{} synchronous copy calls ({})",
+                w.synchronous_copies,
+                duration_ns(w.synchronous_copy_ns)
+            ));
+        }
+    }
+    if let Some(c) = a.collectives.as_ref().filter(|c| c.kernels > 0) {
+        parts.push(format!(
+            "{} collective kernels, {} of which {} exposed (no compute kernel running)",
+            c.kernels,
+            duration_ns(c.time_ns),
+            duration_ns(c.exposed_ns)
+        ));
+    }
+    let what = format!(
+        "GPU diagnosis of {}{} ({} artifacts with device work)",
+        r.targets
+            .iter()
+            .map(|t| t.requested.as_str())
+            .collect::<Vec<_>>()
+            .join(" "),
+        r.time.words(),
+        a.artifacts_with_device_work.len()
+    );
+    if parts.is_empty() {
+        format!("{what}: nothing found")
+    } else {
+        format!("{what}: {}", parts.join("; "))
+    }
+}

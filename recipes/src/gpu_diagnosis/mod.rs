@@ -1,0 +1,172 @@
+//! GPU diagnoses a performance engineer asks for after "where is the GPU
+//! idle": launch geometry against the device's SMs, copies by memory kind
+//! with the host's synchronous calls, collectives with their bandwidth and
+//! exposed time, and ranks side by side (who arrives last at each
+//! collective, and why). One read of the device rows serves every section
+//! ([`device_rows`]); each section is one file.
+
+pub mod collectives;
+pub mod copies;
+pub mod critical_path_graph;
+pub mod critical_path_sync;
+pub mod device_rows;
+pub mod geometry;
+pub mod period;
+pub mod ranks;
+pub mod sequences;
+pub mod unions;
+
+use std::collections::BTreeMap;
+
+use datafusion::prelude::SessionContext;
+use serde::{Deserialize, Serialize};
+
+use crate::common::{ArtifactScope, RecipeError, RecipeResult};
+pub use crate::gpu_breakdown_params::DeviceKey;
+use device_rows::WorkRows;
+
+/// The parts of the diagnosis a call can ask for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DiagnosisSection {
+    Geometry,
+    Copies,
+    Collectives,
+    Ranks,
+}
+
+impl DiagnosisSection {
+    pub const ALL: [DiagnosisSection; 4] = [
+        DiagnosisSection::Geometry,
+        DiagnosisSection::Copies,
+        DiagnosisSection::Collectives,
+        DiagnosisSection::Ranks,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            DiagnosisSection::Geometry => "geometry",
+            DiagnosisSection::Copies => "copies",
+            DiagnosisSection::Collectives => "collectives",
+            DiagnosisSection::Ranks => "ranks",
+        }
+    }
+
+    /// The section by name, or the valid names.
+    pub fn parse(name: &str) -> RecipeResult<DiagnosisSection> {
+        DiagnosisSection::ALL
+            .into_iter()
+            .find(|s| s.name() == name)
+            .ok_or_else(|| RecipeError::NotFound {
+                what: format!("section {name}"),
+                closest: Vec::new(),
+                valid: DiagnosisSection::ALL
+                    .iter()
+                    .map(|s| s.name().to_owned())
+                    .collect(),
+            })
+    }
+}
+
+/// What the engine knows of each artifact from its metadata.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ArtifactFacts {
+    /// `distributedInfo.rank` (Kineto), when recorded.
+    pub rank: Option<i64>,
+    pub world_size: Option<i64>,
+    /// SMs (CUs) per device id, from the trace's device properties.
+    pub sm_counts: BTreeMap<i64, i64>,
+}
+
+/// What to compute.
+#[derive(Debug, Clone, PartialEq)]
+pub struct DiagnosisParams {
+    pub sections: Vec<DiagnosisSection>,
+    /// Rows per artifact in each section; ranks shown in the rank view.
+    pub limit: usize,
+    pub facts: BTreeMap<String, ArtifactFacts>,
+    /// Only kernels whose name contains this (geometry).
+    pub kernel: Option<String>,
+    /// Device work starting in `[start, end)` only.
+    pub window: Option<(i64, i64)>,
+}
+
+impl DiagnosisParams {
+    pub fn wants(&self, section: DiagnosisSection) -> bool {
+        self.sections.contains(&section)
+    }
+
+    pub fn key(&self, artifact_id: &str, device: Option<i64>) -> DeviceKey {
+        DeviceKey {
+            rank: self.facts.get(artifact_id).and_then(|f| f.rank),
+            artifact_id: artifact_id.to_owned(),
+            device,
+        }
+    }
+
+    pub fn rank(&self, artifact_id: &str) -> Option<i64> {
+        self.facts.get(artifact_id).and_then(|f| f.rank)
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DiagnosisAnswer {
+    pub sections: Vec<DiagnosisSection>,
+    /// Artifacts in scope with device work (kernels, copies, sets).
+    pub artifacts_with_device_work: Vec<String>,
+    /// Sections not asked for are null.
+    pub geometry: Option<Vec<geometry::GeometryDevice>>,
+    pub copies: Option<copies::Copies>,
+    pub collectives: Option<collectives::Collectives>,
+    pub ranks: Option<ranks::Ranks>,
+}
+
+/// The sections `params` asks for over `scope`.
+pub async fn gpu_diagnosis(
+    ctx: &SessionContext,
+    scope: &ArtifactScope,
+    params: &DiagnosisParams,
+) -> RecipeResult<DiagnosisAnswer> {
+    let work = WorkRows::read(ctx, scope, params.window).await?;
+    let mut present: Vec<String> = work
+        .rows
+        .iter()
+        .map(|r| work.strings.get(r.artifact).to_owned())
+        .collect::<std::collections::BTreeSet<_>>()
+        .into_iter()
+        .collect();
+    present.sort();
+    let geometry = params
+        .wants(DiagnosisSection::Geometry)
+        .then(|| geometry::geometry(&work, params));
+    let copies = match params.wants(DiagnosisSection::Copies) {
+        true => Some(copies::copies(ctx, scope, &work, params).await?),
+        false => None,
+    };
+    let matched = (params.wants(DiagnosisSection::Collectives)
+        || params.wants(DiagnosisSection::Ranks))
+    .then(|| collectives::match_instances(&work, params));
+    let collectives = match (&matched, params.wants(DiagnosisSection::Collectives)) {
+        (Some(m), true) => Some(collectives::collectives(&work, m, params)),
+        _ => None,
+    };
+    let ranks = match (&matched, params.wants(DiagnosisSection::Ranks)) {
+        (Some(m), true) => Some(ranks::ranks(ctx, scope, &work, m, params).await?),
+        _ => None,
+    };
+    Ok(DiagnosisAnswer {
+        sections: params.sections.clone(),
+        artifacts_with_device_work: present,
+        geometry,
+        copies,
+        collectives,
+        ranks,
+    })
+}
+
+/// The middle value (the upper one of an even count); None when empty.
+pub fn median_i64(values: &[i64]) -> Option<i64> {
+    let mut v = values.to_vec();
+    v.sort_unstable();
+    v.get(v.len() / 2).copied()
+}
