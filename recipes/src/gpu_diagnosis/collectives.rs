@@ -247,6 +247,10 @@ pub struct Collectives {
     pub kernels: i64,
     pub time_ns: i64,
     pub exposed_ns: i64,
+    /// The exposed part after the last rank arrived (the transfer itself;
+    /// before it, the rank waited for a peer: see `ranks`). Equal to
+    /// `exposed_ns` when no instance matched across ranks.
+    pub exposed_after_last_arrival_ns: i64,
     /// Most time first, at most `limit` per artifact of the ranks shown.
     pub rows: Vec<CollectiveRow>,
     pub rows_total: usize,
@@ -264,29 +268,32 @@ pub fn collectives(
     params: &DiagnosisParams,
 ) -> Collectives {
     let unions = device_unions(work);
-    // Transfer time (end − last arrival) per row, for matched instances.
-    let mut transfer: BTreeMap<usize, i64> = BTreeMap::new();
+    // Where the transfer starts (the last rank's arrival) per row, for
+    // matched instances.
+    let mut arrival: BTreeMap<usize, i64> = BTreeMap::new();
     for m in &inst.matched {
         for (_, r) in &m.members {
-            transfer.insert(
-                *r,
-                work.rows[*r].end - m.last_arrival.min(work.rows[*r].end),
-            );
+            let row = &work.rows[*r];
+            arrival.insert(*r, m.last_arrival.clamp(row.ts, row.end));
         }
     }
     type Key = (u32, String, Option<String>, Option<i64>, Option<i64>, bool);
     let mut groups: BTreeMap<Key, (Vec<i64>, i64, Vec<i64>)> = BTreeMap::new();
-    let (mut kernels, mut time_ns, mut exposed_total) = (0, 0, 0);
+    let (mut kernels, mut time_ns, mut exposed_total, mut exposed_transfer) = (0, 0, 0, 0);
     for (artifact, instances) in &inst.per_artifact {
         for i in instances {
             let r = &work.rows[i.row];
-            let compute = unions
-                .get(&(r.artifact, r.device))
-                .map_or(0, |u| covered_in(&u.compute, r.ts, r.end));
-            let exposed = r.dur() - compute;
+            let compute = |from: i64| {
+                unions
+                    .get(&(r.artifact, r.device))
+                    .map_or(0, |u| covered_in(&u.compute, from, r.end))
+            };
+            let exposed = r.dur() - compute(r.ts);
+            let from = arrival.get(&i.row).copied().unwrap_or(r.ts);
             kernels += 1;
             time_ns += r.dur();
             exposed_total += exposed;
+            exposed_transfer += (r.end - from) - compute(from);
             let g = groups
                 .entry((
                     *artifact,
@@ -299,8 +306,8 @@ pub fn collectives(
                 .or_default();
             g.0.push(r.dur());
             g.1 += exposed;
-            if let Some(t) = transfer.get(&i.row) {
-                g.2.push(*t);
+            if let Some(a) = arrival.get(&i.row) {
+                g.2.push(r.end - a);
             }
         }
     }
@@ -360,6 +367,7 @@ pub fn collectives(
         kernels,
         time_ns,
         exposed_ns: exposed_total,
+        exposed_after_last_arrival_ns: exposed_transfer,
         rows: kept,
         rows_total,
         matched_instances: inst.matched.len(),

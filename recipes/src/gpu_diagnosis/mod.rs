@@ -13,6 +13,7 @@ pub mod device_rows;
 pub mod geometry;
 pub mod period;
 pub mod ranks;
+pub mod rules;
 pub mod sequences;
 pub mod unions;
 
@@ -24,6 +25,11 @@ use serde::{Deserialize, Serialize};
 use crate::common::{ArtifactScope, RecipeError, RecipeResult};
 pub use crate::gpu_breakdown_params::DeviceKey;
 use device_rows::WorkRows;
+
+/// Devices whose launch geometry an answer lists.
+const GEOMETRY_DEVICES: usize = 2;
+/// Artifacts without device work named in an answer.
+const MISSING_NAMED: usize = 8;
 
 /// The parts of the diagnosis a call can ask for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
@@ -113,12 +119,21 @@ impl DiagnosisParams {
 pub struct DiagnosisAnswer {
     pub sections: Vec<DiagnosisSection>,
     /// Artifacts in scope with device work (kernels, copies, sets).
-    pub artifacts_with_device_work: Vec<String>,
-    /// Sections not asked for are null.
+    pub artifacts_with_device_work: usize,
+    /// Artifacts in scope without any (at most 8 named).
+    pub artifacts_without_device_work: Vec<String>,
+    /// Sections not asked for are null. Geometry lists the devices with
+    /// the most underfilled time, then the most compute time (at most 2).
     pub geometry: Option<Vec<geometry::GeometryDevice>>,
+    /// Devices with compute kernels, when geometry left some out.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub geometry_devices_total: Option<usize>,
     pub copies: Option<copies::Copies>,
     pub collectives: Option<collectives::Collectives>,
     pub ranks: Option<ranks::Ranks>,
+    /// The declared rules ([`rules`]) these sections fire, most time at
+    /// stake first.
+    pub diagnoses: Vec<rules::Diagnosis>,
 }
 
 /// The sections `params` asks for over `scope`.
@@ -128,17 +143,30 @@ pub async fn gpu_diagnosis(
     params: &DiagnosisParams,
 ) -> RecipeResult<DiagnosisAnswer> {
     let work = WorkRows::read(ctx, scope, params.window).await?;
-    let mut present: Vec<String> = work
+    let present: std::collections::BTreeSet<&str> = work
         .rows
         .iter()
-        .map(|r| work.strings.get(r.artifact).to_owned())
-        .collect::<std::collections::BTreeSet<_>>()
-        .into_iter()
+        .map(|r| work.strings.get(r.artifact))
         .collect();
-    present.sort();
-    let geometry = params
-        .wants(DiagnosisSection::Geometry)
-        .then(|| geometry::geometry(&work, params));
+    let missing: Vec<String> = scope
+        .artifact_ids
+        .iter()
+        .filter(|a| !present.contains(a.as_str()))
+        .take(MISSING_NAMED)
+        .cloned()
+        .collect();
+    let mut geometry_devices_total = None;
+    let geometry = params.wants(DiagnosisSection::Geometry).then(|| {
+        let mut devices = geometry::geometry(&work, params);
+        devices.sort_by(|a, b| {
+            (b.underfilled_ns, b.compute_ns, &a.key).cmp(&(a.underfilled_ns, a.compute_ns, &b.key))
+        });
+        if devices.len() > GEOMETRY_DEVICES {
+            geometry_devices_total = Some(devices.len());
+            devices.truncate(GEOMETRY_DEVICES);
+        }
+        devices
+    });
     let copies = match params.wants(DiagnosisSection::Copies) {
         true => Some(copies::copies(ctx, scope, &work, params).await?),
         false => None,
@@ -154,14 +182,19 @@ pub async fn gpu_diagnosis(
         (Some(m), true) => Some(ranks::ranks(ctx, scope, &work, m, params).await?),
         _ => None,
     };
-    Ok(DiagnosisAnswer {
+    let mut answer = DiagnosisAnswer {
         sections: params.sections.clone(),
-        artifacts_with_device_work: present,
+        artifacts_with_device_work: present.len(),
+        artifacts_without_device_work: missing,
         geometry,
+        geometry_devices_total,
         copies,
         collectives,
         ranks,
-    })
+        diagnoses: Vec::new(),
+    };
+    answer.diagnoses = rules::diagnose(&answer);
+    Ok(answer)
 }
 
 /// The middle value (the upper one of an even count); None when empty.

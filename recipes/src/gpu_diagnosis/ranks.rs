@@ -82,6 +82,8 @@ pub struct Holder {
     pub idle_excess_ns: i64,
     /// `own GPU work`, `host launched late` or `mixed`.
     pub cause: String,
+    /// Kernels that ran longer here than on the median rank (not listed
+    /// when the host launched late).
     pub kernel_differences: Vec<KernelDifference>,
 }
 
@@ -112,6 +114,7 @@ pub struct Ranks {
     /// compared only when this is under a tenth of their median length.
     pub end_spread_median_ns: Option<i64>,
     pub clocks_comparable: bool,
+    pub span_ns: Option<Spread>,
     pub wait_ns: Option<Spread>,
     pub compute_ns: Option<Spread>,
     pub idle_ns: Option<Spread>,
@@ -266,6 +269,7 @@ pub async fn ranks(
         Vec::new()
     };
     let col = |f: fn(&RankRow) -> i64| Spread::of(&rows.iter().map(f).collect::<Vec<_>>());
+    let span_ns = col(|r| r.span_ns);
     let wait_ns = col(|r| r.wait_ns);
     let compute_ns = col(|r| r.compute_ns);
     let idle_ns = col(|r| r.idle_ns);
@@ -298,6 +302,7 @@ pub async fn ranks(
         matched_collectives: inst.matched.len(),
         end_spread_median_ns: end_spread,
         clocks_comparable,
+        span_ns,
         wait_ns,
         compute_ns,
         idle_ns,
@@ -379,7 +384,12 @@ fn holder(
         compute_excess_ns: compute_excess,
         idle_excess_ns: idle_excess,
         cause: cause.to_owned(),
-        kernel_differences: kernel_differences(work, per.len(), h),
+        // A late host explains itself; kernels matter when the device worked.
+        kernel_differences: if cause == "host launched late" {
+            Vec::new()
+        } else {
+            kernel_differences(work, per.len(), h)
+        },
     }
 }
 

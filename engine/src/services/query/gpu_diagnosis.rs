@@ -27,6 +27,9 @@ pub const DEFAULT_LIMIT: usize = 5;
 /// At most this many targets side by side.
 const MAX_TARGETS: usize = 64;
 
+/// Past this many artifacts, scopes name only those the answer shows.
+const SCOPE_NAMED: usize = 8;
+
 /// What counts inside a phase: device work that starts in its host span.
 const WINDOW_RULE: &str = "device work starting inside the window";
 
@@ -153,6 +156,7 @@ pub async fn gpu_diagnosis(
         kernel: req.kernel.clone(),
         window,
     };
+    let order_total = order.len();
     let artifacts = ArtifactScope {
         artifact_ids: order,
     };
@@ -161,16 +165,21 @@ pub async fn gpu_diagnosis(
         gpu_diagnosis::gpu_diagnosis(&session.ctx, &artifacts, &params),
     )
     .await?;
-    let found = !answer.artifacts_with_device_work.is_empty();
+    let found = answer.artifacts_with_device_work > 0;
     let mut evidence = answer_status(&session.snapshot, &combined, found, false);
     if (evidence.status == "available" || evidence.status == "empty")
-        && let Some(missing) = artifacts
-            .artifact_ids
-            .iter()
-            .find(|a| !answer.artifacts_with_device_work.contains(a))
+        && let Some(missing) = answer.artifacts_without_device_work.first()
     {
         evidence = EvidenceStatus::new("partial", "accelerator_tracks_missing")
             .with_next("get_run", json!({ "target": missing }));
+    }
+    if order_total > SCOPE_NAMED {
+        // The scopes name the artifacts the answer shows; the counts
+        // above cover them all.
+        let shown = shown_artifacts(&answer);
+        for scope in &mut targets {
+            scope.artifact_ids.retain(|a| shown.contains(a));
+        }
     }
     Ok(GpuDiagnosisResult {
         commit_id: session.snapshot.commit_id().to_owned(),
@@ -179,6 +188,27 @@ pub async fn gpu_diagnosis(
         time: TimeScope::new(window, phase, WINDOW_RULE),
         evidence,
     })
+}
+
+/// Artifacts any section of the answer names.
+fn shown_artifacts(a: &DiagnosisAnswer) -> std::collections::BTreeSet<String> {
+    let mut out = std::collections::BTreeSet::new();
+    out.extend(a.artifacts_without_device_work.iter().cloned());
+    for d in a.geometry.iter().flatten() {
+        out.insert(d.key.artifact_id.clone());
+    }
+    if let Some(c) = &a.copies {
+        out.extend(c.rows.iter().map(|r| r.key.artifact_id.clone()));
+        out.extend(c.host_waits.iter().map(|w| w.artifact_id.clone()));
+    }
+    if let Some(c) = &a.collectives {
+        out.extend(c.rows.iter().map(|r| r.artifact_id.clone()));
+    }
+    if let Some(r) = &a.ranks {
+        out.extend(r.rows.iter().map(|r| r.artifact_id.clone()));
+        out.extend(r.holders.iter().map(|h| h.artifact_id.clone()));
+    }
+    out
 }
 
 /// The answer's first line: the ranks' verdict when several ranks were
@@ -258,7 +288,7 @@ pub fn headline(r: &GpuDiagnosisResult) -> String {
             .collect::<Vec<_>>()
             .join(" "),
         r.time.words(),
-        a.artifacts_with_device_work.len()
+        a.artifacts_with_device_work
     );
     if parts.is_empty() {
         format!("{what}: nothing found")

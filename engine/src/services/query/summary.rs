@@ -385,7 +385,7 @@ pub async fn summarize(qc: &QueryContext<'_>, req: &SummaryRequest) -> Result<Su
         next,
         evidence: EvidenceStatus {
             // Said once: `scope.limitations` lists them and `caveats`
-            // explains them (the answer's 6 KiB budget).
+            // explains them (the answer's 7 KiB budget).
             limitations: Vec::new(),
             ..listed.evidence.clone()
         },
@@ -692,6 +692,14 @@ fn next_calls(
     cpu: bool,
 ) -> Vec<NextCall> {
     let mut next = Vec::new();
+    // A diagnosed anti-pattern first: it names a fix.
+    if let Some(d) = gpu.and_then(|g| g.diagnoses.first()) {
+        next.push(NextCall {
+            operation: "analyze_gpu_diagnosis".into(),
+            arguments: json!({ "target": target, "section": d.section }),
+            why: format!("the numbers behind {} and the rest of that section", d.rule),
+        });
+    }
     // The GPU's idle time first on a GPU trace: it is the headline there.
     if gpu.is_some_and(|g| g.gaps > 0) {
         next.push(NextCall {

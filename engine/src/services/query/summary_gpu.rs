@@ -8,11 +8,14 @@
 
 use std::collections::BTreeMap;
 
+use flameox_recipes::gpu_diagnosis::DiagnosisSection;
 use flameox_recipes::gpu_gaps::{ClassTotal, GpuGap};
 use flameox_recipes::time_accounting::{DeviceTime, GapClass, NamedSpan};
 use serde::{Deserialize, Serialize};
 
 use crate::services::QueryContext;
+use crate::services::gpu_breakdown::Targets;
+use crate::services::gpu_diagnosis::{self, GpuDiagnosisRequest};
 use crate::services::gpu_gaps::{self, GpuGapsRequest};
 use crate::units::duration_ns;
 
@@ -24,6 +27,8 @@ const GAPS: usize = 3;
 const DEVICES: usize = 4;
 /// Streams shown per device.
 const STREAMS: usize = 2;
+/// Diagnoses shown (the summary's 7 KiB budget).
+const DIAGNOSES: usize = 2;
 
 /// GPU time, when the target has device activity.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -41,6 +46,21 @@ pub struct GpuSummary {
     pub gaps_by_class: BTreeMap<GapClass, ClassTotal>,
     /// The longest, with what explains each.
     pub longest: Vec<GapSummary>,
+    /// Anti-patterns the GPU diagnosis found (declared rules, most time at
+    /// stake first), each with its fix; `analyze_gpu_diagnosis` has the
+    /// measured values and thresholds.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub diagnoses: Vec<DiagnosisLine>,
+}
+
+/// A diagnosis in a line: the rule, its numbers in words, the fix.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DiagnosisLine {
+    pub rule: String,
+    pub evidence: String,
+    pub fix: String,
+    /// The `analyze_gpu_diagnosis` section that shows it.
+    pub section: DiagnosisSection,
 }
 
 fn is_zero(n: &usize) -> bool {
@@ -106,7 +126,33 @@ pub(crate) async fn gpu_of(
         min_gap_ns: r.min_gap_ns,
         gaps_by_class: a.gaps_by_class,
         longest: a.gaps.iter().map(gap_summary).collect(),
+        diagnoses: diagnoses_of(qc, target).await,
     })
+}
+
+/// The rules the GPU diagnosis fires over the whole target (a summary
+/// never fails for want of them).
+async fn diagnoses_of(qc: &QueryContext<'_>, target: &str) -> Vec<DiagnosisLine> {
+    let request = GpuDiagnosisRequest {
+        target: Targets::One(target.to_owned()),
+        limit: Some(1),
+        ..Default::default()
+    };
+    match gpu_diagnosis::gpu_diagnosis(qc, &request).await {
+        Ok(r) => r
+            .answer
+            .diagnoses
+            .into_iter()
+            .take(DIAGNOSES)
+            .map(|d| DiagnosisLine {
+                rule: d.rule,
+                evidence: d.evidence,
+                fix: d.fix,
+                section: d.section,
+            })
+            .collect(),
+        Err(_) => Vec::new(),
+    }
 }
 
 fn gap_summary(g: &GpuGap) -> GapSummary {
