@@ -1,6 +1,6 @@
 //! Text rendering of `flameox analyze gpu-diagnosis`: the headline, then
 //! one table per section (ranks, geometry, copies and host waits,
-//! collectives). Presentation only; `--json` prints the service result.
+//! collectives, iterations, fusion candidates). Presentation only; `--json` prints the service result.
 
 use flameox_engine::services::gpu_diagnosis::{GpuDiagnosisResult, headline};
 
@@ -196,6 +196,79 @@ pub(crate) fn render(r: &GpuDiagnosisResult) -> String {
                 ns(row.median_ns),
                 ns(row.exposed_ns),
                 gbps(row.busbw_gb_per_s),
+            ]);
+        }
+        out += &tb.render();
+    }
+    if let Some(i) = a.iterations.as_ref().filter(|i| !i.streams.is_empty()) {
+        out += "\niterations (no markers needed)\n";
+        let mut tb = Table::new(
+            &[
+                "rank",
+                "device",
+                "stream",
+                "kernels/iter",
+                "match",
+                "iterations",
+                "median",
+                "min",
+                "max",
+                "variation",
+                "starts with",
+            ],
+            &[3, 4, 5, 6, 7, 8, 9],
+        )
+        .shorten(&[10]);
+        for s in &i.streams {
+            tb.row(vec![
+                id(s.key.rank),
+                id(s.key.device),
+                id(s.stream),
+                thousands(s.period_kernels as i64),
+                format!("{:.3}", s.match_ratio),
+                thousands(s.iterations as i64),
+                ns(s.median_ns),
+                ns(s.min_ns),
+                ns(s.max_ns),
+                format!("{:.1}%", s.variation_pct),
+                s.anchor.clone(),
+            ]);
+        }
+        out += &tb.render();
+    }
+    for f in a
+        .fusion
+        .iter()
+        .flatten()
+        .filter(|f| !f.candidates.is_empty())
+    {
+        out += &format!(
+            "\nfusion candidates of rank {} {} ({} of {} kernels under {}, back to back within {})\n",
+            id(f.rank),
+            short(&f.artifact_id),
+            thousands(f.short_kernels as i64),
+            thousands(f.kernels as i64),
+            ns(f.short_kernel_ns),
+            ns(f.max_gap_ns)
+        );
+        let mut tb = Table::new(
+            &[
+                "occurrences",
+                "launches saved",
+                "kernel time",
+                "gaps",
+                "kernels",
+            ],
+            &[0, 1, 2, 3],
+        )
+        .shorten(&[4]);
+        for c in &f.candidates {
+            tb.row(vec![
+                thousands(c.occurrences as i64),
+                thousands(c.launches_saved as i64),
+                ns(c.kernel_ns),
+                ns(c.gap_ns),
+                c.kernels.join(" → "),
             ]);
         }
         out += &tb.render();

@@ -1,16 +1,20 @@
 //! GPU diagnoses a performance engineer asks for after "where is the GPU
 //! idle": launch geometry against the device's SMs, copies by memory kind
 //! with the host's synchronous calls, collectives with their bandwidth and
-//! exposed time, and ranks side by side (who arrives last at each
-//! collective, and why). One read of the device rows serves every section
+//! exposed time, ranks side by side (who arrives last at each
+//! collective, and why), iterations found without markers, and fusion
+//! candidates. One read of the device rows serves every section
 //! ([`device_rows`]); each section is one file.
 
 pub mod collectives;
 pub mod copies;
+pub mod critical_path;
 pub mod critical_path_graph;
 pub mod critical_path_sync;
 pub mod device_rows;
+pub mod fusion;
 pub mod geometry;
+pub mod iterations;
 pub mod period;
 pub mod ranks;
 pub mod rules;
@@ -39,14 +43,18 @@ pub enum DiagnosisSection {
     Copies,
     Collectives,
     Ranks,
+    Iterations,
+    Fusion,
 }
 
 impl DiagnosisSection {
-    pub const ALL: [DiagnosisSection; 4] = [
+    pub const ALL: [DiagnosisSection; 6] = [
         DiagnosisSection::Geometry,
         DiagnosisSection::Copies,
         DiagnosisSection::Collectives,
         DiagnosisSection::Ranks,
+        DiagnosisSection::Iterations,
+        DiagnosisSection::Fusion,
     ];
 
     pub fn name(self) -> &'static str {
@@ -55,6 +63,8 @@ impl DiagnosisSection {
             DiagnosisSection::Copies => "copies",
             DiagnosisSection::Collectives => "collectives",
             DiagnosisSection::Ranks => "ranks",
+            DiagnosisSection::Iterations => "iterations",
+            DiagnosisSection::Fusion => "fusion",
         }
     }
 
@@ -131,6 +141,8 @@ pub struct DiagnosisAnswer {
     pub copies: Option<copies::Copies>,
     pub collectives: Option<collectives::Collectives>,
     pub ranks: Option<ranks::Ranks>,
+    pub iterations: Option<iterations::Iterations>,
+    pub fusion: Option<Vec<fusion::ArtifactFusion>>,
     /// The declared rules ([`rules`]) these sections fire, most time at
     /// stake first.
     pub diagnoses: Vec<rules::Diagnosis>,
@@ -191,6 +203,12 @@ pub async fn gpu_diagnosis(
         copies,
         collectives,
         ranks,
+        iterations: params
+            .wants(DiagnosisSection::Iterations)
+            .then(|| iterations::iterations(&work, params)),
+        fusion: params
+            .wants(DiagnosisSection::Fusion)
+            .then(|| fusion::fusion(&work, params)),
         diagnoses: Vec::new(),
     };
     answer.diagnoses = rules::diagnose(&answer);

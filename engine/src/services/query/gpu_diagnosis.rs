@@ -40,7 +40,7 @@ pub struct GpuDiagnosisRequest {
     /// Run or artifact id, or a list of them (one per rank).
     pub target: Targets,
     /// One section; default all.
-    #[schemars(extend("enum" = ["geometry", "copies", "collectives", "ranks"]))]
+    #[schemars(extend("enum" = ["geometry", "copies", "collectives", "ranks", "iterations", "fusion"]))]
     pub section: Option<String>,
     /// Rows per artifact and section; ranks shown (default 5).
     #[schemars(range(min = 1, max = 1000))]
@@ -204,6 +204,10 @@ fn shown_artifacts(a: &DiagnosisAnswer) -> std::collections::BTreeSet<String> {
     if let Some(c) = &a.collectives {
         out.extend(c.rows.iter().map(|r| r.artifact_id.clone()));
     }
+    if let Some(i) = &a.iterations {
+        out.extend(i.streams.iter().map(|s| s.key.artifact_id.clone()));
+    }
+    out.extend(a.fusion.iter().flatten().map(|f| f.artifact_id.clone()));
     if let Some(r) = &a.ranks {
         out.extend(r.rows.iter().map(|r| r.artifact_id.clone()));
         out.extend(r.holders.iter().map(|h| h.artifact_id.clone()));
@@ -278,6 +282,25 @@ pub fn headline(r: &GpuDiagnosisResult) -> String {
             c.kernels,
             duration_ns(c.time_ns),
             duration_ns(c.exposed_ns)
+        ));
+    }
+    if let Some(s) = a.iterations.as_ref().and_then(|i| i.streams.first()) {
+        parts.push(format!(
+            "{} iterations of {} kernels on stream {} (median {}, {:.1} % variation)",
+            s.iterations,
+            s.period_kernels,
+            s.stream.map_or("?".into(), |x| x.to_string()),
+            duration_ns(s.median_ns),
+            s.variation_pct
+        ));
+    }
+    if let Some(c) = a.fusion.iter().flatten().find_map(|f| f.candidates.first()) {
+        parts.push(format!(
+            "{} short kernels repeated {} times back to back (fusing saves {} launches; first: {})",
+            c.kernels.len(),
+            c.occurrences,
+            c.launches_saved,
+            c.kernels.first().map_or("", String::as_str)
         ));
     }
     let what = format!(

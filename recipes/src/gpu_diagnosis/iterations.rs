@@ -1,0 +1,163 @@
+//! Iterations without markers: per stream, the period of the kernel-name
+//! sequence ([`super::period`]) turns a program without `ProfilerStep`
+//! markers (an MPI code, a C++ solver) into steps: how many, how long each
+//! took from its first kernel's start to the next one's, and how much they
+//! vary. The busiest streams of each artifact are read; a trace with
+//! markers shows both so they can be checked against each other.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use super::device_rows::{WorkClass, WorkRows};
+use super::period::{PeriodLimits, detect_period};
+use super::{DeviceKey, DiagnosisParams, median_i64};
+use crate::kernel_family::readable_name;
+
+/// Streams examined per artifact (most kernels first).
+const STREAMS_PER_ARTIFACT: usize = 2;
+/// Kernels of one stream examined, at most (the first ones).
+const MAX_KERNELS: usize = 2_000_000;
+/// Slowest iterations listed.
+const SLOWEST: usize = 3;
+
+/// One iteration found.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Iteration {
+    /// 0-based, in time order.
+    pub index: usize,
+    pub start_ns: i64,
+    pub duration_ns: i64,
+}
+
+/// The repeating structure of one stream.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StreamIterations {
+    #[serde(flatten)]
+    pub key: DeviceKey,
+    pub stream: Option<i64>,
+    pub kernels: usize,
+    /// Kernels per iteration, and the share of positions that repeat one
+    /// period later (≥ 0.9 to count).
+    pub period_kernels: usize,
+    pub match_ratio: f64,
+    pub iterations: usize,
+    /// The kernel that starts every iteration.
+    pub anchor: String,
+    /// Kernels before the first iteration (warm-up).
+    pub before_first: usize,
+    /// Durations of the complete iterations (the last one ends at the end
+    /// of its period's last kernel).
+    pub min_ns: i64,
+    pub median_ns: i64,
+    pub max_ns: i64,
+    /// Standard deviation over the mean, in percent.
+    pub variation_pct: f64,
+    pub slowest: Vec<Iteration>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Iterations {
+    pub streams: Vec<StreamIterations>,
+    /// Streams examined in which no period held.
+    pub streams_without_period: usize,
+    /// Streams whose kernels past the first 2,000,000 were not examined.
+    pub streams_cut: usize,
+}
+
+pub fn iterations(work: &WorkRows, params: &DiagnosisParams) -> Iterations {
+    let mut streams: BTreeMap<(u32, Option<i64>, Option<i64>), Vec<usize>> = BTreeMap::new();
+    for (i, r) in work.rows.iter().enumerate() {
+        if matches!(r.class, WorkClass::Compute | WorkClass::Communication) {
+            streams
+                .entry((r.artifact, r.device, r.stream))
+                .or_default()
+                .push(i);
+        }
+    }
+    // The busiest streams of each artifact.
+    let mut per_artifact: BTreeMap<u32, Vec<((Option<i64>, Option<i64>), Vec<usize>)>> =
+        BTreeMap::new();
+    for ((a, device, stream), rows) in streams {
+        per_artifact
+            .entry(a)
+            .or_default()
+            .push(((device, stream), rows));
+    }
+    let mut out = Iterations {
+        streams: Vec::new(),
+        streams_without_period: 0,
+        streams_cut: 0,
+    };
+    for (artifact, mut list) in per_artifact {
+        list.sort_by(|a, b| b.1.len().cmp(&a.1.len()).then(a.0.cmp(&b.0)));
+        for ((device, stream), mut rows) in list.into_iter().take(STREAMS_PER_ARTIFACT) {
+            rows.sort_by_key(|i| (work.rows[*i].ts, *i));
+            if rows.len() > MAX_KERNELS {
+                rows.truncate(MAX_KERNELS);
+                out.streams_cut += 1;
+            }
+            let names: Vec<u32> = rows.iter().map(|i| work.rows[*i].name).collect();
+            let Some(p) = detect_period(&names, &PeriodLimits::default()) else {
+                out.streams_without_period += 1;
+                continue;
+            };
+            let row = |k: usize| &work.rows[rows[k]];
+            let mut found: Vec<Iteration> = Vec::new();
+            for (index, w) in p.starts.iter().enumerate() {
+                let start = row(*w).ts;
+                let end = match p.starts.get(index + 1) {
+                    Some(next) => row(*next).ts,
+                    None => match rows.get(w + p.length - 1) {
+                        Some(_) => (*w..w + p.length)
+                            .map(|k| row(k).end)
+                            .max()
+                            .unwrap_or(start),
+                        None => continue, // a partial last iteration
+                    },
+                };
+                found.push(Iteration {
+                    index,
+                    start_ns: start,
+                    duration_ns: end - start,
+                });
+            }
+            let durations: Vec<i64> = found.iter().map(|i| i.duration_ns).collect();
+            let n = durations.len().max(1) as f64;
+            let mean = durations.iter().sum::<i64>() as f64 / n;
+            let var = durations
+                .iter()
+                .map(|d| (*d as f64 - mean).powi(2))
+                .sum::<f64>()
+                / (n - 1.0).max(1.0);
+            let mut slowest = found.clone();
+            slowest.sort_by(|a, b| {
+                b.duration_ns
+                    .cmp(&a.duration_ns)
+                    .then(a.index.cmp(&b.index))
+            });
+            slowest.truncate(SLOWEST);
+            out.streams.push(StreamIterations {
+                key: params.key(work.strings.get(artifact), device),
+                stream,
+                kernels: rows.len(),
+                period_kernels: p.length,
+                match_ratio: p.match_ratio,
+                iterations: found.len(),
+                anchor: readable_name(work.strings.get(p.anchor)),
+                before_first: p.starts.first().copied().unwrap_or(0),
+                min_ns: durations.iter().copied().min().unwrap_or(0),
+                median_ns: median_i64(&durations).unwrap_or(0),
+                max_ns: durations.iter().copied().max().unwrap_or(0),
+                variation_pct: if mean > 0.0 {
+                    var.sqrt() * 100.0 / mean
+                } else {
+                    0.0
+                },
+                slowest,
+            });
+        }
+    }
+    out.streams.truncate(params.limit.max(1) * 2);
+    out
+}
