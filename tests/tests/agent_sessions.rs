@@ -43,6 +43,22 @@ impl Agent {
         }
     }
 
+    /// A session on a generated multi-rank job (one Kineto file per rank),
+    /// imported as one run.
+    async fn start_job(spec: &flameox_benches::nccl_job::NcclJobSpec) -> Agent {
+        let project = tempfile::tempdir().expect("project");
+        let root = project.path().canonicalize().expect("canonical project");
+        flameox_benches::nccl_job::write_nccl_job(spec, &root.join("job")).expect("job");
+        let mut s = Session::start(&root, &["--init"]).await;
+        let imported = s.ok("import_artifact", json!({ "path": "job" })).await;
+        let run = imported["run_id"].as_str().expect("run id").to_owned();
+        Agent {
+            s,
+            _project: project,
+            run,
+        }
+    }
+
     /// The orientation call every session starts with.
     async fn summary(&mut self) -> Value {
         self.s
@@ -517,4 +533,69 @@ async fn an_mpi_export_gap_names_the_mpi_calls() {
         .sum();
     assert!((shares - 1.0).abs() < 0.005, "{gaps}");
     a.finish("MPI export GPU idle").await;
+}
+
+/// "Is another rank holding us up?" on an 8-rank job where rank 5's
+/// kernels run 1.6× longer: the summary's headline names rank 5 and its
+/// cause, and the call it offers shows every rank's wait (64 ranks:
+/// `gpu_diagnosis::a_rank_slowed_by_*`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn another_rank_holding_us_up() {
+    use flameox_benches::nccl_job::{NcclJobSpec, nccl_job_truth};
+    let spec = NcclJobSpec {
+        ranks: 8,
+        steps: 4,
+        slow_rank: Some(5),
+        ..NcclJobSpec::default()
+    };
+    let truth = nccl_job_truth(&spec);
+    let mut a = Agent::start_job(&spec).await;
+    let summary = a.summary().await;
+    let headline = summary["headline"].as_str().expect("headline");
+    assert!(
+        headline.contains("diagnosed straggler_rank: rank 5 arrived last"),
+        "{headline}"
+    );
+    let ranks = a.follow(&summary, "analyze_gpu_diagnosis").await;
+    let holder = &ranks["ranks"]["holders"][0];
+    assert_eq!(holder["rank"], 5, "{ranks}");
+    assert_eq!(holder["cause"], "own GPU work");
+    // Oracle: the generator's model says how long rank 0 waited.
+    let waited: u64 = (0..4).map(|k| truth.get(0, k).expect("step").wait_ns).sum();
+    assert!(
+        waited > 50_000_000,
+        "rank 0 waited {waited} ns for rank 5 in the model"
+    );
+    a.finish("another rank holding us up").await;
+}
+
+/// "Why is this kernel slow?" on the MPI saxpy export: its 2-block grid on
+/// a 108-SM A100, found by the geometry of the kernel named.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(
+    corpus_absent,
+    ignore = "needs the shared corpus: bash benches/corpus.sh fetch --from <mirror>, or set FLAMEOX_CORPUS"
+)]
+async fn why_is_this_kernel_slow() {
+    let mut a = Agent::start("nsys/pipit_saxpy_mpi_a100_nsys2022.2.sqlite").await;
+    let summary = a.summary().await;
+    assert!(
+        summary["gpu"]["diagnoses"]
+            .as_array()
+            .is_some_and(|d| !d.is_empty()),
+        "{summary}"
+    );
+    let run = a.run.clone();
+    let geometry =
+        a.s.ok(
+            "analyze_gpu_diagnosis",
+            json!({ "target": run, "section": "geometry", "kernel": "saxpy" }),
+        )
+        .await;
+    let device = &geometry["geometry"][0];
+    let shape = &device["shapes"][0];
+    assert_eq!(shape["blocks"], 2, "{geometry}");
+    assert_eq!(device["sm_count"], 108);
+    assert_eq!(shape["underfills_device"], true);
+    a.finish("why is this kernel slow").await;
 }

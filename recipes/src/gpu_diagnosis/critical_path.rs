@@ -1,40 +1,34 @@
-//! Critical-path section: reads an artifact's host calls, device work and
-//! sync rows from `trace_events` into [`critical_path_graph`]'s input, per
-//! artifact (= rank), and answers which bound sets the window's length
-//! (HTA's critical path analysis; graph rules in that module).
+//! Critical-path section: an artifact's (= rank's) host calls, device work
+//! and sync rows from `trace_events` in, [`critical_path_graph`]'s path out.
 //!
 //! - Host events (HTA: categories cpu_op, cuda_runtime, cuda_driver): kinds
-//!   `cpu_op`, `runtime_api`, `driver_api` (stream or not: ROCm launches
-//!   carry one), `graph_launch` and `communication` without a stream
-//!   (`nccl:*`, `record_param_comms` ops); terminated only. Annotations and
-//!   Python frames are not events (HTA: neither) but are walked through:
-//!   parent = nearest host-event ancestor by `parent_event_id`, same track.
-//!   `blocking`: HTA's list, Nsight's `_vNNNN` names included.
-//! - Device events: `accelerator::device_work_rows` (kernels, NCCL kernels,
-//!   memcpy, memset); queue = (device, stream).
-//! - Syncs: rows of kind `sync`, never by nesting (Kineto's sit on stream
-//!   tracks and may parent copies). Kineto: `cuda_sync_kind` and its args.
-//!   Nsight: by the runtime call with the same correlation (device and
-//!   stream synchronize); its event syncs and stream waits name no record
-//!   call and are left out, counted in a caveat.
+//!   `cpu_op`, `runtime_api`, `driver_api` (ROCm's carry a stream), stream-less
+//!   `graph_launch`, and `communication` of category cpu_op (not the `nccl:*`
+//!   annotations); terminated. Annotations and Python frames are walked
+//!   through: parent = nearest host-event ancestor by `parent_event_id`, same
+//!   track. `blocking`: HTA's list, Nsight's `_vNNNN` names too.
+//! - Device events: kernels (NCCL's as communication), memcpy, memset, as
+//!   `accelerator::device_work_rows`; queue = (device, stream).
+//! - Syncs: kind `sync`, never by nesting (Kineto's sit on stream tracks and
+//!   may parent copies). Kineto: `cuda_sync_kind` and its args; Nsight: the
+//!   call with the same correlation (device, stream synchronize; its event
+//!   syncs and stream waits name no record call: left out).
 //! - Window: `params.window` (inclusive, HTA's), else the artifact's span.
-//!   Rows are read within one window length (at least [`MIN_MARGIN_NS`])
-//!   either side, since queue lengths, launches and event records before
-//!   and after the window decide edges inside it.
-//! - Bounds: more than `CpLimits::default().max_nodes` host and device rows
-//!   (or as many walked-through ancestors) read, or a graph over the
-//!   limits, gives a caveat and no path, not an error.
-//! - Caveats: no sync rows (the device can then never delay the host on
-//!   the path: HTA's own warning), device work without a launch, rows left
-//!   out (unterminated calls, unclassified syncs), refusals.
+//!   Rows are read one window length (≥ [`MIN_MARGIN_NS`]) either side:
+//!   queue lengths, launches and records around the window decide edges in
+//!   it; device rows also later, by the correlations of the window's calls
+//!   (a device behind the host runs the window's work long after it).
+//! - Caveats, not errors: over `CpLimits::default()` (rows read or graph):
+//!   no path; no sync rows (the device then never delays the host: HTA's
+//!   warning); device work without a launch; rows left out.
 
 use std::collections::HashMap;
 
 use datafusion::arrow::array::{Array, AsArray, RecordBatch};
 use datafusion::logical_expr::{Expr, col, lit};
-use datafusion::prelude::{DataFrame, SessionContext};
+use datafusion::prelude::SessionContext;
 use flameox_extractors::nsight::api_base;
-use futures::StreamExt;
+use futures::{StreamExt, TryStreamExt};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -50,30 +44,16 @@ use crate::kernel_family::readable_name;
 /// Least margin read before and after a window.
 pub const MIN_MARGIN_NS: i64 = 10_000_000;
 /// HTA's `BLOCKING_SYNC_CALLS`: their exit edge is a wait, not CPU work.
-const BLOCKING: [&str; 6] = [
-    "cudaDeviceSynchronize",
-    "cudaStreamSynchronize",
-    "cudaEventQuery",
-    "cudaEventSynchronize",
-    "cudaMemcpy",
-    "cudaMemcpyAsync",
-];
-/// Kinds read: host events, device work, and what host events nest in.
-const KINDS: [&str; 13] = [
-    "cpu_op",
-    "runtime_api",
-    "driver_api",
-    "graph_launch",
-    "communication",
-    "kernel",
-    "memcpy",
-    "memset",
-    "user_annotation",
-    "python_function",
-    "cpu_slice",
-    "nvtx_range",
-    "profiler_span",
-];
+const BLOCKING: &str = "cudaDeviceSynchronize cudaStreamSynchronize cudaEventQuery \
+    cudaEventSynchronize cudaMemcpy cudaMemcpyAsync";
+/// Host events and what they nest in; device work; syncs.
+const HOST_KINDS: &str = "cpu_op runtime_api driver_api graph_launch communication \
+    user_annotation python_function cpu_slice nvtx_range profiler_span";
+const DEVICE_KINDS: &str = "kernel memcpy memset communication";
+const COLUMNS: &str = "event_id parent_event_id ts_ns dur_ns name kind category track_id \
+    device stream correlation_id args_json";
+/// [`PathEvent::kind`] by [`DeviceClass`].
+const KIND_OF: [&str; 3] = ["kernel", "communication", "memory"];
 /// Ancestors walked before a parent is given up (nesting is never deeper).
 const MAX_WALK: usize = 1024;
 
@@ -99,8 +79,7 @@ pub struct PathOfArtifact {
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct BoundShare {
-    /// `cpu`, `gpu_compute`, `gpu_communication`, `gpu_memory`,
-    /// `kernel_launch_delay`, `kernel_kernel_delay`, `dependency`.
+    /// [`bound_name`].
     pub bound: String,
     pub ns: i64,
     pub pct_of_path: f64,
@@ -117,16 +96,12 @@ pub struct PathEvent {
     pub count: usize,
 }
 
+/// In [`Bound::ALL`] order.
+const BOUND_NAMES: &str = "cpu gpu_compute gpu_communication gpu_memory kernel_launch_delay \
+    kernel_kernel_delay dependency";
+
 pub fn bound_name(b: Bound) -> &'static str {
-    match b {
-        Bound::Cpu => "cpu",
-        Bound::GpuCompute => "gpu_compute",
-        Bound::GpuCommunication => "gpu_communication",
-        Bound::GpuMemory => "gpu_memory",
-        Bound::KernelLaunchDelay => "kernel_launch_delay",
-        Bound::KernelKernelDelay => "kernel_kernel_delay",
-        Bound::Dependency => "dependency",
-    }
+    BOUND_NAMES.split_whitespace().nth(b as usize).unwrap_or("")
 }
 
 /// The critical path of each artifact of `scope` over `params.window`.
@@ -135,11 +110,16 @@ pub async fn critical_paths(
     scope: &ArtifactScope,
     params: &DiagnosisParams,
 ) -> RecipeResult<Vec<PathOfArtifact>> {
-    let mut out = Vec::with_capacity(scope.artifact_ids.len());
-    for artifact in &scope.artifact_ids {
-        out.push(path_of(ctx, artifact, params).await?);
-    }
-    Ok(out)
+    let paths = futures::stream::iter(&scope.artifact_ids).then(|a| path_of(ctx, a, params));
+    paths.try_collect().await
+}
+
+/// Which rows a read keeps.
+#[derive(Clone, Copy, PartialEq)]
+enum Pass {
+    Hosts,
+    Devices,
+    Syncs,
 }
 
 async fn path_of(
@@ -148,137 +128,80 @@ async fn path_of(
     params: &DiagnosisParams,
 ) -> RecipeResult<PathOfArtifact> {
     let limits = CpLimits::default();
-    let range = params.window.map(|(a, b)| {
+    let (mut ev, mut range) = (Evidence::default(), lit(true));
+    ev.window_ns = params.window.unwrap_or_default();
+    if let Some((a, b)) = params.window {
         let m = b.saturating_sub(a).max(MIN_MARGIN_NS);
-        (a.saturating_sub(m), b.saturating_add(m))
-    });
-    let mut ev = Evidence::default();
-    let mut answer = PathOfArtifact {
-        key: params.key(artifact, None),
-        window_ns: params.window.unwrap_or((0, 0)),
-        length_ns: 0,
-        by_bound: Vec::new(),
-        top: Vec::new(),
-        nodes: 0,
-        edges: 0,
-        sync_edges: 0,
-        syncs_unresolved: 0,
-        negative_weights_clamped: 0,
-        caveats: Vec::new(),
-    };
-    let kinds = KINDS.iter().map(|k| lit(*k)).collect();
-    let df = rows(ctx, artifact, range, kinds, false).await?;
-    let mut stream = df.execute_stream().await?;
-    while let Some(batch) = stream.next().await {
-        ev.push_rows(&batch?, params.window)?;
-        if ev.hosts.len() + ev.devices.len() > limits.max_nodes
-            || ev.ancestors.len() > limits.max_nodes
-        {
-            answer.caveats.push(format!(
-                "refused: more than {} host and device rows (or ancestors) in and around the window; narrow the window",
-                limits.max_nodes
-            ));
-            return Ok(answer);
+        ev.window = Some((a, b));
+        ev.range = (a.saturating_sub(m), b.saturating_add(m));
+        range = col("ts_ns").between(lit(ev.range.0), lit(ev.range.1));
+    }
+    for pass in [Pass::Hosts, Pass::Devices, Pass::Syncs] {
+        let (kinds, filter) = match pass {
+            Pass::Hosts => (HOST_KINDS, range.clone()),
+            Pass::Devices => (DEVICE_KINDS, ev.device_range()),
+            Pass::Syncs => ("sync", range.clone()),
+        };
+        let kinds = kinds.split_whitespace().map(lit).collect();
+        let filter = (ArtifactScope::one(artifact).filter())
+            .and(utf8("kind").in_list(kinds, false))
+            .and(filter);
+        let columns = COLUMNS.split(' ').filter(|c| !c.is_empty());
+        let columns = columns.filter(|&c| pass == Pass::Syncs || c != "args_json");
+        let df = (table(ctx, "trace_events").await?)
+            .filter(filter)?
+            .select(columns.map(col).collect::<Vec<Expr>>())?;
+        let mut stream = df.execute_stream().await?;
+        while let Some(batch) = stream.next().await {
+            ev.push(&batch?, pass)?;
+            let n = limits.max_nodes;
+            if ev.hosts.len() + ev.devices.len() > n || ev.ancestors.len() > n {
+                ev.caveats.push(format!("refused: more than {n} host and device rows (or ancestors) in and around the window; narrow the window"));
+                return Ok(answer(&ev, params.key(artifact, None), None));
+            }
+        }
+        if pass == Pass::Hosts {
+            ev.resolve_parents();
         }
     }
     let window = params.window.or(ev.span).unwrap_or((0, 0));
-    answer.window_ns = window;
-    ev.resolve_parents();
-    let df = rows(ctx, artifact, range, vec![lit("sync")], true).await?;
-    let (mut sync_rows, mut unclassified) = (0usize, 0usize);
-    let mut stream = df.execute_stream().await?;
-    while let Some(batch) = stream.next().await {
-        let batch = batch?;
-        sync_rows += batch.num_rows();
-        unclassified += ev.push_syncs(&batch, window)?;
-    }
+    (ev.window_ns, ev.limit) = (window, params.limit);
+    let launched = |d: &&DeviceEvent| d.correlation.is_some_and(|c| ev.calls.contains_key(&c));
+    let unlaunched = (ev.devices.iter())
+        .filter(|d| ev.in_window(d.ts) && !launched(d))
+        .count();
+    let notes = [
+        (ev.hosts.is_empty() && ev.devices.is_empty(), "no host calls or device work in the window".to_owned()),
+        (ev.sync_rows == 0 && !ev.devices.is_empty(), "no sync rows: device work can never delay the host on this path, so CPU shares are an upper bound (HTA's caveat; Kineto records them with enable_cuda_sync_events)".to_owned()),
+        (unlaunched > 0, format!("{unlaunched} device events in the window have no launch call in the rows read: kept, without a launch edge")),
+        (ev.unterminated > 0, format!("{} unterminated host calls in the window left out", ev.unterminated)),
+        (ev.unclassified > 0, format!("{} sync rows in the window left out: kind unknown, or an Nsight event sync / stream wait (no record call in the evidence)", ev.unclassified)),
+    ];
+    ev.caveats
+        .extend(notes.into_iter().filter(|n| n.0).map(|n| n.1));
     let input = StepGraphInput {
         hosts: &ev.hosts,
         devices: &ev.devices,
         syncs: &ev.syncs,
         window,
     };
-    let in_window = |ts: i64| ts >= window.0 && ts <= window.1;
-    let caveats = &mut answer.caveats;
-    if ev.hosts.is_empty() && ev.devices.is_empty() {
-        caveats.push("no host calls or device work in the window".into());
-    }
-    if sync_rows == 0 && !ev.devices.is_empty() {
-        caveats.push("no sync rows: device work can never delay the host on this path, so CPU shares are an upper bound (HTA's caveat; Kineto records them with enable_cuda_sync_events)".into());
-    }
-    let launched: std::collections::HashSet<i64> =
-        ev.hosts.iter().filter_map(|h| h.correlation).collect();
-    let unlaunched = (ev.devices.iter())
-        .filter(|d| in_window(d.ts) && !d.correlation.is_some_and(|c| launched.contains(&c)))
-        .count();
-    if unlaunched > 0 {
-        caveats.push(format!("{unlaunched} device events in the window have no launch call in the rows read: kept, without a launch edge"));
-    }
-    if ev.unterminated > 0 {
-        caveats.push(format!(
-            "{} unterminated host calls in the window left out",
-            ev.unterminated
-        ));
-    }
-    if unclassified > 0 {
-        caveats.push(format!("{unclassified} sync rows in the window left out: kind unknown, or an Nsight event sync / stream wait (no record call in the evidence)"));
-    }
-    match critical_path(&input, &limits) {
-        Ok(cp) => fill(&mut answer, &cp, &ev, params.limit),
-        Err(CpError::TooManyNodes { nodes, limit }) => answer.caveats.push(format!(
-            "refused: the window's graph has {nodes} nodes, more than {limit}; narrow the window"
-        )),
-        Err(CpError::TooManyEdges { limit }) => answer.caveats.push(format!(
-            "refused: the window's graph has more than {limit} edges; narrow the window"
-        )),
-        Err(e) => answer.caveats.push(format!("no path: invalid graph ({e})")),
-    }
-    Ok(answer)
-}
-
-/// Terminated or not, rows of `kinds` of one artifact, starting in `range`.
-async fn rows(
-    ctx: &SessionContext,
-    artifact: &str,
-    range: Option<(i64, i64)>,
-    kinds: Vec<Expr>,
-    with_args: bool,
-) -> RecipeResult<DataFrame> {
-    let mut filter = ArtifactScope::one(artifact)
-        .filter()
-        .and(utf8("kind").in_list(kinds, false));
-    if let Some((start, end)) = range {
-        filter = filter
-            .and(col("ts_ns").gt_eq(lit(start)))
-            .and(col("ts_ns").lt_eq(lit(end)));
-    }
-    let columns: Vec<Expr> = [
-        "event_id",
-        "parent_event_id",
-        "ts_ns",
-        "dur_ns",
-        "name",
-        "kind",
-        "category",
-        "track_id",
-        "device",
-        "stream",
-        "correlation_id",
-        "args_json",
-    ]
-    .into_iter()
-    .take(if with_args { 12 } else { 11 })
-    .map(col)
-    .collect();
-    Ok(table(ctx, "trace_events")
-        .await?
-        .filter(filter)?
-        .select(columns)?)
+    let cp = critical_path(&input, &limits).map_err(|e| match e {
+        CpError::TooManyNodes { .. } | CpError::TooManyEdges { .. } => format!("refused: {e}"),
+        e => format!("no path: invalid graph ({e})"),
+    });
+    let cp = cp.map_err(|e| ev.caveats.push(e)).ok();
+    Ok(answer(&ev, params.key(artifact, None), cp.as_ref()))
 }
 
 /// The algorithm's input for one artifact, and what was left out.
 #[derive(Default)]
 struct Evidence {
+    /// `params.window`, the rows' range around it, the path's window.
+    window: Option<(i64, i64)>,
+    range: (i64, i64),
+    window_ns: (i64, i64),
+    limit: usize,
+    caveats: Vec<String>,
     strings: Interner,
     hosts: Vec<HostEvent>,
     /// Per host: (event id, parent event id).
@@ -289,31 +212,63 @@ struct Evidence {
     syncs: Vec<SyncRecord>,
     threads: HashMap<i64, u32>,
     queues: HashMap<(Option<i64>, Option<i64>), u32>,
-    /// Min start and max end of the host and device events.
+    /// Host call name by correlation (Nsight syncs).
+    calls: HashMap<i64, u32>,
+    /// Of the host and device events.
     span: Option<(i64, i64)>,
     unterminated: usize,
-    /// Host call name by correlation (Nsight sync classification).
-    calls: HashMap<i64, u32>,
+    sync_rows: usize,
+    unclassified: usize,
 }
 
 impl Evidence {
+    fn in_window(&self, ts: i64) -> bool {
+        self.window.is_none_or(|(a, b)| ts >= a && ts <= b)
+    }
+
+    /// Device rows to read: from the range's start, up to its end or with
+    /// the correlation of a call in the window.
+    fn device_range(&self) -> Expr {
+        let calls = self.hosts.iter().filter(|h| self.in_window(h.ts));
+        let corr = calls.filter_map(|h| h.correlation);
+        let later = match (corr.clone().min(), corr.max()) {
+            (Some(a), Some(b)) => col("correlation_id").between(lit(a), lit(b)),
+            _ => lit(false),
+        };
+        let (start, end, ts) = (lit(self.range.0), lit(self.range.1), || col("ts_ns"));
+        let range = ts().gt_eq(start).and(ts().lt_eq(end).or(later));
+        self.window.map_or(lit(true), |_| range)
+    }
+
     fn queue(&mut self, device: Option<i64>, stream: Option<i64>) -> u32 {
         let next = self.queues.len() as u32;
         *self.queues.entry((device, stream)).or_insert(next)
     }
 
-    fn push_rows(&mut self, batch: &RecordBatch, window: Option<(i64, i64)>) -> RecipeResult<()> {
+    fn push(&mut self, batch: &RecordBatch, pass: Pass) -> RecipeResult<()> {
         let name = self.strings.column(column(batch, "name")?)?;
         let kind = self.strings.column(column(batch, "kind")?)?;
         let category = self.strings.column(column(batch, "category")?)?;
-        let id = ints(column(batch, "event_id")?)?;
-        let parent = ints(column(batch, "parent_event_id")?)?;
-        let ts = ints(column(batch, "ts_ns")?)?;
-        let dur = ints(column(batch, "dur_ns")?)?;
-        let track = ints(column(batch, "track_id")?)?;
-        let device = ints(column(batch, "device")?)?;
-        let stream = ints(column(batch, "stream")?)?;
-        let correlation = ints(column(batch, "correlation_id")?)?;
+        let c = |name: &str| column(batch, name).and_then(ints);
+        let (id, parent) = (c("event_id")?, c("parent_event_id")?);
+        let (ts, dur, track) = (c("ts_ns")?, c("dur_ns")?, c("track_id")?);
+        let (device, stream, correlation) = (c("device")?, c("stream")?, c("correlation_id")?);
+        if pass == Pass::Syncs {
+            let args = as_utf8(column(batch, "args_json")?)?;
+            let args = args.as_string::<i32>();
+            for i in 0..batch.num_rows() {
+                let text = Some(i)
+                    .filter(|&i| args.is_valid(i))
+                    .map_or("null", |i| args.value(i));
+                let inside = ts[i].is_some_and(|t| self.in_window(t));
+                match self.sync_record(text, [device[i], stream[i], correlation[i]]) {
+                    Some(r) => self.syncs.push(r),
+                    None => self.unclassified += usize::from(inside),
+                }
+            }
+            self.sync_rows += batch.num_rows();
+            return Ok(());
+        }
         for i in 0..batch.num_rows() {
             let no_stream = stream[i].is_none();
             let (class, host) = {
@@ -326,55 +281,50 @@ impl Evidence {
                     "communication" if device_comm => (Some(DeviceClass::Communication), false),
                     "cpu_op" | "runtime_api" | "driver_api" => (None, true),
                     "graph_launch" => (None, no_stream),
-                    // `nccl:*` annotations are `communication` too: not HTA's.
                     "communication" => (None, no_stream && matches!(cat, "cpu_op" | "Operator")),
                     _ => (None, false),
                 }
             };
-            let (Some(start), Some(d)) = (ts[i], dur[i]) else {
-                continue;
-            };
-            let end = start.saturating_add(d);
-            let name = name[i].unwrap_or(0);
-            if let (Some(class), true) = (class, d >= 0) {
-                let queue = self.queue(device[i], stream[i]);
-                self.devices.push(DeviceEvent {
-                    queue,
-                    ts: start,
-                    end,
-                    correlation: correlation[i],
-                    class,
-                    name,
-                });
-            } else if host && d >= 0 {
-                let next = self.threads.len() as u32;
-                let thread = *self.threads.entry(track[i].unwrap_or(-1)).or_insert(next);
-                let blocking = BLOCKING.contains(&api_base(self.strings.get(name)));
-                if let Some(c) = correlation[i] {
-                    self.calls.entry(c).or_insert(name);
+            let (start, d) = (ts[i].unwrap_or(0), dur[i].unwrap_or(-1));
+            let (end, name) = (start.saturating_add(d), name[i].unwrap_or(0));
+            match (pass, class) {
+                (Pass::Devices, Some(class)) if d >= 0 => {
+                    let queue = self.queue(device[i], stream[i]);
+                    self.devices.push(DeviceEvent {
+                        queue,
+                        ts: start,
+                        end,
+                        correlation: correlation[i],
+                        class,
+                        name,
+                    });
                 }
-                self.hosts.push(HostEvent {
-                    thread,
-                    ts: start,
-                    end,
-                    parent: None,
-                    blocking,
-                    correlation: correlation[i],
-                    name,
-                });
-                self.host_ids.push((id[i].unwrap_or(-1), parent[i]));
-            } else {
-                if let Some(e) = id[i].filter(|_| no_stream) {
-                    self.ancestors.insert(e, parent[i]);
+                (Pass::Hosts, None) if host && d >= 0 => {
+                    let next = self.threads.len() as u32;
+                    let thread = *self.threads.entry(track[i].unwrap_or(-1)).or_insert(next);
+                    let blocking = (BLOCKING.split_whitespace())
+                        .any(|b| b == api_base(self.strings.get(name)));
+                    correlation[i].map(|c| self.calls.entry(c).or_insert(name));
+                    self.host_ids.push((id[i].unwrap_or(-1), parent[i]));
+                    self.hosts.push(HostEvent {
+                        thread,
+                        ts: start,
+                        end,
+                        parent: None,
+                        blocking,
+                        correlation: correlation[i],
+                        name,
+                    });
                 }
-                let inside = window.is_none_or(|(a, b)| start >= a && start <= b);
-                self.unterminated += usize::from(host && d < 0 && inside);
-                continue;
+                (Pass::Hosts, None) if no_stream => {
+                    id[i].map(|e| self.ancestors.insert(e, parent[i]));
+                    self.unterminated += usize::from(host && d < 0 && self.in_window(start));
+                    continue;
+                }
+                _ => continue,
             }
-            self.span = Some(
-                self.span
-                    .map_or((start, end), |(a, b)| (a.min(start), b.max(end))),
-            );
+            let span = self.span.get_or_insert((start, end));
+            *span = (span.0.min(start), span.1.max(end));
         }
         Ok(())
     }
@@ -398,155 +348,101 @@ impl Evidence {
         }
     }
 
-    /// Adds the batch's classified syncs; returns those in `window` left out.
-    fn push_syncs(&mut self, batch: &RecordBatch, window: (i64, i64)) -> RecipeResult<usize> {
-        let ts = ints(column(batch, "ts_ns")?)?;
-        let device = ints(column(batch, "device")?)?;
-        let stream = ints(column(batch, "stream")?)?;
-        let correlation = ints(column(batch, "correlation_id")?)?;
-        let args = as_utf8(column(batch, "args_json")?)?;
-        let args = args.as_string::<i32>();
-        let mut left_out = 0;
-        for i in 0..batch.num_rows() {
-            let a: SyncArgs = match args.is_valid(i) {
-                true => serde_json::from_str(args.value(i)).unwrap_or_default(),
-                false => SyncArgs::default(),
-            };
-            let record = self.sync_record(&a, device[i], stream[i], correlation[i]);
-            match record {
-                Some(r) => self.syncs.push(r),
-                None => {
-                    left_out += usize::from(ts[i].is_some_and(|t| t >= window.0 && t <= window.1))
-                }
-            }
-        }
-        Ok(left_out)
-    }
-
-    fn sync_record(
-        &mut self,
-        a: &SyncArgs,
-        device: Option<i64>,
-        stream: Option<i64>,
-        correlation: Option<i64>,
-    ) -> Option<SyncRecord> {
-        let device = a.device.as_ref().and_then(int).or(device);
-        let stream = a.stream.as_ref().and_then(int).or(stream);
-        let call = a.correlation.as_ref().and_then(int).or(correlation)?;
-        let record = a.wait_on_cuda_event_record_corr_id.as_ref().and_then(int);
-        let recorded = a.wait_on_stream.as_ref().and_then(int);
-        let Some(kind) = a.cuda_sync_kind.as_deref() else {
-            // Nsight: what the call with this correlation was.
-            let name = self.strings.get(*self.calls.get(&call)?);
-            return match api_base(name) {
-                "cudaDeviceSynchronize" | "cuCtxSynchronize" => Some(SyncRecord::Device {
-                    call_correlation: call,
-                }),
-                "cudaStreamSynchronize" | "cuStreamSynchronize" => Some(SyncRecord::Stream {
-                    queue: self.queue(device, stream),
-                    call_correlation: call,
-                }),
-                _ => None,
-            };
+    /// A Kineto sync row from its args, an Nsight one from its call.
+    fn sync_record(&mut self, args: &str, row: [Option<i64>; 3]) -> Option<SyncRecord> {
+        let ([device, stream, correlation], a) =
+            (row, serde_json::from_str::<Value>(args).unwrap_or_default());
+        let get = |key: &str| Value::get(&a, key).and_then(Value::as_i64);
+        let (device, stream) = (get("device").or(device), get("stream").or(stream));
+        let call_correlation = get("correlation").or(correlation)?;
+        let record = get("wait_on_cuda_event_record_corr_id");
+        let recorded = get("wait_on_stream");
+        let kind = match a.get("cuda_sync_kind").and_then(Value::as_str) {
+            Some(kind) => kind,
+            None => match api_base(self.strings.get(*self.calls.get(&call_correlation)?)) {
+                "cudaDeviceSynchronize" | "cuCtxSynchronize" => "Context Sync",
+                "cudaStreamSynchronize" | "cuStreamSynchronize" => "Stream Sync",
+                _ => return None,
+            },
         };
         Some(match kind {
             "Stream Sync" => SyncRecord::Stream {
                 queue: self.queue(device, stream),
-                call_correlation: call,
+                call_correlation,
             },
-            "Context Sync" => SyncRecord::Device {
-                call_correlation: call,
-            },
+            "Context Sync" => SyncRecord::Device { call_correlation },
             "Event Sync" => SyncRecord::Event {
                 record_correlation: record?,
                 recorded_queue: self.queue(device, Some(recorded?)),
-                call_correlation: call,
+                call_correlation,
             },
             "Stream Wait Event" => SyncRecord::StreamWait {
                 record_correlation: record?,
                 recorded_queue: self.queue(device, Some(recorded?)),
                 waiting_queue: self.queue(device, stream),
-                wait_call_correlation: call,
+                wait_call_correlation: call_correlation,
             },
             _ => return None,
         })
     }
 }
 
-/// Kineto `cuda_sync` args.
-#[derive(Debug, Default, Deserialize)]
-struct SyncArgs {
-    cuda_sync_kind: Option<String>,
-    wait_on_stream: Option<Value>,
-    wait_on_cuda_event_record_corr_id: Option<Value>,
-    stream: Option<Value>,
-    device: Option<Value>,
-    correlation: Option<Value>,
-}
-
-fn int(v: &Value) -> Option<i64> {
-    match v {
-        Value::Number(n) => n.as_i64().or_else(|| n.as_u64().map(|u| u as i64)),
-        Value::String(s) => s.trim().parse().ok(),
-        _ => None,
-    }
-}
-
-/// Shares, counts and the top attributed events of `cp`.
-fn fill(answer: &mut PathOfArtifact, cp: &CriticalPath, ev: &Evidence, limit: usize) {
-    let length = cp.length_ns;
-    let pct = |ns: i64| match length > 0 {
-        true => ns as f64 * 100.0 / length as f64,
+/// The answer: shares, counts and the top attributed events of `cp`.
+fn answer(ev: &Evidence, key: DeviceKey, cp: Option<&CriticalPath>) -> PathOfArtifact {
+    let length_ns = cp.map_or(0, |cp| cp.length_ns);
+    let pct = |ns: i64| match length_ns > 0 {
+        true => ns as f64 * 100.0 / length_ns as f64,
         false => 0.0,
     };
-    let mut by_bound: Vec<(Bound, i64)> = cp.by_bound.iter().copied().filter(|b| b.1 > 0).collect();
-    by_bound.sort_by_key(|&(b, ns)| (std::cmp::Reverse(ns), b));
-    let mut top: HashMap<(u32, &'static str, Bound), (i64, usize)> = HashMap::new();
-    for e in &cp.edges {
-        let (name, kind) = match e.event {
-            EventRef::Host(h) => (ev.hosts[h].name, "host"),
-            EventRef::Device(d) => (
-                ev.devices[d].name,
-                match ev.devices[d].class {
-                    DeviceClass::Compute => "kernel",
-                    DeviceClass::Memory => "memory",
-                    DeviceClass::Communication => "communication",
-                },
-            ),
-            EventRef::None => continue,
-        };
-        let slot = top.entry((name, kind, e.bound)).or_default();
-        (slot.0, slot.1) = (slot.0 + e.weight_ns, slot.1 + 1);
+    // Grouped by readable name: a kernel family's instances add up.
+    let (mut by_bound, mut top, mut names) = (Vec::new(), HashMap::new(), HashMap::new());
+    if let Some(cp) = cp {
+        by_bound.extend(cp.by_bound.iter().copied().filter(|b| b.1 > 0));
+        for e in &cp.edges {
+            let (id, kind) = match e.event {
+                EventRef::Host(h) => (ev.hosts[h].name, "host"),
+                EventRef::Device(d) => (ev.devices[d].name, KIND_OF[ev.devices[d].class as usize]),
+                EventRef::None => continue,
+            };
+            let name = names
+                .entry(id)
+                .or_insert_with(|| readable_name(ev.strings.get(id)));
+            let slot: &mut (i64, usize) = top.entry((name.clone(), kind, e.bound)).or_default();
+            (slot.0, slot.1) = (slot.0 + e.weight_ns, slot.1 + 1);
+        }
     }
+    by_bound.sort_by_key(|&(b, ns)| (std::cmp::Reverse(ns), b));
     let mut top: Vec<_> = top.into_iter().filter(|t| t.1.0 > 0).collect();
-    top.sort_by(|a, b| {
-        (b.1.0.cmp(&a.1.0))
-            .then_with(|| ev.strings.cmp(a.0.0, b.0.0))
-            .then_with(|| (a.0.1, a.0.2).cmp(&(b.0.1, b.0.2)))
-    });
-    top.truncate(limit);
-    answer.length_ns = length;
-    answer.by_bound = (by_bound.into_iter())
-        .map(|(b, ns)| BoundShare {
-            bound: bound_name(b).to_owned(),
-            ns,
-            pct_of_path: pct(ns),
-        })
-        .collect();
-    answer.top = (top.into_iter())
-        .map(|((name, kind, bound), (ns, count))| PathEvent {
-            name: readable_name(ev.strings.get(name)),
-            kind: kind.to_owned(),
-            bound: bound_name(bound).to_owned(),
-            ns,
-            count,
-        })
-        .collect();
-    answer.nodes = cp.nodes;
-    answer.edges = cp.graph_edges;
-    answer.sync_edges = cp.sync_edges;
-    answer.syncs_unresolved = cp.syncs_unresolved;
-    answer.negative_weights_clamped = cp.negative_weights_clamped;
+    top.sort_by(|a, b| (b.1.0.cmp(&a.1.0)).then_with(|| a.0.cmp(&b.0)));
+    top.truncate(ev.limit);
+    let count = |f: fn(&CriticalPath) -> usize| cp.map_or(0, f);
+    PathOfArtifact {
+        key,
+        window_ns: ev.window_ns,
+        length_ns,
+        by_bound: (by_bound.into_iter())
+            .map(|(b, ns)| BoundShare {
+                bound: bound_name(b).to_owned(),
+                ns,
+                pct_of_path: pct(ns),
+            })
+            .collect(),
+        top: (top.into_iter())
+            .map(|((name, kind, bound), (ns, count))| PathEvent {
+                name,
+                kind: kind.to_owned(),
+                bound: bound_name(bound).to_owned(),
+                ns,
+                count,
+            })
+            .collect(),
+        nodes: count(|cp| cp.nodes),
+        edges: count(|cp| cp.graph_edges),
+        sync_edges: count(|cp| cp.sync_edges),
+        syncs_unresolved: count(|cp| cp.syncs_unresolved),
+        negative_weights_clamped: count(|cp| cp.negative_weights_clamped),
+        caveats: ev.caveats.clone(),
+    }
 }
 
 #[cfg(test)]
@@ -556,63 +452,33 @@ mod tests {
     use datafusion::parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
     use datafusion::prelude::SessionConfig;
 
-    /// `CP_E2E=parquet|annotation|instance`: the path over the annotation's span.
     #[test]
     fn e2e() {
-        let Ok(spec) = std::env::var("CP_E2E") else {
-            return;
-        };
+        let Ok(spec) = std::env::var("CP_E2E") else { return; };
         let parts: Vec<&str> = spec.split('|').collect();
         let file = std::fs::File::open(parts[0]).unwrap();
-        let reader = ParquetRecordBatchReaderBuilder::try_new(file)
-            .unwrap()
-            .build()
-            .unwrap();
+        let reader = ParquetRecordBatchReaderBuilder::try_new(file).unwrap().build().unwrap();
         let batches: Vec<RecordBatch> = reader.map(|b| b.unwrap()).collect();
         let schema = batches[0].schema();
         let ctx = SessionContext::new_with_config(SessionConfig::new().with_target_partitions(1));
-        ctx.register_table(
-            "trace_events",
-            std::sync::Arc::new(MemTable::try_new(schema, vec![batches]).unwrap()),
-        )
-        .unwrap();
+        ctx.register_table("trace_events", std::sync::Arc::new(MemTable::try_new(schema, vec![batches]).unwrap())).unwrap();
         futures::executor::block_on(async {
             let ann = parts[1..parts.len() - 1].join("|");
             let inst: usize = parts[parts.len() - 1].parse().unwrap();
-            let df = ctx
-                .table("trace_events")
-                .await
-                .unwrap()
-                .filter(utf8("name").like(lit(format!("%{ann}%"))))
-                .unwrap()
-                .sort(vec![col("ts_ns").sort(true, false)])
-                .unwrap();
+            let df = ctx.table("trace_events").await.unwrap().filter(utf8("name").like(lit(format!("%{ann}%")))).unwrap().sort(vec![col("ts_ns").sort(true, false)]).unwrap();
             let b = df.collect().await.unwrap();
             let art = crate::common::string_at(column(&b[0], "artifact_id").unwrap(), 0).unwrap();
-            let all: Vec<(i64, i64)> = b
-                .iter()
-                .flat_map(|b| {
-                    let t = ints(column(b, "ts_ns").unwrap()).unwrap();
-                    let d = ints(column(b, "dur_ns").unwrap()).unwrap();
-                    (0..b.num_rows())
-                        .map(move |i| (t[i].unwrap(), t[i].unwrap() + d[i].unwrap()))
-                        .collect::<Vec<_>>()
-                })
-                .collect();
-            let w = all[inst];
-            let params = DiagnosisParams {
-                sections: vec![],
-                limit: 8,
-                facts: Default::default(),
-                kernel: None,
-                window: Some(w),
-            };
+            let all: Vec<(i64, i64)> = b.iter().flat_map(|b| {
+                let t = ints(column(b, "ts_ns").unwrap()).unwrap();
+                let d = ints(column(b, "dur_ns").unwrap()).unwrap();
+                (0..b.num_rows()).map(move |i| (t[i].unwrap(), t[i].unwrap() + d[i].unwrap())).collect::<Vec<_>>()
+            }).collect();
+            let w = match inst { 999 => None, 998 => Some((0, 1)), _ => Some(all[inst]) };
+            let params = DiagnosisParams { sections: vec![], limit: 8, facts: Default::default(), kernel: None, window: w };
             let t = std::time::Instant::now();
-            let out = critical_paths(&ctx, &ArtifactScope::one(art), &params)
-                .await
-                .unwrap();
+            let out = critical_paths(&ctx, &ArtifactScope::one(art), &params).await.unwrap();
             eprintln!("{:?}", t.elapsed());
-            eprintln!("{}", serde_json::to_string_pretty(&out).unwrap());
+            println!("{}", serde_json::to_string_pretty(&out).unwrap());
         });
     }
 }

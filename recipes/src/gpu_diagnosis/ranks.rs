@@ -82,8 +82,8 @@ pub struct Holder {
     pub idle_excess_ns: i64,
     /// `own GPU work`, `host launched late` or `mixed`.
     pub cause: String,
-    /// Kernels that ran longer here than on the median rank (not listed
-    /// when the host launched late).
+    /// Kernels that ran longer here than on the median rank (the first
+    /// holder's only, and not when its host launched late).
     pub kernel_differences: Vec<KernelDifference>,
 }
 
@@ -263,7 +263,8 @@ pub async fn ranks(
         by_last
             .into_iter()
             .take(HOLDERS)
-            .map(|(a, n)| holder(work, inst, &per, params, a, n))
+            .enumerate()
+            .map(|(i, (a, n))| holder(work, inst, &per, params, a, n, i == 0))
             .collect()
     } else {
         Vec::new()
@@ -322,6 +323,7 @@ fn holder(
     params: &DiagnosisParams,
     h: u32,
     times_last: i64,
+    with_kernels: bool,
 ) -> Holder {
     // Each rank's previous collective end, to start the window.
     let mut prev_end: BTreeMap<usize, i64> = BTreeMap::new();
@@ -385,7 +387,7 @@ fn holder(
         idle_excess_ns: idle_excess,
         cause: cause.to_owned(),
         // A late host explains itself; kernels matter when the device worked.
-        kernel_differences: if cause == "host launched late" {
+        kernel_differences: if cause == "host launched late" || !with_kernels {
             Vec::new()
         } else {
             kernel_differences(work, per.len(), h)

@@ -57,7 +57,7 @@ pub const STRAGGLER: Rule = Rule {
     name: "straggler_rank",
     threshold: 5.0,
     unit: "% of the median rank's device span by which the rank arriving last at most collectives (at least half) was late",
-    fix: "look at that rank alone: its kernels (uneven shards, a slower GPU) or its host (data loading, CPU contention)",
+    fix: "look at that rank alone: its kernels (uneven shards, a slower or throttled GPU) or its host (data loading, CPU contention)",
     section: DiagnosisSection::Ranks,
 };
 
@@ -117,18 +117,30 @@ pub fn diagnose(a: &DiagnosisAnswer) -> Vec<Diagnosis> {
         let who = h
             .rank
             .map_or(h.artifact_id.clone(), |n| format!("rank {n}"));
-        out.extend(fired(
-            &STRAGGLER,
-            late_pct,
-            h.late_ns,
-            format!(
-                "{who} arrived last at {} of {} collectives, {} after the median rank ({})",
-                h.times_last,
-                r.matched_collectives,
-                ms(h.late_ns),
-                h.cause
+        let fix = match h.cause.as_str() {
+            "own GPU work" => format!(
+                "{who}'s kernels ran longer: check its shard or batch size and its GPU's clocks (analyze_gpu_breakdown on {who} against another rank)"
             ),
-        ));
+            "host launched late" => format!(
+                "{who}'s host launched late: check its data loading and CPU contention (analyze_gpu_gaps on {who})"
+            ),
+            _ => STRAGGLER.fix.to_owned(),
+        };
+        out.extend(
+            fired(
+                &STRAGGLER,
+                late_pct,
+                h.late_ns,
+                format!(
+                    "{who} arrived last at {} of {} collectives, {} after the median rank ({})",
+                    h.times_last,
+                    r.matched_collectives,
+                    ms(h.late_ns),
+                    h.cause
+                ),
+            )
+            .map(|d| Diagnosis { fix, ..d }),
+        );
     }
     if let Some(c) = &a.copies {
         if let Some(w) = c.host_waits.first()

@@ -89,7 +89,10 @@ pub struct ImportResult {
     pub coverage: BTreeMap<String, bool>,
     pub limitations: Vec<Limitation>,
     /// Each artifact (the first [`ARTIFACTS_LISTED`] when there are more;
-    /// `more_artifacts` pages them all).
+    /// `more_artifacts` pages them all); with several, each entry is its
+    /// name, kind, producer, bytes, events, frames, samples and
+    /// measurements, limitations and `distributedInfo` (`get_artifact` has
+    /// the rest).
     #[serde(
         serialize_with = "beyond_the_top_level",
         deserialize_with = "whole_entries",
@@ -122,8 +125,24 @@ fn beyond_the_top_level<S: serde::Serializer>(
             metadata: &one.metadata,
         })?,
         many => {
+            // Each entry's metadata is its rank only: a job of one trace
+            // per rank would otherwise repeat each file's device
+            // properties (`get_artifact` has one artifact's whole metadata).
             for a in many.iter().take(ARTIFACTS_LISTED) {
-                seq.serialize_element(a)?;
+                let mut rows = a.rows.clone();
+                rows.retain(|table, n| *n > 0 && LISTED_ROWS.contains(&table.as_str()));
+                let mut metadata = a.metadata.clone();
+                metadata.retain(|key, _| key == "distributedInfo");
+                seq.serialize_element(&ListedArtifact {
+                    artifact_id: &a.artifact_id,
+                    original_name: &a.original_name,
+                    kind: &a.kind,
+                    producer: &a.producer,
+                    bytes: a.bytes,
+                    rows,
+                    limitations: &a.limitations,
+                    metadata,
+                })?;
             }
         }
     }
@@ -141,6 +160,25 @@ fn whole_entries<'de, D: serde::Deserializer<'de>>(
         .into_iter()
         .filter_map(|entry| serde_json::from_value(entry).ok())
         .collect())
+}
+
+/// Row counts each listed artifact of several shows (the top level sums
+/// every table).
+const LISTED_ROWS: [&str; 4] = ["trace_events", "frames", "samples", "measurements"];
+
+/// One of several artifacts of an import, as answers list it.
+#[derive(Serialize)]
+struct ListedArtifact<'a> {
+    artifact_id: &'a str,
+    original_name: &'a str,
+    kind: &'a str,
+    producer: &'a str,
+    bytes: u64,
+    rows: BTreeMap<String, u64>,
+    #[serde(skip_serializing_if = "<[Limitation]>::is_empty")]
+    limitations: &'a [Limitation],
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    metadata: BTreeMap<String, Value>,
 }
 
 /// The one artifact of an import, beyond the top level's fields.

@@ -18,12 +18,18 @@ pub struct ImportedArtifact {
     pub kind: String,
     pub producer: String,
     pub bytes: u64,
+    #[serde(default)]
     pub generation_id: String,
+    #[serde(default)]
     pub reused_generation: bool,
     pub rows: BTreeMap<String, u64>,
+    #[serde(default)]
     pub time_span_ns: Option<(i64, i64)>,
+    #[serde(default)]
     pub tracks: u64,
+    #[serde(default)]
     pub coverage: BTreeMap<String, bool>,
+    #[serde(default)]
     pub limitations: Vec<Limitation>,
     /// Producer metadata of this artifact (e.g. `distributedInfo`).
     pub metadata: BTreeMap<String, Value>,

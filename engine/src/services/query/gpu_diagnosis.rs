@@ -28,7 +28,7 @@ pub const DEFAULT_LIMIT: usize = 5;
 const MAX_TARGETS: usize = 64;
 
 /// Past this many artifacts, scopes name only those the answer shows.
-const SCOPE_NAMED: usize = 8;
+const SCOPE_NAMED: usize = 4;
 
 /// What counts inside a phase: device work that starts in its host span.
 const WINDOW_RULE: &str = "device work starting inside the window";

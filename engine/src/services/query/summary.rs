@@ -186,7 +186,11 @@ pub struct SummaryResult {
     /// traces), the hottest meaningful frame of the busiest thread (never
     /// a wait or a task wrapper); every share names its span.
     pub headline: String,
+    /// The inputs, at most 4 (a run of one trace per rank holds many).
     pub inputs: Vec<InputSummary>,
+    /// Inputs in all, when `inputs` leaves some out.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub inputs_total: Option<usize>,
     /// First event start to last event end, ns.
     pub span_ns: Option<(i64, i64)>,
     pub duration_ns: i64,
@@ -340,7 +344,7 @@ pub async fn summarize(qc: &QueryContext<'_>, req: &SummaryRequest) -> Result<Su
     let has_gpu = listed.rows.iter().any(|t| t.thread.kind == "gpu_stream")
         || listed.total > listed.rows.len() as u64;
     let gpu = if has_gpu {
-        gpu_of(qc, &target, steps_span).await
+        gpu_of(qc, &target, steps_span, scope.artifact_ids.len() > 1).await
     } else {
         None
     };
@@ -367,10 +371,14 @@ pub async fn summarize(qc: &QueryContext<'_>, req: &SummaryRequest) -> Result<Su
         span.is_some(),
         cpu.is_some(),
     );
+    let inputs_total = (inputs.len() > INPUTS_SHOWN).then_some(inputs.len());
+    let mut inputs = inputs;
+    inputs.truncate(INPUTS_SHOWN);
     let mut result = SummaryResult {
         scope,
         headline: String::new(),
         inputs,
+        inputs_total,
         span_ns: span,
         duration_ns,
         threads_total: listed.total,
@@ -393,6 +401,9 @@ pub async fn summarize(qc: &QueryContext<'_>, req: &SummaryRequest) -> Result<Su
     result.headline = super::summary_headline::headline(&result);
     Ok(result)
 }
+
+/// Inputs listed (`inputs_total` counts them all).
+const INPUTS_SHOWN: usize = 4;
 
 /// Threads read from `list_threads`: enough to find the page's renderer.
 const LISTED: usize = 50;
@@ -696,7 +707,7 @@ fn next_calls(
     if let Some(d) = gpu.and_then(|g| g.diagnoses.first()) {
         next.push(NextCall {
             operation: "analyze_gpu_diagnosis".into(),
-            arguments: json!({ "target": target, "section": d.section }),
+            arguments: json!({ "target": target, "section": d.section, "limit": 3 }),
             why: format!("the numbers behind {} and the rest of that section", d.rule),
         });
     }

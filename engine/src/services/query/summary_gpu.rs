@@ -87,11 +87,13 @@ pub struct GapSummary {
     pub cause: String,
 }
 
-/// The GPU section over `span` (the steps; None: the trace).
+/// The GPU section over `span` (the steps; None: the trace); half the
+/// devices when the target holds several artifacts (ranks).
 pub(crate) async fn gpu_of(
     qc: &QueryContext<'_>,
     target: &str,
     span: Option<NamedSpan>,
+    several_artifacts: bool,
 ) -> Option<GpuSummary> {
     let request = GpuGapsRequest {
         target: target.to_owned(),
@@ -109,7 +111,12 @@ pub(crate) async fn gpu_of(
     let mut devices: Vec<DeviceTime> = a.devices.into_iter().map(|d| d.time).collect();
     let devices_total = devices.len();
     devices.sort_by(|x, y| y.busy_ns.cmp(&x.busy_ns).then(x.device.cmp(&y.device)));
-    devices.truncate(DEVICES);
+    // A run of one trace per rank: its diagnoses compare the ranks.
+    devices.truncate(if several_artifacts {
+        DEVICES / 2
+    } else {
+        DEVICES
+    });
     // The two busiest streams per device (analyze_gpu_gaps lists more).
     for d in &mut devices {
         d.streams.truncate(STREAMS);

@@ -32,7 +32,7 @@ pub(crate) fn headline(r: &SummaryResult) -> String {
                 .map(|p| format!(", {p}"))
                 .unwrap_or_default()
         ),
-        many => format!("{} inputs", many.len()),
+        many => format!("{} inputs", r.inputs_total.unwrap_or(many.len())),
     };
     let span = if r.duration_ns > 0 {
         format!("{} trace", duration_ns(r.duration_ns))
@@ -43,6 +43,10 @@ pub(crate) fn headline(r: &SummaryResult) -> String {
     if let Some(gpu) = &r.gpu {
         line.push_str("; ");
         line.push_str(&gpu_words(gpu));
+        // The anti-pattern with the most time at stake, named by its rule.
+        if let Some(d) = gpu.diagnoses.first() {
+            line.push_str(&format!("; diagnosed {}: {}", d.rule, d.evidence));
+        }
     }
     if let Some(p) = &r.page {
         line.push_str(&format!(
