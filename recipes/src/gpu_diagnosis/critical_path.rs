@@ -454,29 +454,62 @@ mod tests {
 
     #[test]
     fn e2e() {
-        let Ok(spec) = std::env::var("CP_E2E") else { return; };
+        let Ok(spec) = std::env::var("CP_E2E") else {
+            return;
+        };
         let parts: Vec<&str> = spec.split('|').collect();
         let file = std::fs::File::open(parts[0]).unwrap();
-        let reader = ParquetRecordBatchReaderBuilder::try_new(file).unwrap().build().unwrap();
+        let reader = ParquetRecordBatchReaderBuilder::try_new(file)
+            .unwrap()
+            .build()
+            .unwrap();
         let batches: Vec<RecordBatch> = reader.map(|b| b.unwrap()).collect();
         let schema = batches[0].schema();
         let ctx = SessionContext::new_with_config(SessionConfig::new().with_target_partitions(1));
-        ctx.register_table("trace_events", std::sync::Arc::new(MemTable::try_new(schema, vec![batches]).unwrap())).unwrap();
+        ctx.register_table(
+            "trace_events",
+            std::sync::Arc::new(MemTable::try_new(schema, vec![batches]).unwrap()),
+        )
+        .unwrap();
         futures::executor::block_on(async {
             let ann = parts[1..parts.len() - 1].join("|");
             let inst: usize = parts[parts.len() - 1].parse().unwrap();
-            let df = ctx.table("trace_events").await.unwrap().filter(utf8("name").like(lit(format!("%{ann}%")))).unwrap().sort(vec![col("ts_ns").sort(true, false)]).unwrap();
+            let df = ctx
+                .table("trace_events")
+                .await
+                .unwrap()
+                .filter(utf8("name").like(lit(format!("%{ann}%"))))
+                .unwrap()
+                .sort(vec![col("ts_ns").sort(true, false)])
+                .unwrap();
             let b = df.collect().await.unwrap();
             let art = crate::common::string_at(column(&b[0], "artifact_id").unwrap(), 0).unwrap();
-            let all: Vec<(i64, i64)> = b.iter().flat_map(|b| {
-                let t = ints(column(b, "ts_ns").unwrap()).unwrap();
-                let d = ints(column(b, "dur_ns").unwrap()).unwrap();
-                (0..b.num_rows()).map(move |i| (t[i].unwrap(), t[i].unwrap() + d[i].unwrap())).collect::<Vec<_>>()
-            }).collect();
-            let w = match inst { 999 => None, 998 => Some((0, 1)), _ => Some(all[inst]) };
-            let params = DiagnosisParams { sections: vec![], limit: 8, facts: Default::default(), kernel: None, window: w };
+            let all: Vec<(i64, i64)> = b
+                .iter()
+                .flat_map(|b| {
+                    let t = ints(column(b, "ts_ns").unwrap()).unwrap();
+                    let d = ints(column(b, "dur_ns").unwrap()).unwrap();
+                    (0..b.num_rows())
+                        .map(move |i| (t[i].unwrap(), t[i].unwrap() + d[i].unwrap()))
+                        .collect::<Vec<_>>()
+                })
+                .collect();
+            let w = match inst {
+                999 => None,
+                998 => Some((0, 1)),
+                _ => Some(all[inst]),
+            };
+            let params = DiagnosisParams {
+                sections: vec![],
+                limit: 8,
+                facts: Default::default(),
+                kernel: None,
+                window: w,
+            };
             let t = std::time::Instant::now();
-            let out = critical_paths(&ctx, &ArtifactScope::one(art), &params).await.unwrap();
+            let out = critical_paths(&ctx, &ArtifactScope::one(art), &params)
+                .await
+                .unwrap();
             eprintln!("{:?}", t.elapsed());
             println!("{}", serde_json::to_string_pretty(&out).unwrap());
         });

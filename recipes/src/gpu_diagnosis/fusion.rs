@@ -42,9 +42,11 @@ pub struct ArtifactFusion {
     pub candidates: Vec<Candidate>,
 }
 
+/// (device, stream).
+type StreamKey = (Option<i64>, Option<i64>);
+
 pub fn fusion(work: &WorkRows, params: &DiagnosisParams) -> Vec<ArtifactFusion> {
-    let mut streams: BTreeMap<u32, BTreeMap<(Option<i64>, Option<i64>), Vec<Kernel>>> =
-        BTreeMap::new();
+    let mut streams: BTreeMap<u32, BTreeMap<StreamKey, Vec<Kernel>>> = BTreeMap::new();
     for r in work.rows.iter().filter(|r| r.class == WorkClass::Compute) {
         streams
             .entry(r.artifact)

@@ -65,6 +65,9 @@ pub struct Iterations {
     pub streams_cut: usize,
 }
 
+/// (device, stream).
+type StreamKey = (Option<i64>, Option<i64>);
+
 pub fn iterations(work: &WorkRows, params: &DiagnosisParams) -> Iterations {
     let mut streams: BTreeMap<(u32, Option<i64>, Option<i64>), Vec<usize>> = BTreeMap::new();
     for (i, r) in work.rows.iter().enumerate() {
@@ -76,8 +79,7 @@ pub fn iterations(work: &WorkRows, params: &DiagnosisParams) -> Iterations {
         }
     }
     // The busiest streams of each artifact.
-    let mut per_artifact: BTreeMap<u32, Vec<((Option<i64>, Option<i64>), Vec<usize>)>> =
-        BTreeMap::new();
+    let mut per_artifact: BTreeMap<u32, Vec<(StreamKey, Vec<usize>)>> = BTreeMap::new();
     for ((a, device, stream), rows) in streams {
         per_artifact
             .entry(a)
