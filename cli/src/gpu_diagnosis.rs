@@ -273,5 +273,32 @@ pub(crate) fn render(r: &GpuDiagnosisResult) -> String {
         }
         out += &tb.render();
     }
+    for p in a.critical_path.iter().flatten() {
+        out += &format!(
+            "\ncritical path of rank {} {}: {} over {}\n",
+            id(p.key.rank),
+            short(&p.key.artifact_id),
+            ns(p.length_ns),
+            ns(p.window_ns.1 - p.window_ns.0)
+        );
+        for b in p.by_bound.iter().filter(|b| b.ns > 0) {
+            out += &format!("  {:>6.2} %  {}  {}\n", b.pct_of_path, ns(b.ns), b.bound);
+        }
+        let mut tb =
+            Table::new(&["event", "kind", "bound", "time", "edges"], &[3, 4]).shorten(&[0]);
+        for e in &p.top {
+            tb.row(vec![
+                e.name.clone(),
+                e.kind.clone(),
+                e.bound.clone(),
+                ns(e.ns),
+                thousands(e.count as i64),
+            ]);
+        }
+        out += &tb.render();
+        for c in &p.caveats {
+            out += &format!("  caveat: {c}\n");
+        }
+    }
     out
 }

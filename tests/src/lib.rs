@@ -266,6 +266,18 @@ impl Project {
         self.command(args).output().expect("running flameox")
     }
 
+    /// Imports a corpus file or folder (path relative to the corpus) as a
+    /// new run; its run id.
+    pub fn import_corpus(&self, rel: &str) -> String {
+        self.import_path(&corpus().join(rel))
+    }
+
+    /// Imports `path` as a new run; its run id.
+    pub fn import_path(&self, path: &Path) -> String {
+        let imported = self.json(&["import", path.to_str().expect("utf-8 path")]);
+        imported["run_id"].as_str().expect("run id").to_owned()
+    }
+
     /// Runs with `--json`, asserts success, parses stdout.
     pub fn json(&self, args: &[&str]) -> serde_json::Value {
         let mut all = args.to_vec();

@@ -11,11 +11,6 @@ use flameox_benches::nccl_job::{NcclJobSpec, SlowCause, nccl_job_truth, write_nc
 use flameox_tests::{Project, corpus, corpus_json, micros_to_ns};
 use serde_json::Value;
 
-fn import(project: &Project, path: &Path) -> String {
-    let imported = project.json(&["import", path.to_str().expect("utf-8")]);
-    imported["run_id"].as_str().expect("run").to_owned()
-}
-
 fn int(v: &Value) -> i64 {
     v.as_i64().unwrap_or_else(|| panic!("an integer, got {v}"))
 }
@@ -38,7 +33,7 @@ fn sql_row(db: &Path, query: &str) -> Vec<i64> {
 fn copies_and_host_waits_match_sql_over_the_cloverleaf_export() {
     let db = corpus().join("nsys/pipit_cloverleaf_a100_nsys2024.5.sqlite");
     let project = Project::new();
-    let run = import(&project, &db);
+    let run = project.import_path(&db);
     let a = project.json(&["analyze", "gpu-diagnosis", &run, "--section", "copies"]);
     let c = &a["copies"];
     // Memory kind 0 is pageable host memory.
@@ -97,7 +92,7 @@ fn copies_and_host_waits_match_sql_over_the_cloverleaf_export() {
 fn launch_geometry_matches_sql_and_flags_the_two_block_saxpy() {
     let db = corpus().join("nsys/pipit_saxpy_mpi_a100_nsys2022.2.sqlite");
     let project = Project::new();
-    let run = import(&project, &db);
+    let run = project.import_path(&db);
     let a = project.json(&["analyze", "gpu-diagnosis", &run, "--section", "geometry"]);
     let d = &a["geometry"][0];
     let sms = sql_row(&db, "select smCount from TARGET_INFO_GPU")[0];
@@ -146,7 +141,7 @@ fn collectives_match_a_walk_of_the_nccl_trace() {
     }
     assert!(oracle.len() >= 3, "{oracle:?}");
     let project = Project::new();
-    let run = import(&project, &corpus().join(file));
+    let run = project.import_path(&corpus().join(file));
     let a = project.json(&[
         "analyze",
         "gpu-diagnosis",
@@ -179,7 +174,7 @@ fn collectives_match_a_walk_of_the_nccl_trace() {
 /// The generated job, imported as one run.
 fn generated_job(project: &Project, dir: &Path, spec: &NcclJobSpec) -> String {
     write_nccl_job(spec, dir).expect("generate the job");
-    import(project, dir)
+    project.import_path(dir)
 }
 
 fn check_slowed_rank(cause: SlowCause, slow: u64, words: &str) {
@@ -282,7 +277,7 @@ fn alike_ranks_have_no_straggler_diagnosis() {
 )]
 fn the_dlrm_job_waits_on_rank_7() {
     let project = Project::new();
-    let run = import(&project, &corpus().join("kineto/param_dlrm_8rank"));
+    let run = project.import_path(&corpus().join("kineto/param_dlrm_8rank"));
     let a = project.json(&["analyze", "gpu-diagnosis", &run, "--section", "ranks"]);
     let ranks = &a["ranks"];
     assert_eq!(int(&ranks["ranks_total"]), 8);

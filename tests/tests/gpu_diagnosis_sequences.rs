@@ -4,14 +4,8 @@
 //! stream), and a fusion candidate's occurrences equal an independent
 //! count of that sequence among short back-to-back kernels.
 
-use flameox_tests::{Project, corpus, corpus_json, micros_to_ns};
+use flameox_tests::{Project, corpus_json, micros_to_ns};
 use serde_json::Value;
-
-fn import(project: &Project, file: &str) -> String {
-    let path = corpus().join(file);
-    let imported = project.json(&["import", path.to_str().expect("utf-8")]);
-    imported["run_id"].as_str().expect("run").to_owned()
-}
 
 /// Kernels per stream, in time order: (name, ts ns, end ns).
 fn kernels_by_stream(trace: &Value) -> std::collections::BTreeMap<i64, Vec<(String, i64, i64)>> {
@@ -62,7 +56,7 @@ fn iterations_without_markers_equal_the_profiler_steps() {
             .iter()
             .max_by_key(|(_, k)| k.len())
             .expect("kernels");
-        let run = import(&project, file);
+        let run = project.import_corpus(file);
         let a = project.json(&["analyze", "gpu-diagnosis", &run, "--section", "iterations"]);
         let found = &a["iterations"]["streams"][0];
         assert_eq!(found["stream"].as_i64(), Some(*busiest), "{file}: {found}");
@@ -84,7 +78,7 @@ fn iterations_without_markers_equal_the_profiler_steps() {
 fn a_fusion_candidate_occurs_as_often_as_an_independent_count_says() {
     let file = "kineto/tracelens_b200_vllm_eager_rank0of8.json.gz";
     let project = Project::new();
-    let run = import(&project, file);
+    let run = project.import_corpus(file);
     let a = project.json(&[
         "analyze",
         "gpu-diagnosis",

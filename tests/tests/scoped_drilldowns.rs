@@ -6,7 +6,7 @@
 
 use std::collections::BTreeMap;
 
-use flameox_tests::{NOT_HOST_CATEGORIES as NOT_HOST, Project, corpus, corpus_json, micros_to_ns};
+use flameox_tests::{NOT_HOST_CATEGORIES as NOT_HOST, Project, corpus_json, micros_to_ns};
 use serde_json::Value;
 
 const TRACE: &str = "kineto/param_dlrm_8rank/worker0_step_12.1694128201545.pt.trace.json";
@@ -91,12 +91,6 @@ fn rows(answer: &Value) -> Sums {
     out
 }
 
-fn import(project: &Project, rel: &str) -> String {
-    let path = corpus().join(rel);
-    let imported = project.json(&["import", path.to_str().expect("utf-8")]);
-    imported["run_id"].as_str().expect("run").to_owned()
-}
-
 #[test]
 #[cfg_attr(
     corpus_absent,
@@ -125,7 +119,7 @@ fn callers_callees_and_stacks_in_a_phase_match_the_slices_of_the_file() {
     assert!(callers.len() > 1 && !callees.is_empty(), "{callers:?}");
 
     let project = Project::new();
-    let run = import(&project, TRACE);
+    let run = project.import_corpus(TRACE);
     let page = ["--phase", STEP, "--limit", "1000"];
     let got = project.json(&[&["stacks", "callers", &run, FRAME][..], &page[..]].concat());
     assert_eq!(got["phase"]["start_ns"].as_i64(), Some(from), "{got}");
@@ -184,7 +178,7 @@ fn callers_callees_and_stacks_in_a_phase_match_the_slices_of_the_file() {
 fn a_window_over_the_whole_trace_changes_no_drill_down() {
     let project = Project::new();
     for (rel, frame) in [(TRACE, FRAME), ("stacks/node20_work.cpuprofile", "fib")] {
-        let run = import(&project, rel);
+        let run = project.import_corpus(rel);
         let wide = ["--start-ns", "0", "--end-ns", "9000000000000000000"];
         for direction in ["callers", "callees"] {
             let whole = project.json(&["stacks", direction, &run, frame, "--limit", "1000"]);
@@ -209,7 +203,7 @@ fn a_window_over_the_whole_trace_changes_no_drill_down() {
         assert_eq!(windowed["stacks"], whole["stacks"], "{rel}");
     }
     // One end of a window alone is refused, as is a phase with a window.
-    let run = import(&project, TRACE);
+    let run = project.import_corpus(TRACE);
     project.json_err(
         &["stacks", "callers", &run, FRAME, "--start-ns", "1"],
         "INVALID_ARGUMENTS",

@@ -97,13 +97,13 @@ pub fn fusion(work: &WorkRows, params: &DiagnosisParams) -> Vec<ArtifactFusion> 
                 .collect(),
         });
     }
-    // The artifacts with most to save first; at most 4.
+    // The artifacts with most to save first; at most 2 (ranks repeat).
     out.sort_by(|a, b| {
         let saved = |f: &ArtifactFusion| f.candidates.first().map_or(0, |c| c.launches_saved);
         saved(b)
             .cmp(&saved(a))
             .then(a.artifact_id.cmp(&b.artifact_id))
     });
-    out.truncate(4);
+    out.truncate(2);
     out
 }

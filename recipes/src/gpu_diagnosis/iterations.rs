@@ -18,6 +18,8 @@ use crate::kernel_family::readable_name;
 const STREAMS_PER_ARTIFACT: usize = 2;
 /// Kernels of one stream examined, at most (the first ones).
 const MAX_KERNELS: usize = 2_000_000;
+/// Streams an answer lists.
+const STREAMS_SHOWN: usize = 4;
 /// Slowest iterations listed.
 const SLOWEST: usize = 3;
 
@@ -160,6 +162,7 @@ pub fn iterations(work: &WorkRows, params: &DiagnosisParams) -> Iterations {
             });
         }
     }
-    out.streams.truncate(params.limit.max(1) * 2);
+    // Ranks repeat one another: at most `limit`, and 4, streams.
+    out.streams.truncate(params.limit.clamp(1, STREAMS_SHOWN));
     out
 }

@@ -2,8 +2,8 @@
 //! idle": launch geometry against the device's SMs, copies by memory kind
 //! with the host's synchronous calls, collectives with their bandwidth and
 //! exposed time, ranks side by side (who arrives last at each
-//! collective, and why), iterations found without markers, and fusion
-//! candidates. One read of the device rows serves every section
+//! collective, and why), iterations found without markers, fusion
+//! candidates, and the critical path of a step. One read of the device rows serves every section
 //! ([`device_rows`]); each section is one file.
 
 pub mod collectives;
@@ -45,16 +45,18 @@ pub enum DiagnosisSection {
     Ranks,
     Iterations,
     Fusion,
+    CriticalPath,
 }
 
 impl DiagnosisSection {
-    pub const ALL: [DiagnosisSection; 6] = [
+    pub const ALL: [DiagnosisSection; 7] = [
         DiagnosisSection::Geometry,
         DiagnosisSection::Copies,
         DiagnosisSection::Collectives,
         DiagnosisSection::Ranks,
         DiagnosisSection::Iterations,
         DiagnosisSection::Fusion,
+        DiagnosisSection::CriticalPath,
     ];
 
     pub fn name(self) -> &'static str {
@@ -65,6 +67,7 @@ impl DiagnosisSection {
             DiagnosisSection::Ranks => "ranks",
             DiagnosisSection::Iterations => "iterations",
             DiagnosisSection::Fusion => "fusion",
+            DiagnosisSection::CriticalPath => "critical_path",
         }
     }
 
@@ -143,6 +146,9 @@ pub struct DiagnosisAnswer {
     pub ranks: Option<ranks::Ranks>,
     pub iterations: Option<iterations::Iterations>,
     pub fusion: Option<Vec<fusion::ArtifactFusion>>,
+    /// HTA's critical path over the window (`phase`) of one artifact: the
+    /// rank the others waited for, else the first in scope.
+    pub critical_path: Option<Vec<critical_path::PathOfArtifact>>,
     /// The declared rules ([`rules`]) these sections fire, most time at
     /// stake first.
     pub diagnoses: Vec<rules::Diagnosis>,
@@ -209,8 +215,22 @@ pub async fn gpu_diagnosis(
         fusion: params
             .wants(DiagnosisSection::Fusion)
             .then(|| fusion::fusion(&work, params)),
+        critical_path: None,
         diagnoses: Vec::new(),
     };
+    if params.wants(DiagnosisSection::CriticalPath) {
+        // One rank's path: the one the others waited for, else the first.
+        let one = answer
+            .ranks
+            .as_ref()
+            .and_then(|r| r.holders.first())
+            .map(|h| h.artifact_id.clone())
+            .or_else(|| scope.artifact_ids.first().cloned());
+        let scope = ArtifactScope {
+            artifact_ids: one.into_iter().collect(),
+        };
+        answer.critical_path = Some(critical_path::critical_paths(ctx, &scope, params).await?);
+    }
     answer.diagnoses = rules::diagnose(&answer);
     Ok(answer)
 }

@@ -40,7 +40,7 @@ pub struct GpuDiagnosisRequest {
     /// Run or artifact id, or a list of them (one per rank).
     pub target: Targets,
     /// One section; default all.
-    #[schemars(extend("enum" = ["geometry", "copies", "collectives", "ranks", "iterations", "fusion"]))]
+    #[schemars(extend("enum" = ["geometry", "copies", "collectives", "ranks", "iterations", "fusion", "critical_path"]))]
     pub section: Option<String>,
     /// Rows per artifact and section; ranks shown (default 5).
     #[schemars(range(min = 1, max = 1000))]
@@ -302,6 +302,16 @@ pub fn headline(r: &GpuDiagnosisResult) -> String {
             c.launches_saved,
             c.kernels.first().map_or("", String::as_str)
         ));
+    }
+    if let Some(p) = a.critical_path.as_ref().and_then(|p| p.first())
+        && p.length_ns > 0
+    {
+        let bound = p
+            .by_bound
+            .first()
+            .map(|b| format!(", {:.0} % {}", b.pct_of_path, b.bound))
+            .unwrap_or_default();
+        parts.push(format!("critical path {}{bound}", duration_ns(p.length_ns)));
     }
     let what = format!(
         "GPU diagnosis of {}{} ({} artifacts with device work)",
