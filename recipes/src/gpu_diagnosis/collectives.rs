@@ -15,9 +15,9 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use super::DiagnosisParams;
 use super::device_rows::{WorkClass, WorkRows};
-use super::median_i64;
+use super::params::DiagnosisParams;
+use super::params::median_i64;
 use super::unions::device_unions;
 use crate::time_accounting::intervals::covered_in;
 

@@ -15,9 +15,10 @@ use datafusion::prelude::{SessionContext, cast};
 use serde::{Deserialize, Serialize};
 
 use super::device_rows::{WorkClass, WorkRows, copy_kinds};
-use super::{DeviceKey, DiagnosisParams};
+use super::params::DiagnosisParams;
 use crate::accelerator::{DIRECT_LAUNCHES, host_calls_named};
 use crate::common::{ArtifactScope, RecipeResult, collect, column, i64_at, string_at, table};
+use crate::gpu_breakdown_params::DeviceKey;
 
 /// Host calls that block until device work finishes.
 pub const SYNC_CALLS: &[&str] = &[

@@ -36,9 +36,10 @@ use super::critical_path_graph::{
     Bound, CpError, CpLimits, CriticalPath, DeviceClass, DeviceEvent, EventRef, HostEvent,
     StepGraphInput, SyncRecord, critical_path,
 };
-use super::{DeviceKey, DiagnosisParams};
+use super::params::DiagnosisParams;
 use crate::common::{ArtifactScope, RecipeResult, as_utf8, column, table, utf8};
 use crate::device_pass::{Interner, ints};
+use crate::gpu_breakdown_params::DeviceKey;
 use crate::kernel_family::readable_name;
 
 /// Least margin read before and after a window.

@@ -8,7 +8,7 @@
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BinaryHeap, HashMap};
 
-use super::critical_path_graph::{
+use super::critical_path_model::{
     Bound, CpError, CriticalPath, DeviceEvent, Graph, HostEvent, Kind, NO_NODE, PathEdge,
     StepGraphInput, SyncRecord,
 };

@@ -8,8 +8,8 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use super::DiagnosisParams;
 use super::device_rows::{WorkClass, WorkRows};
+use super::params::DiagnosisParams;
 use super::sequences::{Kernel, SequenceLimits, frequent_sequences};
 use crate::kernel_family::readable_name;
 

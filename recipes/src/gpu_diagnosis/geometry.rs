@@ -13,7 +13,8 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use super::device_rows::{Geometry, WorkClass, WorkRows};
-use super::{DeviceKey, DiagnosisParams};
+use super::params::DiagnosisParams;
+use crate::gpu_breakdown_params::DeviceKey;
 use crate::kernel_family::readable_name;
 
 /// One kernel name launched with one geometry.

@@ -10,8 +10,9 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use super::device_rows::{WorkClass, WorkRows};
+use super::params::{DiagnosisParams, median_i64};
 use super::period::{PeriodLimits, detect_period};
-use super::{DeviceKey, DiagnosisParams, median_i64};
+use crate::gpu_breakdown_params::DeviceKey;
 use crate::kernel_family::readable_name;
 
 /// Streams examined per artifact (most kernels first).

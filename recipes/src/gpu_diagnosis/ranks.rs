@@ -18,8 +18,8 @@ use serde::{Deserialize, Serialize};
 
 use super::collectives::CollectiveInstances;
 use super::device_rows::{WorkClass, WorkRows};
+use super::params::{DiagnosisParams, median_i64};
 use super::unions::{DeviceUnions, device_unions};
-use super::{DiagnosisParams, median_i64};
 use crate::common::{ArtifactScope, RecipeResult, collect, column, i64_at, string_at, table};
 use crate::kernel_family::readable_name;
 use crate::time_accounting::intervals::{covered_in, total};

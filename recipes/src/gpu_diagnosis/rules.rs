@@ -5,7 +5,8 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{DiagnosisAnswer, DiagnosisSection};
+use super::answer::DiagnosisAnswer;
+use super::params::DiagnosisSection;
 
 /// One rule.
 #[derive(Debug, Clone, Copy, PartialEq)]
