@@ -130,7 +130,7 @@ fn instance(work: &WorkRows, row: usize) -> Instance {
                 row,
                 op: c.name.clone(),
                 process_group: c.process_group.clone().unwrap_or_default(),
-                bytes: elements.zip(size).map(|(e, s)| e * s),
+                bytes: elements.zip(size).and_then(|(e, s)| e.checked_mul(s)),
                 group_size: c.group_size,
                 dtype: c.dtype.clone(),
                 from_args: true,

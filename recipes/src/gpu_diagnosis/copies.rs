@@ -111,12 +111,12 @@ pub async fn copies(
         Option<String>,
     );
     let mut groups: BTreeMap<Key, (i64, i64, i64, i64)> = BTreeMap::new();
-    let (mut pageable_copies, mut pageable_bytes, mut pageable_ns) = (0, 0, 0);
+    let (mut pageable_copies, mut pageable_bytes, mut pageable_ns) = (0, 0i64, 0);
     for r in work.rows.iter().filter(|r| r.class == WorkClass::Memcpy) {
         let (direction, src, dst) = copy_kinds(work.strings.get(r.name));
         if src == Some("Pageable") || dst == Some("Pageable") {
             pageable_copies += 1;
-            pageable_bytes += r.bytes.unwrap_or(0);
+            pageable_bytes = pageable_bytes.saturating_add(r.bytes.unwrap_or(0));
             pageable_ns += r.dur();
         }
         let g = groups
@@ -129,7 +129,7 @@ pub async fn copies(
             ))
             .or_default();
         g.0 += 1;
-        g.1 += r.bytes.unwrap_or(0);
+        g.1 = g.1.saturating_add(r.bytes.unwrap_or(0));
         g.2 += r.dur();
         // Time of the copies with bytes: the rate's denominator.
         if r.bytes.is_some() {

@@ -34,12 +34,17 @@ pub struct Geometry {
 }
 
 impl Geometry {
+    /// Saturating: a damaged trace's dimensions never overflow.
     pub fn blocks(&self) -> i64 {
-        self.grid.iter().map(|d| (*d).max(1)).product()
+        self.grid
+            .iter()
+            .fold(1i64, |n, d| n.saturating_mul((*d).max(1)))
     }
 
     pub fn threads_per_block(&self) -> i64 {
-        self.block.iter().map(|d| (*d).max(1)).product()
+        self.block
+            .iter()
+            .fold(1i64, |n, d| n.saturating_mul((*d).max(1)))
     }
 }
 
@@ -162,7 +167,7 @@ impl RawArgs {
                 let mut blocks = [1i64; 3];
                 for i in 0..3 {
                     let per = wg[i].max(1);
-                    blocks[i] = (grid[i] + per - 1) / per;
+                    blocks[i] = grid[i].saturating_add(per - 1) / per;
                 }
                 (blocks, wg)
             }
@@ -343,6 +348,12 @@ mod tests {
         assert_eq!(rocprof.geometry().map(|g| g.blocks()), Some(3));
         let none: RawArgs = serde_json::from_str(r#"{"grid":"x"}"#).unwrap_or_default();
         assert!(none.geometry().is_none());
+        let huge: RawArgs = serde_json::from_str(
+            r#"{"grid":[9223372036854775807,9223372036854775807,2],"block":[4294967296,4294967296,4]}"#,
+        )
+        .expect("huge");
+        let g = huge.geometry().expect("geometry");
+        assert_eq!((g.blocks(), g.threads_per_block()), (i64::MAX, i64::MAX));
     }
 
     #[test]
