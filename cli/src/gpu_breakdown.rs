@@ -11,15 +11,15 @@ use crate::render::{self, Table, cut, thousands};
 /// Examples shown per outlier kind in text (all are in `--json`).
 const TEXT_EXAMPLES: usize = 5;
 
-fn ns(v: i64) -> String {
+pub(crate) fn ns(v: i64) -> String {
     render::value(v, "ns")
 }
 
-fn id(v: Option<i64>) -> String {
+pub(crate) fn id(v: Option<i64>) -> String {
     v.map_or("-".to_owned(), |v| v.to_string())
 }
 
-fn short(artifact_id: &str) -> String {
+pub(crate) fn short(artifact_id: &str) -> String {
     let hex = artifact_id.strip_prefix("sha256:").unwrap_or(artifact_id);
     hex.chars().take(12).collect()
 }

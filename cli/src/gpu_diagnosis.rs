@@ -4,20 +4,8 @@
 
 use flameox_engine::services::gpu_diagnosis::{GpuDiagnosisResult, headline};
 
+use crate::gpu_breakdown::{id, ns, short};
 use crate::render::{self, Table, cut, thousands};
-
-fn ns(v: i64) -> String {
-    render::value(v, "ns")
-}
-
-fn id(v: Option<i64>) -> String {
-    v.map_or("-".to_owned(), |v| v.to_string())
-}
-
-fn short(artifact_id: &str) -> String {
-    let hex = artifact_id.strip_prefix("sha256:").unwrap_or(artifact_id);
-    hex.chars().take(12).collect()
-}
 
 fn gbps(v: Option<f64>) -> String {
     v.map_or("-".to_owned(), |v| format!("{v:.1} GB/s"))

@@ -108,6 +108,29 @@ pub struct GpuBreakdownResult {
     pub evidence: EvidenceStatus,
 }
 
+/// Several targets as one scope: every artifact, the first run, each
+/// limitation once.
+pub(crate) fn combined_scope(
+    asked: &[String],
+    targets: &[ResolvedScope],
+    artifact_ids: Vec<String>,
+) -> ResolvedScope {
+    ResolvedScope {
+        requested: asked.join(" "),
+        run_id: targets.iter().find_map(|t| t.run_id.clone()),
+        artifact_ids,
+        limitations: targets
+            .iter()
+            .flat_map(|t| t.limitations.iter().cloned())
+            .fold(Vec::new(), |mut all, l| {
+                if !all.contains(&l) {
+                    all.push(l);
+                }
+                all
+            }),
+    }
+}
+
 /// A threshold in µs as ns (at most an hour: larger is a typo).
 fn threshold(field: &str, us: Option<f64>, default: i64) -> Result<i64> {
     match us {
@@ -215,20 +238,7 @@ pub async fn gpu_breakdown(
             .artifacts_with_device_work
             .contains(&label.artifact_id);
     }
-    let combined = ResolvedScope {
-        requested: targets_asked.join(" "),
-        run_id: targets.iter().find_map(|t| t.run_id.clone()),
-        artifact_ids: artifacts.artifact_ids.clone(),
-        limitations: targets
-            .iter()
-            .flat_map(|t| t.limitations.iter().cloned())
-            .fold(Vec::new(), |mut all, l| {
-                if !all.contains(&l) {
-                    all.push(l);
-                }
-                all
-            }),
-    };
+    let combined = combined_scope(targets_asked, &targets, artifacts.artifact_ids.clone());
     let found = !answer.artifacts_with_device_work.is_empty();
     let mut evidence = answer_status(&session.snapshot, &combined, found, false);
     if evidence.status == "available" || evidence.status == "empty" {

@@ -17,7 +17,7 @@ use serde_json::{Value, json};
 use crate::catalog::Snapshot;
 use crate::error::{FlameoxError, Result};
 use crate::query::{recipe_error, run_budgeted};
-use crate::services::gpu_breakdown::{Targets, distributed_number};
+use crate::services::gpu_breakdown::{Targets, combined_scope, distributed_number};
 use crate::services::phase_window::{TimeScope, time_scope};
 use crate::services::{EvidenceStatus, QueryContext, ResolvedScope, answer_status, resolve_scope};
 
@@ -134,20 +134,7 @@ pub async fn gpu_diagnosis(
         }
         targets.push(scope);
     }
-    let combined = ResolvedScope {
-        requested: targets_asked.join(" "),
-        run_id: targets.iter().find_map(|t| t.run_id.clone()),
-        artifact_ids: order.clone(),
-        limitations: targets
-            .iter()
-            .flat_map(|t| t.limitations.iter().cloned())
-            .fold(Vec::new(), |mut all, l| {
-                if !all.contains(&l) {
-                    all.push(l);
-                }
-                all
-            }),
-    };
+    let combined = combined_scope(targets_asked, &targets, order.clone());
     let (window, phase) = time_scope(&session, &combined, req.phase.as_deref(), None).await?;
     let params = DiagnosisParams {
         sections,
