@@ -27,7 +27,7 @@ struct Span {
     correlation: Option<i64>,
 }
 
-struct Trace {
+pub(crate) struct Trace {
     /// (device, stream) → activity in array order.
     device: BTreeMap<(i64, i64), Vec<Span>>,
     host: Vec<Span>,
@@ -39,7 +39,7 @@ fn cat(e: &Value) -> String {
     e["cat"].as_str().unwrap_or("").to_lowercase()
 }
 
-fn trace(doc: &Value) -> Trace {
+pub(crate) fn trace(doc: &Value) -> Trace {
     let mut device: BTreeMap<(i64, i64), Vec<Span>> = BTreeMap::new();
     let mut host = Vec::new();
     let mut launches: BTreeMap<i64, i64> = BTreeMap::new();
@@ -86,10 +86,10 @@ fn trace(doc: &Value) -> Trace {
 /// A device gap: where, the activity on each side, the next one's stream
 /// and its launch's start (if recorded).
 #[derive(Debug, Clone)]
-struct ModelGap {
-    device: i64,
-    start: i64,
-    end: i64,
+pub(crate) struct ModelGap {
+    pub(crate) device: i64,
+    pub(crate) start: i64,
+    pub(crate) end: i64,
     before: Vec<String>,
     after: String,
     next_stream: i64,
@@ -97,7 +97,7 @@ struct ModelGap {
 }
 
 impl ModelGap {
-    fn class(&self) -> &'static str {
+    pub(crate) fn class(&self) -> &'static str {
         match self.launch {
             None => "unlinked",
             Some(l) if l > self.start => "starved",
@@ -108,7 +108,7 @@ impl ModelGap {
 
 /// Device gaps: the holes of the union of every stream's activity of a
 /// device, longest first.
-fn gaps(t: &Trace, min_gap: i64) -> Vec<ModelGap> {
+pub(crate) fn gaps(t: &Trace, min_gap: i64) -> Vec<ModelGap> {
     let mut per_device: BTreeMap<i64, Vec<(i64, &Span)>> = BTreeMap::new();
     for (&(device, stream), spans) in &t.device {
         per_device

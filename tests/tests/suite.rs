@@ -43,6 +43,7 @@ mod gpu_diagnosis_critical_path;
 mod gpu_diagnosis_sequences;
 mod gpu_gaps;
 mod gpu_gaps_host;
+mod gpu_rules;
 mod gpu_summary;
 mod hostile_environments;
 mod import_deadline;

@@ -1,12 +1,19 @@
 //! The anti-patterns a diagnosis names, each a declared rule with its
-//! threshold, what it costs, the fix, and the section that shows it.
+//! threshold, what it costs, the fix, and the call that shows it.
 //! `summarize_target` lists the ones that fire, most time at stake first;
-//! every threshold lives here and nowhere else.
+//! every threshold lives here and nowhere else. Most rules read an
+//! `analyze_gpu_diagnosis` answer ([`diagnose`]); starvation reads the
+//! device time of the one idle definition (`analyze_gpu_gaps`,
+//! [`starvation`]).
 
 use serde::{Deserialize, Serialize};
 
 use super::answer::DiagnosisAnswer;
 use super::params::DiagnosisSection;
+use crate::time_accounting::DeviceTime;
+
+/// The operation that shows most rules' numbers.
+const DIAGNOSIS: &str = "analyze_gpu_diagnosis";
 
 /// One rule.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -16,7 +23,9 @@ pub struct Rule {
     pub threshold: f64,
     pub unit: &'static str,
     pub fix: &'static str,
-    pub section: DiagnosisSection,
+    /// The operation that shows the numbers, and its section if it has any.
+    pub operation: &'static str,
+    pub section: Option<DiagnosisSection>,
 }
 
 pub const SYNC_PER_LAUNCH: Rule = Rule {
@@ -24,7 +33,8 @@ pub const SYNC_PER_LAUNCH: Rule = Rule {
     threshold: 0.5,
     unit: "synchronize calls per kernel launch",
     fix: "synchronize once per step or where a result is read; order streams with events; capture the loop in a CUDA graph",
-    section: DiagnosisSection::Copies,
+    operation: DIAGNOSIS,
+    section: Some(DiagnosisSection::Copies),
 };
 
 pub const PAGEABLE_COPIES: Rule = Rule {
@@ -32,7 +42,8 @@ pub const PAGEABLE_COPIES: Rule = Rule {
     threshold: 1_048_576.0,
     unit: "bytes copied from or to pageable host memory",
     fix: "pin host buffers (cudaHostAlloc/cudaHostRegister, DataLoader pin_memory=True) and copy asynchronously (cudaMemcpyAsync, non_blocking=True)",
-    section: DiagnosisSection::Copies,
+    operation: DIAGNOSIS,
+    section: Some(DiagnosisSection::Copies),
 };
 
 pub const UNDERFILLED_GRIDS: Rule = Rule {
@@ -40,7 +51,8 @@ pub const UNDERFILLED_GRIDS: Rule = Rule {
     threshold: 10.0,
     unit: "% of compute kernel time in kernels with fewer blocks than SMs",
     fix: "launch at least one block per SM, ideally several waves: bigger batches or tiles, split-K, a grid sized to SMs × resident blocks",
-    section: DiagnosisSection::Geometry,
+    operation: DIAGNOSIS,
+    section: Some(DiagnosisSection::Geometry),
 };
 
 pub const EXPOSED_COMMUNICATION: Rule = Rule {
@@ -48,7 +60,17 @@ pub const EXPOSED_COMMUNICATION: Rule = Rule {
     threshold: 50.0,
     unit: "% of collective kernel time transferring with no compute kernel running (waits for a late rank excluded)",
     fix: "overlap collectives with compute: DDP bucket_cap_mb, FSDP prefetch, async collectives waited on late",
-    section: DiagnosisSection::Collectives,
+    operation: DIAGNOSIS,
+    section: Some(DiagnosisSection::Collectives),
+};
+
+pub const GPU_STARVATION: Rule = Rule {
+    name: "gpu_starvation",
+    threshold: 20.0,
+    unit: "% of the span (the steps, else the trace) a device sat idle because its next work was launched after it went idle (starved gaps), when that is its largest kind of gap",
+    fix: "see the launching thread in the longest starved gaps; load data in workers (num_workers, pin_memory), drop per-step syncs and .item(), use CUDA graphs",
+    operation: "analyze_gpu_gaps",
+    section: None,
 };
 
 /// A straggler also arrives last at this share of matched collectives.
@@ -59,11 +81,13 @@ pub const STRAGGLER: Rule = Rule {
     threshold: 5.0,
     unit: "% of the median rank's device span by which the rank arriving last at most collectives (at least half) was late",
     fix: "look at that rank alone: its kernels (uneven shards, a slower or throttled GPU) or its host (data loading, CPU contention)",
-    section: DiagnosisSection::Ranks,
+    operation: DIAGNOSIS,
+    section: Some(DiagnosisSection::Ranks),
 };
 
 /// Every rule, in the order they are checked.
-pub const RULES: [Rule; 5] = [
+pub const RULES: [Rule; 6] = [
+    GPU_STARVATION,
     STRAGGLER,
     SYNC_PER_LAUNCH,
     PAGEABLE_COPIES,
@@ -84,8 +108,10 @@ pub struct Diagnosis {
     /// The numbers behind it, in words.
     pub evidence: String,
     pub fix: String,
-    /// The section of `analyze_gpu_diagnosis` that shows it.
-    pub section: DiagnosisSection,
+    /// The operation that shows it, and its section if it has any.
+    pub operation: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub section: Option<DiagnosisSection>,
 }
 
 fn fired(rule: &Rule, measured: f64, time_ns: i64, evidence: String) -> Option<Diagnosis> {
@@ -97,6 +123,7 @@ fn fired(rule: &Rule, measured: f64, time_ns: i64, evidence: String) -> Option<D
         time_ns,
         evidence,
         fix: rule.fix.to_owned(),
+        operation: rule.operation.to_owned(),
         section: rule.section,
     })
 }
@@ -211,4 +238,38 @@ pub fn diagnose(a: &DiagnosisAnswer) -> Vec<Diagnosis> {
     }
     out.sort_by(|a, b| b.time_ns.cmp(&a.time_ns).then_with(|| a.rule.cmp(&b.rule)));
     out
+}
+
+/// The starvation rule over each device's time in its span: the device
+/// starved longest, when starved gaps are its largest kind of gap and last
+/// at least the threshold's share of its span. `devices` is every device of
+/// the target (all ranks), before any is left out of an answer.
+pub fn starvation(devices: &[DeviceTime]) -> Option<Diagnosis> {
+    let starved_pct = |d: &DeviceTime| d.idle.starved_ns as f64 * 100.0 / d.span.dur_ns as f64;
+    let firing = |d: &&DeviceTime| {
+        d.span.dur_ns > 0
+            && d.idle.starved_ns >= d.idle.stalled_ns.max(d.idle.unlinked_ns)
+            && starved_pct(d) >= GPU_STARVATION.threshold
+    };
+    let count = devices.iter().filter(firing).count();
+    let d = devices.iter().filter(firing).max_by(|a, b| {
+        (a.idle.starved_ns, &b.artifact_id).cmp(&(b.idle.starved_ns, &a.artifact_id))
+    })?;
+    let name = d.device.map_or("GPU".to_owned(), |n| format!("GPU {n}"));
+    let others = match count {
+        1 => String::new(),
+        n => format!("; {} of {} devices starved so", n, devices.len()),
+    };
+    fired(
+        &GPU_STARVATION,
+        starved_pct(d),
+        d.idle.starved_ns,
+        format!(
+            "{name} starved {} = {:.1} % of {} ({}): the host launched late{others}",
+            ms(d.idle.starved_ns),
+            starved_pct(d),
+            d.span.name.words(),
+            ms(d.span.dur_ns),
+        ),
+    )
 }

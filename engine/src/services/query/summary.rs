@@ -704,15 +704,22 @@ fn next_calls(
 ) -> Vec<NextCall> {
     let mut next = Vec::new();
     // A diagnosed anti-pattern first: it names a fix.
-    if let Some(d) = gpu.and_then(|g| g.diagnoses.first()) {
+    let diagnosed = gpu.and_then(|g| g.diagnoses.first());
+    if let Some(d) = diagnosed {
+        let mut arguments = json!({ "target": target, "limit": 3 });
+        if let Some(section) = d.section {
+            arguments["section"] = json!(section);
+        }
         next.push(NextCall {
-            operation: "analyze_gpu_diagnosis".into(),
-            arguments: json!({ "target": target, "section": d.section, "limit": 3 }),
-            why: format!("the numbers behind {} and the rest of that section", d.rule),
+            operation: d.operation.clone(),
+            arguments,
+            why: format!("the numbers behind {} and what surrounds them", d.rule),
         });
     }
     // The GPU's idle time first on a GPU trace: it is the headline there.
-    if gpu.is_some_and(|g| g.gaps > 0) {
+    if gpu.is_some_and(|g| g.gaps > 0)
+        && diagnosed.is_none_or(|d| d.operation != "analyze_gpu_gaps")
+    {
         next.push(NextCall {
             operation: "analyze_gpu_gaps".into(),
             arguments: json!({ "target": target, "limit": 3 }),

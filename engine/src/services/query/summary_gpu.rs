@@ -9,6 +9,7 @@
 use std::collections::BTreeMap;
 
 use flameox_recipes::gpu_diagnosis::DiagnosisSection;
+use flameox_recipes::gpu_diagnosis::rules::{self, Diagnosis};
 use flameox_recipes::gpu_gaps::{ClassTotal, GpuGap};
 use flameox_recipes::time_accounting::{DeviceTime, GapClass, NamedSpan};
 use serde::{Deserialize, Serialize};
@@ -59,8 +60,10 @@ pub struct DiagnosisLine {
     pub rule: String,
     pub evidence: String,
     pub fix: String,
-    /// The `analyze_gpu_diagnosis` section that shows it.
-    pub section: DiagnosisSection,
+    /// The operation that shows its numbers, and its section if any.
+    pub operation: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub section: Option<DiagnosisSection>,
 }
 
 fn is_zero(n: &usize) -> bool {
@@ -110,6 +113,7 @@ pub(crate) async fn gpu_of(
     }
     let mut devices: Vec<DeviceTime> = a.devices.into_iter().map(|d| d.time).collect();
     let devices_total = devices.len();
+    let starved = rules::starvation(&devices);
     devices.sort_by(|x, y| y.busy_ns.cmp(&x.busy_ns).then(x.device.cmp(&y.device)));
     // A run of one trace per rank: its diagnoses compare the ranks.
     devices.truncate(if several_artifacts {
@@ -133,33 +137,39 @@ pub(crate) async fn gpu_of(
         min_gap_ns: r.min_gap_ns,
         gaps_by_class: a.gaps_by_class,
         longest: a.gaps.iter().map(gap_summary).collect(),
-        diagnoses: diagnoses_of(qc, target).await,
+        diagnoses: diagnoses_of(qc, target, starved).await,
     })
 }
 
-/// The rules the GPU diagnosis fires over the whole target (a summary
-/// never fails for want of them).
-async fn diagnoses_of(qc: &QueryContext<'_>, target: &str) -> Vec<DiagnosisLine> {
+/// The rules the GPU diagnosis fires over the whole target, with
+/// `starved` (the starvation rule over the summary's own device time),
+/// most time at stake first (a summary never fails for want of them).
+async fn diagnoses_of(
+    qc: &QueryContext<'_>,
+    target: &str,
+    starved: Option<Diagnosis>,
+) -> Vec<DiagnosisLine> {
     let request = GpuDiagnosisRequest {
         target: Targets::One(target.to_owned()),
         limit: Some(1),
         ..Default::default()
     };
-    match gpu_diagnosis::gpu_diagnosis(qc, &request).await {
-        Ok(r) => r
-            .answer
-            .diagnoses
-            .into_iter()
-            .take(DIAGNOSES)
-            .map(|d| DiagnosisLine {
-                rule: d.rule,
-                evidence: d.evidence,
-                fix: d.fix,
-                section: d.section,
-            })
-            .collect(),
+    let mut all: Vec<Diagnosis> = match gpu_diagnosis::gpu_diagnosis(qc, &request).await {
+        Ok(r) => r.answer.diagnoses,
         Err(_) => Vec::new(),
-    }
+    };
+    all.extend(starved);
+    all.sort_by(|a, b| b.time_ns.cmp(&a.time_ns).then_with(|| a.rule.cmp(&b.rule)));
+    all.into_iter()
+        .take(DIAGNOSES)
+        .map(|d| DiagnosisLine {
+            rule: d.rule,
+            evidence: d.evidence,
+            fix: d.fix,
+            operation: d.operation,
+            section: d.section,
+        })
+        .collect()
 }
 
 fn gap_summary(g: &GpuGap) -> GapSummary {

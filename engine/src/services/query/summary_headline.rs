@@ -14,6 +14,7 @@
 //! an event loop's run): those say where a thread sat, not what it did.
 //! Every share names its span or denominator.
 
+use flameox_recipes::gpu_diagnosis::rules::GPU_STARVATION;
 use flameox_recipes::time_accounting::DeviceTime;
 
 use super::summary::{HotThread, SummaryResult};
@@ -43,9 +44,13 @@ pub(crate) fn headline(r: &SummaryResult) -> String {
     if let Some(gpu) = &r.gpu {
         line.push_str("; ");
         line.push_str(&gpu_words(gpu));
-        // The anti-pattern with the most time at stake, named by its rule.
+        // The anti-pattern with the most time at stake, named by its rule
+        // (starvation's numbers are the device's starved time just said).
         if let Some(d) = gpu.diagnoses.first() {
-            line.push_str(&format!("; diagnosed {}: {}", d.rule, d.evidence));
+            match d.rule == GPU_STARVATION.name {
+                true => line.push_str(&format!("; diagnosed {}", d.rule)),
+                false => line.push_str(&format!("; diagnosed {}: {}", d.rule, d.evidence)),
+            }
         }
     }
     if let Some(p) = &r.page {
