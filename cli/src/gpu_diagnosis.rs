@@ -1,6 +1,7 @@
 //! Text rendering of `flameox analyze gpu-diagnosis`: the headline, then
 //! one table per section (ranks, geometry, copies and host waits,
-//! collectives, iterations, fusion candidates). Presentation only; `--json` prints the service result.
+//! collectives, iterations, fusion candidates, critical path; MFU in
+//! [`crate::gpu_diagnosis_mfu`]). Presentation only; `--json` prints the service result.
 
 use flameox_engine::services::gpu_diagnosis::{GpuDiagnosisResult, headline};
 
@@ -287,6 +288,9 @@ pub(crate) fn render(r: &GpuDiagnosisResult) -> String {
         for c in &p.caveats {
             out += &format!("  caveat: {c}\n");
         }
+    }
+    if let Some(m) = &a.mfu {
+        out += &crate::gpu_diagnosis_mfu::render(m);
     }
     out
 }

@@ -15,6 +15,7 @@ mod frame_cells;
 mod gaps_memory_view;
 mod gpu_breakdown;
 mod gpu_diagnosis;
+mod gpu_diagnosis_mfu;
 mod import_view;
 mod inventory_views;
 mod investigation_views;

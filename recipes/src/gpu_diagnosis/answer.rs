@@ -4,7 +4,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::params::DiagnosisSection;
-use super::{collectives, copies, critical_path, fusion, geometry, iterations, ranks, rules};
+use super::{collectives, copies, critical_path, fusion, geometry, iterations, mfu, ranks, rules};
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct DiagnosisAnswer {
@@ -27,6 +27,8 @@ pub struct DiagnosisAnswer {
     /// HTA's critical path over the window (`phase`) of one artifact: the
     /// rank the others waited for, else the first in scope.
     pub critical_path: Option<Vec<critical_path::PathOfArtifact>>,
+    /// Model-FLOPs utilization per artifact (lowest first).
+    pub mfu: Option<mfu::Mfu>,
     /// The declared rules ([`rules`]) these sections fire, most time at
     /// stake first.
     pub diagnoses: Vec<rules::Diagnosis>,

@@ -3,7 +3,8 @@
 //! with the host's synchronous calls, collectives with their bandwidth and
 //! exposed time, ranks side by side (who arrives last at each
 //! collective, and why), iterations found without markers, fusion
-//! candidates, and the critical path of a step. One read of the device rows serves every section
+//! candidates, the critical path of a step, and model-FLOPs utilization.
+//! One read of the device rows serves every section
 //! ([`device_rows`]); each section is one file.
 
 pub mod answer;
@@ -14,10 +15,14 @@ pub mod critical_path_graph;
 pub mod critical_path_model;
 pub mod critical_path_sync;
 pub mod device_rows;
+pub mod flops;
 pub mod fusion;
 pub mod geometry;
 pub mod iterations;
+pub mod mfu;
+mod mfu_calls;
 pub mod params;
+pub mod peaks;
 pub mod period;
 pub mod ranks;
 pub mod rules;
@@ -99,8 +104,12 @@ pub async fn gpu_diagnosis(
             .wants(DiagnosisSection::Fusion)
             .then(|| fusion::fusion(&work, params)),
         critical_path: None,
+        mfu: None,
         diagnoses: Vec::new(),
     };
+    if params.wants(DiagnosisSection::Mfu) {
+        answer.mfu = Some(mfu::mfu(ctx, scope, &work, params).await?);
+    }
     if params.wants(DiagnosisSection::CriticalPath) {
         // One rank's path: the one the others waited for, else the first.
         let one = answer

@@ -20,10 +20,11 @@ pub enum DiagnosisSection {
     Iterations,
     Fusion,
     CriticalPath,
+    Mfu,
 }
 
 impl DiagnosisSection {
-    pub const ALL: [DiagnosisSection; 7] = [
+    pub const ALL: [DiagnosisSection; 8] = [
         DiagnosisSection::Geometry,
         DiagnosisSection::Copies,
         DiagnosisSection::Collectives,
@@ -31,6 +32,7 @@ impl DiagnosisSection {
         DiagnosisSection::Iterations,
         DiagnosisSection::Fusion,
         DiagnosisSection::CriticalPath,
+        DiagnosisSection::Mfu,
     ];
 
     pub fn name(self) -> &'static str {
@@ -42,6 +44,7 @@ impl DiagnosisSection {
             DiagnosisSection::Iterations => "iterations",
             DiagnosisSection::Fusion => "fusion",
             DiagnosisSection::CriticalPath => "critical_path",
+            DiagnosisSection::Mfu => "mfu",
         }
     }
 
@@ -69,6 +72,10 @@ pub struct ArtifactFacts {
     pub world_size: Option<i64>,
     /// SMs (CUs) per device id, from the trace's device properties.
     pub sm_counts: BTreeMap<i64, i64>,
+    /// Device names per device id, as the trace names them.
+    pub device_names: BTreeMap<i64, String>,
+    /// The artifact's first event start and last event end.
+    pub trace_span: Option<(i64, i64)>,
 }
 
 /// What to compute.

@@ -40,7 +40,8 @@ pub struct GpuDiagnosisRequest {
     /// Run or artifact id, or a list of them (one per rank).
     pub target: Targets,
     /// One section; default all.
-    #[schemars(extend("enum" = ["geometry", "copies", "collectives", "ranks", "iterations", "fusion", "critical_path"]))]
+    #[serde(default)]
+    #[schemars(schema_with = "section_schema")]
     pub section: Option<String>,
     /// Rows per artifact and section; ranks shown (default 5).
     #[schemars(range(min = 1, max = 1000))]
@@ -63,11 +64,20 @@ pub struct GpuDiagnosisResult {
     pub evidence: EvidenceStatus,
 }
 
-/// SMs per device id from the artifact's metadata: Kineto
-/// `deviceProperties[].numSms`, Nsight `gpus[].sm_count` (by id and by
-/// CUDA device number).
-fn sm_counts(snapshot: &Snapshot, artifact_id: &str) -> BTreeMap<i64, i64> {
-    let mut out = BTreeMap::new();
+/// The section names, from the one list of sections.
+fn section_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    let names: Vec<&str> = DiagnosisSection::ALL.iter().map(|s| s.name()).collect();
+    schemars::json_schema!({ "type": "string", "enum": names })
+}
+
+/// SMs and names per device id from the artifact's metadata: Kineto
+/// `deviceProperties[]` (`numSms`, `name`), Nsight `gpus[]` (`sm_count`,
+/// `name`; by id and by CUDA device number).
+fn device_facts(
+    snapshot: &Snapshot,
+    artifact_id: &str,
+) -> (BTreeMap<i64, i64>, BTreeMap<i64, String>) {
+    let (mut sms, mut names) = (BTreeMap::new(), BTreeMap::new());
     for g in snapshot.generations_for(artifact_id) {
         let m = &g.summary.metadata;
         for (list, count, ids) in [
@@ -78,23 +88,48 @@ fn sm_counts(snapshot: &Snapshot, artifact_id: &str) -> BTreeMap<i64, i64> {
                 continue;
             };
             for d in devices {
-                let Some(sms) = d.get(count).and_then(Value::as_i64) else {
-                    continue;
-                };
                 for key in ids {
-                    if let Some(id) = d.get(*key).and_then(Value::as_i64) {
-                        out.entry(id).or_insert(sms);
+                    let Some(id) = d.get(*key).and_then(Value::as_i64) else {
+                        continue;
+                    };
+                    if let Some(n) = d.get(count).and_then(Value::as_i64) {
+                        sms.entry(id).or_insert(n);
+                    }
+                    if let Some(n) = d.get("name").and_then(Value::as_str) {
+                        names.entry(id).or_insert_with(|| n.to_owned());
                     }
                 }
             }
         }
     }
-    out
+    (sms, names)
 }
 
 pub async fn gpu_diagnosis(
     qc: &QueryContext<'_>,
     req: &GpuDiagnosisRequest,
+) -> Result<GpuDiagnosisResult> {
+    gpu_diagnosis_of(qc, req, None).await
+}
+
+/// The sections the declared rules read, over `req`'s targets: what a
+/// summary needs to name the anti-patterns, and no more.
+pub async fn rule_diagnosis(
+    qc: &QueryContext<'_>,
+    req: &GpuDiagnosisRequest,
+) -> Result<GpuDiagnosisResult> {
+    let sections = gpu_diagnosis::rules::RULES
+        .iter()
+        .filter_map(|r| r.section)
+        .collect::<std::collections::BTreeSet<_>>();
+    gpu_diagnosis_of(qc, req, Some(sections.into_iter().collect())).await
+}
+
+/// `req`, with `sections` in place of its section when given.
+async fn gpu_diagnosis_of(
+    qc: &QueryContext<'_>,
+    req: &GpuDiagnosisRequest,
+    sections: Option<Vec<DiagnosisSection>>,
 ) -> Result<GpuDiagnosisResult> {
     let targets_asked = req.target.as_slice();
     if targets_asked.is_empty() || targets_asked.len() > MAX_TARGETS {
@@ -108,9 +143,10 @@ pub async fn gpu_diagnosis(
         .config
         .row_limit(Some(req.limit.unwrap_or(DEFAULT_LIMIT)))?;
     let session = qc.session(None)?;
-    let sections = match &req.section {
-        None => DiagnosisSection::ALL.to_vec(),
-        Some(name) => {
+    let sections = match (sections, &req.section) {
+        (Some(s), _) => s,
+        (None, None) => DiagnosisSection::ALL.to_vec(),
+        (None, Some(name)) => {
             vec![DiagnosisSection::parse(name).map_err(|e| recipe_error(e, &session.budget))?]
         }
     };
@@ -122,12 +158,18 @@ pub async fn gpu_diagnosis(
         for id in &scope.artifact_ids {
             if !facts.contains_key(id) {
                 order.push(id.clone());
+                let (sm_counts, device_names) = device_facts(&session.snapshot, id);
+                let trace_span = (session.snapshot.generations_for(id))
+                    .filter_map(|g| g.summary.time_span_ns)
+                    .reduce(|(a, b), (c, d)| (a.min(c), b.max(d)));
                 facts.insert(
                     id.clone(),
                     ArtifactFacts {
                         rank: distributed_number(&session.snapshot, id, "rank"),
                         world_size: distributed_number(&session.snapshot, id, "world_size"),
-                        sm_counts: sm_counts(&session.snapshot, id),
+                        sm_counts,
+                        device_names,
+                        trace_span,
                     },
                 );
             }
@@ -195,6 +237,9 @@ fn shown_artifacts(a: &DiagnosisAnswer) -> std::collections::BTreeSet<String> {
         out.extend(i.streams.iter().map(|s| s.key.artifact_id.clone()));
     }
     out.extend(a.fusion.iter().flatten().map(|f| f.artifact_id.clone()));
+    if let Some(m) = &a.mfu {
+        out.extend(m.artifacts.iter().map(|m| m.artifact_id.clone()));
+    }
     if let Some(r) = &a.ranks {
         out.extend(r.rows.iter().map(|r| r.artifact_id.clone()));
         out.extend(r.holders.iter().map(|h| h.artifact_id.clone()));
@@ -299,6 +344,20 @@ pub fn headline(r: &GpuDiagnosisResult) -> String {
             .map(|b| format!(", {:.0} % {}", b.pct_of_path, b.bound))
             .unwrap_or_default();
         parts.push(format!("critical path {}{bound}", duration_ns(p.length_ns)));
+    }
+    if let Some(m) = a.mfu.as_ref().and_then(|m| m.artifacts.first()) {
+        let span = m.span.name.words();
+        parts.push(match (m.mfu_pct_over_span, &m.caveat) {
+            (Some(pct), _) => format!(
+                "MFU {pct:.2} % of {span} ({:.2} TFLOP/s over {} on {}; {:.2} % of peak while its kernels ran)",
+                m.tflop_per_s_over_span,
+                duration_ns(m.span.dur_ns),
+                m.device_name.as_deref().unwrap_or("?"),
+                m.pct_of_peak_in_kernels.unwrap_or(0.0)
+            ),
+            (None, Some(why)) => format!("no MFU: {why}"),
+            (None, None) => "no MFU".to_owned(),
+        });
     }
     let what = format!(
         "GPU diagnosis of {}{} ({} artifacts with device work)",

@@ -154,7 +154,7 @@ async fn diagnoses_of(
         limit: Some(1),
         ..Default::default()
     };
-    let mut all: Vec<Diagnosis> = match gpu_diagnosis::gpu_diagnosis(qc, &request).await {
+    let mut all: Vec<Diagnosis> = match gpu_diagnosis::rule_diagnosis(qc, &request).await {
         Ok(r) => r.answer.diagnoses,
         Err(_) => Vec::new(),
     };
