@@ -28,12 +28,18 @@ pub fn gap_bucket(gap_ns: i64) -> usize {
         .unwrap_or(GAP_BUCKETS_NS.len())
 }
 
+/// Categories of device kernel rows: Kineto's and Nsight's `kernel`
+/// (`Kernel` in older Kineto), rocprofv3's `kernel_dispatch`.
+pub const KERNEL_CATEGORIES: &[&str] = &["kernel", "Kernel", "kernel_dispatch"];
+
 /// A device kernel as the summaries count it: `kind = kernel`, or an NCCL /
 /// RCCL kernel recorded as `communication` on a stream with a kernel
 /// category.
 pub fn is_kernel(kind: &str, category: Option<&str>, has_stream: bool) -> bool {
     kind == "kernel"
-        || (kind == "communication" && has_stream && matches!(category, Some("kernel" | "Kernel")))
+        || (kind == "communication"
+            && has_stream
+            && category.is_some_and(|c| KERNEL_CATEGORIES.contains(&c)))
 }
 
 /// How a direct-launch name matches [`DIRECT_LAUNCHES`]: exactly, or as an

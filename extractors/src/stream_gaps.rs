@@ -303,7 +303,7 @@ impl StreamGapsReducer {
         let columns = EventColumns::of(batch)?;
         let kinds = dictionary_values(columns.kind, |kind, _| Some(kind.to_owned()));
         let kernel_category = dictionary_values(columns.category, |c, _| {
-            Some(matches!(c, "kernel" | "Kernel"))
+            Some(crate::device_work::KERNEL_CATEGORIES.contains(&c))
         });
         let launch_names = dictionary_values(columns.name, |n, _| direct_launch_name(n));
         let phase_values = columns

@@ -24,7 +24,7 @@ use crate::common::{
     string_at, table,
 };
 
-pub use flameox_extractors::device_work::{DIRECT_LAUNCHES, GAP_BUCKETS_NS};
+pub use flameox_extractors::device_work::{DIRECT_LAUNCHES, GAP_BUCKETS_NS, KERNEL_CATEGORIES};
 use flameox_extractors::schema::GAP_BUCKET_COLUMNS;
 
 /// Device kernels (NCCL/RCCL kernels included) as the summaries count them.
@@ -35,7 +35,7 @@ pub fn kernel_rows() -> Expr {
         .and(col("stream").is_not_null())
         .and(
             cast(col("category"), DataType::Utf8)
-                .in_list(vec![lit("kernel"), lit("Kernel")], false),
+                .in_list(KERNEL_CATEGORIES.iter().map(|c| lit(*c)).collect(), false),
         ))
 }
 

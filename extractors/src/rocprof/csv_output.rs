@@ -21,7 +21,7 @@ use super::evidence::{Counts, RunFacts, finish};
 
 pub const ROCPROF_CSV_EXTRACTOR_NAME: &str = "rocprofv3_csv";
 /// Bumped whenever the rows produced for the same input change.
-pub const ROCPROF_CSV_EXTRACTOR_VERSION: &str = "1";
+pub const ROCPROF_CSV_EXTRACTOR_VERSION: &str = "2";
 
 fn new_trace(options: &ExtractOptions) -> TraceBuilder {
     let mut trace = TraceBuilder::default();
@@ -32,8 +32,11 @@ fn new_trace(options: &ExtractOptions) -> TraceBuilder {
 fn facts(format: FormatKind, agents: &Agents, tables: BTreeMap<String, String>) -> RunFacts {
     let mut metadata = BTreeMap::new();
     metadata.insert("tables".to_owned(), json!(tables));
-    if !agents.gpu_names.is_empty() {
-        metadata.insert("gpus".to_owned(), json!(agents.gpu_names));
+    if !agents.gpus.is_empty() {
+        let gpus: Vec<_> = (agents.gpus.iter().enumerate())
+            .map(|(id, (name, cus))| json!({"id": id, "name": name, "sm_count": cus}))
+            .collect();
+        metadata.insert("gpus".to_owned(), json!(gpus));
     }
     RunFacts {
         extractor: ROCPROF_CSV_EXTRACTOR_NAME,

@@ -20,7 +20,7 @@ use crate::api::ExtractError;
 use crate::trace_events::builder::TraceBuilder;
 use crate::trace_events::device_columns::DeviceFields;
 use crate::trace_events::ids::NONE;
-use crate::trace_events::kinds::EventKind;
+use crate::trace_events::kinds::{EventKind, kernel_kind};
 use crate::trace_events::tracks::Ident;
 
 use super::evidence::{Counts, Pending, push, stream_track};
@@ -88,7 +88,8 @@ pub fn is_rocprof_csv_folder(dir: &std::path::Path, files: &[String]) -> bool {
 #[derive(Debug, Default)]
 pub struct Agents {
     gpu_of_node: HashMap<i64, i64>,
-    pub gpu_names: Vec<String>,
+    /// Per GPU index: its name and compute units.
+    pub gpus: Vec<(String, Option<i64>)>,
 }
 
 impl Agents {
@@ -205,7 +206,7 @@ fn agent(agents: &mut Agents, c: &Columns, row: &csv::StringRecord) {
         .text(row, "Product_Name")
         .or_else(|| c.text(row, "Name"))
         .unwrap_or("GPU");
-    agents.gpu_names.push(name.to_owned());
+    agents.gpus.push((name.to_owned(), c.int(row, "Cu_Count")));
 }
 
 fn kernel(
@@ -261,7 +262,7 @@ fn kernel(
             end: c.uint(row, "End_Timestamp"),
             name,
             category: "kernel_dispatch",
-            kind: EventKind::Kernel,
+            kind: kernel_kind(name),
             fields: DeviceFields {
                 device,
                 stream,

@@ -27,7 +27,7 @@ use crate::format_kind::FormatKind;
 use crate::trace_events::builder::TraceBuilder;
 use crate::trace_events::device_columns::DeviceFields;
 use crate::trace_events::ids::NONE;
-use crate::trace_events::kinds::EventKind;
+use crate::trace_events::kinds::{EventKind, kernel_kind};
 use crate::trace_events::tracks::Ident;
 use evidence::{Counts, Pending, RunFacts, finish, push, stream_track};
 use model::{Correlation, Document, ToolOutput};
@@ -36,7 +36,7 @@ pub use format::{CSV_DIR_FORMAT, CSV_FORMAT, FORMAT};
 
 pub const ROCPROF_EXTRACTOR_NAME: &str = "rocprofv3_json";
 /// Bumped whenever the rows produced for the same input change.
-pub const ROCPROF_EXTRACTOR_VERSION: &str = "1";
+pub const ROCPROF_EXTRACTOR_VERSION: &str = "2";
 
 fn correlation(c: Correlation) -> (i64, i64) {
     let internal = i64::try_from(c.internal).unwrap_or(NONE);
@@ -107,7 +107,7 @@ fn add_tool(trace: &mut TraceBuilder, tool: &ToolOutput, counts: &mut Counts) {
                 end: d.end_timestamp,
                 name,
                 category: "kernel_dispatch",
-                kind: EventKind::Kernel,
+                kind: kernel_kind(name),
                 fields: DeviceFields {
                     device,
                     stream,
@@ -235,13 +235,22 @@ pub fn extract_rocprof_json<R: BufRead>(
         "hostname".to_owned(),
         json!(first.and_then(|t| t.metadata.node.hostname.clone())),
     );
+    // Each GPU by the device number its kernels carry, with its name and
+    // compute units (`sm_count`, as Nsight's GPUs have SMs).
     metadata.insert(
         "gpus".to_owned(),
         json!(first.map(|t| {
+            let index = t.gpu_of();
             t.agents
                 .iter()
                 .filter(|a| a.kind == 2)
-                .map(|a| a.product_name.clone().or_else(|| a.name.clone()))
+                .map(|a| {
+                    json!({
+                        "id": index.get(&a.id),
+                        "name": a.product_name.clone().or_else(|| a.name.clone()),
+                        "sm_count": a.cu_count,
+                    })
+                })
                 .collect::<Vec<_>>()
         })),
     );

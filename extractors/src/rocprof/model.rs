@@ -58,6 +58,8 @@ pub struct Agent {
     pub logical_node_type_id: Option<i64>,
     pub name: Option<String>,
     pub product_name: Option<String>,
+    /// Compute units (the SMs of launch geometry).
+    pub cu_count: Option<i64>,
 }
 
 #[derive(Debug, Default, Deserialize)]

@@ -193,6 +193,16 @@ fn contains_ignore_case(hay: &str, needle: &str) -> bool {
         .any(|w| w.eq_ignore_ascii_case(needle.as_bytes()))
 }
 
+/// A device kernel's kind by its name: NCCL / RCCL kernels are
+/// `communication`, every other kernel `kernel` (every format's kernels).
+pub fn kernel_kind(name: &str) -> EventKind {
+    if contains_ignore_case(name, "nccl") || contains_ignore_case(name, "rccl") {
+        EventKind::Communication
+    } else {
+        EventKind::Kernel
+    }
+}
+
 /// Classifies an event by category and name; `instant` for instant phases.
 pub fn classify(category: Option<&str>, name: &str, instant: bool) -> Classified {
     let row = category.and_then(|c| {
@@ -212,12 +222,7 @@ pub fn classify(category: Option<&str>, name: &str, instant: bool) -> Classified
         }
         Some(CategoryClass::Runtime) => EventKind::RuntimeApi,
         Some(CategoryClass::Driver) => EventKind::DriverApi,
-        Some(CategoryClass::Kernel)
-            if contains_ignore_case(name, "nccl") || contains_ignore_case(name, "rccl") =>
-        {
-            EventKind::Communication
-        }
-        Some(CategoryClass::Kernel) => EventKind::Kernel,
+        Some(CategoryClass::Kernel) => kernel_kind(name),
         None if instant => EventKind::Instant,
         None if category == Some("Trace") && name.starts_with("PyTorch Profiler") => {
             EventKind::ProfilerSpan

@@ -229,10 +229,15 @@ pub fn diagnose(a: &DiagnosisAnswer) -> Vec<Diagnosis> {
             c.exposed_after_last_arrival_ns as f64 * 100.0 / c.time_ns as f64,
             c.exposed_after_last_arrival_ns,
             format!(
-                "{} of {} in {} collective kernels transferred with no compute kernel beside them",
+                "{} of {} in {} collective kernels transferred with no compute kernel beside them{}",
                 ms(c.exposed_after_last_arrival_ns),
                 ms(c.time_ns),
-                c.kernels
+                c.kernels,
+                match c.matched_instances {
+                    // No other rank's trace to tell when the last arrived.
+                    0 => " (not matched across ranks: includes waiting for the other ranks)",
+                    _ => "",
+                }
             ),
         ));
     }
