@@ -189,6 +189,9 @@ pub(crate) fn render(r: &GpuDiagnosisResult) -> String {
         }
         out += &tb.render();
     }
+    if let Some(m) = a.collectives.as_ref().and_then(|c| c.mpi.as_ref()) {
+        out += &crate::gpu_diagnosis_mpi::render(m);
+    }
     if let Some(i) = a.iterations.as_ref().filter(|i| !i.streams.is_empty()) {
         out += "\niterations (no markers needed)\n";
         let mut tb = Table::new(

@@ -16,6 +16,7 @@ mod gaps_memory_view;
 mod gpu_breakdown;
 mod gpu_diagnosis;
 mod gpu_diagnosis_mfu;
+mod gpu_diagnosis_mpi;
 mod import_view;
 mod inventory_views;
 mod investigation_views;

@@ -41,6 +41,7 @@ mod gpu_breakdown_ranks;
 mod gpu_diagnosis;
 mod gpu_diagnosis_critical_path;
 mod gpu_diagnosis_mfu;
+mod gpu_diagnosis_mpi;
 mod gpu_diagnosis_rocprof;
 mod gpu_diagnosis_sequences;
 mod gpu_gaps;

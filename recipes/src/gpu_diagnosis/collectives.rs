@@ -9,7 +9,8 @@
 //! The operation is PyTorch's `Collective name` arg when the kernel has it,
 //! else read from the kernel name (`ncclKernel_AllReduce_RING_LL_Sum_float`,
 //! `ncclDevKernel_AllGather_RING_LL`). Bytes need the args (elements ×
-//! dtype size); a trace without them gets counts and times only.
+//! dtype size); a trace without them gets counts and times only. MPI
+//! calls are added beside them ([`super::mpi_calls`]).
 
 use std::collections::BTreeMap;
 
@@ -260,6 +261,9 @@ pub struct Collectives {
     /// collective ends together on every rank, so a large value means the
     /// ranks' clocks disagree and arrivals cannot be compared.
     pub end_spread_median_ns: Option<i64>,
+    /// MPI calls (Nsight's MPI trace), when the trace has them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mpi: Option<super::mpi_calls::MpiCalls>,
 }
 
 pub fn collectives(
@@ -372,6 +376,7 @@ pub fn collectives(
         rows_total,
         matched_instances: inst.matched.len(),
         end_spread_median_ns: median_i64(&spreads),
+        mpi: None,
     }
 }
 

@@ -21,6 +21,7 @@ pub mod geometry;
 pub mod iterations;
 pub mod mfu;
 mod mfu_calls;
+pub mod mpi_calls;
 pub mod params;
 pub mod peaks;
 pub mod period;
@@ -81,7 +82,12 @@ pub async fn gpu_diagnosis(
         || params.wants(DiagnosisSection::Ranks))
     .then(|| collectives::match_instances(&work, params));
     let collectives = match (&matched, params.wants(DiagnosisSection::Collectives)) {
-        (Some(m), true) => Some(collectives::collectives(&work, m, params)),
+        (Some(m), true) => {
+            let mut c = collectives::collectives(&work, m, params);
+            let unions = unions::device_unions(&work);
+            c.mpi = mpi_calls::mpi_calls(ctx, scope, &work, &unions, params).await?;
+            Some(c)
+        }
         _ => None,
     };
     let ranks = match (&matched, params.wants(DiagnosisSection::Ranks)) {

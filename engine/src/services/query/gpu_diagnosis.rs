@@ -316,6 +316,20 @@ pub fn headline(r: &GpuDiagnosisResult) -> String {
             duration_ns(c.exposed_ns)
         ));
     }
+    if let Some(m) = a.collectives.as_ref().and_then(|c| c.mpi.as_ref()) {
+        let top = m
+            .rows
+            .iter()
+            .max_by_key(|r| r.time_ns)
+            .map(|r| format!(", most in {} ({})", r.operation, duration_ns(r.time_ns)))
+            .unwrap_or_default();
+        parts.push(format!(
+            "{} MPI calls, {} of which {} with the device idle{top}",
+            m.calls,
+            duration_ns(m.time_ns),
+            duration_ns(m.exposed_ns)
+        ));
+    }
     if let Some(s) = a.iterations.as_ref().and_then(|i| i.streams.first()) {
         parts.push(format!(
             "{} iterations of {} kernels on stream {} (median {}, {:.1} % variation)",
