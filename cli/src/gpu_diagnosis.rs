@@ -120,6 +120,7 @@ pub(crate) fn render(r: &GpuDiagnosisResult) -> String {
                     "bytes",
                     "time",
                     "rate",
+                    "of link",
                 ],
                 &[4, 5, 6, 7],
             );
@@ -137,6 +138,10 @@ pub(crate) fn render(r: &GpuDiagnosisResult) -> String {
                     render::bytes(row.bytes.max(0) as u64),
                     ns(row.time_ns),
                     gbps(row.gb_per_s),
+                    match (&row.link, row.pct_of_link) {
+                        (Some(l), Some(p)) => format!("{p:.0} % of {}", l.link),
+                        _ => "-".to_owned(),
+                    },
                 ]);
             }
             out += &tb.render();

@@ -50,6 +50,25 @@ fn copies_and_host_waits_match_sql_over_the_cloverleaf_export() {
         .map(|v| int(&v)),
         [pageable[0], pageable[1], pageable[2]]
     );
+    // Host-to-device copies against the A100's PCIe 4.0 x16 (31.5 GB/s a
+    // direction): bytes over time from SQL, and its share of the link.
+    let h2d = sql_row(
+        &db,
+        "select sum(bytes), sum(end - start) from CUPTI_ACTIVITY_KIND_MEMCPY where copyKind = 1",
+    );
+    let row = c["rows"]
+        .as_array()
+        .expect("rows")
+        .iter()
+        .find(|r| r["direction"] == "H2D")
+        .expect("an H2D row");
+    assert_eq!(row["link"]["link"], "PCIe 4.0 x16", "{row}");
+    let rate = h2d[0] as f64 / h2d[1] as f64;
+    let share = row["pct_of_link"].as_f64().expect("pct_of_link");
+    assert!(
+        (share - rate * 100.0 / 31.5).abs() <= 0.005,
+        "{rate} GB/s vs {row}"
+    );
     let calls = |name: &str| {
         sql_row(
             &db,

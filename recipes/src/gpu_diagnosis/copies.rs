@@ -59,6 +59,12 @@ pub struct CopyRow {
     pub time_ns: i64,
     /// bytes / time (GB/s); null without bytes or time.
     pub gb_per_s: Option<f64>,
+    /// Host↔device copies: the link they cross (from the device's name,
+    /// an assumption stated) and the rate's share of it, in %.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub link: Option<super::peaks::LinkUsed>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pct_of_link: Option<f64>,
 }
 
 /// One host call name that waits for the device.
@@ -140,15 +146,30 @@ pub async fn copies(
     let mut rows: Vec<CopyRow> = groups
         .into_iter()
         .map(
-            |((artifact, device, direction, src, dst), (n, bytes, time, timed))| CopyRow {
-                key: params.key(&artifact, device),
-                direction: direction.to_owned(),
-                src_kind: src,
-                dst_kind: dst,
-                count: n,
-                bytes,
-                time_ns: time,
-                gb_per_s: (timed > 0 && bytes > 0).then(|| bytes as f64 / timed as f64),
+            |((artifact, device, direction, src, dst), (n, bytes, time, timed))| {
+                let gb_per_s = (timed > 0 && bytes > 0).then(|| bytes as f64 / timed as f64);
+                let facts = params.facts.get(&artifact);
+                let link = (matches!(direction, "H2D" | "D2H"))
+                    .then(|| {
+                        let f = facts?;
+                        let name = f.device_names.get(&device?)?;
+                        super::peaks::host_link(name, f.sm_counts.get(&device?).copied())
+                    })
+                    .flatten();
+                CopyRow {
+                    key: params.key(&artifact, device),
+                    direction: direction.to_owned(),
+                    src_kind: src,
+                    dst_kind: dst,
+                    count: n,
+                    bytes,
+                    time_ns: time,
+                    pct_of_link: gb_per_s
+                        .zip(link.as_ref())
+                        .map(|(r, l)| (r * 10_000.0 / l.gb_per_s).round() / 100.0),
+                    gb_per_s,
+                    link,
+                }
             },
         )
         .collect();

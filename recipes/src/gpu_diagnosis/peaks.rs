@@ -1,9 +1,10 @@
-//! Peak arithmetic rates of common GPUs, the denominator of model-FLOPs
-//! utilization: dense (no sparsity) tensor-core rates for 16-bit types and
-//! the FP32 rate a float32 matmul gets without TF32, per device as the
-//! trace names it (one GCD of a two-die AMD package is one device). Vendor
-//! datasheet figures at boost clock; an answer states the row it used, and
-//! a GPU or type missing here gives no MFU rather than a guess.
+//! Peak rates of common GPUs: arithmetic, the denominator of model-FLOPs
+//! utilization (dense, no sparsity, tensor-core rates for 16-bit types and
+//! the FP32 rate a float32 matmul gets without TF32), and the host link a
+//! host↔device copy crosses (per direction), per device as the trace names
+//! it (one GCD of a two-die AMD package is one device). Vendor datasheet
+//! figures; an answer states the row it used, and a GPU or type missing
+//! here gives no figure rather than a guess.
 
 use serde::{Deserialize, Serialize};
 
@@ -18,8 +19,14 @@ pub struct GpuPeaks {
     pub bf16_tflops: Option<f64>,
     pub fp16_tflops: Option<f64>,
     pub fp32_tflops: Option<f64>,
+    /// The host link and its rate per direction (GB/s).
+    pub host_link: Option<(&'static str, f64)>,
     pub source: &'static str,
 }
+
+const PCIE3: Option<(&str, f64)> = Some(("PCIe 3.0 x16", 15.75));
+const PCIE4: Option<(&str, f64)> = Some(("PCIe 4.0 x16", 31.5));
+const PCIE5: Option<(&str, f64)> = Some(("PCIe 5.0 x16", 63.0));
 
 /// Most specific first: the first row whose names all match (and whose SM
 /// count matches, when it has one) is the device's.
@@ -31,6 +38,7 @@ pub const PEAKS: &[GpuPeaks] = &[
         bf16_tflops: Some(756.0),
         fp16_tflops: Some(756.0),
         fp32_tflops: Some(51.2),
+        host_link: PCIE5,
         source: "NVIDIA H100 datasheet (PCIe, dense)",
     },
     GpuPeaks {
@@ -40,6 +48,7 @@ pub const PEAKS: &[GpuPeaks] = &[
         bf16_tflops: Some(756.0),
         fp16_tflops: Some(756.0),
         fp32_tflops: Some(51.2),
+        host_link: PCIE5,
         source: "NVIDIA H100 datasheet (PCIe: 114 SMs, dense)",
     },
     GpuPeaks {
@@ -49,6 +58,7 @@ pub const PEAKS: &[GpuPeaks] = &[
         bf16_tflops: Some(835.0),
         fp16_tflops: Some(835.0),
         fp32_tflops: Some(60.0),
+        host_link: PCIE5,
         source: "NVIDIA H100 datasheet (NVL, dense)",
     },
     GpuPeaks {
@@ -58,7 +68,18 @@ pub const PEAKS: &[GpuPeaks] = &[
         bf16_tflops: Some(989.4),
         fp16_tflops: Some(989.4),
         fp32_tflops: Some(66.9),
+        host_link: PCIE5,
         source: "NVIDIA H100 datasheet (SXM5, dense)",
+    },
+    GpuPeaks {
+        gpu: "GH200",
+        names: &["gh200"],
+        sms: None,
+        bf16_tflops: Some(989.4),
+        fp16_tflops: Some(989.4),
+        fp32_tflops: Some(66.9),
+        host_link: Some(("NVLink-C2C", 450.0)),
+        source: "NVIDIA GH200 datasheet (H100 SXM rates; NVLink-C2C 900 GB/s both ways)",
     },
     GpuPeaks {
         gpu: "H200 SXM",
@@ -67,6 +88,7 @@ pub const PEAKS: &[GpuPeaks] = &[
         bf16_tflops: Some(989.4),
         fp16_tflops: Some(989.4),
         fp32_tflops: Some(66.9),
+        host_link: PCIE5,
         source: "NVIDIA H200 datasheet (SXM, dense)",
     },
     GpuPeaks {
@@ -76,6 +98,7 @@ pub const PEAKS: &[GpuPeaks] = &[
         bf16_tflops: Some(989.4),
         fp16_tflops: Some(989.4),
         fp32_tflops: Some(66.9),
+        host_link: PCIE5,
         source: "H100 SXM5 figures (same GH100 die and clocks)",
     },
     GpuPeaks {
@@ -85,6 +108,7 @@ pub const PEAKS: &[GpuPeaks] = &[
         bf16_tflops: Some(2250.0),
         fp16_tflops: Some(2250.0),
         fp32_tflops: None,
+        host_link: PCIE5,
         source: "NVIDIA HGX B200 datasheet (per GPU, dense)",
     },
     GpuPeaks {
@@ -94,6 +118,7 @@ pub const PEAKS: &[GpuPeaks] = &[
         bf16_tflops: Some(312.0),
         fp16_tflops: Some(312.0),
         fp32_tflops: Some(19.5),
+        host_link: PCIE4,
         source: "NVIDIA A100 datasheet (dense)",
     },
     GpuPeaks {
@@ -103,6 +128,7 @@ pub const PEAKS: &[GpuPeaks] = &[
         bf16_tflops: None,
         fp16_tflops: Some(112.0),
         fp32_tflops: Some(14.0),
+        host_link: PCIE3,
         source: "NVIDIA V100 datasheet (PCIe)",
     },
     GpuPeaks {
@@ -112,6 +138,7 @@ pub const PEAKS: &[GpuPeaks] = &[
         bf16_tflops: None,
         fp16_tflops: Some(125.0),
         fp32_tflops: Some(15.7),
+        host_link: PCIE3,
         source: "NVIDIA V100 datasheet (SXM2; no BF16 tensor cores)",
     },
     GpuPeaks {
@@ -121,6 +148,7 @@ pub const PEAKS: &[GpuPeaks] = &[
         bf16_tflops: Some(1307.4),
         fp16_tflops: Some(1307.4),
         fp32_tflops: Some(163.4),
+        host_link: PCIE5,
         source: "AMD Instinct MI300X datasheet (dense; FP32 matrix)",
     },
     GpuPeaks {
@@ -130,6 +158,7 @@ pub const PEAKS: &[GpuPeaks] = &[
         bf16_tflops: Some(191.5),
         fp16_tflops: Some(191.5),
         fp32_tflops: Some(47.9),
+        host_link: PCIE4,
         source: "AMD Instinct MI250X datasheet, halved: each GCD is one device",
     },
 ];
@@ -149,6 +178,24 @@ pub fn gpu_peaks(name: &str, sms: Option<i64>) -> Option<&'static GpuPeaks> {
     PEAKS
         .iter()
         .find(|p| p.names.iter().all(|n| lower.contains(n)) && p.sms.is_none_or(|s| sms == Some(s)))
+}
+
+/// The host link of that device, stated as the assumption it is.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LinkUsed {
+    pub gpu: String,
+    pub link: String,
+    pub gb_per_s: f64,
+}
+
+pub fn host_link(name: &str, sms: Option<i64>) -> Option<LinkUsed> {
+    let p = gpu_peaks(name, sms)?;
+    let (link, gb_per_s) = p.host_link?;
+    Some(LinkUsed {
+        gpu: p.gpu.to_owned(),
+        link: link.to_owned(),
+        gb_per_s,
+    })
 }
 
 /// The peak of `dtype` (`bf16`, `fp16`, `fp32`) on that device.
@@ -193,6 +240,16 @@ mod tests {
             let p = peak(name, sms, dtype).unwrap_or_else(|| panic!("{name}"));
             assert_eq!((p.gpu.as_str(), p.tflops), (gpu, tflops), "{name}");
         }
+        let gh = peak("NVIDIA GH200 480GB", Some(132), "bf16").expect("GH200");
+        assert_eq!(gh.gpu, "GH200");
+        assert_eq!(
+            host_link("NVIDIA A100-SXM4-80GB", Some(108)).map(|l| l.gb_per_s),
+            Some(31.5)
+        );
+        assert_eq!(
+            host_link("NVIDIA GH200 480GB", None).map(|l| l.link),
+            Some("NVLink-C2C".into())
+        );
         // No guesses: an unnamed or generic device, BF16 on a V100, FP64.
         assert_eq!(peak("", None, "bf16"), None);
         assert_eq!(peak("AMD Radeon Graphics", None, "bf16"), None);
