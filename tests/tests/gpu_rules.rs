@@ -1,5 +1,6 @@
 //! The declared anti-pattern rules `summarize_target` names, each on a
-//! corpus trace that has the pattern and one that does not. Starvation is
+//! corpus trace that has the pattern and one that does not (the straggler
+//! rule's cases are in `gpu_diagnosis`). Starvation is
 //! checked against the device-gap model of `gpu_gaps` (built here from the
 //! Kineto JSON): the starved share of the span is the model's.
 
@@ -99,4 +100,128 @@ fn starvation_is_quiet_where_queued_work_waited() {
         diagnosis(&summary, "exposed_communication").is_some(),
         "{summary}"
     );
+}
+
+/// The value a fired rule measured, read back from its section of the
+/// same answer (whose figures the section tests check against SQL and
+/// walks of the raw files).
+fn measured_in_section(a: &Value, rule: &str) -> Option<f64> {
+    let f = |v: &Value| v.as_f64();
+    match rule {
+        "sync_after_launches" => f(&a["copies"]["host_waits"][0]["syncs_per_launch"]),
+        "pageable_copies" => f(&a["copies"]["pageable_bytes"]),
+        "underfilled_grids" => a["geometry"]
+            .as_array()?
+            .iter()
+            .filter_map(|d| f(&d["underfilled_pct_of_compute"]))
+            .reduce(f64::max),
+        "exposed_communication" => {
+            let c = &a["collectives"];
+            Some(f(&c["exposed_after_last_arrival_ns"])? * 100.0 / f(&c["time_ns"])?)
+        }
+        _ => None,
+    }
+}
+
+/// Every rule `analyze_gpu_diagnosis` declares, on a corpus trace that has
+/// the pattern and one that does not: it fires exactly when the value its
+/// section measured reaches its threshold. DLRM's collectives are mostly
+/// waits for its late rank 7, so their exposed transfer is small.
+#[test]
+#[cfg_attr(
+    corpus_absent,
+    ignore = "needs the shared corpus: bash benches/corpus.sh fetch --from <mirror>, or set FLAMEOX_CORPUS"
+)]
+fn each_rule_fires_on_a_trace_with_its_pattern_and_not_on_one_without() {
+    let cases: [(&str, &str, &str, bool); 8] = [
+        (
+            "sync_after_launches",
+            "copies",
+            "nsys/pipit_cloverleaf_a100_nsys2024.5.sqlite",
+            true,
+        ),
+        (
+            "sync_after_launches",
+            "copies",
+            "nsys/pipit_saxpy_mpi_a100_nsys2022.2.sqlite",
+            false,
+        ),
+        (
+            "pageable_copies",
+            "copies",
+            "nsys/pipit_cloverleaf_a100_nsys2024.5.sqlite",
+            true,
+        ),
+        (
+            "pageable_copies",
+            "copies",
+            "kineto/tracelens_h100_bert_small.json.gz",
+            false,
+        ),
+        (
+            "underfilled_grids",
+            "geometry",
+            "nsys/pipit_saxpy_mpi_a100_nsys2022.2.sqlite",
+            true,
+        ),
+        (
+            "underfilled_grids",
+            "geometry",
+            "nsys/pipit_cloverleaf_a100_nsys2024.5.sqlite",
+            false,
+        ),
+        (
+            "exposed_communication",
+            "collectives",
+            "kineto/hta_nccl_a100_rank0of2.json.gz",
+            true,
+        ),
+        (
+            "exposed_communication",
+            "collectives",
+            "kineto/param_dlrm_8rank",
+            false,
+        ),
+    ];
+    let project = Project::new();
+    let mut runs: std::collections::BTreeMap<&str, String> = std::collections::BTreeMap::new();
+    for (rule, section, path, fires) in cases {
+        let run = runs
+            .entry(path)
+            .or_insert_with(|| project.import_corpus(path))
+            .clone();
+        let a = project.json(&["analyze", "gpu-diagnosis", &run, "--section", section]);
+        let fired = a["diagnoses"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .find(|d| d["rule"] == rule);
+        assert_eq!(
+            fired.is_some(),
+            fires,
+            "{rule} on {path}: {}",
+            a["diagnoses"]
+        );
+        let threshold = fired.map_or(f64::NAN, |d| d["threshold"].as_f64().unwrap_or(f64::NAN));
+        match (fired, measured_in_section(&a, rule)) {
+            (Some(d), Some(m)) => {
+                assert!(
+                    (d["measured"].as_f64().unwrap_or(f64::NAN) - m).abs() < 1e-6,
+                    "{d}"
+                );
+                assert!(m >= threshold, "{d}");
+                assert_eq!(d["section"], section, "{d}");
+            }
+            (Some(d), None) => panic!("{rule} fired on {path} with no value in its section: {d}"),
+            (None, m) => {
+                let threshold = match rule {
+                    "sync_after_launches" => 0.5,
+                    "pageable_copies" => 1_048_576.0,
+                    "underfilled_grids" => 10.0,
+                    _ => 50.0,
+                };
+                assert!(m.is_none_or(|m| m < threshold), "{rule} on {path}: {m:?}");
+            }
+        }
+    }
 }

@@ -1,15 +1,16 @@
-//! Iterations without markers: per stream, the period of the kernel-name
-//! sequence ([`super::period`]) turns a program without `ProfilerStep`
-//! markers (an MPI code, a C++ solver) into steps: how many, how long each
-//! took from its first kernel's start to the next one's, and how much they
-//! vary. The busiest streams of each artifact are read; a trace with
+//! Iterations without markers: per stream, the period of its sequence of
+//! device operations — kernels, copies and sets, by name
+//! ([`super::period`]) — turns a program without `ProfilerStep` markers
+//! (an MPI code's copy → kernel → copy, a C++ solver) into steps: how
+//! many, how long each took from its first operation's start to the next
+//! one's, and how much they vary. The busiest streams of each artifact are read; a trace with
 //! markers shows both so they can be checked against each other.
 
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use super::device_rows::{WorkClass, WorkRows};
+use super::device_rows::WorkRows;
 use super::params::{DiagnosisParams, median_i64};
 use super::period::{PeriodLimits, detect_period};
 use crate::gpu_breakdown_params::DeviceKey;
@@ -17,8 +18,8 @@ use crate::kernel_family::readable_name;
 
 /// Streams examined per artifact (most kernels first).
 const STREAMS_PER_ARTIFACT: usize = 2;
-/// Kernels of one stream examined, at most (the first ones).
-const MAX_KERNELS: usize = 2_000_000;
+/// Operations of one stream examined, at most (the first ones).
+const MAX_OPERATIONS: usize = 2_000_000;
 /// Streams an answer lists.
 const STREAMS_SHOWN: usize = 4;
 /// Slowest iterations listed.
@@ -39,18 +40,20 @@ pub struct StreamIterations {
     #[serde(flatten)]
     pub key: DeviceKey,
     pub stream: Option<i64>,
-    pub kernels: usize,
-    /// Kernels per iteration, and the share of positions that repeat one
-    /// period later (≥ 0.9 to count).
-    pub period_kernels: usize,
+    /// Kernels, copies and sets of the stream.
+    pub operations: usize,
+    /// Operations per iteration, and the share of positions that repeat
+    /// one period later (≥ 0.9 to count).
+    pub period_operations: usize,
     pub match_ratio: f64,
     pub iterations: usize,
-    /// The kernel that starts every iteration.
+    /// The operation that starts every iteration.
     pub anchor: String,
-    /// Kernels before the first iteration (warm-up).
+    /// Operations before the first iteration (warm-up).
     pub before_first: usize,
-    /// Durations of the complete iterations (the last one ends at the end
-    /// of its period's last kernel).
+    /// Durations of the iterations another one follows (all of them when
+    /// fewer than 2 are): start to the next one's start. The last one ends
+    /// at its period's last operation and is in `slowest` only.
     pub min_ns: i64,
     pub median_ns: i64,
     pub max_ns: i64,
@@ -64,7 +67,7 @@ pub struct Iterations {
     pub streams: Vec<StreamIterations>,
     /// Streams examined in which no period held.
     pub streams_without_period: usize,
-    /// Streams whose kernels past the first 2,000,000 were not examined.
+    /// Streams whose operations past the first 2,000,000 were not examined.
     pub streams_cut: usize,
 }
 
@@ -74,12 +77,10 @@ type StreamKey = (Option<i64>, Option<i64>);
 pub fn iterations(work: &WorkRows, params: &DiagnosisParams) -> Iterations {
     let mut streams: BTreeMap<(u32, Option<i64>, Option<i64>), Vec<usize>> = BTreeMap::new();
     for (i, r) in work.rows.iter().enumerate() {
-        if matches!(r.class, WorkClass::Compute | WorkClass::Communication) {
-            streams
-                .entry((r.artifact, r.device, r.stream))
-                .or_default()
-                .push(i);
-        }
+        streams
+            .entry((r.artifact, r.device, r.stream))
+            .or_default()
+            .push(i);
     }
     // The busiest streams of each artifact.
     let mut per_artifact: BTreeMap<u32, Vec<(StreamKey, Vec<usize>)>> = BTreeMap::new();
@@ -98,8 +99,8 @@ pub fn iterations(work: &WorkRows, params: &DiagnosisParams) -> Iterations {
         list.sort_by(|a, b| b.1.len().cmp(&a.1.len()).then(a.0.cmp(&b.0)));
         for ((device, stream), mut rows) in list.into_iter().take(STREAMS_PER_ARTIFACT) {
             rows.sort_by_key(|i| (work.rows[*i].ts, *i));
-            if rows.len() > MAX_KERNELS {
-                rows.truncate(MAX_KERNELS);
+            if rows.len() > MAX_OPERATIONS {
+                rows.truncate(MAX_OPERATIONS);
                 out.streams_cut += 1;
             }
             let names: Vec<u32> = rows.iter().map(|i| work.rows[*i].name).collect();
@@ -127,7 +128,16 @@ pub fn iterations(work: &WorkRows, params: &DiagnosisParams) -> Iterations {
                     duration_ns: end - start,
                 });
             }
-            let durations: Vec<i64> = found.iter().map(|i| i.duration_ns).collect();
+            // Statistics over the iterations another one follows: the last
+            // one ends at its last operation, without the host work that
+            // closes the others (an MPI exchange), unless too few remain.
+            let followed = found.len().saturating_sub(1);
+            let compared = if followed >= 2 {
+                &found[..followed]
+            } else {
+                &found[..]
+            };
+            let durations: Vec<i64> = compared.iter().map(|i| i.duration_ns).collect();
             let n = durations.len().max(1) as f64;
             let mean = durations.iter().sum::<i64>() as f64 / n;
             let var = durations
@@ -145,8 +155,8 @@ pub fn iterations(work: &WorkRows, params: &DiagnosisParams) -> Iterations {
             out.streams.push(StreamIterations {
                 key: params.key(work.strings.get(artifact), device),
                 stream,
-                kernels: rows.len(),
-                period_kernels: p.length,
+                operations: rows.len(),
+                period_operations: p.length,
                 match_ratio: p.match_ratio,
                 iterations: found.len(),
                 anchor: readable_name(work.strings.get(p.anchor)),

@@ -332,9 +332,9 @@ pub fn headline(r: &GpuDiagnosisResult) -> String {
     }
     if let Some(s) = a.iterations.as_ref().and_then(|i| i.streams.first()) {
         parts.push(format!(
-            "{} iterations of {} kernels on stream {} (median {}, {:.1} % variation)",
+            "{} iterations of {} operations on stream {} (median {}, {:.1} % variation)",
             s.iterations,
-            s.period_kernels,
+            s.period_operations,
             s.stream.map_or("?".into(), |x| x.to_string()),
             duration_ns(s.median_ns),
             s.variation_pct
