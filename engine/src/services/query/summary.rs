@@ -603,7 +603,8 @@ async fn steps_of(qc: &QueryContext<'_>, target: &str) -> Option<(StepsSummary, 
     }
     let first = answer.steps.iter().min_by_key(|s| s.ts_ns)?;
     let last = answer.steps.iter().max_by_key(|s| s.ts_ns + s.dur_ns)?;
-    let label = if answer.steps.len() == 1 {
+    // One step, or one step per rank (the same name on each): its name.
+    let label = if first.name == last.name {
         first.name.clone()
     } else {
         format!("{}..{}", first.name, last.name)
