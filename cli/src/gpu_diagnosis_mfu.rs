@@ -24,6 +24,19 @@ pub(crate) fn render(m: &Mfu) -> String {
         }
         out.push('\n');
     }
+    if let Some(w) = &m.without_flop {
+        out += &format!(
+            "\nMFU: {} of {} artifacts have no FLOP counts (first: {} on {}): {}\n",
+            w.artifacts,
+            m.artifacts_total,
+            short(&w.artifact_id),
+            w.device_name
+                .as_deref()
+                .filter(|n| !n.is_empty())
+                .unwrap_or("an unnamed device"),
+            w.caveat.as_deref().unwrap_or("no FLOP counts")
+        );
+    }
     for a in &m.artifacts {
         let device = a.device_name.as_deref().filter(|n| !n.is_empty());
         let device = device.unwrap_or("an unnamed device");

@@ -178,8 +178,12 @@ fn no_shapes_or_no_device_name_means_no_mfu_and_says_why() {
     let w = walk(&corpus_json(path), &counted);
     assert!(w.ops.is_empty() && w.without_dims > 0);
     let project = Project::new();
-    let m = mfu_of(&project, &project.import_corpus(path));
-    assert!(m["mfu_pct_over_span"].is_null(), "{m}");
+    let run = project.import_corpus(path);
+    let a = project.json(&["analyze", "gpu-diagnosis", &run, "--section", "mfu"]);
+    // No artifact with FLOPs is listed; the one without is said once.
+    assert_eq!(a["mfu"]["artifacts"], json!([]), "{a}");
+    let m = &a["mfu"]["without_flop"];
+    assert_eq!(m["artifacts"], 1, "{m}");
     assert_eq!(
         m["calls_without_flop"].as_u64(),
         Some(w.without_dims),

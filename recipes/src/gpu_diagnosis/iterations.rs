@@ -173,7 +173,10 @@ pub fn iterations(work: &WorkRows, params: &DiagnosisParams) -> Iterations {
             });
         }
     }
-    // Ranks repeat one another: at most `limit`, and 4, streams.
+    // Ranks repeat one another: at most `limit`, and 4, streams, in rank
+    // order (not the order the rows happened to be read in).
+    out.streams
+        .sort_by(|a, b| (&a.key, a.stream).cmp(&(&b.key, b.stream)));
     out.streams.truncate(params.limit.clamp(1, STREAMS_SHOWN));
     out
 }

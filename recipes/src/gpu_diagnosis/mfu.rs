@@ -87,11 +87,26 @@ pub struct MfuArtifact {
     pub ops_total: usize,
 }
 
+/// Artifacts with no FLOP counts, said once.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct WithoutFlop {
+    pub artifacts: usize,
+    /// The first one, its device and its operator calls without shapes.
+    pub artifact_id: String,
+    pub device_name: Option<String>,
+    pub calls_without_flop: u64,
+    pub caveat: Option<String>,
+}
+
 /// The section.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Mfu {
+    /// Artifacts with FLOP counts, lowest MFU first (at most 4).
     pub artifacts: Vec<MfuArtifact>,
     pub artifacts_total: usize,
+    /// The rest, and why they have none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub without_flop: Option<WithoutFlop>,
     /// min, median and max MFU over the artifacts that have one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mfu_pct_spread: Option<[f64; 3]>,
@@ -182,6 +197,16 @@ pub async fn mfu(
         ));
     }
     let total = out.len();
+    let (out, none): (Vec<MfuArtifact>, Vec<MfuArtifact>) =
+        out.into_iter().partition(|a| a.flop_source.is_some());
+    let without_flop = none.first().map(|a| WithoutFlop {
+        artifacts: none.len(),
+        artifact_id: a.artifact_id.clone(),
+        device_name: a.device_name.clone(),
+        calls_without_flop: a.calls_without_flop,
+        caveat: a.caveat.clone(),
+    });
+    let mut out = out;
     let mut with: Vec<f64> = out.iter().filter_map(|a| a.mfu_pct_over_span).collect();
     with.sort_by(f64::total_cmp);
     let spread = (with.len() > 1).then(|| [with[0], with[with.len() / 2], with[with.len() - 1]]);
@@ -193,6 +218,7 @@ pub async fn mfu(
     Ok(Mfu {
         artifacts: out,
         artifacts_total: total,
+        without_flop,
         mfu_pct_spread: spread,
     })
 }

@@ -239,6 +239,7 @@ fn shown_artifacts(a: &DiagnosisAnswer) -> std::collections::BTreeSet<String> {
     out.extend(a.fusion.iter().flatten().map(|f| f.artifact_id.clone()));
     if let Some(m) = &a.mfu {
         out.extend(m.artifacts.iter().map(|m| m.artifact_id.clone()));
+        out.extend(m.without_flop.iter().map(|w| w.artifact_id.clone()));
     }
     if let Some(r) = &a.ranks {
         out.extend(r.rows.iter().map(|r| r.artifact_id.clone()));
@@ -358,6 +359,17 @@ pub fn headline(r: &GpuDiagnosisResult) -> String {
             .map(|b| format!(", {:.0} % {}", b.pct_of_path, b.bound))
             .unwrap_or_default();
         parts.push(format!("critical path {}{bound}", duration_ns(p.length_ns)));
+    }
+    if let Some(w) = a
+        .mfu
+        .as_ref()
+        .filter(|m| m.artifacts.is_empty())
+        .and_then(|m| m.without_flop.as_ref())
+    {
+        parts.push(format!(
+            "no MFU: {}",
+            w.caveat.as_deref().unwrap_or("no FLOP counts")
+        ));
     }
     if let Some(m) = a.mfu.as_ref().and_then(|m| m.artifacts.first()) {
         let span = m.span.name.words();
