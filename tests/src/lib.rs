@@ -288,6 +288,12 @@ impl Project {
     /// Every `trace_events` row of `kind` in the latest run, page by page
     /// (`trace window`, the whole clock range), with `fields`.
     pub fn window_events(&self, kind: &str, fields: &[&str]) -> Vec<serde_json::Value> {
+        self.window_events_where(&["--kind", kind], fields)
+    }
+
+    /// Every event of the latest run that `filter` (e.g. `["--name",
+    /// "compute"]`) selects, with `fields`, across all pages.
+    pub fn window_events_where(&self, filter: &[&str], fields: &[&str]) -> Vec<serde_json::Value> {
         let mut args = vec![
             "trace",
             "window",
@@ -296,11 +302,10 @@ impl Project {
             "0",
             "--end-ns",
             "9000000000000000000",
-            "--kind",
-            kind,
             "--limit",
             "1000",
         ];
+        args.extend_from_slice(filter);
         for field in fields {
             args.extend(["--fields", field]);
         }

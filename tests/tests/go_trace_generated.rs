@@ -257,41 +257,6 @@ fn assert_same_intervals(
     (exact, moved)
 }
 
-/// Every event named `name`, across all pages of the trace window.
-fn named_rows(project: &Project, name: &str) -> Vec<serde_json::Value> {
-    let base = [
-        "trace",
-        "window",
-        "latest",
-        "--start-ns",
-        "0",
-        "--end-ns",
-        "9000000000000000000",
-        "--name",
-        name,
-        "--limit",
-        "1000",
-        "--fields",
-        "tid",
-        "--fields",
-        "dur_ns",
-    ];
-    let mut rows = Vec::new();
-    let mut cursor: Option<String> = None;
-    loop {
-        let mut args = base.to_vec();
-        if let Some(c) = &cursor {
-            args.extend(["--cursor", c.as_str()]);
-        }
-        let page = project.json(&args);
-        rows.extend(page["events"].as_array().into_iter().flatten().cloned());
-        match page["next_cursor"].as_str() {
-            Some(c) => cursor = Some(c.to_owned()),
-            None => return rows,
-        }
-    }
-}
-
 #[test]
 fn a_go_1_26_trace_equals_what_go_itself_reads() {
     let Some(bin) = profilers_bin(&["go"]) else {
@@ -358,7 +323,8 @@ fn a_go_1_26_trace_equals_what_go_itself_reads() {
     let slices = rows_by_tid(&project.window_events("sched_slice", &["tid", "dur_ns"]));
     let (exact_runs, moved_runs) = assert_same_intervals("run", &runs, &slices, &open);
     let compute = regions(&events, "compute");
-    let annotated = rows_by_tid(&named_rows(&project, "compute"));
+    let annotated =
+        rows_by_tid(&project.window_events_where(&["--name", "compute"], &["tid", "dur_ns"]));
     let (exact_regions, moved_regions) = assert_same_intervals("region", &compute, &annotated, &[]);
     // Moved times are rare: 16 of 12,681 events in a 2.5 s trace.
     assert!(moved_runs * 20 < exact_runs, "{moved_runs} of {exact_runs}");
