@@ -19,7 +19,7 @@ use serde::{Deserialize, Serialize};
 use super::device_rows::{WorkClass, WorkRows};
 use super::params::DiagnosisParams;
 use super::params::median_i64;
-use super::unions::device_unions;
+use super::unions::UnionsByDevice;
 use crate::time_accounting::intervals::covered_in;
 
 /// A collective's operation and message, as one rank saw it.
@@ -266,12 +266,13 @@ pub struct Collectives {
     pub mpi: Option<super::mpi_calls::MpiCalls>,
 }
 
+/// The section over `work`, with its devices' busy segments `unions`.
 pub fn collectives(
     work: &WorkRows,
+    unions: &UnionsByDevice,
     inst: &CollectiveInstances,
     params: &DiagnosisParams,
 ) -> Collectives {
-    let unions = device_unions(work);
     // Where the transfer starts (the last rank's arrival) per row, for
     // matched instances.
     let mut arrival: BTreeMap<usize, i64> = BTreeMap::new();

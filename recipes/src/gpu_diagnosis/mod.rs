@@ -83,8 +83,8 @@ pub async fn gpu_diagnosis(
     .then(|| collectives::match_instances(&work, params));
     let collectives = match (&matched, params.wants(DiagnosisSection::Collectives)) {
         (Some(m), true) => {
-            let mut c = collectives::collectives(&work, m, params);
             let unions = unions::device_unions(&work);
+            let mut c = collectives::collectives(&work, &unions, m, params);
             c.mpi = mpi_calls::mpi_calls(ctx, scope, &work, &unions, params).await?;
             Some(c)
         }
