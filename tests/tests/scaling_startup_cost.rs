@@ -8,6 +8,11 @@
 //! the earlier trials' fixed cost makes `experiment plan` warn that n = 250
 //! runs for less than ten times it; a narrower declaration gets the 8×
 //! warning with a doubling ladder.
+//!
+//! The experiment asks for 99.5 % intervals: this is real timing on a
+//! shared machine, and a 95 % interval misses the truth in 1 run of 20 by
+//! design (CI saw k = 1.950 [1.903, 1.999] once). The 95 % coverage itself
+//! is proven on simulated data (`stats_simulation`).
 
 use flameox_tests::{Project, repo_root};
 use serde_json::Value;
@@ -30,7 +35,7 @@ seed = 11
 primary_metric = "cpu_time"
 polarity = "lower_is_better"
 practical_threshold = 0.05
-confidence_level = 0.95
+confidence_level = 0.995
 "#,
         script = script.display(),
     )
@@ -65,6 +70,7 @@ fn quadratic_growth_is_recognized_through_pythons_start_up() {
     );
     let growth = &fit["growth_exponent"];
     assert_eq!(growth["model"], "offset_power_law", "{fit}");
+    assert_eq!(growth["confidence_level"], 0.995, "{fit}");
     let (lower, upper) = (f(&growth["lower"]), f(&growth["upper"]));
     assert!(
         lower <= 2.0 && 2.0 <= upper,
