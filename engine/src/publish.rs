@@ -461,7 +461,9 @@ fn move_into_evidence(
 
 /// Crash-safety tests set `FLAMEOX_TEST_PAUSE_AT=<point>` to stop a real
 /// process at a named step of publication so it can be killed there (or,
-/// with `FLAMEOX_TEST_PAUSE_MS`, so another publisher overtakes it).
+/// with `FLAMEOX_TEST_PAUSE_MS`, so another publisher overtakes it). With
+/// `FLAMEOX_TEST_RESUME_FILE` the pause ends as soon as that file exists:
+/// the test says when the other publisher is done, no timing guessed.
 pub(crate) fn pause_point(name: &str) {
     if std::env::var("FLAMEOX_TEST_PAUSE_AT").as_deref() == Ok(name) {
         let millis = std::env::var("FLAMEOX_TEST_PAUSE_MS")
@@ -469,6 +471,14 @@ pub(crate) fn pause_point(name: &str) {
             .and_then(|m| m.parse().ok())
             .unwrap_or(120_000);
         eprintln!("flameox: paused at {name}");
-        std::thread::sleep(Duration::from_millis(millis));
+        let until = std::time::Instant::now() + Duration::from_millis(millis);
+        match std::env::var_os("FLAMEOX_TEST_RESUME_FILE") {
+            Some(file) => {
+                while std::time::Instant::now() < until && !Path::new(&file).exists() {
+                    std::thread::sleep(Duration::from_millis(20));
+                }
+            }
+            None => std::thread::sleep(Duration::from_millis(millis)),
+        }
     }
 }

@@ -56,7 +56,9 @@ fn py_spy_and_viztracer_pipelines_name_the_frames_whose_shares_differ() {
     std::fs::write(&script, WORKLOAD).expect("workload");
     let sampled = project.path().join("pyspy.json");
     let status = Command::new(bin.join("py-spy"))
-        .args(["record", "-r", "250", "-f", "speedscope", "-o"])
+        // 1,000 samples a second: the four busy bursts last ~5 ms each, so
+        // at 250 Hz a handful of samples could all miss `leaf`.
+        .args(["record", "-r", "1000", "-f", "speedscope", "-o"])
         .arg(&sampled)
         .arg("--")
         .arg(bin.join("python3"))

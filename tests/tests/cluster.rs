@@ -158,8 +158,16 @@ fn recipes_on_a_ballista_cluster_answer_as_the_local_engine_does() {
     );
     let cluster = format!("df://127.0.0.1:{scheduler_port}");
     // The work goes to executors: with none registered, a query waits for
-    // one until its deadline.
-    std::thread::sleep(Duration::from_secs(2));
+    // one until its deadline. Asked before the scheduler listens, it would
+    // answer REMOTE_SOURCE_UNAVAILABLE instead: wait for the port.
+    let listening = Instant::now();
+    while std::net::TcpStream::connect(("127.0.0.1", scheduler_port)).is_err() {
+        assert!(
+            listening.elapsed() < Duration::from_secs(60),
+            "the scheduler never listened on {scheduler_port}"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
     let mut cmd = project.command(&[
         "analyze",
         "gpu-summary",

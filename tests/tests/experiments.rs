@@ -130,7 +130,9 @@ fn over_budget_plans_are_refused_with_the_count() {
 fn failing_and_timed_out_trials_are_kept_and_the_rest_still_run() {
     let variants =
         r#"{ good = { mode = "ok" }, bad = { mode = "fail" }, stuck = { mode = "hang" } }"#;
-    let project = project(2.0, &experiment("mixed_run", variants, "repetitions = 2"));
+    // 5 s: every trial starts Python under this limit, not only the stuck
+    // one, and a loaded CI machine can take seconds to start one.
+    let project = project(5.0, &experiment("mixed_run", variants, "repetitions = 2"));
     let view = project.json(&["experiment", "run", "mixed_run"]);
     assert_eq!(view["status"], "completed", "{view}");
     let counts = &view["outcome"]["counts"];

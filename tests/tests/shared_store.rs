@@ -7,6 +7,7 @@
 //! leaves a store every workspace keeps using.
 
 use std::io::{BufRead, BufReader};
+use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -162,17 +163,22 @@ fn two_workspaces_on_one_store_see_each_others_evidence_and_answer_alike() {
 
 /// Starts an import that stops just before claiming its commit-log entry
 /// and waits until it says so; returns the child.
+/// An import stopped after uploading its commit, until `resume` exists
+/// (when given) or for 120 s.
 fn paused_import(
     project: &Project,
     server: &S3Server,
     trace: &str,
-    pause_ms: u64,
+    resume: Option<&Path>,
 ) -> std::process::Child {
     let mut cmd = command(project, server, &["import", &corpus_path(trace)]);
     cmd.env("FLAMEOX_TEST_PAUSE_AT", "store_commit_uploaded")
-        .env("FLAMEOX_TEST_PAUSE_MS", pause_ms.to_string())
+        .env("FLAMEOX_TEST_PAUSE_MS", "120000")
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
+    if let Some(file) = resume {
+        cmd.env("FLAMEOX_TEST_RESUME_FILE", file);
+    }
     let mut child = cmd.spawn().expect("starting the import");
     let stderr = child.stderr.take().expect("stderr");
     let mut lines = BufReader::new(stderr).lines();
@@ -205,9 +211,11 @@ fn two_racing_publishers_both_land_and_the_loser_rebases() {
     let a = on_store(&server);
     let b = on_store(&server);
     // A uploads everything, then waits with log entry 1 in mind …
-    let slow = paused_import(&a, &server, ALEXNET, 6_000);
-    // … while B takes it (B's import is far shorter than A's pause).
+    let resume = a.path().join("resume-a");
+    let slow = paused_import(&a, &server, ALEXNET, Some(&resume));
+    // … while B takes it; A goes on once B's import has answered.
     let fast = flameox(&b, &server, &["import", &corpus_path(NCCL)]);
+    std::fs::write(&resume, b"").expect("the resume file");
     let out = slow.wait_with_output().expect("the paused import");
     assert!(out.status.success(), "{out:?}");
     let slow_answer: Value = serde_json::from_slice(&out.stdout).expect("JSON answer");
@@ -253,7 +261,7 @@ fn a_publisher_killed_before_its_log_entry_leaves_a_store_everyone_keeps_using()
     server.create_bucket(BUCKET);
     let a = on_store(&server);
     let first = flameox(&a, &server, &["import", &corpus_path(NCCL)]);
-    let mut killed = paused_import(&a, &server, ALEXNET, 120_000);
+    let mut killed = paused_import(&a, &server, ALEXNET, None);
     killed.kill().expect("kill");
     let _ = killed.wait();
     // Its objects are in the store, but nothing names them.

@@ -8,6 +8,10 @@
 //! - `FLAMEOX_FUZZ_SEED` (default 1): campaign seed.
 //! - `FLAMEOX_FUZZ_CASE`: run only this case of the seed.
 //!
+//! Every case a campaign once failed on is listed in [`FINDS`] and runs
+//! first on every run: how far the budget reaches depends on the machine,
+//! a regression must not.
+//!
 //! Stable Rust, no sanitizer: this is `arbitrary`-driven generation, not
 //! coverage-guided fuzzing. Each `case` function is also a ready libFuzzer
 //! body (`fuzz_target!(|data: &[u8]| case(data))`).
@@ -37,9 +41,42 @@ fn case_bytes(seed: u64, case: u64) -> Vec<u8> {
     (0..len).map(|_| next() as u8).collect()
 }
 
-/// Runs `case` over seeded inputs for the time budget; returns how many
-/// cases ran. A case returns whether its input made evidence (rows), so
-/// the figures show how far past parsing the generated inputs get.
+/// `(target, seed, case)` the campaign failed on, fixed since.
+const FINDS: &[(&str, u64, u64)] = &[
+    // A slice from near i64::MIN to near i64::MAX: self time overflowed.
+    ("perfetto_protobuf", 1, 4000),
+];
+
+/// Runs case `i` of `seed` on a thread with the time limit; panics with
+/// the replay environment if it panicked or hung; whether it made evidence.
+fn run_case(target: &str, case: fn(&[u8]) -> bool, seed: u64, i: u64) -> bool {
+    let data = case_bytes(seed, i);
+    let (tx, rx) = mpsc::channel();
+    let worker = std::thread::Builder::new()
+        .name(format!("fuzz-{target}-{i}"))
+        .spawn(move || {
+            let _ = tx.send(case(&data));
+        })
+        .expect("spawning a fuzz case");
+    let replay = format!("FLAMEOX_FUZZ_SEED={seed} FLAMEOX_FUZZ_CASE={i}");
+    let evidence = match rx.recv_timeout(CASE_LIMIT) {
+        Ok(evidence) => evidence,
+        Err(mpsc::RecvTimeoutError::Timeout) => {
+            panic!("{target}: case {i} did not end within {CASE_LIMIT:?} (replay: {replay})")
+        }
+        Err(mpsc::RecvTimeoutError::Disconnected) => {
+            let _ = worker.join();
+            panic!("{target}: case {i} panicked (replay: {replay})");
+        }
+    };
+    let _ = worker.join();
+    evidence
+}
+
+/// Runs `case` over seeded inputs for the time budget, after this
+/// target's [`FINDS`]; returns how many cases ran. A case returns whether
+/// its input made evidence (rows), so the figures show how far past
+/// parsing the generated inputs get.
 pub fn drive(target: &str, case: fn(&[u8]) -> bool) -> u64 {
     let seed = env_u64("FLAMEOX_FUZZ_SEED").unwrap_or(1);
     let budget = Duration::from_secs(env_u64("FLAMEOX_FUZZ_SECONDS").unwrap_or(6));
@@ -47,28 +84,15 @@ pub fn drive(target: &str, case: fn(&[u8]) -> bool) -> u64 {
     let started = Instant::now();
     let mut ran = 0;
     let mut with_evidence = 0;
+    if only.is_none() {
+        for &(_, find_seed, i) in FINDS.iter().filter(|f| f.0 == target) {
+            with_evidence += u64::from(run_case(target, case, find_seed, i));
+            ran += 1;
+        }
+    }
     let mut i = only.unwrap_or(0);
     loop {
-        let data = case_bytes(seed, i);
-        let (tx, rx) = mpsc::channel();
-        let worker = std::thread::Builder::new()
-            .name(format!("fuzz-{target}-{i}"))
-            .spawn(move || {
-                let _ = tx.send(case(&data));
-            })
-            .expect("spawning a fuzz case");
-        let replay = format!("FLAMEOX_FUZZ_SEED={seed} FLAMEOX_FUZZ_CASE={i}");
-        match rx.recv_timeout(CASE_LIMIT) {
-            Ok(evidence) => with_evidence += u64::from(evidence),
-            Err(mpsc::RecvTimeoutError::Timeout) => {
-                panic!("{target}: case {i} did not end within {CASE_LIMIT:?} (replay: {replay})")
-            }
-            Err(mpsc::RecvTimeoutError::Disconnected) => {
-                let _ = worker.join();
-                panic!("{target}: case {i} panicked (replay: {replay})");
-            }
-        }
-        let _ = worker.join();
+        with_evidence += u64::from(run_case(target, case, seed, i));
         ran += 1;
         i += 1;
         if only.is_some() || started.elapsed() >= budget {
