@@ -4,6 +4,7 @@
 //! [`crate::gpu_diagnosis_mfu`]). Presentation only; `--json` prints the service result.
 
 use flameox_engine::services::gpu_diagnosis::{GpuDiagnosisResult, headline};
+use flameox_recipes::gpu_diagnosis::geometry::LaunchShape;
 
 use crate::gpu_breakdown::{id, ns, short};
 use crate::render::{self, Table, cut, thousands};
@@ -77,6 +78,9 @@ pub(crate) fn render(r: &GpuDiagnosisResult) -> String {
             ns(d.underfilled_ns),
             d.underfilled_pct_of_compute
         );
+        if let Some(basis) = &d.occupancy_basis {
+            out += &format!("theoretical occupancy (limited by) from {basis}\n");
+        }
         let mut tb = Table::new(
             &[
                 "kernel",
@@ -88,8 +92,9 @@ pub(crate) fn render(r: &GpuDiagnosisResult) -> String {
                 "regs",
                 "smem",
                 "blocks/SM",
+                "occupancy",
             ],
-            &[1, 2, 3, 6, 7, 8],
+            &[1, 2, 3, 6, 7, 8, 9],
         )
         .shorten(&[0]);
         for s in &d.shapes {
@@ -103,6 +108,7 @@ pub(crate) fn render(r: &GpuDiagnosisResult) -> String {
                 id(s.registers_per_thread),
                 id(s.shared_memory_bytes),
                 s.blocks_per_sm.map_or("-".into(), |b| format!("{b:.2}")),
+                occupancy(s),
             ]);
         }
         out += &tb.render();
@@ -301,4 +307,22 @@ pub(crate) fn render(r: &GpuDiagnosisResult) -> String {
         out += &crate::gpu_diagnosis_mfu::render(m);
     }
     out
+}
+
+/// `62 % (regs)`: a shape's theoretical occupancy and its limiter, in the
+/// table's own column words.
+fn occupancy(s: &LaunchShape) -> String {
+    use flameox_recipes::gpu_diagnosis::occupancy::OccupancyLimiter as L;
+    match (s.theoretical_occupancy_pct, s.occupancy_limited_by) {
+        (Some(pct), Some(by)) => {
+            let by = match by {
+                L::Warps => "warps",
+                L::Registers => "regs",
+                L::SharedMemory => "smem",
+                L::Blocks => "blocks",
+            };
+            format!("{pct:.0} % ({by})")
+        }
+        _ => "-".into(),
+    }
 }

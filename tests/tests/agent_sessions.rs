@@ -570,7 +570,8 @@ async fn another_rank_holding_us_up() {
 }
 
 /// "Why is this kernel slow?" on the MPI saxpy export: its 2-block grid on
-/// a 108-SM A100, found by the geometry of the kernel named.
+/// a 108-SM A100, found by the geometry of the kernel named (whose
+/// theoretical occupancy is full: the SMs it has are not the problem).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[cfg_attr(
     corpus_absent,
@@ -597,5 +598,8 @@ async fn why_is_this_kernel_slow() {
     assert_eq!(shape["blocks"], 2, "{geometry}");
     assert_eq!(device["sm_count"], 108);
     assert_eq!(shape["underfills_device"], true);
+    // Each of the 2 SMs it runs on is full (4 blocks of 16 warps would
+    // fit): the cause is the grid, not the occupancy.
+    assert_eq!(shape["theoretical_occupancy_pct"], 100.0, "{geometry}");
     a.finish("why is this kernel slow").await;
 }

@@ -42,6 +42,7 @@ mod gpu_diagnosis;
 mod gpu_diagnosis_critical_path;
 mod gpu_diagnosis_mfu;
 mod gpu_diagnosis_mpi;
+mod gpu_diagnosis_occupancy;
 mod gpu_diagnosis_rocprof;
 mod gpu_diagnosis_sequences;
 mod gpu_gaps;

@@ -72,7 +72,7 @@ pub(super) static OPERATIONS: &[Operation] = &[
         name: "analyze_gpu_diagnosis",
         cli: &["analyze", "gpu-diagnosis"],
         title: "GPU diagnosis",
-        description: "Launch geometry vs SMs, copies and host syncs, collectives (bus bandwidth, exposed time), ranks side by side (who arrives last, why), iterations without markers, fusion candidates, critical path, MFU.",
+        description: "Launch geometry vs SMs, occupancy, copies and host syncs, collectives (bandwidth, exposed time), ranks side by side (who arrives last, why), unmarked iterations, fusion candidates, critical path, MFU.",
         group: Group::ReadOnly,
         positional: &["target"],
         schema: input_schema::<GpuDiagnosisRequest>,

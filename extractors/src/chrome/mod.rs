@@ -40,8 +40,9 @@ pub use format::FORMAT;
 
 /// Extractor name stamped on summaries and operation digests.
 pub const CHROME_EXTRACTOR_NAME: &str = "chrome_json";
-/// Bumped whenever the rows produced for the same input change.
-pub const CHROME_EXTRACTOR_VERSION: &str = "2";
+/// Bumped whenever the rows or the metadata produced for the same input
+/// change (a new version supersedes; the same one reuses the generation).
+pub const CHROME_EXTRACTOR_VERSION: &str = "3";
 
 /// How often (in events) progress and cancellation are polled.
 const POLL_EVERY: u64 = 4096;
@@ -323,6 +324,7 @@ const DEVICE_PROPERTIES_KEPT: &[&str] = &[
     "totalGlobalMem",
     "computeMajor",
     "computeMinor",
+    "warpSize",
 ];
 
 /// Keeps the small, useful top-level values (`distributedInfo`,

@@ -64,7 +64,7 @@ impl Reader<'_> {
         let Some(t) = self.schema.table("TARGET_INFO_GPU") else {
             return Ok(gpus);
         };
-        let fields: [&[&str]; 7] = [
+        let fields: [&[&str]; 14] = [
             &["id"],
             &["name"],
             &["cuDevice"],
@@ -72,6 +72,13 @@ impl Reader<'_> {
             &["totalMemory"],
             &["smCount"],
             &["chipName"],
+            &["computeMajor"],
+            &["computeMinor"],
+            &["maxWarpsPerSm"],
+            &["maxBlocksPerSm"],
+            &["maxRegistersPerSm"],
+            &["maxShmemPerSm"],
+            &["threadsPerWarp"],
         ];
         let mut gpu_name: FastHashMap<i64, String> = FastHashMap::default();
         {
@@ -99,6 +106,22 @@ impl Reader<'_> {
                 }
                 if let Some(c) = text(row, 6) {
                     g.insert("chip".into(), json!(c));
+                }
+                // The SM resources theoretical occupancy is judged against
+                // (`analyze_gpu_diagnosis`, launch geometry).
+                if let (Some(major), Some(minor)) = (int(row, 7), int(row, 8)) {
+                    g.insert("compute_capability".into(), json!([major, minor]));
+                }
+                for (key, i) in [
+                    ("max_warps_per_sm", 9),
+                    ("max_blocks_per_sm", 10),
+                    ("max_registers_per_sm", 11),
+                    ("max_shared_memory_per_sm", 12),
+                    ("threads_per_warp", 13),
+                ] {
+                    if let Some(v) = int(row, i) {
+                        g.insert(key.into(), json!(v));
+                    }
                 }
                 gpus.push(Value::Object(g));
                 if let (Some(id), Some(n)) = (id, &name) {

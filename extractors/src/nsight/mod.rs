@@ -84,8 +84,9 @@ use summary::ExportFacts;
 pub const NSIGHT_EXTRACTOR_NAME: &str = "nsight_systems_sqlite";
 /// The same readers over a stored parquetdir/arrowdir folder (same version).
 pub const NSIGHT_EXPORT_DIR_EXTRACTOR_NAME: &str = "nsight_systems_export_dir";
-/// Bumped whenever the rows produced for the same input change.
-pub const NSIGHT_EXTRACTOR_VERSION: &str = "3";
+/// Bumped whenever the rows or the metadata produced for the same input
+/// change (a new version supersedes; the same one reuses the generation).
+pub const NSIGHT_EXTRACTOR_VERSION: &str = "4";
 
 /// Rows between cancellation polls.
 const POLL_EVERY: u64 = 4096;

@@ -3,6 +3,9 @@
 //! device's SM count, and the compute kernels that cannot fill the device
 //! (fewer blocks than SMs: some SMs idle for the kernel's whole run).
 //!
+//! Each shape also carries its theoretical occupancy and what limits it
+//! ([`super::occupancy`]) where the trace recorded the SM's resources.
+//!
 //! The SM count comes from the trace's device properties (Kineto
 //! `deviceProperties.numSms`, Nsight `TARGET_INFO_GPU`, rocprof CUs); a
 //! Kineto trace without them still carries `blocks per SM` on each kernel,
@@ -13,6 +16,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use super::device_rows::{Geometry, WorkClass, WorkRows};
+use super::occupancy::{OccupancyLimiter, SmLimits};
 use super::params::DiagnosisParams;
 use crate::gpu_breakdown_params::DeviceKey;
 use crate::kernel_family::readable_name;
@@ -38,6 +42,15 @@ pub struct LaunchShape {
     pub achieved_occupancy_pct: Option<f64>,
     /// Fewer blocks than the device has SMs.
     pub underfills_device: Option<bool>,
+    /// Blocks of this shape that fit on one SM at once, the warps they
+    /// hold over the SM's warp slots, and the resource that stops one more
+    /// (`occupancy_basis` of the device says the limits).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resident_blocks_per_sm: Option<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub theoretical_occupancy_pct: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub occupancy_limited_by: Option<OccupancyLimiter>,
 }
 
 /// Launch geometry of one device.
@@ -48,6 +61,11 @@ pub struct GeometryDevice {
     pub sm_count: Option<i64>,
     /// `device properties` or `kernel args (blocks / blocks per SM)`.
     pub sm_count_source: Option<String>,
+    /// The SM limits theoretical occupancy is computed from, at the
+    /// largest shared-memory carveout (an upper bound); absent when the
+    /// trace did not record them or the device is not NVIDIA's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub occupancy_basis: Option<String>,
     pub compute_kernels: i64,
     pub compute_ns: i64,
     /// Compute kernels whose geometry the trace recorded.
@@ -69,6 +87,17 @@ struct ShapeTotals {
     total_ns: i64,
     occupancy_sum: f64,
     occupancy_n: i64,
+}
+
+/// A device's entry in a per-device map: its own, else the one value
+/// every device shares (one device in the properties, or all alike).
+fn of_device<T: Copy + PartialEq>(by_device: &BTreeMap<i64, T>, device: Option<i64>) -> Option<T> {
+    if let Some(v) = device.and_then(|d| by_device.get(&d)) {
+        return Some(*v);
+    }
+    let mut values = by_device.values();
+    let first = values.next()?;
+    values.all(|v| v == first).then_some(*first)
 }
 
 /// SMs of a device from kernel args: the most common blocks / `blocks per SM`.
@@ -101,18 +130,9 @@ pub fn geometry(work: &WorkRows, params: &DiagnosisParams) -> Vec<GeometryDevice
     let mut out = Vec::new();
     for ((artifact, device), rows) in by_device {
         let rows: Vec<_> = rows.iter().map(|i| &work.rows[*i]).collect();
-        let recorded = params
-            .facts
-            .get(&artifact)
-            .and_then(|f| {
-                device.and_then(|d| f.sm_counts.get(&d)).or_else(|| {
-                    // One device in the properties, or all alike.
-                    let mut counts = f.sm_counts.values();
-                    let first = counts.next()?;
-                    counts.all(|c| c == first).then_some(first)
-                })
-            })
-            .copied();
+        let facts = params.facts.get(&artifact);
+        let recorded = facts.and_then(|f| of_device(&f.sm_counts, device));
+        let limits: Option<SmLimits> = facts.and_then(|f| of_device(&f.sm_limits, device));
         let (sm_count, source) = match recorded {
             Some(n) => (Some(n), Some("device properties")),
             None => match sms_from_args(
@@ -150,22 +170,34 @@ pub fn geometry(work: &WorkRows, params: &DiagnosisParams) -> Vec<GeometryDevice
         };
         let mut listed: Vec<LaunchShape> = shapes
             .into_iter()
-            .map(|((name, g), t)| LaunchShape {
-                name: readable_name(work.strings.get(name)),
-                count: t.count,
-                total_ns: t.total_ns,
-                mean_ns: t.total_ns as f64 / t.count.max(1) as f64,
-                time_pct_of_compute: pct(t.total_ns),
-                grid: g.grid,
-                block: g.block,
-                blocks: g.blocks(),
-                threads_per_block: g.threads_per_block(),
-                registers_per_thread: g.registers_per_thread,
-                shared_memory_bytes: g.shared_memory_bytes,
-                blocks_per_sm: sm_count.map(|s| g.blocks() as f64 / s as f64),
-                achieved_occupancy_pct: (t.occupancy_n > 0)
-                    .then(|| t.occupancy_sum / t.occupancy_n as f64),
-                underfills_device: sm_count.map(|s| g.blocks() < s),
+            .map(|((name, g), t)| {
+                let occupancy = limits.and_then(|l| {
+                    l.occupancy(
+                        g.threads_per_block(),
+                        g.registers_per_thread,
+                        g.shared_memory_bytes,
+                    )
+                });
+                LaunchShape {
+                    name: readable_name(work.strings.get(name)),
+                    count: t.count,
+                    total_ns: t.total_ns,
+                    mean_ns: t.total_ns as f64 / t.count.max(1) as f64,
+                    time_pct_of_compute: pct(t.total_ns),
+                    grid: g.grid,
+                    block: g.block,
+                    blocks: g.blocks(),
+                    threads_per_block: g.threads_per_block(),
+                    registers_per_thread: g.registers_per_thread,
+                    shared_memory_bytes: g.shared_memory_bytes,
+                    blocks_per_sm: sm_count.map(|s| g.blocks() as f64 / s as f64),
+                    achieved_occupancy_pct: (t.occupancy_n > 0)
+                        .then(|| t.occupancy_sum / t.occupancy_n as f64),
+                    underfills_device: sm_count.map(|s| g.blocks() < s),
+                    resident_blocks_per_sm: occupancy.map(|o| o.blocks_per_sm),
+                    theoretical_occupancy_pct: occupancy.map(|o| o.pct),
+                    occupancy_limited_by: occupancy.map(|o| o.limited_by),
+                }
             })
             .collect();
         listed.sort_by(|a, b| {
@@ -187,6 +219,7 @@ pub fn geometry(work: &WorkRows, params: &DiagnosisParams) -> Vec<GeometryDevice
             key: params.key(&artifact, device),
             sm_count,
             sm_count_source: source.map(str::to_owned),
+            occupancy_basis: limits.map(|l| l.describe()),
             compute_kernels: rows.len() as i64,
             compute_ns,
             with_geometry,

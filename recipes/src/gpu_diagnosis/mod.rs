@@ -22,6 +22,7 @@ pub mod iterations;
 pub mod mfu;
 mod mfu_calls;
 pub mod mpi_calls;
+pub mod occupancy;
 pub mod params;
 pub mod peaks;
 pub mod period;
@@ -36,6 +37,7 @@ use crate::common::{ArtifactScope, RecipeResult};
 pub use crate::gpu_breakdown_params::DeviceKey;
 pub use answer::DiagnosisAnswer;
 use device_rows::WorkRows;
+pub use occupancy::SmLimits;
 pub use params::{ArtifactFacts, DiagnosisParams, DiagnosisSection, median_i64};
 
 /// Devices whose launch geometry an answer lists.

@@ -74,6 +74,8 @@ pub struct ArtifactFacts {
     pub sm_counts: BTreeMap<i64, i64>,
     /// Device names per device id, as the trace names them.
     pub device_names: BTreeMap<i64, String>,
+    /// SM resources per device id (NVIDIA devices whose trace recorded them).
+    pub sm_limits: BTreeMap<i64, super::SmLimits>,
     /// The artifact's first event start and last event end.
     pub trace_span: Option<(i64, i64)>,
 }

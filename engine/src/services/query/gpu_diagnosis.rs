@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 
 use flameox_recipes::ArtifactScope;
 use flameox_recipes::gpu_diagnosis::{
-    self, ArtifactFacts, DiagnosisAnswer, DiagnosisParams, DiagnosisSection,
+    self, ArtifactFacts, DiagnosisAnswer, DiagnosisParams, DiagnosisSection, SmLimits,
 };
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -70,14 +70,39 @@ fn section_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
     schemars::json_schema!({ "type": "string", "enum": names })
 }
 
-/// SMs and names per device id from the artifact's metadata: Kineto
-/// `deviceProperties[]` (`numSms`, `name`), Nsight `gpus[]` (`sm_count`,
-/// `name`; by id and by CUDA device number).
-fn device_facts(
-    snapshot: &Snapshot,
-    artifact_id: &str,
-) -> (BTreeMap<i64, i64>, BTreeMap<i64, String>) {
-    let (mut sms, mut names) = (BTreeMap::new(), BTreeMap::new());
+/// What the artifact's metadata says of each device: SMs, names and SM
+/// limits per device id, from Kineto `deviceProperties[]` (`numSms`,
+/// `name`, `computeMajor`, …) or Nsight `gpus[]` (`sm_count`, `name`,
+/// `compute_capability`, …; by id and by CUDA device number).
+#[derive(Default)]
+struct DeviceFacts {
+    sm_counts: BTreeMap<i64, i64>,
+    names: BTreeMap<i64, String>,
+    sm_limits: BTreeMap<i64, SmLimits>,
+}
+
+/// The SM limits of one metadata device entry, Kineto's or Nsight's names.
+fn sm_limits(d: &Value) -> Option<SmLimits> {
+    let int = |keys: &[&str]| keys.iter().find_map(|k| d.get(*k).and_then(Value::as_i64));
+    let warp_size = int(&["warpSize", "threads_per_warp"]).unwrap_or(32);
+    let cc = match d.get("compute_capability").and_then(Value::as_array) {
+        Some(cc) => (cc.first()?.as_i64()?, cc.get(1)?.as_i64()?),
+        None => (int(&["computeMajor"])?, int(&["computeMinor"])?),
+    };
+    let warps = int(&["max_warps_per_sm"])
+        .or_else(|| Some(int(&["maxThreadsPerMultiprocessor"])? / warp_size.max(1)))?;
+    SmLimits::new(
+        cc,
+        warps,
+        int(&["max_blocks_per_sm"]),
+        int(&["regsPerMultiprocessor", "max_registers_per_sm"])?,
+        int(&["sharedMemPerMultiprocessor", "max_shared_memory_per_sm"])?,
+        warp_size,
+    )
+}
+
+fn device_facts(snapshot: &Snapshot, artifact_id: &str) -> DeviceFacts {
+    let mut facts = DeviceFacts::default();
     for g in snapshot.generations_for(artifact_id) {
         let m = &g.summary.metadata;
         for (list, count, ids) in [
@@ -88,21 +113,25 @@ fn device_facts(
                 continue;
             };
             for d in devices {
+                let limits = sm_limits(d);
                 for key in ids {
                     let Some(id) = d.get(*key).and_then(Value::as_i64) else {
                         continue;
                     };
                     if let Some(n) = d.get(count).and_then(Value::as_i64) {
-                        sms.entry(id).or_insert(n);
+                        facts.sm_counts.entry(id).or_insert(n);
                     }
                     if let Some(n) = d.get("name").and_then(Value::as_str) {
-                        names.entry(id).or_insert_with(|| n.to_owned());
+                        facts.names.entry(id).or_insert_with(|| n.to_owned());
+                    }
+                    if let Some(l) = limits {
+                        facts.sm_limits.entry(id).or_insert(l);
                     }
                 }
             }
         }
     }
-    (sms, names)
+    facts
 }
 
 pub async fn gpu_diagnosis(
@@ -158,7 +187,7 @@ async fn gpu_diagnosis_of(
         for id in &scope.artifact_ids {
             if !facts.contains_key(id) {
                 order.push(id.clone());
-                let (sm_counts, device_names) = device_facts(&session.snapshot, id);
+                let devices = device_facts(&session.snapshot, id);
                 let trace_span = (session.snapshot.generations_for(id))
                     .filter_map(|g| g.summary.time_span_ns)
                     .reduce(|(a, b), (c, d)| (a.min(c), b.max(d)));
@@ -167,8 +196,9 @@ async fn gpu_diagnosis_of(
                     ArtifactFacts {
                         rank: distributed_number(&session.snapshot, id, "rank"),
                         world_size: distributed_number(&session.snapshot, id, "world_size"),
-                        sm_counts,
-                        device_names,
+                        sm_counts: devices.sm_counts,
+                        device_names: devices.names,
+                        sm_limits: devices.sm_limits,
                         trace_span,
                     },
                 );
