@@ -42,6 +42,18 @@ pub enum OccupancyLimiter {
     Blocks,
 }
 
+impl OccupancyLimiter {
+    /// As a sentence says it: `limited by registers`.
+    pub fn words(self) -> &'static str {
+        match self {
+            OccupancyLimiter::Warps => "warp slots",
+            OccupancyLimiter::Registers => "registers",
+            OccupancyLimiter::SharedMemory => "shared memory",
+            OccupancyLimiter::Blocks => "block slots",
+        }
+    }
+}
+
 /// One shape's theoretical occupancy on one device.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct Occupancy {

@@ -122,7 +122,7 @@ fn beyond_the_top_level<S: serde::Serializer>(
         [one] => seq.serialize_element(&OnlyArtifact {
             artifact_id: &one.artifact_id,
             original_name: &one.original_name,
-            metadata: &one.metadata,
+            metadata: devices_by_identity(&one.metadata),
         })?,
         many => {
             // Each entry's metadata is its rank only: a job of one trace
@@ -187,7 +187,28 @@ struct OnlyArtifact<'a> {
     artifact_id: &'a str,
     original_name: &'a str,
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
-    metadata: &'a BTreeMap<String, Value>,
+    metadata: BTreeMap<String, Value>,
+}
+
+/// Fields of a device (Kineto `deviceProperties[]`, Nsight and rocprof
+/// `gpus[]`) an import answer shows: which device it is.
+const DEVICE_IDENTITY: [&str; 5] = ["id", "cuda_device", "name", "numSms", "sm_count"];
+
+/// `metadata` with each device cut to its identity: the SM limits
+/// analyses read (registers, shared memory, warps per SM, …) are in
+/// `get_artifact`'s whole metadata, not in every import answer.
+fn devices_by_identity(metadata: &BTreeMap<String, Value>) -> BTreeMap<String, Value> {
+    let mut out = metadata.clone();
+    for key in ["deviceProperties", "gpus"] {
+        if let Some(Value::Array(devices)) = out.get_mut(key) {
+            for device in devices.iter_mut() {
+                if let Value::Object(fields) = device {
+                    fields.retain(|k, _| DEVICE_IDENTITY.contains(&k.as_str()));
+                }
+            }
+        }
+    }
+    out
 }
 
 /// Records a failed run (when it was recorded at all) and returns the error.

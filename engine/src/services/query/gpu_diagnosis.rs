@@ -9,6 +9,7 @@ use std::collections::BTreeMap;
 use flameox_recipes::ArtifactScope;
 use flameox_recipes::gpu_diagnosis::{
     self, ArtifactFacts, DiagnosisAnswer, DiagnosisParams, DiagnosisSection, SmLimits,
+    geometry::GeometryDevice, rules,
 };
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -58,6 +59,9 @@ pub struct GpuDiagnosisRequest {
 pub struct GpuDiagnosisResult {
     pub targets: Vec<ResolvedScope>,
     pub commit_id: String,
+    /// The `kernel` asked about (geometry lists only its shapes).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kernel: Option<String>,
     #[serde(flatten)]
     pub answer: DiagnosisAnswer,
     pub time: TimeScope,
@@ -243,6 +247,7 @@ async fn gpu_diagnosis_of(
     Ok(GpuDiagnosisResult {
         commit_id: session.snapshot.commit_id().to_owned(),
         targets,
+        kernel: req.kernel.clone(),
         answer,
         time: TimeScope::new(window, phase, WINDOW_RULE),
         evidence,
@@ -280,6 +285,54 @@ fn shown_artifacts(a: &DiagnosisAnswer) -> std::collections::BTreeSet<String> {
 
 /// The answer's first line: the ranks' verdict when several ranks were
 /// compared, then what each section found worst, with its numbers.
+/// The heaviest shape of the kernel asked about on one device: its time,
+/// its grid against the SMs, its theoretical occupancy and what limits it.
+fn asked_kernel(d: &GeometryDevice) -> Option<String> {
+    use crate::units::duration_ns;
+    let s = d.shapes.first()?;
+    let shapes = match d.shapes_total {
+        1 => String::new(),
+        n => format!(" (heaviest of {n} shapes)"),
+    };
+    let grid = match (d.sm_count, s.blocks_per_sm) {
+        (Some(sms), Some(per_sm)) if s.blocks < sms => {
+            format!(
+                "{} blocks on {sms} SMs: {} SMs idle while it runs",
+                s.blocks,
+                sms - s.blocks
+            ) + &format!(" ({per_sm:.2} blocks per SM)")
+        }
+        (Some(sms), Some(per_sm)) => {
+            format!("{} blocks on {sms} SMs ({per_sm:.1} per SM)", s.blocks)
+        }
+        _ => format!("{} blocks", s.blocks),
+    };
+    let occupancy = match (
+        s.theoretical_occupancy_pct,
+        s.occupancy_limited_by,
+        s.resident_blocks_per_sm,
+    ) {
+        (Some(pct), Some(by), Some(resident)) => format!(
+            "; theoretical occupancy {pct:.0} % ({resident} blocks of {} threads per SM, limited by {})",
+            s.threads_per_block,
+            by.words()
+        ),
+        _ => String::new(),
+    };
+    let achieved = s
+        .achieved_occupancy_pct
+        .map(|a| format!("; Kineto's achieved estimate {a:.0} %"))
+        .unwrap_or_default();
+    Some(format!(
+        "{}{shapes} on device {}: {} launches, {} = {:.0} % of its compute kernel time; {grid}{occupancy}{achieved}",
+        s.name,
+        d.key.device.map_or("?".into(), |x| x.to_string()),
+        s.count,
+        duration_ns(s.total_ns),
+        s.time_pct_of_compute,
+    ))
+}
+
 pub fn headline(r: &GpuDiagnosisResult) -> String {
     use crate::units::{bytes, duration_ns};
     let a = &r.answer;
@@ -287,11 +340,20 @@ pub fn headline(r: &GpuDiagnosisResult) -> String {
     if let Some(ranks) = a.ranks.as_ref().filter(|k| k.ranks_total >= 2) {
         parts.push(ranks.verdict.clone());
     }
-    if let Some(d) = a
+    if let Some(k) = &r.kernel {
+        // The kernel asked about, not the device's other kernels.
+        parts.push(
+            a.geometry
+                .iter()
+                .flatten()
+                .find_map(asked_kernel)
+                .unwrap_or_else(|| format!("no compute kernel named like {k:?}")),
+        );
+    } else if let Some(d) = a
         .geometry
         .iter()
         .flatten()
-        .filter(|d| d.underfilled_ns > 0)
+        .filter(|d| d.underfilled_pct_of_compute >= rules::UNDERFILLED_GRIDS.threshold)
         .max_by(|x, y| x.underfilled_ns.cmp(&y.underfilled_ns))
     {
         let top = d
