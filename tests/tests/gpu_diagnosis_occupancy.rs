@@ -237,6 +237,25 @@ fn the_headline_of_a_kernel_question_is_that_kernel() {
         "{line}"
     );
 
+    // A kernel with 213,656 B of opted-in shared memory: Kineto says 0 %,
+    // and the headline says why.
+    let b200 = project.import_corpus("kineto/tracelens_b200_vllm_eager_rank0of8.json.gz");
+    let line = first_line(&[
+        "analyze",
+        "gpu-diagnosis",
+        &b200,
+        "--section",
+        "geometry",
+        "--kernel",
+        "nvjet_tst_64x64",
+    ]);
+    assert!(
+        line.contains("140 blocks on 148 SMs: 8 SMs idle while it runs")
+            && line.contains("(1 block of 256 threads per SM, limited by registers)")
+            && line.contains("does not see shared memory opted in past 48 KiB"),
+        "{line}"
+    );
+
     let db = corpus().join("nsys/pipit_saxpy_mpi_a100_nsys2022.2.sqlite");
     let run = project.import_path(&db);
     let line = first_line(&["analyze", "gpu-diagnosis", &run, "--kernel", "saxpy"]);

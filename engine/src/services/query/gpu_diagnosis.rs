@@ -313,16 +313,22 @@ fn asked_kernel(d: &GeometryDevice) -> Option<String> {
         s.resident_blocks_per_sm,
     ) {
         (Some(pct), Some(by), Some(resident)) => format!(
-            "; theoretical occupancy {pct:.0} % ({resident} blocks of {} threads per SM, limited by {})",
+            "; theoretical occupancy {pct:.0} % ({resident} block{} of {} threads per SM, limited by {})",
+            if resident == 1 { "" } else { "s" },
             s.threads_per_block,
             by.words()
         ),
         _ => String::new(),
     };
-    let achieved = s
-        .achieved_occupancy_pct
-        .map(|a| format!("; Kineto's achieved estimate {a:.0} %"))
-        .unwrap_or_default();
+    // Kineto's calculator is not told of shared memory a kernel opted in
+    // to past the default 48 KiB per block and says 0 % for a kernel that ran.
+    let achieved = match s.achieved_occupancy_pct {
+        Some(a) if a == 0.0 && s.shared_memory_bytes.is_some_and(|b| b > 48 * 1024) => {
+            "; Kineto's achieved estimate 0 % (its calculator does not see shared memory opted in past 48 KiB)".to_owned()
+        }
+        Some(a) => format!("; Kineto's achieved estimate {a:.0} %"),
+        None => String::new(),
+    };
     Some(format!(
         "{}{shapes} on device {}: {} launches, {} = {:.0} % of its compute kernel time; {grid}{occupancy}{achieved}",
         s.name,
