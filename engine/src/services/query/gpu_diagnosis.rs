@@ -47,7 +47,7 @@ pub struct GpuDiagnosisRequest {
     /// Rows per artifact and section; ranks shown (default 5).
     #[schemars(range(min = 1, max = 1000))]
     pub limit: Option<usize>,
-    /// Geometry of kernels whose name contains this only.
+    /// Geometry of kernels whose name contains this only; the headline is the heaviest's.
     #[schemars(length(min = 1, max = 200))]
     pub kernel: Option<String>,
     /// Device work starting in this phase's host span only (ProfilerStep#5).
