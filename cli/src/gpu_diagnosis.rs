@@ -309,20 +309,10 @@ pub(crate) fn render(r: &GpuDiagnosisResult) -> String {
     out
 }
 
-/// `62 % (regs)`: a shape's theoretical occupancy and its limiter, in the
-/// table's own column words.
+/// `62 % (registers)`: a shape's theoretical occupancy and its limiter.
 fn occupancy(s: &LaunchShape) -> String {
-    use flameox_recipes::gpu_diagnosis::occupancy::OccupancyLimiter as L;
     match (s.theoretical_occupancy_pct, s.occupancy_limited_by) {
-        (Some(pct), Some(by)) => {
-            let by = match by {
-                L::Warps => "warps",
-                L::Registers => "regs",
-                L::SharedMemory => "smem",
-                L::Blocks => "blocks",
-            };
-            format!("{pct:.0} % ({by})")
-        }
+        (Some(pct), Some(by)) => format!("{pct:.0} % ({})", by.words()),
         _ => "-".into(),
     }
 }

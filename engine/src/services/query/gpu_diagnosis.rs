@@ -297,10 +297,10 @@ fn asked_kernel(d: &GeometryDevice) -> Option<String> {
     let grid = match (d.sm_count, s.blocks_per_sm) {
         (Some(sms), Some(per_sm)) if s.blocks < sms => {
             format!(
-                "{} blocks on {sms} SMs: {} SMs idle while it runs",
+                "{} blocks on {sms} SMs: {} SMs idle while it runs ({per_sm:.2} blocks per SM)",
                 s.blocks,
                 sms - s.blocks
-            ) + &format!(" ({per_sm:.2} blocks per SM)")
+            )
         }
         (Some(sms), Some(per_sm)) => {
             format!("{} blocks on {sms} SMs ({per_sm:.1} per SM)", s.blocks)
